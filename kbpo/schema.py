@@ -149,10 +149,6 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
                             "Acme holds a stake in Northwind."),
     "org:parents": ("The second argument owns or controls the organisation.",
                     "Northwind, a unit of Acme, ..."),
-    "org:employees_or_members": ("The person works for or belongs to the organisation.",
-                                 "Acme hired Ada Byron."),
-    "org:students": ("The person studied at the organisation.",
-                     "Hillcrest alumna Ada Byron ..."),
 }
 
 

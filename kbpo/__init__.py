@@ -1,0 +1,5 @@
+"""KBPO project package and core app."""
+
+from .celery import app as celery_app
+
+__all__ = ("celery_app",)

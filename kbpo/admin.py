@@ -1,0 +1,45 @@
+"""Operator views of corpora and accounts."""
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from .models import Corpus, Document, Profile, Sentence
+
+
+@admin.register(Corpus)
+class CorpusAdmin(admin.ModelAdmin):
+    list_display = ("tag", "description", "n_documents", "created_at")
+    search_fields = ("tag", "description")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(_n=Count("documents"))
+
+    @admin.display(description="documents", ordering="_n")
+    def n_documents(self, obj: Corpus) -> int:
+        return obj._n  # type: ignore[attr-defined]
+
+
+class SentenceInline(admin.TabularInline):
+    model = Sentence
+    fields = ("index", "begin", "end")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ("doc_id", "corpus", "title", "date", "length")
+    list_filter = ("corpus",)
+    search_fields = ("doc_id", "title")
+    # Texts are immutable: submissions refer to their offsets.
+    readonly_fields = ("corpus", "doc_id", "text", "text_sha256", "length")
+    inlines = [SentenceInline]
+
+
+@admin.register(Profile)
+class ProfileAdmin(admin.ModelAdmin):
+    list_display = ("user", "affiliation", "homepage")
+    search_fields = ("user__username", "user__email", "affiliation")

@@ -1,0 +1,236 @@
+"""Django settings for KBPO, read from environment variables.
+
+With nothing set, the service runs on SQLite with Celery in eager mode and the
+simulated crowd, so a newcomer needs no servers. Production sets KBPO_ENV=production,
+DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY and the allowed hosts
+(every variable is described in docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Parse a boolean environment variable ("1", "true", "yes", "on")."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str) -> list[str]:
+    """Parse a comma-separated environment variable."""
+    return [x.strip() for x in os.environ.get(name, default).split(",") if x.strip()]
+
+
+def env_int(name: str, default: int) -> int:
+    """Parse an integer environment variable, naming it when it is malformed."""
+    value = os.environ.get(name)
+    try:
+        return int(value) if value else default
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    """Parse a numeric environment variable, naming it when it is malformed."""
+    value = os.environ.get(name)
+    try:
+        return float(value) if value else default
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
+
+
+# KBPO_ENV=production turns on every production safeguard; anything else is development.
+KBPO_ENV = os.environ.get("KBPO_ENV", "development").strip().lower()
+PRODUCTION = KBPO_ENV == "production"
+DEBUG = env_bool("DEBUG", not PRODUCTION)
+SECRET_KEY = os.environ.get("SECRET_KEY", DEFAULT_SECRET_KEY)
+if PRODUCTION:
+    if DEBUG:
+        raise ImproperlyConfigured(
+            "DEBUG is on but KBPO_ENV=production: set DEBUG=0 (debug pages leak secrets).")
+    if SECRET_KEY == DEFAULT_SECRET_KEY or len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured(
+            "KBPO_ENV=production needs SECRET_KEY set to a random string of at least 50 "
+            "characters (the built-in development key is refused), e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe(64))'.")
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "kbpo",
+    "submissions",
+    "annotations",
+    "estimation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "kbpo.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "kbpo.context_processors.site",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "kbpo.wsgi.application"
+
+# Database: DATABASE_URL (postgres://user@host:5432/name) or SQLite by default.
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)
+    if DATABASE_URL
+    else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Long lock waits instead of "database is locked" under concurrent requests.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", BASE_DIR / "var" / "media"))
+MEDIA_URL = "media/"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+# Email: printed to the console unless an SMTP backend is configured.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "KBPO <noreply@kbpo.local>")
+
+# Security headers. Task pages that MTurk frames override X-Frame-Options per view.
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+if PRODUCTION:
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# REST API: token or session auth; OpenAPI schema by drf-spectacular.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "KBPO API",
+    "DESCRIPTION": "Submit knowledge bases and read evaluation results.",
+    "VERSION": "1.0.0",
+}
+
+# Celery: eager (in-process) unless a broker is configured.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL or None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+
+# KBPO product settings.
+KBPO_CROWD_BACKEND = os.environ.get("KBPO_CROWD_BACKEND", "simulated")
+if KBPO_CROWD_BACKEND not in {"simulated", "local", "mturk"}:
+    raise ImproperlyConfigured(
+        f"KBPO_CROWD_BACKEND must be simulated, local or mturk, got {KBPO_CROWD_BACKEND!r}")
+MTURK_SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
+MTURK_PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
+# Production MTurk spends real money: it needs this flag *and* a budget (crowd app).
+MTURK_USE_PRODUCTION = env_bool("MTURK_USE_PRODUCTION", False)
+MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL") or (
+    MTURK_PRODUCTION_ENDPOINT if MTURK_USE_PRODUCTION else MTURK_SANDBOX_ENDPOINT)
+# boto3 reads AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY from the environment itself.
+AWS_DEFAULT_REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+KBPO_PUBLIC_URL = os.environ.get("KBPO_PUBLIC_URL", "http://localhost:8000")
+# A corpus line longer than this is reported as an error rather than parsed.
+KBPO_CORPUS_MAX_LINE_BYTES = env_int("KBPO_CORPUS_MAX_LINE_BYTES", 5_000_000)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
