@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 GOOD_KEY = "k" * 20 + "-production-secret-for-the-settings-test-only-0123456789"
 
@@ -38,3 +40,12 @@ def test_production_check_deploy_is_clean() -> None:
 def test_bad_crowd_backend_is_refused() -> None:
     r = run_check({"KBPO_CROWD_BACKEND": "mechanical"})
     assert r.returncode != 0 and "KBPO_CROWD_BACKEND" in r.stderr
+
+
+@pytest.mark.django_db
+def test_healthz_answers_plain_http_from_any_host(client, settings) -> None:
+    settings.ALLOWED_HOSTS = ["kbpo.example.org"]
+    settings.SECURE_SSL_REDIRECT = True
+    resp = client.get("/healthz", HTTP_HOST="127.0.0.1:8000")
+    assert resp.status_code == 200 and resp.json() == {"status": "ok"}
+    assert client.get("/", HTTP_HOST="127.0.0.1:8000").status_code == 400

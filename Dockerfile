@@ -1,0 +1,26 @@
+# Production image: the same code runs the web server, the Celery worker and beat.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpq5 \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --create-home --uid 1000 kbpo
+
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install -r requirements.txt
+
+COPY . .
+# Static files are collected at build time with the production storage (hashed names).
+RUN KBPO_ENV=production DEBUG=0 \
+    SECRET_KEY=build-time-only-key-not-used-at-runtime-0123456789abcdefghijklmnop \
+    python manage.py collectstatic --noinput \
+    && mkdir -p /app/var/media && chown -R kbpo:kbpo /app/var
+
+USER kbpo
+EXPOSE 8000
+CMD ["gunicorn", "kbpo.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120", "--access-logfile", "-"]

@@ -1,0 +1,30 @@
+# The two commands a newcomer needs:  make demo  and  make test
+# (both create the virtualenv and install what they need first).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+
+.PHONY: demo test lint bench clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) manage.py demo --out demo
+	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+
+test: $(VENV)/.installed
+	bash scripts/test.sh
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+bench: $(VENV)/.installed
+	bash scripts/bench.sh
+
+clean:
+	rm -rf $(VENV) demo db.sqlite3 var staticfiles test-artifacts
