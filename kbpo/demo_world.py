@@ -1220,11 +1220,10 @@ def _simulate(a: _Arrays, prof: SystemProfile, index: int, seed: int,
     keep = sc != oc
     sent = a.p_sent[pair]
     n_sent = int(a.m_sent.max()) + 1 if len(a.m_sent) else 1
-    args_m = np.concatenate([subj_m, obj_m[~filler]])
-    args_c = np.concatenate([sc, oc[~filler]])
-    args_s = np.concatenate([sent, sent[~filler]])
-    uniq = np.unique(np.stack([args_c * n_sent + args_s, args_m]), axis=1)
-    ckey, counts = np.unique(uniq[0], return_counts=True)
+    n_men = len(a.m_sent)
+    args = np.unique(np.concatenate([sc * n_men + subj_m, (oc * n_men + obj_m)[~filler]]))
+    ckey, counts = np.unique(args // n_men * n_sent + a.m_sent[args % n_men],
+                             return_counts=True)
     bad = ckey[counts > 1]
     keep &= ~np.isin(sc * n_sent + sent, bad)
     keep &= filler | ~np.isin(oc * n_sent + sent, bad)
@@ -1256,7 +1255,32 @@ def _fine(predicate: str, kind: str) -> str:
     if not names:
         return predicate
     return names.get(kind) or names.get("*") or predicate
-_CONF = [f"{c / 100:.2f}" for c in range(101)]
+_CONF = np.array([f"{c / 100:.2f}" for c in range(101)], dtype=object)
+_KINDS = ("", "city", "state", "country")
+
+
+def _name_table() -> np.ndarray:
+    """[inverse?, fine?, predicate, subject type, object type, object's GPE kind] -> name.
+
+    The object is the argument whose GPE kind picks the fine-grained name (for
+    the inverse it is the subject of the written line).
+    """
+    table = np.full((2, 2, len(PREDICATES), 5, 5, len(_KINDS)), "", dtype=object)
+    for (st, ot), preds in schema.CANONICAL.items():
+        for pred in preds:
+            c, si, oi = PRED_CODE[pred], TYPE_CODE[st], TYPE_CODE[ot]
+            inv = schema.inverse(pred, st, ot)
+            for k, kind in enumerate(_KINDS):
+                table[0, 0, c, si, oi, k] = pred
+                table[0, 1, c, si, oi, k] = _fine(pred, kind)
+                if inv is not None:
+                    table[1, 0, c, si, oi, k] = inv
+                    table[1, 1, c, si, oi, k] = _fine(inv, kind)
+    return table
+
+
+NAME_TABLE = _name_table()
+_EMPLOYEE = PRED_CODE["per:employee_or_member_of"]
 
 
 class _Emitter:
@@ -1272,7 +1296,8 @@ class _Emitter:
         self.s_prov = np.array([f"{docs[d]}:{b}-{e - 1}" for d, (b, e) in
                                 zip(flat.sent_doc, flat.sent_span)], dtype=object)
         self.type_name = np.array(schema.ENTITY_TYPES, dtype=object)
-        self.gpe_kind = np.array(w.kind, dtype=object)
+        self.kind_code = np.array([_KINDS.index(k) if k in _KINDS else 0 for k in w.kind],
+                                  dtype=np.int64)
         self.link = np.array(w.link, dtype=object)
 
     def write(self, path: Path, prof: SystemProfile, pr: _Prediction, index: int,
@@ -1321,26 +1346,23 @@ class _Emitter:
         prov = np.where(filler, self.m_prov[obj_m] + "," + sprov, sprov)
         gold = np.isin(pr.pair * len(PREDICATES) + pr.pred, a.g_keys)
         conf = np.where(gold, rng.integers(55, 100, len(gold)), rng.integers(20, 96, len(gold)))
+        conf_s = _CONF[conf]
         u = rng.random(len(gold))
-        mode = np.where(filler, 0, np.where(u < prof.both_directions_rate, 2,
-                                            np.where(u < prof.both_directions_rate
-                                                     + prof.inverse_rate, 1, 0)))
+        both = ~filler & (u < prof.both_directions_rate)
+        inverse = ~filler & (u < prof.both_directions_rate + prof.inverse_rate)
+        forward = ~inverse | both
         fine = rng.random(len(gold)) < prof.fine_grained_rate
-        stype = self.type_name[a.m_type[subj_m]]
-        otype = self.type_name[a.m_type[obj_m]]
-        kind_o = self.gpe_kind[a.m_entity[obj_m]]
-        for i in range(len(gold)):
-            pred = PREDICATES[pr.pred[i]]
-            c = _CONF[conf[i]]
-            if mode[i] != 1:
-                p = _fine(pred, kind_o[i]) if fine[i] else pred
-                lines.append(f"{sname[i]}\t{p}\t{oname[i]}\t{prov[i]}\t{c}")
-            if mode[i] != 0:
-                inv = schema.inverse(pred, stype[i], otype[i])
-                assert inv is not None
-                if fine[i]:
-                    inv = _fine(inv, kind_o[i])
-                lines.append(f"{oname[i]}\t{inv}\t{sname[i]}\t{prov[i]}\t{c}")
+        # Only some employees are top members: rename a third of those.
+        fine &= (pr.pred != _EMPLOYEE) | (rng.random(len(gold)) < 0.3)
+        fine = fine.astype(np.int64)
+        st, ot = a.m_type[subj_m], a.m_type[obj_m]
+        kind = self.kind_code[a.m_entity[obj_m]]
+        fwd_name = NAME_TABLE[0, fine, pr.pred, st, ot, kind]
+        inv_name = NAME_TABLE[1, fine, pr.pred, st, ot, kind]
+        lines += [f"{s}\t{p}\t{o}\t{v}\t{c}" for s, p, o, v, c in zip(
+            sname[forward], fwd_name[forward], oname[forward], prov[forward], conf_s[forward])]
+        lines += [f"{s}\t{p}\t{o}\t{v}\t{c}" for s, p, o, v, c in zip(
+            oname[inverse], inv_name[inverse], sname[inverse], prov[inverse], conf_s[inverse])]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -1378,6 +1400,8 @@ def generate(out_dir: Path, docs: int, systems: int, seed: int,
     say = progress or (lambda stage, done, total: None)
     out_dir = Path(out_dir)
     (out_dir / "systems").mkdir(parents=True, exist_ok=True)
+    for stale in sorted((out_dir / "systems").glob("*.kb")):  # from an earlier run
+        stale.unlink()
     rng = random.Random(seed)
     world = build_world(docs, rng)
     flat = _Flat()
