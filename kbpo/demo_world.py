@@ -1031,7 +1031,18 @@ def make_profiles(k: int, seed: int) -> list[SystemProfile]:
     precisions = [0.3 + 0.62 * j / spread for j in range(len(free))]
     recalls = [0.06 + 0.5 * j / spread for j in range(len(free))]
     rng.shuffle(precisions)
-    rng.shuffle(recalls)
+    # Low precision needs many false positives; the corpus has about as many
+    # unrelated pairs as true instances, so recall r is feasible at precision P
+    # when r <= 0.6 P / (1 - P). Hand out recalls, largest first, to random
+    # systems that can afford them.
+    caps = [0.6 * p / (1 - p) for p in precisions]
+    assigned: list[float | None] = [None] * len(free)
+    for r in sorted(recalls, reverse=True):
+        open_slots = [j for j in range(len(free)) if assigned[j] is None]
+        fits = [j for j in open_slots if caps[j] >= r]
+        j = rng.choice(fits) if fits else max(open_slots, key=caps.__getitem__)
+        assigned[j] = min(r, caps[j])
+    recalls = [float(r) for r in assigned if r is not None]
     groups = sorted(PREDICATE_GROUPS)
     profiles: list[SystemProfile] = []
     for i in range(k):
@@ -1159,7 +1170,8 @@ def _clusters(a: _Arrays, prof: SystemProfile, rng: np.random.Generator) -> np.n
 
 
 def _simulate(a: _Arrays, prof: SystemProfile, index: int, seed: int,
-              shared: dict[str, np.ndarray], noise: np.ndarray) -> _Prediction:
+              shared: dict[str, np.ndarray], noise: np.ndarray, owner_index: int
+              ) -> _Prediction:
     rng = np.random.default_rng([seed, 1000 + index])
     npred = len(PREDICATES)
     n_y = len(a.g_pair)
@@ -1176,7 +1188,8 @@ def _simulate(a: _Arrays, prof: SystemProfile, index: int, seed: int,
     found = z < thresholds[a.g_pred]
     owner = shared["owner"]
     found &= owner < 0
-    found |= (owner == index) & (rng.random(n_y) < 0.8)
+    # Instances only this system (and its near-duplicates) can find.
+    found |= (owner == owner_index) & (rng.random(n_y) < 0.8)
     pair = a.g_pair[found]
     pred = a.g_pred[found].copy()
     # Wrong predicates for some found pairs.
@@ -1443,14 +1456,15 @@ def generate(out_dir: Path, docs: int, systems: int, seed: int,
     noises: dict[int, np.ndarray] = {}
     truth_systems: dict[str, dict] = {}
     for i, prof in enumerate(profiles):
+        owner_index = i
         if prof.duplicate_of is not None:
-            src = noises[by_name[prof.duplicate_of]]
+            owner_index = by_name[prof.duplicate_of]
             extra = np.random.default_rng([seed, 3000 + i]).standard_normal(n_y)
-            noise = math.sqrt(0.9) * src + math.sqrt(0.1) * extra
+            noise = math.sqrt(0.97) * noises[owner_index] + math.sqrt(0.03) * extra
         else:
             noise = np.random.default_rng([seed, 2000 + i]).standard_normal(n_y)
         noises[i] = noise
-        pr = _simulate(a, prof, i, seed, shared, noise)
+        pr = _simulate(a, prof, i, seed, shared, noise, owner_index)
         emitter.write(out_dir / "systems" / f"{prof.name}.kb", prof, pr, i, seed)
         keys = pr.pair * len(PREDICATES) + pr.pred
         truth_systems[prof.name] = _scores(keys, pr.pair, pr.pred, pr.subj_cluster,
