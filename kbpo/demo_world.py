@@ -313,13 +313,13 @@ def build_world(docs: int, rng: random.Random) -> World:
         w.fact(o, "org:place_of_headquarters", rng.choice(cities))
         if rng.random() < 0.8:
             w.fact(o, "org:date_founded", new_date(1850, 2012))
-        if rng.random() < 0.1:
+        if rng.random() < 0.15:
             w.fact(o, "org:date_dissolved", new_date(1990, 2016))
-    for o in companies:
-        r = rng.random()
+    for n, o in enumerate(companies):
+        r = rng.random() if n >= 3 else 0.2  # small worlds still get every kind
         if r < 0.15:
             w.fact(rng.choice(companies), "org:subsidiaries", o)
-        elif r < 0.22:
+        elif r < 0.27:
             w.fact(o, "org:founded_by", rng.choice(companies))
         if rng.random() < 0.12:
             w.fact(rng.choice(companies), "org:holds_shares_in", o)
@@ -479,6 +479,7 @@ FACT_TEMPLATES: dict[Kind, list[str]] = {
     ],
     ("org:founded_by", ORG, ORG): [
         "[1] set up [0] as a separate venture.",
+        "[1] launched [0] as a joint venture with local investors.",
         "[0] was created by [1] to enter new markets.",
         "[0], founded by [1], has become a rival of its creator.",
     ],
@@ -1192,10 +1193,13 @@ def _simulate(a: _Arrays, prof: SystemProfile, index: int, seed: int,
     found |= (owner == owner_index) & (rng.random(n_y) < 0.8)
     pair = a.g_pair[found]
     pred = a.g_pred[found].copy()
-    # Wrong predicates for some found pairs.
+    # Wrong predicates for some found pairs (drawn per instance of Y, from a
+    # generator near-duplicates share, so twins make the same confusions).
+    twin_rng = np.random.default_rng([seed, 4000 + owner_index])
+    draw, pick = twin_rng.random(n_y)[found], twin_rng.integers(0, 1 << 30, n_y)[found]
     tp = a.p_tpair[pair]
-    wrong = (rng.random(len(pair)) < prof.wrong_predicate_rate) & (_N_VALID[tp] > 1)
-    k = rng.integers(0, np.maximum(_N_VALID[tp] - 1, 1))
+    wrong = (draw < prof.wrong_predicate_rate) & (_N_VALID[tp] > 1)
+    k = pick % np.maximum(_N_VALID[tp] - 1, 1)
     alt = _VALID_TABLE[tp, k]
     alt = np.where(alt == pred, _VALID_TABLE[tp, _N_VALID[tp] - 1], alt)
     pred = np.where(wrong, alt, pred)
@@ -1460,7 +1464,7 @@ def generate(out_dir: Path, docs: int, systems: int, seed: int,
         if prof.duplicate_of is not None:
             owner_index = by_name[prof.duplicate_of]
             extra = np.random.default_rng([seed, 3000 + i]).standard_normal(n_y)
-            noise = math.sqrt(0.97) * noises[owner_index] + math.sqrt(0.03) * extra
+            noise = math.sqrt(0.98) * noises[owner_index] + math.sqrt(0.02) * extra
         else:
             noise = np.random.default_rng([seed, 2000 + i]).standard_normal(n_y)
         noises[i] = noise
