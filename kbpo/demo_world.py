@@ -48,9 +48,13 @@ DOC_PREFIX = "NYT_DEMO_"
 # identical function can replace it.
 # ---------------------------------------------------------------------------
 
-def scheme_probabilities(scheme: str, pair_keys: np.ndarray | Sequence,
-                         predicates: np.ndarray | Sequence,
-                         subject_ids: np.ndarray | Sequence) -> np.ndarray:
+
+def scheme_probabilities(
+    scheme: str,
+    pair_keys: np.ndarray | Sequence,
+    predicates: np.ndarray | Sequence,
+    subject_ids: np.ndarray | Sequence,
+) -> np.ndarray:
     """Sampling probability of every instance of one deduplicated instance set.
 
     The three arrays are parallel, one entry per instance (pair key, canonical
@@ -66,12 +70,14 @@ def scheme_probabilities(scheme: str, pair_keys: np.ndarray | Sequence,
         return np.zeros(0)
     if scheme == "instance":
         return np.full(n, 1.0 / n)
-    _, pred_inv, pred_cnt = np.unique(np.asarray(predicates), return_inverse=True,
-                                      return_counts=True)
+    _, pred_inv, pred_cnt = np.unique(
+        np.asarray(predicates), return_inverse=True, return_counts=True
+    )
     if scheme == "predicate":
         return 1.0 / (len(pred_cnt) * pred_cnt[pred_inv])
-    _, subj_inv, subj_cnt = np.unique(np.asarray(subject_ids), return_inverse=True,
-                                      return_counts=True)
+    _, subj_inv, subj_cnt = np.unique(
+        np.asarray(subject_ids), return_inverse=True, return_counts=True
+    )
     if scheme == "entity":
         return 1.0 / (len(subj_cnt) * subj_cnt[subj_inv])
     if scheme == "entity_relation":
@@ -88,31 +94,138 @@ def scheme_probabilities(scheme: str, pair_keys: np.ndarray | Sequence,
 # ---------------------------------------------------------------------------
 
 FEMALE_NAMES = (
-    "Ada", "Alma", "Anna", "Beatrix", "Carla", "Clara", "Dina", "Edith", "Elena",
-    "Freya", "Greta", "Hanna", "Ida", "Irene", "Jana", "Julia", "Karin", "Lena",
-    "Lidia", "Maren", "Marta", "Nadia", "Nora", "Olga", "Paula", "Rosa", "Selma",
-    "Sonja", "Tessa", "Vera", "Wanda", "Yara", "Zora", "Lucia", "Mira", "Agnes",
+    "Ada",
+    "Alma",
+    "Anna",
+    "Beatrix",
+    "Carla",
+    "Clara",
+    "Dina",
+    "Edith",
+    "Elena",
+    "Freya",
+    "Greta",
+    "Hanna",
+    "Ida",
+    "Irene",
+    "Jana",
+    "Julia",
+    "Karin",
+    "Lena",
+    "Lidia",
+    "Maren",
+    "Marta",
+    "Nadia",
+    "Nora",
+    "Olga",
+    "Paula",
+    "Rosa",
+    "Selma",
+    "Sonja",
+    "Tessa",
+    "Vera",
+    "Wanda",
+    "Yara",
+    "Zora",
+    "Lucia",
+    "Mira",
+    "Agnes",
 )
 MALE_NAMES = (
-    "Adam", "Anton", "Bruno", "Carlo", "Daniel", "Emil", "Felix", "Gregor",
-    "Hugo", "Ivan", "Jonas", "Karl", "Leon", "Lukas", "Marco", "Milan", "Nikolai",
-    "Oskar", "Pavel", "Peter", "Rafael", "Simon", "Stefan", "Tobias", "Viktor",
-    "Walter", "Yusuf", "Omar", "Tomas", "Arne", "Ruben", "Elias", "Henrik", "Boris",
+    "Adam",
+    "Anton",
+    "Bruno",
+    "Carlo",
+    "Daniel",
+    "Emil",
+    "Felix",
+    "Gregor",
+    "Hugo",
+    "Ivan",
+    "Jonas",
+    "Karl",
+    "Leon",
+    "Lukas",
+    "Marco",
+    "Milan",
+    "Nikolai",
+    "Oskar",
+    "Pavel",
+    "Peter",
+    "Rafael",
+    "Simon",
+    "Stefan",
+    "Tobias",
+    "Viktor",
+    "Walter",
+    "Yusuf",
+    "Omar",
+    "Tomas",
+    "Arne",
+    "Ruben",
+    "Elias",
+    "Henrik",
+    "Boris",
 )
-_ONSETS = ("b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "l", "m", "n", "p",
-           "r", "s", "st", "t", "tr", "v", "w", "z", "")
+_ONSETS = (
+    "b",
+    "br",
+    "c",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gr",
+    "h",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "w",
+    "z",
+    "",
+)
 _VOWELS = ("a", "e", "i", "o", "u", "a", "e", "o", "ai", "ea", "ou", "y")
 _CODAS = ("", "", "n", "r", "l", "s", "m", "nd", "rk", "lt", "st", "x", "v")
 
 TITLES = (
-    "chief executive", "chairman", "president", "managing director", "engineer",
-    "lawyer", "professor", "senator", "finance minister", "mayor", "architect",
-    "economist", "journalist", "editor", "surgeon", "physicist", "diplomat",
-    "chief financial officer", "spokeswoman", "spokesman", "ambassador",
-    "composer", "software developer", "accountant", "general manager", "governor",
+    "chief executive",
+    "chairman",
+    "president",
+    "managing director",
+    "engineer",
+    "lawyer",
+    "professor",
+    "senator",
+    "finance minister",
+    "mayor",
+    "architect",
+    "economist",
+    "journalist",
+    "editor",
+    "surgeon",
+    "physicist",
+    "diplomat",
+    "chief financial officer",
+    "spokeswoman",
+    "spokesman",
+    "ambassador",
+    "composer",
+    "software developer",
+    "accountant",
+    "general manager",
+    "governor",
 )
-SENIOR_TITLES = frozenset({"chief executive", "chairman", "president",
-                           "managing director", "general manager"})
+SENIOR_TITLES = frozenset(
+    {"chief executive", "chairman", "president", "managing director", "general manager"}
+)
 
 
 class _Namer:
@@ -125,8 +238,10 @@ class _Namer:
     def stem(self, syllables: int = 2) -> str:
         rng = self.rng
         while True:
-            word = "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
-                           for _ in range(syllables))
+            word = "".join(
+                rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
+                for _ in range(syllables)
+            )
             if 4 <= len(word) <= 10 and word not in self.used and word[0] not in "aeiouy":
                 self.used.add(word)
                 return word.capitalize()
@@ -135,6 +250,7 @@ class _Namer:
 # ---------------------------------------------------------------------------
 # The world: an entity table (all five types) and a fact base.
 # ---------------------------------------------------------------------------
+
 
 @dataclass
 class World:
@@ -152,9 +268,18 @@ class World:
     focus_ids: list[int] = field(default_factory=list)  # ordered by popularity
     by_type: dict[str, list[int]] = field(default_factory=dict)
 
-    def add(self, etype: str, name: str, *, kind: str = "", short: str | None = None,
-            female: bool = False, link: str | None = None,
-            value: date | None = None, eid: str | None = None) -> int:
+    def add(
+        self,
+        etype: str,
+        name: str,
+        *,
+        kind: str = "",
+        short: str | None = None,
+        female: bool = False,
+        link: str | None = None,
+        value: date | None = None,
+        eid: str | None = None,
+    ) -> int:
         idx = len(self.eid)
         self.eid.append(eid or f"{etype}{idx:06d}")
         self.etype.append(etype)
@@ -169,8 +294,9 @@ class World:
 
     def fact(self, subj: int, pred: str, obj: int, also: bool = False) -> None:
         """Add a fact; a pair gets a second fact only when `also` (founder-employee)."""
-        if subj == obj or self.is_related(subj, obj) and (
-                not also or pred in self._pair_preds(subj, obj)):
+        if subj == obj or (
+            self.is_related(subj, obj) and (not also or pred in self._pair_preds(subj, obj))
+        ):
             return
         self.by_entity.setdefault(subj, []).append(len(self.facts))
         self.by_entity.setdefault(obj, []).append(len(self.facts))
@@ -178,8 +304,11 @@ class World:
         self.related.add((min(subj, obj), max(subj, obj)))
 
     def _pair_preds(self, a: int, b: int) -> list[str]:
-        return [self.facts[f][1] for f in self.by_entity.get(a, ())
-                if b in (self.facts[f][0], self.facts[f][2])]
+        return [
+            self.facts[f][1]
+            for f in self.by_entity.get(a, ())
+            if b in (self.facts[f][0], self.facts[f][2])
+        ]
 
     def is_related(self, a: int, b: int) -> bool:
         return (min(a, b), max(a, b)) in self.related
@@ -212,8 +341,9 @@ def build_world(docs: int, rng: random.Random) -> World:
             states.append(s)
             country_of[s] = c
     for _ in range(max(25, min(800, docs // 15))):
-        name = namer.stem(2) + rng.choice(("ford", "burg", "haven", "port", "wick",
-                                           "dale", "mouth", "field", "ton"))
+        name = namer.stem(2) + rng.choice(
+            ("ford", "burg", "haven", "port", "wick", "dale", "mouth", "field", "ton")
+        )
         cities.append(w.add(GPE, name, kind="city", link=linked(name, 0.6)))
     places = cities + states + countries
 
@@ -223,21 +353,48 @@ def build_world(docs: int, rng: random.Random) -> World:
     for i in range(n_org):
         r = i % 20
         if r < 12:
-            name = namer.stem(2) + " " + rng.choice((
-                "Holdings", "Industries", "Group", "Dynamics", "Logistics", "Media",
-                "Systems", "Bank", "Foods", "Energy", "Partners", "Motors", "Pharma"))
+            name = (
+                namer.stem(2)
+                + " "
+                + rng.choice(
+                    (
+                        "Holdings",
+                        "Industries",
+                        "Group",
+                        "Dynamics",
+                        "Logistics",
+                        "Media",
+                        "Systems",
+                        "Bank",
+                        "Foods",
+                        "Energy",
+                        "Partners",
+                        "Motors",
+                        "Pharma",
+                    )
+                )
+            )
             companies.append(w.add(ORG, name, kind="company", link=linked(name, 0.4)))
         elif r < 15:
-            name = namer.stem(2) + rng.choice((" University", " Institute of Technology",
-                                               " College", " School of Economics"))
+            name = namer.stem(2) + rng.choice(
+                (" University", " Institute of Technology", " College", " School of Economics")
+            )
             universities.append(w.add(ORG, name, kind="university", link=linked(name, 0.7)))
         elif r < 17:
-            name = namer.stem(2) + " " + rng.choice(("Alliance", "Trade Council",
-                                                     "Federation", "League", "Union"))
+            name = (
+                namer.stem(2)
+                + " "
+                + rng.choice(("Alliance", "Trade Council", "Federation", "League", "Union"))
+            )
             alliances.append(w.add(ORG, name, kind="alliance", link=linked(name, 0.6)))
         else:
-            name = namer.stem(2) + " " + rng.choice(("Development Agency", "Port Authority",
-                                                     "Energy Commission", "Rail Authority"))
+            name = (
+                namer.stem(2)
+                + " "
+                + rng.choice(
+                    ("Development Agency", "Port Authority", "Energy Commission", "Rail Authority")
+                )
+            )
             agencies.append(w.add(ORG, name, kind="agency", link=linked(name, 0.5)))
     employers = companies + universities + agencies
 
@@ -350,9 +507,13 @@ def build_world(docs: int, rng: random.Random) -> World:
 
 _SLOT_RE = re.compile(r"\[(a|his|he|son|wife|brother|father|alumnus)?(\d)('s|@)?\]")
 _GENDERED = {
-    "his": ("his", "her"), "he": ("he", "she"), "son": ("son", "daughter"),
-    "wife": ("husband", "wife"), "brother": ("brother", "sister"),
-    "father": ("father", "mother"), "alumnus": ("alumnus", "alumna"),
+    "his": ("his", "her"),
+    "he": ("he", "she"),
+    "son": ("son", "daughter"),
+    "wife": ("husband", "wife"),
+    "brother": ("brother", "sister"),
+    "father": ("father", "mother"),
+    "alumnus": ("alumnus", "alumna"),
 }
 
 Part = str | tuple[str, int, str]  # literal, or (prefix, slot, suffix)
@@ -363,7 +524,7 @@ def _parse(template: str) -> list[Part]:
     pos = 0
     for m in _SLOT_RE.finditer(template):
         if m.start() > pos:
-            parts.append(template[pos:m.start()])
+            parts.append(template[pos : m.start()])
         parts.append((m.group(1) or "", int(m.group(2)), m.group(3) or ""))
         pos = m.end()
     if pos < len(template):
@@ -530,40 +691,74 @@ class Combo:
 
 
 COMBOS: tuple[Combo, ...] = (
-    Combo(("per:employee_or_member_of", PER, ORG), ("per:title", PER, TITLE), False, (
-        "[0], [a2] at [1], said the company would appeal.",
-        "As [a2] at [1], [0] oversaw the merger.",
-    )),
-    Combo(("per:place_of_birth", PER, GPE), ("per:date_of_birth", PER, DATE), False, (
-        "[0] was born in [1] [2@].",
-        "Born in [1] [2@], [0] trained as a pilot.",
-    )),
-    Combo(("per:place_of_death", PER, GPE), ("per:date_of_death", PER, DATE), False, (
-        "[0] died in [1] [2@], [his0] family said.",
-    )),
-    Combo(("org:place_of_headquarters", ORG, GPE), ("org:date_founded", ORG, DATE), False, (
-        "[0], based in [1], was founded [2@].",
-    )),
-    Combo(("per:organizations_founded", PER, ORG), ("per:employee_or_member_of", PER, ORG),
-          True, (
-              "[0] founded [1] and still works there every day.",
-              "[1], the company [0] founded, still pays [his0] salary.",
-          )),
+    Combo(
+        ("per:employee_or_member_of", PER, ORG),
+        ("per:title", PER, TITLE),
+        False,
+        (
+            "[0], [a2] at [1], said the company would appeal.",
+            "As [a2] at [1], [0] oversaw the merger.",
+        ),
+    ),
+    Combo(
+        ("per:place_of_birth", PER, GPE),
+        ("per:date_of_birth", PER, DATE),
+        False,
+        (
+            "[0] was born in [1] [2@].",
+            "Born in [1] [2@], [0] trained as a pilot.",
+        ),
+    ),
+    Combo(
+        ("per:place_of_death", PER, GPE),
+        ("per:date_of_death", PER, DATE),
+        False,
+        ("[0] died in [1] [2@], [his0] family said.",),
+    ),
+    Combo(
+        ("org:place_of_headquarters", ORG, GPE),
+        ("org:date_founded", ORG, DATE),
+        False,
+        ("[0], based in [1], was founded [2@].",),
+    ),
+    Combo(
+        ("per:organizations_founded", PER, ORG),
+        ("per:employee_or_member_of", PER, ORG),
+        True,
+        (
+            "[0] founded [1] and still works there every day.",
+            "[1], the company [0] founded, still pays [his0] salary.",
+        ),
+    ),
 )
 COMBOS_BY_FIRST: dict[Kind, Combo] = {c.first: c for c in COMBOS}
 
 # Sentences with two or three entities and no relation among them. Each has
 # "traps": the relation a naive system is tempted to read into a pair.
 DISTRACTORS: list[tuple[tuple[str, ...], str, tuple[tuple[int, str, int], ...]]] = [
-    ((PER, GPE), "[0] visited [1] last week to meet investors.",
-     ((0, "per:place_of_residence", 1),)),
+    (
+        (PER, GPE),
+        "[0] visited [1] last week to meet investors.",
+        ((0, "per:place_of_residence", 1),),
+    ),
     ((PER, GPE), "[0] flew to [1] for a round of talks.", ((0, "per:place_of_residence", 1),)),
     ((PER, GPE), "[0] criticised the tax policies of [1].", ((0, "per:employee_or_member_of", 1),)),
-    ((PER, GPE), "[0] has never lived in [1], despite rumours.", ((0, "per:place_of_residence", 1),)),
-    ((PER, ORG), "[0] criticised [1] in a radio interview.", ((0, "per:employee_or_member_of", 1),)),
+    (
+        (PER, GPE),
+        "[0] has never lived in [1], despite rumours.",
+        ((0, "per:place_of_residence", 1),),
+    ),
+    (
+        (PER, ORG),
+        "[0] criticised [1] in a radio interview.",
+        ((0, "per:employee_or_member_of", 1),),
+    ),
     ((PER, ORG), "[0] met executives from [1] on Monday.", ((0, "per:employee_or_member_of", 1),)),
-    ((PER, ORG), "[0] has never owned shares in [1], a spokesman said.",
-     ((0, "per:holds_shares_in", 1),)),
+    (
+        (PER, ORG),
+        "[0] has never owned shares in [1], a spokesman said.",
+        ((0, "per:holds_shares_in", 1),),
+    ),
     ((PER, ORG), "[0] turned down a job offer from [1].", ((0, "per:employee_or_member_of", 1),)),
     ((PER, PER), "[0] met [1] at a charity dinner.", ((0, "per:spouse", 1),)),
     ((PER, PER), "[0] and [1] disagreed sharply during the hearing.", ((0, "per:siblings", 1),)),
@@ -576,12 +771,21 @@ DISTRACTORS: list[tuple[tuple[str, ...], str, tuple[tuple[int, str, int], ...]]]
     ((ORG, ORG), "[0] signed a supply deal with [1].", ((0, "org:subsidiaries", 1),)),
     ((ORG, ORG), "[0] competes with [1] for the same customers.", ((0, "org:member_of", 1),)),
     ((ORG, DATE), "[0] reported its annual results [1@].", ((0, "org:date_founded", 1),)),
-    ((PER, PER, GPE), "[0] met [1] in [2] to discuss the deal.",
-     ((0, "per:spouse", 1), (0, "per:place_of_residence", 2), (1, "per:place_of_residence", 2))),
-    ((PER, ORG, GPE), "[0] toured a factory of [1] near [2].",
-     ((0, "per:employee_or_member_of", 1), (1, "org:place_of_headquarters", 2))),
-    ((ORG, ORG, GPE), "[0] and [1] held joint talks in [2].",
-     ((0, "org:member_of", 1), (0, "org:place_of_headquarters", 2))),
+    (
+        (PER, PER, GPE),
+        "[0] met [1] in [2] to discuss the deal.",
+        ((0, "per:spouse", 1), (0, "per:place_of_residence", 2), (1, "per:place_of_residence", 2)),
+    ),
+    (
+        (PER, ORG, GPE),
+        "[0] toured a factory of [1] near [2].",
+        ((0, "per:employee_or_member_of", 1), (1, "org:place_of_headquarters", 2)),
+    ),
+    (
+        (ORG, ORG, GPE),
+        "[0] and [1] held joint talks in [2].",
+        ((0, "org:member_of", 1), (0, "org:place_of_headquarters", 2)),
+    ),
 ]
 
 FILLERS_NONE = (
@@ -595,16 +799,34 @@ FILLERS_NONE = (
     "The dispute has dragged on for months.",
 )
 FILLERS_ONE: dict[str, tuple[str, ...]] = {
-    PER: ("[0] declined to comment on the report.", "[0] did not return calls on Friday.",
-          "Friends describe [0] as private and careful.", "[0] has denied any wrongdoing."),
-    ORG: ("Shares of [0] rose slightly on the news.", "[0] declined to comment.",
-          "[0] has faced criticism from unions.", "A spokesman for [0] said talks continue."),
-    GPE: ("[0] has long been popular with tourists.", "Heavy rain fell across [0] on Sunday.",
-          "Unemployment in [0] fell last quarter."),
+    PER: (
+        "[0] declined to comment on the report.",
+        "[0] did not return calls on Friday.",
+        "Friends describe [0] as private and careful.",
+        "[0] has denied any wrongdoing.",
+    ),
+    ORG: (
+        "Shares of [0] rose slightly on the news.",
+        "[0] declined to comment.",
+        "[0] has faced criticism from unions.",
+        "A spokesman for [0] said talks continue.",
+    ),
+    GPE: (
+        "[0] has long been popular with tourists.",
+        "Heavy rain fell across [0] on Sunday.",
+        "Unemployment in [0] fell last quarter.",
+    ),
 }
 ATTRIBUTION = (", according to [9].", ", [9] said in a statement.")
-HEADLINES = ("in the spotlight", "faces new questions", "at a crossroads",
-             "looks ahead", "under scrutiny", "makes headlines", "after a turbulent year")
+HEADLINES = (
+    "in the spotlight",
+    "faces new questions",
+    "at a crossroads",
+    "looks ahead",
+    "under scrutiny",
+    "makes headlines",
+    "after a turbulent year",
+)
 
 _PARSED: dict[str, list[Part]] = {}
 
@@ -619,6 +841,7 @@ def _parsed(template: str) -> list[Part]:
 # ---------------------------------------------------------------------------
 # Documents.
 # ---------------------------------------------------------------------------
+
 
 @dataclass
 class _Sentence:
@@ -662,10 +885,14 @@ class _DocWriter:
             return short
         return w.name[ent]
 
-    def render(self, template: str, slots: dict[int, int],
-               relations: Sequence[tuple[int, str, int]] = (),
-               traps: Sequence[tuple[int, str, int]] = (), distractor: bool = False,
-               ) -> _Sentence:
+    def render(
+        self,
+        template: str,
+        slots: dict[int, int],
+        relations: Sequence[tuple[int, str, int]] = (),
+        traps: Sequence[tuple[int, str, int]] = (),
+        distractor: bool = False,
+    ) -> _Sentence:
         w = self.w
         out: list[str] = []
         length = 0
@@ -702,9 +929,12 @@ class _DocWriter:
         sentence = "".join(out)
         sentence = sentence[0].upper() + sentence[1:]
         return _Sentence(
-            sentence, mentions,
+            sentence,
+            mentions,
             [(slot_mention[a], p, slot_mention[b]) for a, p, b in relations],
-            [(slot_mention[a], p, slot_mention[b]) for a, p, b in traps], distractor)
+            [(slot_mention[a], p, slot_mention[b]) for a, p, b in traps],
+            distractor,
+        )
 
 
 def _fact_sentence(dw: _DocWriter, fact_idx: int, used: set[int]) -> _Sentence:
@@ -718,8 +948,12 @@ def _fact_sentence(dw: _DocWriter, fact_idx: int, used: set[int]) -> _Sentence:
     if combo is not None and rng.random() < 0.35:
         for f2 in w.by_entity.get(subj, ()):
             s2, p2, o2 = w.facts[f2]
-            if (s2 != subj or (p2, w.etype[s2], w.etype[o2]) != combo.second
-                    or (o2 == obj) != combo.same_object or f2 in used):
+            if (
+                s2 != subj
+                or (p2, w.etype[s2], w.etype[o2]) != combo.second
+                or (o2 == obj) != combo.same_object
+                or f2 in used
+            ):
                 continue
             used.add(f2)
             if combo.same_object:
@@ -742,15 +976,13 @@ def _fact_sentence(dw: _DocWriter, fact_idx: int, used: set[int]) -> _Sentence:
     return dw.render(template, slots, relations, traps)
 
 
-def _unrelated(w: World, rng: random.Random, etype: str, others: Sequence[int],
-               pool: Sequence[int] = ()) -> int | None:
+def _unrelated(
+    w: World, rng: random.Random, etype: str, others: Sequence[int], pool: Sequence[int] = ()
+) -> int | None:
     """An entity of a type, distinct from and unrelated to all `others`."""
     candidates = [e for e in pool if w.etype[e] == etype]
     for attempt in range(12):
-        if candidates and attempt < 6:
-            e = rng.choice(candidates)
-        else:
-            e = rng.choice(w.by_type[etype])
+        e = rng.choice(candidates) if candidates and attempt < 6 else rng.choice(w.by_type[etype])
         if e not in others and not any(w.is_related(e, o) for o in others):
             return e
     return None
@@ -784,8 +1016,9 @@ def _filler_sentence(dw: _DocWriter, pool: Sequence[int]) -> _Sentence:
     return dw.render(dw.pick(FILLERS_NONE), {})
 
 
-def _compose_document(w: World, rng: random.Random, doc_id: str
-                      ) -> tuple[dict, list[tuple[int, int]], list[_Sentence]]:
+def _compose_document(
+    w: World, rng: random.Random, doc_id: str
+) -> tuple[dict, list[tuple[int, int]], list[_Sentence]]:
     """One document: its JSON record, sentence spans and rendered sentences."""
     doc_date = _rand_date(rng, 2008, 2016)
     dw = _DocWriter(w, rng, doc_date)
@@ -810,12 +1043,15 @@ def _compose_document(w: World, rng: random.Random, doc_id: str
         if f not in queued:
             queued.add(f)
             queue.append(f)
-    pool = [focus] + neighbours[:6]
+    pool = [focus, *neighbours[:6]]
 
     # The plan: a lead fact, then facts, distractors and fillers in random order;
     # topped up with distractors and fillers while the story is short.
-    plan = ["fact"] * rng.randint(12, 26) + ["distractor"] * rng.randint(3, 7) \
+    plan = (
+        ["fact"] * rng.randint(12, 26)
+        + ["distractor"] * rng.randint(3, 7)
         + ["filler"] * rng.randint(2, 5)
+    )
     rng.shuffle(plan)
     plan.insert(0, "fact")
     sentences: list[_Sentence] = []
@@ -831,7 +1067,7 @@ def _compose_document(w: World, rng: random.Random, doc_id: str
         if what == "fact" and qpos < len(queue):
             used.add(queue[qpos])
             sent = _fact_sentence(dw, queue[qpos], used)
-        elif what == "distractor" or what == "fact" and rng.random() < 0.5:
+        elif what == "distractor" or (what == "fact" and rng.random() < 0.5):
             sent = _distractor_sentence(dw, pool) or _filler_sentence(dw, pool)
         else:
             sent = _filler_sentence(dw, pool)
@@ -903,30 +1139,41 @@ class _Flat:
     g_pred: list[int] = field(default_factory=list)
 
 
-def _canonical(w: World, doc: str, sb: int, sent: _Sentence, a: int, pred: str,
-               b: int) -> schema.Canonical:
+def _canonical(
+    w: World, doc: str, sb: int, sent: _Sentence, a: int, pred: str, b: int
+) -> schema.Canonical:
     """Canonical form of a relation between mentions a and b of a sentence."""
     ma, mb = sent.mentions[a], sent.mentions[b]
-    return schema.canonicalize((doc, sb + ma[0], sb + ma[1]), w.etype[ma[2]], pred,
-                               (doc, sb + mb[0], sb + mb[1]), w.etype[mb[2]])
+    return schema.canonicalize(
+        (doc, sb + ma[0], sb + ma[1]),
+        w.etype[ma[2]],
+        pred,
+        (doc, sb + mb[0], sb + mb[1]),
+        w.etype[mb[2]],
+    )
 
 
-def _gold_for_document(w: World, record: dict, spans: list[tuple[int, int]],
-                       sentences: list[_Sentence], flat: _Flat) -> dict:
+def _gold_for_document(
+    w: World, record: dict, spans: list[tuple[int, int]], sentences: list[_Sentence], flat: _Flat
+) -> dict:
     doc = record["id"]
     doc_no = len(flat.doc_ids)
     flat.doc_ids.append(doc)
     mentions: list[dict] = []
     relations: list[dict] = []
-    for (sb, se), sent in zip(spans, sentences):
+    for (sb, se), sent in zip(spans, sentences, strict=True):
         sent_no = len(flat.sent_span)
         flat.sent_doc.append(doc_no)
         flat.sent_span.append((sb, se))
         first_m = len(flat.m_doc)
         for b, e, ent in sent.mentions:
-            m = {"id": f"m{len(mentions) + 1}", "span": [sb + b, sb + e],
-                 "type": w.etype[ent], "entity": w.eid[ent],
-                 "text": sent.text[b:e]}
+            m = {
+                "id": f"m{len(mentions) + 1}",
+                "span": [sb + b, sb + e],
+                "type": w.etype[ent],
+                "entity": w.eid[ent],
+                "text": sent.text[b:e],
+            }
             if w.link[ent]:
                 m["link"] = w.link[ent]
             mentions.append(m)
@@ -944,9 +1191,14 @@ def _gold_for_document(w: World, record: dict, spans: list[tuple[int, int]],
             if c.predicate in gold_preds.setdefault(key, []):
                 continue
             gold_preds[key].append(c.predicate)
-            relations.append({"subject": [c.subject[1], c.subject[2]],
-                              "object": [c.object[1], c.object[2]],
-                              "predicate": c.predicate, "sentence": [sb, se]})
+            relations.append(
+                {
+                    "subject": [c.subject[1], c.subject[2]],
+                    "object": [c.object[1], c.object[2]],
+                    "predicate": c.predicate,
+                    "sentence": [sb, se],
+                }
+            )
         traps = {}
         for a, pred, b in sent.traps:
             c = _canonical(w, doc, sb, sent, a, pred, b)
@@ -971,8 +1223,12 @@ def _gold_for_document(w: World, record: dict, spans: list[tuple[int, int]],
                 for pred in gold_preds.get(key, ()):
                     flat.g_pair.append(pair_no)
                     flat.g_pred.append(PRED_CODE[pred])
-    return {"doc": doc, "sentences": [list(s) for s in spans],
-            "mentions": mentions, "relations": relations}
+    return {
+        "doc": doc,
+        "sentences": [list(s) for s in spans],
+        "mentions": mentions,
+        "relations": relations,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -980,19 +1236,44 @@ def _gold_for_document(w: World, record: dict, spans: list[tuple[int, int]],
 # ---------------------------------------------------------------------------
 
 PREDICATE_GROUPS: dict[str, tuple[str, ...]] = {
-    "family": ("per:children", "per:other_family", "per:parents", "per:siblings",
-               "per:spouse"),
-    "places": ("org:place_of_headquarters", "per:place_of_birth", "per:place_of_death",
-               "per:place_of_residence"),
-    "dates": ("org:date_dissolved", "org:date_founded", "per:date_of_birth",
-              "per:date_of_death"),
+    "family": ("per:children", "per:other_family", "per:parents", "per:siblings", "per:spouse"),
+    "places": (
+        "org:place_of_headquarters",
+        "per:place_of_birth",
+        "per:place_of_death",
+        "per:place_of_residence",
+    ),
+    "dates": ("org:date_dissolved", "org:date_founded", "per:date_of_birth", "per:date_of_death"),
     "work": ("per:employee_or_member_of", "per:schools_attended", "per:title"),
-    "business": ("org:founded_by", "org:holds_shares_in", "org:member_of", "org:members",
-                 "org:organizations_founded", "org:parents", "org:shareholders",
-                 "org:subsidiaries", "per:holds_shares_in", "per:organizations_founded"),
+    "business": (
+        "org:founded_by",
+        "org:holds_shares_in",
+        "org:member_of",
+        "org:members",
+        "org:organizations_founded",
+        "org:parents",
+        "org:shareholders",
+        "org:subsidiaries",
+        "per:holds_shares_in",
+        "per:organizations_founded",
+    ),
 }
-_FLAVOURS = ("neural", "rules", "distant", "ensemble", "patterns", "bootstrap", "openie",
-             "crf", "kernel", "transformer", "lstm", "joint", "pipeline", "tagger")
+_FLAVOURS = (
+    "neural",
+    "rules",
+    "distant",
+    "ensemble",
+    "patterns",
+    "bootstrap",
+    "openie",
+    "crf",
+    "kernel",
+    "transformer",
+    "lstm",
+    "joint",
+    "pipeline",
+    "tagger",
+)
 
 
 @dataclass
@@ -1074,19 +1355,24 @@ def make_profiles(k: int, seed: int) -> list[SystemProfile]:
                 name = f"{num}_{_FLAVOURS[i % len(_FLAVOURS)]}"
                 for g in groups:
                     spec[g] = round(rng.uniform(0.6, 1.4), 2)
-        profiles.append(SystemProfile(
-            name=name, role=role, recall=round(recall, 3),
-            target_precision=round(precision, 3),
-            wrong_predicate_rate=round(rng.uniform(0.02, 0.15), 3),
-            correlation=0.85 if role == "disjoint" else round(rng.uniform(0.4, 0.7), 2),
-            specialisation=spec, duplicate_of=duplicate_of,
-            inverse_rate=round(rng.uniform(0.0, 0.5), 2),
-            both_directions_rate=round(rng.uniform(0.0, 0.2), 2),
-            fine_grained_rate=round(rng.uniform(0.0, 0.8), 2),
-            merge_rate=round(rng.uniform(0.0, 0.04), 3),
-            split_rate=round(rng.uniform(0.0, 0.04), 3),
-            link_rate=round(rng.uniform(0.2, 0.9), 2),
-        ))
+        profiles.append(
+            SystemProfile(
+                name=name,
+                role=role,
+                recall=round(recall, 3),
+                target_precision=round(precision, 3),
+                wrong_predicate_rate=round(rng.uniform(0.02, 0.15), 3),
+                correlation=0.85 if role == "disjoint" else round(rng.uniform(0.4, 0.7), 2),
+                specialisation=spec,
+                duplicate_of=duplicate_of,
+                inverse_rate=round(rng.uniform(0.0, 0.5), 2),
+                both_directions_rate=round(rng.uniform(0.0, 0.2), 2),
+                fine_grained_rate=round(rng.uniform(0.0, 0.8), 2),
+                merge_rate=round(rng.uniform(0.0, 0.04), 3),
+                split_rate=round(rng.uniform(0.0, 0.04), 3),
+                link_rate=round(rng.uniform(0.2, 0.9), 2),
+            )
+        )
     return profiles
 
 
@@ -1131,15 +1417,23 @@ def _arrays(w: World, flat: _Flat) -> _Arrays:
     g_pair = np.array(flat.g_pair, dtype=np.int64)
     g_pred = np.array(flat.g_pred, dtype=np.int64)
     return _Arrays(
-        m_doc=np.array(flat.m_doc, dtype=np.int64), m_sent=np.array(flat.m_sent, dtype=np.int64),
-        m_entity=m_entity, m_type=m_type,
+        m_doc=np.array(flat.m_doc, dtype=np.int64),
+        m_sent=np.array(flat.m_sent, dtype=np.int64),
+        m_entity=m_entity,
+        m_type=m_type,
         m_len=np.array(flat.m_end, dtype=np.int64) - np.array(flat.m_begin, dtype=np.int64),
-        p_subj=p_subj, p_obj=p_obj, p_sent=np.array(flat.p_sent, dtype=np.int64),
+        p_subj=p_subj,
+        p_obj=p_obj,
+        p_sent=np.array(flat.p_sent, dtype=np.int64),
         p_trap=np.array(flat.p_trap, dtype=np.int64),
         p_distractor=np.array(flat.p_distractor, dtype=bool),
         p_tpair=tp_lookup[m_type[p_subj], m_type[p_obj]],
-        g_pair=g_pair, g_pred=g_pred, g_keys=np.sort(g_pair * len(PREDICATES) + g_pred),
-        e_type=e_type, n_entities=len(w.eid))
+        g_pair=g_pair,
+        g_pred=g_pred,
+        g_keys=np.sort(g_pair * len(PREDICATES) + g_pred),
+        e_type=e_type,
+        n_entities=len(w.eid),
+    )
 
 
 @dataclass
@@ -1170,9 +1464,15 @@ def _clusters(a: _Arrays, prof: SystemProfile, rng: np.random.Generator) -> np.n
     return np.where(odd, a.m_entity + n, cl)
 
 
-def _simulate(a: _Arrays, prof: SystemProfile, index: int, seed: int,
-              shared: dict[str, np.ndarray], noise: np.ndarray, owner_index: int
-              ) -> _Prediction:
+def _simulate(
+    a: _Arrays,
+    prof: SystemProfile,
+    index: int,
+    seed: int,
+    shared: dict[str, np.ndarray],
+    noise: np.ndarray,
+    owner_index: int,
+) -> _Prediction:
     rng = np.random.default_rng([seed, 1000 + index])
     npred = len(PREDICATES)
     n_y = len(a.g_pair)
@@ -1212,7 +1512,8 @@ def _simulate(a: _Arrays, prof: SystemProfile, index: int, seed: int,
     prof.false_positives = n_fp
     if n_fp:
         zn = math.sqrt(rho) * sign * shared["lure"] + math.sqrt(1 - rho) * rng.standard_normal(
-            len(neg))
+            len(neg)
+        )
         chosen = neg[np.argpartition(zn, n_fp - 1)[:n_fp]] if n_fp < len(neg) else neg
         chosen = np.sort(chosen)
         tpn = a.p_tpair[chosen]
@@ -1239,8 +1540,7 @@ def _simulate(a: _Arrays, prof: SystemProfile, index: int, seed: int,
     n_sent = int(a.m_sent.max()) + 1 if len(a.m_sent) else 1
     n_men = len(a.m_sent)
     args = np.unique(np.concatenate([sc * n_men + subj_m, (oc * n_men + obj_m)[~filler]]))
-    ckey, counts = np.unique(args // n_men * n_sent + a.m_sent[args % n_men],
-                             return_counts=True)
+    ckey, counts = np.unique(args // n_men * n_sent + a.m_sent[args % n_men], return_counts=True)
     bad = ckey[counts > 1]
     keep &= ~np.isin(sc * n_sent + sent, bad)
     keep &= filler | ~np.isin(oc * n_sent + sent, bad)
@@ -1272,6 +1572,8 @@ def _fine(predicate: str, kind: str) -> str:
     if not names:
         return predicate
     return names.get(kind) or names.get("*") or predicate
+
+
 _CONF = np.array([f"{c / 100:.2f}" for c in range(101)], dtype=object)
 _KINDS = ("", "city", "state", "country")
 
@@ -1307,18 +1609,27 @@ class _Emitter:
         self.w, self.a = w, a
         docs = np.array(flat.doc_ids, dtype=object)
         m_doc = docs[a.m_doc]
-        self.m_prov = np.array([f"{d}:{b}-{e - 1}" for d, b, e in
-                                zip(m_doc, flat.m_begin, flat.m_end)], dtype=object)
+        self.m_prov = np.array(
+            [f"{d}:{b}-{e - 1}" for d, b, e in zip(m_doc, flat.m_begin, flat.m_end, strict=True)],
+            dtype=object,
+        )
         self.m_quoted = np.array(['"' + t + '"' for t in flat.m_text], dtype=object)
-        self.s_prov = np.array([f"{docs[d]}:{b}-{e - 1}" for d, (b, e) in
-                                zip(flat.sent_doc, flat.sent_span)], dtype=object)
+        self.s_prov = np.array(
+            [
+                f"{docs[d]}:{b}-{e - 1}"
+                for d, (b, e) in zip(flat.sent_doc, flat.sent_span, strict=True)
+            ],
+            dtype=object,
+        )
         self.type_name = np.array(schema.ENTITY_TYPES, dtype=object)
-        self.kind_code = np.array([_KINDS.index(k) if k in _KINDS else 0 for k in w.kind],
-                                  dtype=np.int64)
+        self.kind_code = np.array(
+            [_KINDS.index(k) if k in _KINDS else 0 for k in w.kind], dtype=np.int64
+        )
         self.link = np.array(w.link, dtype=object)
 
-    def write(self, path: Path, prof: SystemProfile, pr: _Prediction, index: int,
-              seed: int) -> None:
+    def write(
+        self, path: Path, prof: SystemProfile, pr: _Prediction, index: int, seed: int
+    ) -> None:
         a = self.a
         rng = np.random.default_rng([seed, 5000 + index])
         if len(pr.pair) == 0:
@@ -1334,12 +1645,20 @@ class _Emitter:
         rank = np.searchsorted(clusters, pr.mention_cluster[args_m])
         base_entity = np.where(clusters >= a.n_entities, clusters - a.n_entities, clusters)
         lines: list[str] = [prof.name]
-        lines += [f"{n}\ttype\t{t}" for n, t in
-                  zip(names, self.type_name[a.e_type[base_entity]])]
+        lines += [
+            f"{n}\ttype\t{t}"
+            for n, t in zip(names, self.type_name[a.e_type[base_entity]], strict=True)
+        ]
         order = np.lexsort((args_m, rank))
-        lines += [f"{n}\tmention\t{q}\t{p}" for n, q, p in
-                  zip(names[rank[order]], self.m_quoted[args_m[order]],
-                      self.m_prov[args_m[order]])]
+        lines += [
+            f"{n}\tmention\t{q}\t{p}"
+            for n, q, p in zip(
+                names[rank[order]],
+                self.m_quoted[args_m[order]],
+                self.m_prov[args_m[order]],
+                strict=True,
+            )
+        ]
         # canonical_mention: the longest mention of the entity in each document.
         docs = a.m_doc[args_m]
         order = np.lexsort((args_m, -a.m_len[args_m], docs, rank))
@@ -1347,18 +1666,24 @@ class _Emitter:
         head = np.ones(len(order), dtype=bool)
         head[1:] = (r_o[1:] != r_o[:-1]) | (d_o[1:] != d_o[:-1])
         cm = args_m[order][head]
-        lines += [f"{n}\tcanonical_mention\t{q}\t{p}" for n, q, p in
-                  zip(names[r_o[head]], self.m_quoted[cm], self.m_prov[cm])]
+        lines += [
+            f"{n}\tcanonical_mention\t{q}\t{p}"
+            for n, q, p in zip(names[r_o[head]], self.m_quoted[cm], self.m_prov[cm], strict=True)
+        ]
         links = self.link[base_entity]
         has_link = np.array([lk is not None for lk in links], dtype=bool)
         emit_link = has_link & (rng.random(len(clusters)) < prof.link_rate)
-        lines += [f"{n}\tlink\t{lk}" for n, lk in zip(names[emit_link], links[emit_link])]
+        lines += [
+            f"{n}\tlink\t{lk}" for n, lk in zip(names[emit_link], links[emit_link], strict=True)
+        ]
 
         # Relations, in canonical or inverse direction, coarse or fine-grained names.
         sname = names[np.searchsorted(clusters, pr.subj_cluster)]
-        oname = np.where(filler, self.m_quoted[obj_m],
-                         names[np.searchsorted(clusters, np.where(filler, clusters[0],
-                                                                  pr.obj_cluster))])
+        oname = np.where(
+            filler,
+            self.m_quoted[obj_m],
+            names[np.searchsorted(clusters, np.where(filler, clusters[0], pr.obj_cluster))],
+        )
         sprov = self.s_prov[a.p_sent[pr.pair]]
         prov = np.where(filler, self.m_prov[obj_m] + "," + sprov, sprov)
         gold = np.isin(pr.pair * len(PREDICATES) + pr.pred, a.g_keys)
@@ -1376,10 +1701,28 @@ class _Emitter:
         kind = self.kind_code[a.m_entity[obj_m]]
         fwd_name = NAME_TABLE[0, fine, pr.pred, st, ot, kind]
         inv_name = NAME_TABLE[1, fine, pr.pred, st, ot, kind]
-        lines += [f"{s}\t{p}\t{o}\t{v}\t{c}" for s, p, o, v, c in zip(
-            sname[forward], fwd_name[forward], oname[forward], prov[forward], conf_s[forward])]
-        lines += [f"{s}\t{p}\t{o}\t{v}\t{c}" for s, p, o, v, c in zip(
-            oname[inverse], inv_name[inverse], sname[inverse], prov[inverse], conf_s[inverse])]
+        lines += [
+            f"{s}\t{p}\t{o}\t{v}\t{c}"
+            for s, p, o, v, c in zip(
+                sname[forward],
+                fwd_name[forward],
+                oname[forward],
+                prov[forward],
+                conf_s[forward],
+                strict=True,
+            )
+        ]
+        lines += [
+            f"{s}\t{p}\t{o}\t{v}\t{c}"
+            for s, p, o, v, c in zip(
+                oname[inverse],
+                inv_name[inverse],
+                sname[inverse],
+                prov[inverse],
+                conf_s[inverse],
+                strict=True,
+            )
+        ]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -1387,9 +1730,18 @@ class _Emitter:
 # Truth.
 # ---------------------------------------------------------------------------
 
-def _scores(keys: np.ndarray, pairs: np.ndarray, preds: np.ndarray, subjects: np.ndarray,
-            gold_keys: np.ndarray, g_pairs: np.ndarray, g_preds: np.ndarray,
-            g_subjects: np.ndarray, p_y: dict[str, np.ndarray]) -> dict:
+
+def _scores(
+    keys: np.ndarray,
+    pairs: np.ndarray,
+    preds: np.ndarray,
+    subjects: np.ndarray,
+    gold_keys: np.ndarray,
+    g_pairs: np.ndarray,
+    g_preds: np.ndarray,
+    g_subjects: np.ndarray,
+    p_y: dict[str, np.ndarray],
+) -> dict:
     correct = np.isin(keys, gold_keys)
     hit = np.isin(gold_keys, keys)
     out = {}
@@ -1398,9 +1750,13 @@ def _scores(keys: np.ndarray, pairs: np.ndarray, preds: np.ndarray, subjects: np
         precision = float(np.sum(p * correct))
         recall = float(np.sum(p_y[s] * hit))
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        out[s] = {"precision": round(precision, 6), "recall": round(recall, 6),
-                  "f1": round(f1, 6), "instances": len(keys),
-                  "true_instances": int(np.count_nonzero(correct))}
+        out[s] = {
+            "precision": round(precision, 6),
+            "recall": round(recall, 6),
+            "f1": round(f1, 6),
+            "instances": len(keys),
+            "true_instances": int(np.count_nonzero(correct)),
+        }
     return out
 
 
@@ -1408,8 +1764,10 @@ def _scores(keys: np.ndarray, pairs: np.ndarray, preds: np.ndarray, subjects: np
 # Entry points.
 # ---------------------------------------------------------------------------
 
-def generate(out_dir: Path, docs: int, systems: int, seed: int,
-             progress: Progress | None = None) -> dict:
+
+def generate(
+    out_dir: Path, docs: int, systems: int, seed: int, progress: Progress | None = None
+) -> dict:
     """Write corpus.jsonl, gold.jsonl, systems/*.kb, systems/index.json, truth.json."""
     if docs < 1 or systems < 1:
         raise ValueError("need at least one document and one system")
@@ -1423,8 +1781,10 @@ def generate(out_dir: Path, docs: int, systems: int, seed: int,
     world = build_world(docs, rng)
     flat = _Flat()
     step = max(1, docs // 20)
-    with open(out_dir / "corpus.jsonl", "w", encoding="utf-8") as fc, \
-            open(out_dir / "gold.jsonl", "w", encoding="utf-8") as fg:
+    with (
+        open(out_dir / "corpus.jsonl", "w", encoding="utf-8") as fc,
+        open(out_dir / "gold.jsonl", "w", encoding="utf-8") as fg,
+    ):
         for i in range(docs):
             record, spans, sentences = _compose_document(world, rng, f"{DOC_PREFIX}{i + 1:06d}")
             gold = _gold_for_document(world, record, spans, sentences, flat)
@@ -1444,9 +1804,11 @@ def generate(out_dir: Path, docs: int, systems: int, seed: int,
     shared = {
         "easy": nrng.standard_normal(n_y),
         # Distractor pairs lure more; pairs with a trap predicate lure most.
-        "lure": nrng.standard_normal(len(negatives)) - 1.0 * a.p_distractor[negatives]
+        "lure": nrng.standard_normal(len(negatives))
+        - 1.0 * a.p_distractor[negatives]
         - 0.5 * (a.p_trap[negatives] >= 0),
-        "owner": owner, "negatives": negatives,
+        "owner": owner,
+        "negatives": negatives,
     }
     profiles = make_profiles(systems, seed)
     by_name = {p.name: i for i, p in enumerate(profiles)}
@@ -1471,8 +1833,9 @@ def generate(out_dir: Path, docs: int, systems: int, seed: int,
         pr = _simulate(a, prof, i, seed, shared, noise, owner_index)
         emitter.write(out_dir / "systems" / f"{prof.name}.kb", prof, pr, i, seed)
         keys = pr.pair * len(PREDICATES) + pr.pred
-        truth_systems[prof.name] = _scores(keys, pr.pair, pr.pred, pr.subj_cluster,
-                                           a.g_keys, g_pair, g_pred, g_subj, p_y)
+        truth_systems[prof.name] = _scores(
+            keys, pr.pair, pr.pred, pr.subj_cluster, a.g_keys, g_pair, g_pred, g_subj, p_y
+        )
         say("systems", i + 1, systems)
 
     index = {"systems": [vars(p) for p in profiles]}
@@ -1480,31 +1843,39 @@ def generate(out_dir: Path, docs: int, systems: int, seed: int,
     truth = {"schemes": list(SCHEMES), "true_instances": int(n_y), "systems": truth_systems}
     (out_dir / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     return {
-        "out": str(out_dir), "docs": docs, "systems": systems, "seed": seed,
+        "out": str(out_dir),
+        "docs": docs,
+        "systems": systems,
+        "seed": seed,
         "entities": sum(1 for t in world.etype if t in (PER, ORG, GPE)),
-        "facts": len(world.facts), "sentences": len(flat.sent_span),
-        "mentions": len(flat.m_doc), "true_instances": int(n_y),
+        "facts": len(world.facts),
+        "sentences": len(flat.sent_span),
+        "mentions": len(flat.m_doc),
+        "true_instances": int(n_y),
         "candidate_pairs": len(flat.p_subj),
         "seconds": round(time.perf_counter() - started, 2),
     }
 
 
+def stderr_progress(stage: str, done: int, total: int) -> None:
+    """Progress callback printing one self-overwriting line per stage to stderr."""
+    end = "\n" if done == total else ""
+    print(f"\r  {stage}: {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m kbpo.demo_world",
-        description="Generate the KBPO demo world: corpus, gold, systems and truth.")
+        description="Generate the KBPO demo world: corpus, gold, systems and truth.",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument("--docs", type=int, default=1000, help="number of documents")
     parser.add_argument("--systems", type=int, default=10, help="number of systems")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     args = parser.parse_args(argv)
 
-    def progress(stage: str, done: int, total: int) -> None:
-        end = "\n" if done == total else ""
-        print(f"\r{stage}: {done}/{total}", end=end, file=sys.stderr, flush=True)
-
     try:
-        summary = generate(args.out, args.docs, args.systems, args.seed, progress)
+        summary = generate(args.out, args.docs, args.systems, args.seed, stderr_progress)
     except ValueError as exc:
         parser.error(str(exc))
     print(json.dumps(summary, indent=1))

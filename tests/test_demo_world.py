@@ -38,9 +38,11 @@ def gold(world: Path) -> list[dict]:
 
 # --- determinism -----------------------------------------------------------
 
+
 def _files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_same_seed_same_bytes_other_seed_differs(tmp_path: Path) -> None:
@@ -56,6 +58,7 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path: Path) -> None:
 
 # --- corpus and gold ---------------------------------------------------------
 
+
 def test_documents_look_like_news(corpus: dict[str, str], world: Path) -> None:
     docs = _jsonl(world / "corpus.jsonl")
     assert len(docs) == DOCS
@@ -69,13 +72,17 @@ def test_gold_sentences_match_syntok(corpus: dict[str, str], gold: list[dict]) -
     for g in gold[:25]:
         text = corpus[g["doc"]]
         ours = [tuple(s) for s in g["sentences"]]
-        theirs = [(s[0].offset, s[-1].offset + len(s[-1].value))
-                  for para in segmenter.analyze(text) for s in para]
+        theirs = [
+            (s[0].offset, s[-1].offset + len(s[-1].value))
+            for para in segmenter.analyze(text)
+            for s in para
+        ]
         assert ours == theirs, g["doc"]
 
 
 def test_gold_mentions_are_exact_and_inside_one_sentence(
-        corpus: dict[str, str], gold: list[dict]) -> None:
+    corpus: dict[str, str], gold: list[dict]
+) -> None:
     for g in gold:
         text = corpus[g["doc"]]
         sentences = g["sentences"]
@@ -129,6 +136,7 @@ def test_every_canonical_predicate_occurs(tmp_path: Path) -> None:
 
 # --- KB files, re-derived independently ------------------------------------
 
+
 def _span(prov: str) -> tuple[str, int, int]:
     doc, offsets = prov.rsplit(":", 1)
     b, e = offsets.split("-")
@@ -137,8 +145,9 @@ def _span(prov: str) -> tuple[str, int, int]:
 
 def _argument(mentions: list, sent: tuple[str, int, int]) -> tuple[str, int, int]:
     """The entity's one mention inside the provenance sentence."""
-    inside = {sp for sp, _ in mentions
-              if sp[0] == sent[0] and sent[1] <= sp[1] and sp[2] <= sent[2]}
+    inside = {
+        sp for sp, _ in mentions if sp[0] == sent[0] and sent[1] <= sp[1] and sp[2] <= sent[2]
+    }
     assert len(inside) == 1, sent
     return inside.pop()
 
@@ -167,8 +176,9 @@ def _read_kb(path: Path) -> tuple[str, list[tuple]]:
             o_span, o_type = _argument(mentions[obj], sent), types[obj]
         else:  # string filler: the first provenance is its span
             o_span = provs[0]
-            o_type = schema.DATE if schema.slot(schema.fold(pred)).startswith("date") \
-                else schema.TITLE
+            o_type = (
+                schema.DATE if schema.slot(schema.fold(pred)).startswith("date") else schema.TITLE
+            )
         assert schema.is_known(pred), pred
         c = schema.canonicalize(s_span, s_type, pred, o_span, o_type)
         subject_id = subj if c.subject == s_span else obj
@@ -194,8 +204,7 @@ def gold_instances(gold: list[dict]) -> list[tuple]:
         entity = {tuple(m["span"]): m["entity"] for m in g["mentions"]}
         for r in g["relations"]:
             (sb, se), (ob, oe) = r["subject"], r["object"]
-            out.append((f"{g['doc']}:{sb}-{se}:{ob}-{oe}", r["predicate"],
-                        entity[(sb, se)]))
+            out.append((f"{g['doc']}:{sb}-{se}:{ob}-{oe}", r["predicate"], entity[(sb, se)]))
     return out
 
 
@@ -228,22 +237,28 @@ def test_truth_matches_kb_files_and_gold(world: Path, kbs: dict, gold_instances:
         found = {k for k in keys}
         for scheme in demo_world.SCHEMES:
             t = truth["systems"][name][scheme]
-            precision = sum(w for w, c in zip(_weights(scheme, instances), correct) if c)
-            recall = sum(w for w, (k, p, _) in zip(_weights(scheme, gold_instances),
-                                                    gold_instances) if (k, p) in found)
+            precision = sum(
+                w for w, c in zip(_weights(scheme, instances), correct, strict=True) if c
+            )
+            recall = sum(
+                w
+                for w, (k, p, _) in zip(
+                    _weights(scheme, gold_instances), gold_instances, strict=True
+                )
+                if (k, p) in found
+            )
             assert t["instances"] == len(instances)
             assert t["true_instances"] == sum(correct)
             assert t["precision"] == pytest.approx(precision, abs=1e-6), (name, scheme)
             assert t["recall"] == pytest.approx(recall, abs=1e-6), (name, scheme)
 
 
-def test_systems_overlap_differ_and_spread(world: Path, kbs: dict,
-                                           gold_instances: list) -> None:
+def test_systems_overlap_differ_and_spread(world: Path, kbs: dict, gold_instances: list) -> None:
     gold_keys = {(k, p) for k, p, _ in gold_instances}
     true_sets = {n: {(k, p) for k, p, _ in inst} & gold_keys for n, inst in kbs.items()}
     names = sorted(true_sets)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             assert true_sets[a] != true_sets[b]
     # Novel true instances: found by exactly one system (the pooling-bias case).
     counts = Counter(x for s in true_sets.values() for x in s)
@@ -257,8 +272,9 @@ def test_systems_overlap_differ_and_spread(world: Path, kbs: dict,
     assert outsider.endswith("_outsider")
     others = [n for n in names if n != outsider]
     outsider_overlap = max(jaccard(true_sets[outsider], true_sets[n]) for n in others)
-    typical_overlap = max(jaccard(true_sets[baseline], true_sets[n]) for n in others
-                          if n != baseline)
+    typical_overlap = max(
+        jaccard(true_sets[baseline], true_sets[n]) for n in others if n != baseline
+    )
     assert outsider_overlap < 0.5 * typical_overlap
     # Near-duplicates are near: high overlap with their source.
     index = json.loads((world / "systems" / "index.json").read_text())["systems"]
@@ -284,6 +300,7 @@ def test_kb_files_use_inverse_and_fine_grained_names(world: Path) -> None:
 
 # --- the scheme function ------------------------------------------------------
 
+
 def test_scheme_probabilities_small_example() -> None:
     pairs = np.array(["a", "b", "c", "d"])
     preds = np.array(["p", "p", "q", "p"])
@@ -291,20 +308,25 @@ def test_scheme_probabilities_small_example() -> None:
     for scheme in demo_world.SCHEMES:
         p = demo_world.scheme_probabilities(scheme, pairs, preds, subj)
         assert p.sum() == pytest.approx(1.0)
-    assert demo_world.scheme_probabilities("predicate", pairs, preds, subj) == \
-        pytest.approx([1 / 6, 1 / 6, 1 / 2, 1 / 6])
-    assert demo_world.scheme_probabilities("entity", pairs, preds, subj) == \
-        pytest.approx([1 / 6, 1 / 6, 1 / 6, 1 / 2])
+    assert demo_world.scheme_probabilities("predicate", pairs, preds, subj) == pytest.approx(
+        [1 / 6, 1 / 6, 1 / 2, 1 / 6]
+    )
+    assert demo_world.scheme_probabilities("entity", pairs, preds, subj) == pytest.approx(
+        [1 / 6, 1 / 6, 1 / 6, 1 / 2]
+    )
     # k(1)=2 predicates over n(1)=3 instances, k(2)=1 over n(2)=1; n(p)=3, n(q)=1.
     raw = np.array([2 / 3 / 3, 2 / 3 / 3, 2 / 3 / 1, 1 / 1 / 3])
-    assert demo_world.scheme_probabilities("entity_relation", pairs, preds, subj) == \
-        pytest.approx(raw / raw.sum())
+    assert demo_world.scheme_probabilities("entity_relation", pairs, preds, subj) == pytest.approx(
+        raw / raw.sum()
+    )
     with pytest.raises(ValueError):
         demo_world.scheme_probabilities("nope", pairs, preds, subj)
 
 
 def test_main_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    assert demo_world.main(["--out", str(tmp_path), "--docs", "5", "--systems", "2",
-                            "--seed", "1"]) == 0
+    assert (
+        demo_world.main(["--out", str(tmp_path), "--docs", "5", "--systems", "2", "--seed", "1"])
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["docs"] == 5 and (tmp_path / "systems" / "sys02_outsider.kb").exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -43,7 +42,7 @@ class Command(BaseCommand):
         else:
             self._step(f"Generating the demo world in {out}/ ({params['docs']} documents, "
                        f"{params['systems']} systems)")
-            demo_world.generate(out, progress=lambda m: sys.stderr.write(f"    {m}\n"),
+            demo_world.generate(out, progress=demo_world.stderr_progress,
                                 **params)  # type: ignore[arg-type]
             stamp.write_text(json.dumps(params))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -25,6 +24,6 @@ class Command(BaseCommand):
         started = time.monotonic()
         summary = demo_world.generate(
             opts["out"], docs=opts["docs"], systems=opts["systems"],  # type: ignore[arg-type]
-            seed=opts["seed"], progress=lambda msg: sys.stderr.write(f"  {msg}\n"))
+            seed=opts["seed"], progress=demo_world.stderr_progress)
         self.stdout.write(f"demo world written to {opts['out']} in "
                           f"{time.monotonic() - started:.1f} s: {summary}")
