@@ -174,25 +174,31 @@ def make_client(
     region: str = "us-east-1",
     max_attempts: int = 8,
     retry_mode: str = "standard",
+    session: boto3.session.Session | None = None,
 ) -> MTurkClient:
     """A boto3 ``mturk`` client for ``endpoint_url`` with botocore's own retries.
 
     ``standard`` retries throttling (``ThrottlingException``) with exponential
     backoff and jitter and transient faults (HTTP 500/502/503/504 such as
     ``ServiceFault`` and ``ServiceUnavailable``); ``adaptive`` adds client-side rate
-    limiting, worth it when many workers share one account. No credentials here.
+    limiting, worth it when many workers share one account. ``max_attempts`` is the
+    total number of requests per call, first one included. No credentials here.
     """
     if retry_mode not in {"standard", "adaptive"}:
         raise ValueError("retry_mode must be 'standard' or 'adaptive'")
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
+    # ``total_max_attempts`` counts the first try; botocore's ``max_attempts`` key
+    # counts retries only, which would make "8 attempts" mean 9 requests.
     config = Config(
         region_name=region,
-        retries={"mode": retry_mode, "max_attempts": max_attempts},
+        retries={"mode": retry_mode, "total_max_attempts": max_attempts},
         connect_timeout=10,
         read_timeout=30,
     )
-    return boto3.session.Session().client("mturk", endpoint_url=endpoint_url, config=config)
+    # A fresh session by default: boto3 sessions are not safe to share across threads.
+    session = session or boto3.session.Session()
+    return session.client("mturk", endpoint_url=endpoint_url, config=config)
 
 
 # --------------------------------------------------------------------------- values
