@@ -589,12 +589,18 @@ def approve(
     try:
         _call(client, "approve_assignment", **params)
     except MTurkError as err:
-        if err.code != "RequestError":
-            raise
-        if get_assignment(client, assignment_id)["AssignmentStatus"] == "Approved":
+        if err.code == "RequestError" and _status_of(client, assignment_id) == "Approved":
             return False
         raise
     return True
+
+
+def _status_of(client: MTurkClient, assignment_id: str) -> str | None:
+    """The assignment's status, or None if MTurk will not tell (the original error wins)."""
+    try:
+        return get_assignment(client, assignment_id)["AssignmentStatus"]
+    except MTurkError:
+        return None
 
 
 def reject(client: MTurkClient, assignment_id: str, reason: str) -> bool:
@@ -609,9 +615,7 @@ def reject(client: MTurkClient, assignment_id: str, reason: str) -> bool:
         _call(client, "reject_assignment", AssignmentId=assignment_id,
               RequesterFeedback=reason.strip())
     except MTurkError as err:
-        if err.code != "RequestError":
-            raise
-        if get_assignment(client, assignment_id)["AssignmentStatus"] == "Rejected":
+        if err.code == "RequestError" and _status_of(client, assignment_id) == "Rejected":
             return False
         raise
     return True

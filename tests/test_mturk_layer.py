@@ -265,6 +265,36 @@ def test_reused_token_never_maps_to_another_hit(fake: FakeMTurk, client) -> None
     assert len(fake.hits) == 1
 
 
+def test_concurrent_retries_of_one_task_make_one_hit(fake: FakeMTurk, client) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    hit_type = mturk.ensure_hit_type(client, config())
+    question = mturk.external_question_xml(TASK_URL, 700)
+    token = mturk.unique_request_token("hit", 99)
+
+    def attempt(_: int) -> str:
+        return mturk.create_hit(client, hit_type, question, token, max_assignments=3,
+                                lifetime_seconds=3600)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        ids = set(pool.map(attempt, range(16)))
+    assert len(ids) == 1 and list(fake.hits) == list(ids)
+
+
+def test_create_hit_operation_shares_the_token_memory(fake: FakeMTurk, client) -> None:
+    # CreateHIT (type inline) is what other tools use; its tokens collide with ours.
+    params = config().create_hit_type_params()
+    response = client.create_hit(**params, LifetimeInSeconds=3600, MaxAssignments=1,
+                                 Question=mturk.external_question_xml(TASK_URL, 600),
+                                 UniqueRequestToken="shared-token")
+    hit_id = response["HIT"]["HITId"]
+    with pytest.raises(MTurkError, match=hit_id):
+        mturk.create_hit(client, response["HIT"]["HITTypeId"],
+                         mturk.external_question_xml(TASK_URL, 600), "shared-token",
+                         max_assignments=1, lifetime_seconds=3600, annotation="ours")
+    assert len(fake.hits) == 1
+
+
 def test_tokens_expire_after_24_hours_on_mturk(fake: FakeMTurk, client) -> None:
     # Why our own row must store the HIT id: MTurk forgets tokens after a day.
     post_hit(client, row_id=5)
