@@ -1,0 +1,105 @@
+"""A simulated crowd answering from a gold key (the demo world's gold.jsonl).
+
+Pure Python (no Django): the `simulate_crowd` command feeds these answers through the
+same intake code as real workers' answers.
+
+Workers differ: each honest worker's accuracy is drawn around `1 - error_rate`; a few
+spammers answer uniformly at random. A wrong answer is a uniformly chosen wrong option
+among those the interface offers for the pair's types, so errors look like real ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+NO_RELATION = "no_relation"
+PairSpans = tuple[str, int, int, int, int]  # doc id, subject begin/end, object begin/end
+
+
+@dataclass(frozen=True)
+class SimWorker:
+    worker_id: str
+    accuracy: float
+    spammer: bool
+
+
+def make_pool(n_workers: int, error_rate: float, seed: int,
+              spammer_fraction: float = 0.1) -> list[SimWorker]:
+    """A deterministic pool: honest accuracies ~ 1 - error_rate ± 0.05, some spammers."""
+    if n_workers < 1:
+        raise ValueError("the pool needs at least one worker")
+    if not 0.0 <= error_rate < 1.0:
+        raise ValueError("error rate must be in [0, 1)")
+    rng = random.Random(seed)
+    n_spam = min(n_workers - 1, round(n_workers * spammer_fraction)) if n_workers > 3 else 0
+    pool = []
+    for i in range(n_workers):
+        spammer = i >= n_workers - n_spam
+        acc = min(1.0, max(0.0, rng.gauss(1.0 - error_rate, 0.05)))
+        pool.append(SimWorker(f"sim-{i:03d}", 0.0 if spammer else acc, spammer))
+    return pool
+
+
+class GoldKey:
+    """The true predicates of every gold mention pair, read from gold.jsonl."""
+
+    def __init__(self, relations: dict[PairSpans, frozenset[str]],
+                 mentions: dict[str, list[dict]]) -> None:
+        self.relations = relations
+        self.mentions = mentions
+
+    @classmethod
+    def load(cls, path: Path) -> GoldKey:
+        relations: dict[PairSpans, set[str]] = {}
+        mentions: dict[str, list[dict]] = {}
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    doc = json.loads(line)
+                    doc_id = doc["doc"]
+                    mentions[doc_id] = doc.get("mentions", [])
+                    for rel in doc.get("relations", []):
+                        (sb, se), (ob, oe) = rel["subject"], rel["object"]
+                        relations.setdefault((doc_id, sb, se, ob, oe), set()).add(
+                            rel["predicate"])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ValueError(f"{path}: line {number}: not a gold.jsonl record "
+                                     f"({exc}); see docs/demo-world.md") from exc
+        return cls({k: frozenset(v) for k, v in relations.items()}, mentions)
+
+    def truth(self, pair: PairSpans) -> frozenset[str]:
+        """The gold predicates of a canonical pair, or {no_relation}."""
+        return self.relations.get(pair) or frozenset({NO_RELATION})
+
+
+def _rng(seed: int, *parts: object) -> random.Random:
+    digest = hashlib.sha256(repr((seed, *parts)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def simulate_answer(worker: SimWorker, truth: frozenset[str], options: list[str],
+                    seed: int, question_id: int) -> list[str]:
+    """One worker's answer to one relation question (deterministic per seed/question)."""
+    rng = _rng(seed, worker.worker_id, question_id)
+    choices = sorted(set(options) | {NO_RELATION})
+    if worker.spammer:
+        return [rng.choice(choices)]
+    if rng.random() < worker.accuracy:
+        return sorted(truth)
+    wrong = [c for c in choices if c not in truth]
+    return [rng.choice(wrong)] if wrong else sorted(truth)
+
+
+def assign_workers(pool: list[SimWorker], k: int, seed: int, question_id: int,
+                   exclude: set[str] | frozenset[str] = frozenset()) -> Iterator[SimWorker]:
+    """k distinct workers for a question, never one who already answered it."""
+    candidates = [w for w in pool if w.worker_id not in exclude]
+    _rng(seed, "assign", question_id).shuffle(candidates)
+    yield from candidates[:k]
