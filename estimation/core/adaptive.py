@@ -26,7 +26,9 @@ def worst_case_variance(p: np.ndarray, z: np.ndarray) -> float:
     a = np.concatenate([[0.0], np.cumsum(pz2)[:-1]])  # E[z² f] of the full prefix
     b = np.concatenate([[0.0], np.cumsum(pz)[:-1]])
     with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.clip(np.where(pz > 0, (z - 2 * b) / (2 * z), 0.0) / np.where(p > 0, p, 1), 0, 1)
+        frac = np.clip(
+            np.where(pz > 0, (z - 2 * b) / (2 * z), 0.0) / np.where(p > 0, p, 1), 0, 1
+        )
     v = a + frac * pz2 - (b + frac * pz) ** 2
     return float(max(v.max(initial=0.0), 0.0))
 
@@ -34,23 +36,35 @@ def worst_case_variance(p: np.ndarray, z: np.ndarray) -> float:
 class _PlanProblem:
     """Everything about the new system that does not depend on the candidate n."""
 
-    def __init__(self, pop: Population, ev: Evidence, k: int, scheme: str, bound: str) -> None:
+    def __init__(
+        self, pop: Population, ev: Evidence, k: int, scheme: str, bound: str
+    ) -> None:
         if bound not in BOUNDS:
-            raise ValueError(f"unknown bound {bound!r}; expected one of {', '.join(BOUNDS)}")
+            raise ValueError(
+                f"unknown bound {bound!r}; expected one of {', '.join(BOUNDS)}"
+            )
         self.k, self.bound = k, bound
         self.n = ev.n.astype(float).copy()
         self.n[k] = 0  # the new system's own draws are what we are planning
         self.overlap = pop.overlap(scheme, scheme)[k].copy()
         system = pop._systems[k]
         cols, self.p = system.pair_row(scheme)
-        self.bt = pop.stacked(scheme)[:, cols].T.tocsr()  # (|X_k| × m): P_j on k's pairs
+        self.bt = pop.stacked(scheme)[
+            :, cols
+        ].T.tocsr()  # (|X_k| × m): P_j on k's pairs
         # Mass of k's correct instances per pair, at the labelled drawn pairs.
         correct = ev.label[system.pairs] == system.predicates
         _, inv = np.unique(system.pairs, return_inverse=True)
-        pf = np.bincount(inv.ravel(), weights=system.probs(scheme) * correct, minlength=len(cols))
+        pf = np.bincount(
+            inv.ravel(), weights=system.probs(scheme) * correct, minlength=len(cols)
+        )
         pos = np.searchsorted(ev.pairs, cols)
         pos_c = np.minimum(pos, max(len(ev.pairs) - 1, 0))
-        hit = (pos < len(ev.pairs)) & (ev.pairs[pos_c] == cols) if len(ev.pairs) else pos < 0
+        hit = (
+            (pos < len(ev.pairs)) & (ev.pairs[pos_c] == cols)
+            if len(ev.pairs)
+            else pos < 0
+        )
         self.hit_cols = np.flatnonzero(hit)
         self.pf_hit = pf[hit]
         others = self.n > 0

@@ -85,7 +85,9 @@ def prepare_evidence(
         unknown = set(draws) - set(pop.names)
         if unknown:
             raise ValueError(f"draws given for unknown system(s): {sorted(unknown)}")
-        per_system = [np.asarray(draws.get(name, []), dtype=np.int64) for name in pop.names]
+        per_system = [
+            np.asarray(draws.get(name, []), dtype=np.int64) for name in pop.names
+        ]
     else:
         if len(draws) != m:
             raise ValueError(f"expected draws for {m} systems, got {len(draws)}")
@@ -102,7 +104,11 @@ def prepare_evidence(
         idx = pop.lookup_pairs(d)
         cols, _ = pop._systems[k].pair_row("instance")
         pos = np.searchsorted(cols, idx)
-        ok = (idx >= 0) & (pos < len(cols)) & (cols[np.minimum(pos, len(cols) - 1)] == idx)
+        ok = (
+            (idx >= 0)
+            & (pos < len(cols))
+            & (cols[np.minimum(pos, len(cols) - 1)] == idx)
+        )
         if not ok.all():
             bad = int(np.flatnonzero(~ok)[0])
             raise ValueError(
@@ -125,7 +131,11 @@ def prepare_evidence(
         exhaustive_pairs = np.zeros(0, np.int64)
         exhaustive_preds = np.zeros(0, np.int64)
     y_ids = np.asarray(exhaustive_pairs, dtype=np.int64)
-    y_subj = y_ids if exhaustive_subjects is None else np.asarray(exhaustive_subjects, np.int64)
+    y_subj = (
+        y_ids
+        if exhaustive_subjects is None
+        else np.asarray(exhaustive_subjects, np.int64)
+    )
     return Evidence(
         n=n,
         pending=pending,
@@ -198,7 +208,9 @@ def importance_estimate(
     a = a.tocoo()
     with np.errstate(divide="ignore", invalid="ignore"):
         z = sp.csr_matrix((a.data / qt[a.col, a.row], (a.row, a.col)), shape=a.shape)
-        r = sp.csr_matrix((pf.data / qt[pf.col, pf.row], (pf.row, pf.col)), shape=pf.shape)
+        r = sp.csr_matrix(
+            (pf.data / qt[pf.col, pf.row], (pf.row, pf.col)), shape=pf.shape
+        )
     m1 = (counts_per_draw @ r.T).toarray()  # (j × i): mean of r_i under p_j
     m2 = (counts_per_draw @ r.multiply(r).T).toarray()
     z2 = (counts_per_draw @ z.multiply(z).T).toarray()
@@ -240,9 +252,13 @@ def _precision(
     est, var, neff = importance_estimate(a, pf, b, w_simple, cn, n)
     if scheme == draw_scheme:
         neff = n.astype(float)  # plain proportions: Wilson with the real n
-    lo, hi = _precision_interval(est, var, neff, z, "wilson_eff" if scheme == draw_scheme else method)
+    lo, hi = _precision_interval(
+        est, var, neff, z, "wilson_eff" if scheme == draw_scheme else method
+    )
     none = n == 0
-    out["simple"] = Interval(np.where(none, np.nan, est), np.where(none, 0, lo), np.where(none, 1, hi))
+    out["simple"] = Interval(
+        np.where(none, np.nan, est), np.where(none, 0, lo), np.where(none, 1, hi)
+    )
 
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
     est, var, neff = importance_estimate(a, pf, b, w, cn, n)
@@ -255,7 +271,11 @@ def _precision(
         cols = ps.indices[ps.indptr[i] : ps.indptr[i + 1]]
         mass = ps.data[ps.indptr[i] : ps.indptr[i + 1]]
         donors = np.flatnonzero(w[i] > 0)
-        covered = np.asarray((pt[donors][:, cols] > 0).sum(axis=0)).ravel() > 0 if len(donors) else np.zeros(len(cols), bool)
+        covered = (
+            np.asarray((pt[donors][:, cols] > 0).sum(axis=0)).ravel() > 0
+            if len(donors)
+            else np.zeros(len(cols), bool)
+        )
         missing = float(mass[~covered].sum())
         if missing > 1e-12:
             lo_i, hi_i = ci.normal(est[i : i + 1], var[i : i + 1], z)
@@ -285,7 +305,12 @@ def _exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:
 
 
 def _recall_instance(
-    pop: Population, ev: Evidence, draw_scheme: str, g: sp.coo_matrix, gy: np.ndarray, z: float
+    pop: Population,
+    ev: Evidence,
+    draw_scheme: str,
+    g: sp.coo_matrix,
+    gy: np.ndarray,
+    z: float,
 ) -> dict[str, Interval]:
     """Recall with p0 uniform over true instances: simple (Wilson) and θ·ν (joint)."""
     m, n0, n = len(pop), len(ev.y_pairs), ev.n
@@ -302,7 +327,9 @@ def _recall_instance(
     known = ev.y_pairs >= 0
     covered = np.zeros(n0, dtype=bool)
     if len(drawn):
-        covered[known] = np.asarray((pt[drawn][:, ev.y_pairs[known]] > 0).sum(axis=0)).ravel() > 0
+        covered[known] = (
+            np.asarray((pt[drawn][:, ev.y_pairs[known]] > 0).sum(axis=0)).ravel() > 0
+        )
     theta = covered.mean()
     v_theta = theta * (1 - theta) / n0
     # ρ_i: true instances system i found outside that region (0 for sampled systems).
@@ -343,7 +370,9 @@ def _recall_instance(
     _, th_hi = ci.wilson(np.array([theta]), np.array([n0]), z)
     _, rho_hi = ci.wilson(rho, np.full(m, n0), z)
     zero = r == 0
-    hi = np.where(zero, np.minimum(1, th_hi[0] * nu_hi + np.where(n == 0, rho_hi, 0)), hi)
+    hi = np.where(
+        zero, np.minimum(1, th_hi[0] * nu_hi + np.where(n == 0, rho_hi, 0)), hi
+    )
     # No draw labelled true: ν is not estimable; report the exhaustive-only interval.
     undefined = ~np.isfinite(r)
     out["joint"] = Interval(
@@ -355,7 +384,13 @@ def _recall_instance(
 
 
 def _recall_reweighted(
-    ev: Evidence, scheme: str, gy: np.ndarray, z: float, confidence: float, n_boot: int, seed: int
+    ev: Evidence,
+    scheme: str,
+    gy: np.ndarray,
+    z: float,
+    confidence: float,
+    n_boot: int,
+    seed: int,
 ) -> dict[str, Interval]:
     """Recall under a non-uniform scheme from the exhaustive sample alone.
 
@@ -398,7 +433,9 @@ def estimate(
     schemes = [draw_scheme] if schemes is None else [check_scheme(s) for s in schemes]
     z = ci.z_value(confidence)
     m = len(pop)
-    labels_used = np.asarray((pop.stacked(draw_scheme)[:, ev.pairs] > 0).sum(axis=1)).ravel()
+    labels_used = np.asarray(
+        (pop.stacked(draw_scheme)[:, ev.pairs] > 0).sum(axis=1)
+    ).ravel()
     result = Estimates(pop.names, ev.n.copy(), ev.pending.copy(), labels_used)
     if m == 0:
         return result

@@ -35,7 +35,9 @@ def normal(est: np.ndarray, var: np.ndarray, z: float) -> tuple[np.ndarray, np.n
     return np.clip(est - half, 0, 1), np.clip(est + half, 0, 1)
 
 
-def lognormal(est: np.ndarray, var: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+def lognormal(
+    est: np.ndarray, var: np.ndarray, z: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Interval symmetric on the log scale: est · exp(±z·sd/est).
 
     Suits small positive quantities such as recall, whose estimators are skewed
@@ -74,7 +76,9 @@ def f1_delta(
     with np.errstate(divide="ignore", invalid="ignore"):
         dp = np.where(s > 0, 2 * r * r / (s * s), 0.0)
         dr = np.where(s > 0, 2 * p * p / (s * s), 0.0)
-    var = dp * dp * var_from_interval(p_lo, p_hi, z) + dr * dr * var_from_interval(r_lo, r_hi, z)
+    var = dp * dp * var_from_interval(p_lo, p_hi, z) + dr * dr * var_from_interval(
+        r_lo, r_hi, z
+    )
     lo, hi = normal(f1, var, z)
     # With P = R = 0 the derivatives vanish; F1 is increasing in both, so bound it
     # by the value at the upper ends instead of reporting a zero-width interval.

@@ -34,7 +34,9 @@ class _System:
         """(sorted pair indices, P(u)) of the system's pair-level distribution."""
         if scheme not in self.pair_rows:
             cols, inv = np.unique(self.pairs, return_inverse=True)
-            data = np.bincount(inv.ravel(), weights=self.probs(scheme), minlength=len(cols))
+            data = np.bincount(
+                inv.ravel(), weights=self.probs(scheme), minlength=len(cols)
+            )
             self.pair_rows[scheme] = (cols, data)
         return self.pair_rows[scheme]
 
@@ -117,9 +119,13 @@ class Population:
             raise ValueError(f"system {name!r} already in the population")
         pair_ids = np.asarray(pair_ids, dtype=np.int64)
         predicates = np.asarray(predicates, dtype=np.int64)
-        subjects = pair_ids if subjects is None else np.asarray(subjects, dtype=np.int64)
+        subjects = (
+            pair_ids if subjects is None else np.asarray(subjects, dtype=np.int64)
+        )
         if not (len(pair_ids) == len(predicates) == len(subjects)):
-            raise ValueError("pair_ids, predicates and subjects must have the same length")
+            raise ValueError(
+                "pair_ids, predicates and subjects must have the same length"
+            )
         if len(predicates) and predicates.min() < 0:
             raise ValueError("predicate codes must be non-negative")
         pairs = self._intern_pairs(pair_ids)
@@ -138,7 +144,9 @@ class Population:
                 b = self._row_matrix(system, t)
                 new[m, :m] = (a @ self.stacked(t).T).toarray().ravel()
                 new[:m, m] = (self.stacked(s) @ b.T).toarray().ravel()
-            new[m, m] = self._row_matrix(system, s).multiply(self._row_matrix(system, t)).sum()
+            new[m, m] = (
+                self._row_matrix(system, s).multiply(self._row_matrix(system, t)).sum()
+            )
             self._overlaps[(s, t)] = new
         self._systems.append(system)
         self._invalidate()
@@ -173,8 +181,12 @@ class Population:
         check_scheme(scheme)
         if scheme not in self._stack_cache:
             rows = [s.pair_row(scheme) for s in self._systems]
-            indptr = np.concatenate([[0], np.cumsum([len(c) for c, _ in rows])]).astype(np.int64)
-            indices = np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, np.int64)
+            indptr = np.concatenate([[0], np.cumsum([len(c) for c, _ in rows])]).astype(
+                np.int64
+            )
+            indices = (
+                np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, np.int64)
+            )
             data = np.concatenate([d for _, d in rows]) if rows else np.zeros(0)
             self._stack_cache[scheme] = sp.csr_matrix(
                 (data, indices, indptr), shape=(len(rows), max(self.n_pairs, 1))
@@ -190,7 +202,9 @@ class Population:
             ).astype(np.int64)
             for key in ("pairs", "predicates"):
                 parts = [getattr(s, key) for s in sy]
-                self._inst_cache[key] = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+                self._inst_cache[key] = (
+                    np.concatenate(parts) if parts else np.zeros(0, np.int64)
+                )
         return self._inst_cache
 
     def instance_probs(self, scheme: str) -> np.ndarray:
@@ -202,7 +216,9 @@ class Population:
         return self._inst_cache[key]
 
     # ---- overlaps ---------------------------------------------------------
-    def overlap(self, scheme: str = "instance", draw_scheme: str | None = None) -> np.ndarray:
+    def overlap(
+        self, scheme: str = "instance", draw_scheme: str | None = None
+    ) -> np.ndarray:
         """O_ij = Σ_u P_{i,scheme}(u) P_{j,draw_scheme}(u), maintained incrementally."""
         draw_scheme = draw_scheme or scheme
         key = (check_scheme(scheme), check_scheme(draw_scheme))
@@ -210,7 +226,9 @@ class Population:
             self._overlaps[key] = self.overlap_full(scheme, draw_scheme)
         return self._overlaps[key]
 
-    def overlap_full(self, scheme: str = "instance", draw_scheme: str | None = None) -> np.ndarray:
+    def overlap_full(
+        self, scheme: str = "instance", draw_scheme: str | None = None
+    ) -> np.ndarray:
         """Full recomputation of :meth:`overlap` (for checking the incremental update)."""
         draw_scheme = draw_scheme or scheme
         return (self.stacked(scheme) @ self.stacked(draw_scheme).T).toarray()

@@ -15,7 +15,9 @@ SCHEMES: tuple[str, ...] = ("instance", "predicate", "entity", "entity_relation"
 
 def check_scheme(scheme: str) -> str:
     if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
+        raise ValueError(
+            f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}"
+        )
     return scheme
 
 
@@ -74,7 +76,10 @@ def scheme_weights(
         # Cells are (subject, predicate); code them as one key via the stratum indices.
         _, subj_inv = np.unique(subjects, return_inverse=True)
         _, pred_inv = np.unique(predicates, return_inverse=True)
-        cell_key = subj_inv.ravel().astype(np.int64) * (int(pred_inv.max()) + 1) + pred_inv.ravel()
+        cell_key = (
+            subj_inv.ravel().astype(np.int64) * (int(pred_inv.max()) + 1)
+            + pred_inv.ravel()
+        )
         cell_onehot, cell_inv = _onehot(cell_key)
         cell = np.asarray((cell_onehot.T @ c.T).T)  # (B, cells)
         # Subject of each cell, to count the present relations per subject.
@@ -84,7 +89,9 @@ def scheme_weights(
             (np.ones(len(cell_subj)), (np.arange(len(cell_subj)), cell_subj)),
             shape=(len(cell_subj), int(cell_subj.max()) + 1),
         )
-        rel_per_subj = np.asarray((cell > 0).astype(float) @ subj_onehot)  # (B, subjects)
+        rel_per_subj = np.asarray(
+            (cell > 0).astype(float) @ subj_onehot
+        )  # (B, subjects)
         n_subj = (rel_per_subj > 0).sum(axis=1, keepdims=True)
         den = n_subj * rel_per_subj[:, subj_inv.ravel()] * cell[:, cell_inv]
         out = _safe_div(c, den)
