@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +21,7 @@ from .schemes import SCHEMES, check_scheme, scheme_weights
 NO_RELATION = -1
 UNLABELLED = -2
 
-PRECISION_METHODS = ("wilson_eff", "normal")
+PRECISION_METHODS = ("wilson_design", "normal")
 
 
 @dataclass
@@ -188,6 +189,14 @@ def _at_pairs(
     return pf, g
 
 
+class ImportanceResult(NamedTuple):
+    estimate: np.ndarray  # (m,)
+    variance: np.ndarray  # (m,)
+    neff: np.ndarray  # (m,) effective sample size of the weights
+    r: sp.csr_matrix  # (m × nU) per-draw terms p_i f_i / q_i
+    mean_r: np.ndarray  # (j × i) mean of r_i over system j's draws
+
+
 def importance_estimate(
     a: sp.csr_matrix,
     pf: sp.coo_matrix,
@@ -195,12 +204,12 @@ def importance_estimate(
     w: np.ndarray,
     counts_per_draw: sp.csr_matrix,
     n: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> ImportanceResult:
     """Σ_j (w_ij/n_j) Σ_{u∈X̂_j} pf_i(u)/q_i(u) with q_i = Σ_j w_ij b_j, for every i.
 
     a, pf: target mass and target mass on correct instances at U (m × nU);
     b: proposal rows at U; counts_per_draw: counts / n_j.
-    Returns (estimate, variance, effective sample size); the effective size is
+    Besides estimate and variance it returns the effective size
     1 / Σ_j (w_ij²/n_j) E_{p_j}[(p_i/q_i)²], i.e. the n of a plain proportion with
     the same variance when labels are unrelated to the weights.
     """
@@ -220,7 +229,7 @@ def importance_estimate(
     var = (coef * _per_draw_variance(m1, m2, n).T).sum(axis=1)
     with np.errstate(divide="ignore"):
         neff = 1.0 / (coef * z2.T).sum(axis=1)
-    return est, var, neff
+    return ImportanceResult(est, var, neff, r, m1)
 
 
 def _precision_interval(
@@ -228,8 +237,13 @@ def _precision_interval(
 ) -> tuple[np.ndarray, np.ndarray]:
     if method == "normal":
         return ci.normal(est, var, z)
-    if method == "wilson_eff":
-        return ci.wilson(est, neff, z)
+    if method == "wilson_design":
+        # Wilson at the effective size implied by the variance estimate; where that
+        # is degenerate (estimate 0 or 1) use the weights' effective size instead.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n_var = est * (1 - est) / var
+        usable = (var > 0) & (est > 0) & (est < 1)
+        return ci.wilson(est, np.where(usable, n_var, neff), z)
     raise ValueError(f"unknown precision interval method {method!r}")
 
 
@@ -241,7 +255,8 @@ def _precision(
     pf: sp.coo_matrix,
     z: float,
     method: str,
-) -> dict[str, Interval]:
+) -> tuple[dict[str, Interval], ImportanceResult, np.ndarray]:
+    """Simple and joint precision; also the joint terms and weights, for F1."""
     n = ev.n
     a = pop.stacked(scheme)[:, ev.pairs]
     b = pop.stacked(draw_scheme)[:, ev.pairs]
@@ -249,19 +264,19 @@ def _precision(
     out = {}
 
     w_simple = np.diag((n > 0).astype(float))
-    est, var, neff = importance_estimate(a, pf, b, w_simple, cn, n)
+    est, var, neff, _, _ = importance_estimate(a, pf, b, w_simple, cn, n)
     if scheme == draw_scheme:
-        neff = n.astype(float)  # plain proportions: Wilson with the real n
-    lo, hi = _precision_interval(
-        est, var, neff, z, "wilson_eff" if scheme == draw_scheme else method
-    )
+        lo, hi = ci.wilson(est, n, z)  # a plain proportion of the own draws
+    else:
+        lo, hi = _precision_interval(est, var, neff, z, method)
     none = n == 0
     out["simple"] = Interval(
         np.where(none, np.nan, est), np.where(none, 0, lo), np.where(none, 1, hi)
     )
 
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
-    est, var, neff = importance_estimate(a, pf, b, w, cn, n)
+    joint = importance_estimate(a, pf, b, w, cn, n)
+    est, var, neff = joint.estimate, joint.variance, joint.neff
     lo, hi = _precision_interval(est, var, neff, z, method)
     est = est.copy()
     # Systems without draws of their own: q_i may miss part of X_i. The estimate
@@ -282,7 +297,7 @@ def _precision(
             est[i] = np.nan
             lo[i], hi[i] = lo_i[0], min(1.0, hi_i[0] + missing)
     out["joint"] = Interval(est, lo, hi)
-    return out
+    return out, joint, w
 
 
 def _exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:
@@ -311,12 +326,17 @@ def _recall_instance(
     g: sp.coo_matrix,
     gy: np.ndarray,
     z: float,
-) -> dict[str, Interval]:
-    """Recall with p0 uniform over true instances: simple (Wilson) and θ·ν (joint)."""
+) -> tuple[dict[str, Interval], dict[str, np.ndarray | float]]:
+    """Recall with p0 uniform over true instances: simple (Wilson) and θ·ν (joint).
+
+    Also returns the pieces of ν̂ that the precision–recall covariance needs.
+    """
     m, n0, n = len(pop), len(ev.y_pairs), ev.n
     if n0 == 0:
         nan = np.full(m, np.nan)
-        return {k: Interval(nan, np.zeros(m), np.ones(m)) for k in ("simple", "joint")}
+        return {
+            k: Interval(nan, np.zeros(m), np.ones(m)) for k in ("simple", "joint")
+        }, {}
     k = gy.sum(axis=1)
     s_lo, s_hi = ci.wilson(k / n0, np.full(m, n0), z)
     out = {"simple": Interval(k / n0, s_lo, s_hi)}
@@ -380,35 +400,49 @@ def _recall_instance(
         np.where(undefined, s_lo, lo),
         np.where(undefined, s_hi, hi),
     )
-    return out
+    parts = {"a": a, "nu": nu, "den": den, "theta": theta, "mean_e": m1, "cn": cn}
+    return out, parts
+
+
+def _precision_recall_cov(
+    joint: ImportanceResult, w: np.ndarray, n: np.ndarray, parts: dict
+) -> np.ndarray:
+    """Cov(P̂_i, r̂_i) of the joint estimators, which share the draws.
+
+    P̂_i = Σ_j (w_ij/n_j) Σ_d r_i(d) and ν̂_i ≈ ν_i + Σ_d e_i(d)/Σ_d a(d), so
+    Cov = θ Σ_j w_ij Cov_{p_j}(r_i, e_i) / Σ_d a(d). Where r_i ≠ 0, system i
+    predicted the true relation, so r_i e_i = r_i a (1 − ν_i).
+    """
+    if not parts or parts["den"] <= 0:
+        return np.zeros(len(n))
+    nu = parts["nu"]
+    e_ra = (parts["cn"] @ (joint.r @ sp.diags(parts["a"])).T).toarray()  # (j × i)
+    e_re = (1 - nu[None, :]) * e_ra
+    nn = n[:, None].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = e_re - joint.mean_r * parts["mean_e"]
+        c = np.where(nn >= 2, c * nn / (nn - 1), e_re)
+    return parts["theta"] * (w * c.T).sum(axis=1) / parts["den"]
 
 
 def _recall_reweighted(
-    ev: Evidence,
-    scheme: str,
-    gy: np.ndarray,
-    z: float,
-    confidence: float,
-    n_boot: int,
-    seed: int,
+    ev: Evidence, scheme: str, gy: np.ndarray, z: float
 ) -> dict[str, Interval]:
     """Recall under a non-uniform scheme from the exhaustive sample alone.
 
     p_{Y,s} is estimated by computing the scheme over Ŷ0 itself (self-normalised
-    per predicate / subject / cell); the interval is a percentile bootstrap over Ŷ0.
+    per predicate / subject / cell). The interval is Wilson's at the Kish
+    effective size 1/Σ p̂², which is exact for a stratified mean with equal
+    stratum recalls; a plain bootstrap is not valid here because duplicated
+    draws collapse inside a stratum and make resamples look too alike.
     """
     m, n0 = gy.shape
     if n0 == 0:
-        nan = np.full(m, np.nan)
-        iv = Interval(nan, np.zeros(m), np.ones(m))
+        iv = Interval(np.full(m, np.nan), np.zeros(m), np.ones(m))
         return {"simple": iv, "joint": iv}
     p = scheme_weights(scheme, ev.y_preds, ev.y_subjects)
     est = gy @ p
-    rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n0, np.full(n0, 1.0 / n0), size=n_boot)
-    boot = scheme_weights(scheme, ev.y_preds, ev.y_subjects, counts) @ gy.T  # (B × m)
-    alpha = 1 - confidence
-    lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0)
+    lo, hi = ci.wilson(est, np.full(m, 1.0 / float(p @ p)), z)
     iv = Interval(est, lo, hi)
     return {"simple": iv, "joint": iv}
 
@@ -419,9 +453,7 @@ def estimate(
     draw_scheme: str = "instance",
     schemes: Sequence[str] | None = None,
     confidence: float = 0.9,
-    precision_method: str = "wilson_eff",
-    n_boot: int = 2000,
-    seed: int = 0,
+    precision_method: str = "wilson_design",
 ) -> Estimates:
     """Simple and joint precision, recall and F1 with intervals for every system.
 
@@ -440,22 +472,25 @@ def estimate(
     if m == 0:
         return result
     gy = _exhaustive_membership(pop, ev)
-    g = None
     for s in SCHEMES:
         if s not in schemes:
             continue
         pf, g = _at_pairs(pop, ev, s)
-        prec = _precision(pop, ev, s, draw_scheme, pf, z, precision_method)
+        prec, joint, w = _precision(pop, ev, s, draw_scheme, pf, z, precision_method)
+        # Joint recall under "instance" reuses the draws, so it correlates with P̂;
+        # the other schemes' recall comes from Ŷ0 alone.
+        cov = {"simple": np.zeros(m), "joint": np.zeros(m)}
         if s == "instance":
-            rec = _recall_instance(pop, ev, draw_scheme, g, gy, z)
+            rec, parts = _recall_instance(pop, ev, draw_scheme, g, gy, z)
+            cov["joint"] = np.nan_to_num(_precision_recall_cov(joint, w, ev.n, parts))
         else:
-            rec = _recall_reweighted(ev, s, gy, z, confidence, n_boot, seed)
+            rec = _recall_reweighted(ev, s, gy, z)
         f1 = {}
         for kind in ("simple", "joint"):
             p, r = prec[kind], rec[kind]
             # An undefined precision or recall leaves F1 undefined but bounded.
             pe, re_ = np.nan_to_num(p.estimate), np.nan_to_num(r.estimate)
-            est, lo, hi = ci.f1_delta(pe, p.lo, p.hi, re_, r.lo, r.hi, z)
+            est, lo, hi = ci.f1_delta(pe, p.lo, p.hi, re_, r.lo, r.hi, z, cov[kind])
             undefined = np.isnan(p.estimate) | np.isnan(r.estimate)
             lo_b = ci.f1_score(p.lo, r.lo)
             hi_b = ci.f1_score(p.hi, r.hi)

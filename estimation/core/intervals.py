@@ -65,19 +65,22 @@ def f1_delta(
     r_lo: np.ndarray,
     r_hi: np.ndarray,
     z: float,
+    cov: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """F1 = 2PR/(P+R) with a delta-method interval.
 
     The variances of P and R are those implied by their intervals (whatever
-    method made them); P and R are treated as independent.
+    method made them); ``cov`` is their covariance (0 when independent).
     """
     s = p + r
     f1 = f1_score(p, r)
     with np.errstate(divide="ignore", invalid="ignore"):
         dp = np.where(s > 0, 2 * r * r / (s * s), 0.0)
         dr = np.where(s > 0, 2 * p * p / (s * s), 0.0)
-    var = dp * dp * var_from_interval(p_lo, p_hi, z) + dr * dr * var_from_interval(
-        r_lo, r_hi, z
+    var = (
+        dp * dp * var_from_interval(p_lo, p_hi, z)
+        + dr * dr * var_from_interval(r_lo, r_hi, z)
+        + 2 * dp * dr * cov
     )
     lo, hi = normal(f1, var, z)
     # With P = R = 0 the derivatives vanish; F1 is increasing in both, so bound it
