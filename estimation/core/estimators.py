@@ -215,11 +215,14 @@ def importance_estimate(
     """
     qt = np.asarray(b.T.tocsr() @ w.T)  # (nU × m): q_i(u)
     a = a.tocoo()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = sp.csr_matrix((a.data / qt[a.col, a.row], (a.row, a.col)), shape=a.shape)
-        r = sp.csr_matrix(
-            (pf.data / qt[pf.col, pf.row], (pf.row, pf.col)), shape=pf.shape
-        )
+
+    def ratio(m: sp.coo_matrix) -> sp.csr_matrix:
+        # q = 0 only where no draw can reach (systems without a donor): no term.
+        q = qt[m.col, m.row]
+        vals = np.divide(m.data, q, out=np.zeros(len(q)), where=q > 0)
+        return sp.csr_matrix((vals, (m.row, m.col)), shape=m.shape)
+
+    z, r = ratio(a), ratio(pf)
     m1 = (counts_per_draw @ r.T).toarray()  # (j × i): mean of r_i under p_j
     m2 = (counts_per_draw @ r.multiply(r).T).toarray()
     z2 = (counts_per_draw @ z.multiply(z).T).toarray()
@@ -230,6 +233,36 @@ def importance_estimate(
     with np.errstate(divide="ignore"):
         neff = 1.0 / (coef * z2.T).sum(axis=1)
     return ImportanceResult(est, var, neff, r, m1)
+
+
+def exact_effective_size(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, n: np.ndarray
+) -> np.ndarray:
+    """1 / Σ_j (w_ij²/n_j) E_{p_j}[(p_i/q_i)²] computed over all of X_i, not the draws.
+
+    Reweighting to another scheme gives heavy-tailed weights; a sample that misses
+    the rare heavy elements underestimates both the estimate and its variance, so
+    the interval must not rely on the draws alone for its width. Cost: one pass
+    over every (system i, pair u, system j predicting u) triple.
+    """
+    a = ps.tocoo()
+    ptc = pt.tocsc()
+    start, stop = ptc.indptr[a.col], ptc.indptr[a.col + 1]
+    lengths = stop - start
+    owner = np.repeat(np.arange(a.nnz), lengths)
+    offsets = np.arange(lengths.sum()) - np.repeat(
+        np.cumsum(lengths) - lengths, lengths
+    )
+    pos = np.repeat(start, lengths) + offsets
+    j, pj = ptc.indices[pos], ptc.data[pos]
+    i = a.row[owner]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w2n = np.where(n > 0, w * w / n[None, :], 0.0)
+    q = np.bincount(owner, weights=w[i, j] * pj, minlength=a.nnz)
+    v = np.bincount(owner, weights=w2n[i, j] * pj, minlength=a.nnz)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(q > 0, a.data**2 * v / q**2, 0.0)
+        return 1.0 / np.bincount(a.row, weights=terms, minlength=ps.shape[0])
 
 
 def _precision_interval(
@@ -263,12 +296,23 @@ def _precision(
     cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
     out = {}
 
+    ps, pt = pop.stacked(scheme), pop.stacked(draw_scheme)
+    reweighted = scheme != draw_scheme
+
+    def interval(est, var, neff, w):
+        if reweighted:
+            # Never narrower than the weights' exact effective size allows.
+            neff = exact_effective_size(ps, pt, w, n)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                var = np.maximum(var, est * (1 - est) / neff)
+        return _precision_interval(est, var, neff, z, method)
+
     w_simple = np.diag((n > 0).astype(float))
     est, var, neff, _, _ = importance_estimate(a, pf, b, w_simple, cn, n)
-    if scheme == draw_scheme:
-        lo, hi = ci.wilson(est, n, z)  # a plain proportion of the own draws
+    if reweighted:
+        lo, hi = interval(est, var, neff, w_simple)
     else:
-        lo, hi = _precision_interval(est, var, neff, z, method)
+        lo, hi = ci.wilson(est, n, z)  # a plain proportion of the own draws
     none = n == 0
     out["simple"] = Interval(
         np.where(none, np.nan, est), np.where(none, 0, lo), np.where(none, 1, hi)
@@ -277,11 +321,10 @@ def _precision(
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
     joint = importance_estimate(a, pf, b, w, cn, n)
     est, var, neff = joint.estimate, joint.variance, joint.neff
-    lo, hi = _precision_interval(est, var, neff, z, method)
+    lo, hi = interval(est, var, neff, w)
     est = est.copy()
     # Systems without draws of their own: q_i may miss part of X_i. The estimate
     # covers only the mass the others' draws reach; the rest is bounded by [0, mass].
-    ps, pt = pop.stacked(scheme), pop.stacked(draw_scheme)
     for i in np.flatnonzero(none):
         cols = ps.indices[ps.indptr[i] : ps.indptr[i + 1]]
         mass = ps.data[ps.indptr[i] : ps.indptr[i + 1]]

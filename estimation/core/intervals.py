@@ -25,8 +25,9 @@ def wilson(phat: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.nd
         center = (phat + z2n / 2) / (1 + z2n)
         half = z * np.sqrt(phat * (1 - phat) / n + z2n / (4 * n)) / (1 + z2n)
     ok = n > 0
-    lo = np.where(ok, np.clip(center - half, 0, 1), 0.0)
-    hi = np.where(ok, np.clip(center + half, 0, 1), 1.0)
+    # At p̂ = 0 or 1 the end is exactly 0 or 1; rounding must not cut the estimate off.
+    lo = np.where(ok & (phat > 0), np.clip(center - half, 0, 1), 0.0)
+    hi = np.where(ok & (phat < 1), np.clip(center + half, 0, 1), 1.0)
     return lo, hi
 
 
