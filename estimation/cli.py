@@ -98,7 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     args.trials,
                     args.seed,
                     args.out,
-                    args.adaptive_trials,
+                    min(args.trials, 100)
+                    if args.adaptive_trials is None
+                    else args.adaptive_trials,
                     args.draws_per_system,
                     args.exhaustive,
                     args.draw_scheme,

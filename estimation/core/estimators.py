@@ -353,12 +353,15 @@ def _exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:
     base = int(max(inst["predicates"].max(initial=0), ev.y_preds.max(initial=0))) + 1
     y_key = np.where(ev.y_pairs >= 0, ev.y_pairs * base + ev.y_preds, -1)
     uniq, inv = np.unique(y_key, return_inverse=True)
-    inst_key = inst["pairs"] * base + inst["predicates"]
-    pos = np.searchsorted(uniq, inst_key)
-    pos = np.minimum(pos, len(uniq) - 1)
+    # Only instances on a pair of Ŷ0 can match; select them before searching.
+    on_y = np.zeros(pop.n_pairs, dtype=bool)
+    on_y[ev.y_pairs[ev.y_pairs >= 0]] = True
+    cand = np.flatnonzero(on_y[inst["pairs"]])
+    inst_key = inst["pairs"][cand] * base + inst["predicates"][cand]
+    pos = np.minimum(np.searchsorted(uniq, inst_key), len(uniq) - 1)
     hit = uniq[pos] == inst_key
     hit_u = np.zeros((m, len(uniq)))
-    hit_u[inst["system"][hit], pos[hit]] = 1.0
+    hit_u[inst["system"][cand[hit]], pos[hit]] = 1.0
     return hit_u[:, inv.ravel()]
 
 
