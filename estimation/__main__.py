@@ -1,0 +1,3 @@
+from estimation.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,234 @@
+"""The population of systems, stored sparsely over a global index of mention pairs.
+
+Importance sampling runs over *mention pairs* (see docs/estimation.md): system i's
+mass on pair u is P_i(u) = Σ of p_i(x) over i's instances x on u. A drawn pair is
+labelled once and that label decides every system's instances on the pair, so a
+pair drawn by j informs i even when i predicted a different predicate there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .schemes import check_scheme, scheme_weights
+
+
+@dataclass
+class _System:
+    name: str
+    pairs: np.ndarray  # (n,) dense pair index of each distinct instance
+    predicates: np.ndarray  # (n,) predicate code
+    subjects: np.ndarray  # (n,) subject code
+    inst_p: dict[str, np.ndarray] = field(default_factory=dict)  # scheme -> p(x)
+    pair_rows: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def probs(self, scheme: str) -> np.ndarray:
+        if scheme not in self.inst_p:
+            self.inst_p[scheme] = scheme_weights(scheme, self.predicates, self.subjects)
+        return self.inst_p[scheme]
+
+    def pair_row(self, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted pair indices, P(u)) of the system's pair-level distribution."""
+        if scheme not in self.pair_rows:
+            cols, inv = np.unique(self.pairs, return_inverse=True)
+            data = np.bincount(
+                inv.ravel(), weights=self.probs(scheme), minlength=len(cols)
+            )
+            self.pair_rows[scheme] = (cols, data)
+        return self.pair_rows[scheme]
+
+
+class Population:
+    """Systems as sparse rows over a growing index of mention pairs.
+
+    Pair ids and subject ids are arbitrary int64 (e.g. database keys); predicates
+    are small non-negative integer codes. The overlap matrices
+    O[s, t]_ij = Σ_u P_{i,s}(u) P_{j,t}(u) are kept up to date incrementally once
+    requested.
+    """
+
+    def __init__(self) -> None:
+        self._sorted_ids = np.zeros(0, dtype=np.int64)  # known pair ids, sorted
+        self._sorted_idx = np.zeros(0, dtype=np.int64)  # their dense index
+        self.pair_ids = np.zeros(0, dtype=np.int64)  # dense index -> pair id
+        self._systems: list[_System] = []
+        self._stack_cache: dict[str, sp.csr_matrix] = {}
+        self._inst_cache: dict[str, np.ndarray] = {}
+        self._overlaps: dict[tuple[str, str], np.ndarray] = {}
+
+    # ---- pair index -------------------------------------------------------
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_ids)
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self._systems]
+
+    def __len__(self) -> int:
+        return len(self._systems)
+
+    def index_of(self, name: str) -> int:
+        for k, s in enumerate(self._systems):
+            if s.name == name:
+                return k
+        raise KeyError(name)
+
+    def lookup_pairs(self, pair_ids: np.ndarray) -> np.ndarray:
+        """Dense index of each pair id, -1 for pairs no system predicted."""
+        pair_ids = np.asarray(pair_ids, dtype=np.int64)
+        pos = np.searchsorted(self._sorted_ids, pair_ids)
+        pos_c = np.minimum(pos, max(len(self._sorted_ids) - 1, 0))
+        if len(self._sorted_ids) == 0:
+            return np.full(len(pair_ids), -1, dtype=np.int64)
+        found = self._sorted_ids[pos_c] == pair_ids
+        return np.where(found, self._sorted_idx[pos_c], -1)
+
+    def _intern_pairs(self, pair_ids: np.ndarray) -> np.ndarray:
+        idx = self.lookup_pairs(pair_ids)
+        new_ids = np.unique(pair_ids[idx < 0])
+        if len(new_ids):
+            new_idx = np.arange(self.n_pairs, self.n_pairs + len(new_ids))
+            self.pair_ids = np.concatenate([self.pair_ids, new_ids])
+            at = np.searchsorted(self._sorted_ids, new_ids)
+            self._sorted_ids = np.insert(self._sorted_ids, at, new_ids)
+            self._sorted_idx = np.insert(self._sorted_idx, at, new_idx)
+            idx = self.lookup_pairs(pair_ids)
+            # New pairs are appended as columns, so cached stacks only widen.
+            for mat in self._stack_cache.values():
+                mat.resize((mat.shape[0], self.n_pairs))
+        return idx
+
+    # ---- systems ----------------------------------------------------------
+    def add_system(
+        self,
+        name: str,
+        pair_ids: np.ndarray,
+        predicates: np.ndarray,
+        subjects: np.ndarray | None = None,
+    ) -> int:
+        """Add a system; duplicate (pair, predicate) instances are kept once.
+
+        Returns the system's row index. Cached overlap matrices gain one row and
+        column, computed from the new row only (O(nnz) of the touched columns).
+        """
+        if name in self.names:
+            raise ValueError(f"system {name!r} already in the population")
+        pair_ids = np.asarray(pair_ids, dtype=np.int64)
+        predicates = np.asarray(predicates, dtype=np.int64)
+        subjects = (
+            pair_ids if subjects is None else np.asarray(subjects, dtype=np.int64)
+        )
+        if not (len(pair_ids) == len(predicates) == len(subjects)):
+            raise ValueError(
+                "pair_ids, predicates and subjects must have the same length"
+            )
+        if len(predicates) and predicates.min() < 0:
+            raise ValueError("predicate codes must be non-negative")
+        pairs = self._intern_pairs(pair_ids)
+        key = pairs * (int(predicates.max(initial=0)) + 1) + predicates
+        _, first = np.unique(key, return_index=True)
+        first = np.sort(first)
+        system = _System(name, pairs[first], predicates[first], subjects[first])
+
+        # Grow the cached overlaps before the stacks are invalidated.
+        for (s, t), old in list(self._overlaps.items()):
+            m = len(self._systems)
+            new = np.zeros((m + 1, m + 1))
+            new[:m, :m] = old
+            if m:
+                a = self._row_matrix(system, s)
+                b = self._row_matrix(system, t)
+                new[m, :m] = (a @ self.stacked(t).T).toarray().ravel()
+                new[:m, m] = (self.stacked(s) @ b.T).toarray().ravel()
+            new[m, m] = (
+                self._row_matrix(system, s).multiply(self._row_matrix(system, t)).sum()
+            )
+            self._overlaps[(s, t)] = new
+        self._systems.append(system)
+        self._invalidate()
+        return len(self._systems) - 1
+
+    def remove_system(self, name: str) -> None:
+        """Withdraw a system: its row and column leave every overlap matrix."""
+        k = self.index_of(name)
+        del self._systems[k]
+        for key, old in self._overlaps.items():
+            self._overlaps[key] = np.delete(np.delete(old, k, axis=0), k, axis=1)
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._stack_cache.clear()
+        self._inst_cache.clear()
+
+    def _row_matrix(self, system: _System, scheme: str) -> sp.csr_matrix:
+        cols, data = system.pair_row(scheme)
+        return sp.csr_matrix(
+            (data, cols, np.array([0, len(cols)])), shape=(1, max(self.n_pairs, 1))
+        )
+
+    def system_instances(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(dense pair index, predicate, subject) of system k's distinct instances."""
+        s = self._systems[k]
+        return s.pairs, s.predicates, s.subjects
+
+    # ---- stacked views ----------------------------------------------------
+    def stacked(self, scheme: str) -> sp.csr_matrix:
+        """(m × n_pairs) CSR matrix of P_{i,scheme}(u)."""
+        check_scheme(scheme)
+        if scheme not in self._stack_cache:
+            rows = [s.pair_row(scheme) for s in self._systems]
+            indptr = np.concatenate([[0], np.cumsum([len(c) for c, _ in rows])]).astype(
+                np.int64
+            )
+            indices = (
+                np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, np.int64)
+            )
+            data = np.concatenate([d for _, d in rows]) if rows else np.zeros(0)
+            self._stack_cache[scheme] = sp.csr_matrix(
+                (data, indices, indptr), shape=(len(rows), max(self.n_pairs, 1))
+            )
+        return self._stack_cache[scheme]
+
+    def instances(self) -> dict[str, np.ndarray]:
+        """All systems' instances concatenated: arrays system, pair, predicate."""
+        if "system" not in self._inst_cache:
+            sy = self._systems
+            self._inst_cache["system"] = np.repeat(
+                np.arange(len(sy)), [len(s.pairs) for s in sy]
+            ).astype(np.int64)
+            for key in ("pairs", "predicates"):
+                parts = [getattr(s, key) for s in sy]
+                self._inst_cache[key] = (
+                    np.concatenate(parts) if parts else np.zeros(0, np.int64)
+                )
+        return self._inst_cache
+
+    def instance_probs(self, scheme: str) -> np.ndarray:
+        """p_{i,scheme}(x) aligned with :meth:`instances`."""
+        key = "p_" + check_scheme(scheme)
+        if key not in self._inst_cache:
+            parts = [s.probs(scheme) for s in self._systems]
+            self._inst_cache[key] = np.concatenate(parts) if parts else np.zeros(0)
+        return self._inst_cache[key]
+
+    # ---- overlaps ---------------------------------------------------------
+    def overlap(
+        self, scheme: str = "instance", draw_scheme: str | None = None
+    ) -> np.ndarray:
+        """O_ij = Σ_u P_{i,scheme}(u) P_{j,draw_scheme}(u), maintained incrementally."""
+        draw_scheme = draw_scheme or scheme
+        key = (check_scheme(scheme), check_scheme(draw_scheme))
+        if key not in self._overlaps:
+            self._overlaps[key] = self.overlap_full(scheme, draw_scheme)
+        return self._overlaps[key]
+
+    def overlap_full(
+        self, scheme: str = "instance", draw_scheme: str | None = None
+    ) -> np.ndarray:
+        """Full recomputation of :meth:`overlap` (for checking the incremental update)."""
+        draw_scheme = draw_scheme or scheme
+        return (self.stacked(scheme) @ self.stacked(draw_scheme).T).toarray()

@@ -1,0 +1,241 @@
+"""PROBLEM.json: loading, validation with errors that name the field, and results as JSON."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .adaptive import plan_sample_size
+from .estimators import (
+    NO_RELATION,
+    Estimates,
+    Evidence,
+    Interval,
+    estimate,
+    prepare_evidence,
+)
+from .population import Population
+from .schemes import SCHEMES
+
+INSTANCE_SHAPE = "expected [pair_key, predicate] or [pair_key, predicate, subject_id]"
+
+
+class ProblemError(ValueError):
+    """Malformed problem; the message starts with the path of the offending field."""
+
+
+@dataclass
+class Problem:
+    scheme: str
+    confidence: float
+    population: Population
+    evidence: Evidence
+
+
+def _nonempty_str(value: Any, where: str, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ProblemError(
+            f"{where}: expected {what} (a non-empty string), got {value!r}"
+        )
+    return value
+
+
+class _Codes:
+    """Dense integer codes for strings, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def __call__(self, key: str) -> int:
+        return self.ids.setdefault(key, len(self.ids))
+
+
+def _instance(value: Any, where: str) -> tuple[str, str, str]:
+    if not isinstance(value, list) or len(value) not in (2, 3):
+        raise ProblemError(f"{where}: {INSTANCE_SHAPE}")
+    pair = _nonempty_str(value[0], f"{where}[0]", "pair_key")
+    pred = _nonempty_str(value[1], f"{where}[1]", "predicate")
+    if pred == "no_relation":
+        raise ProblemError(f"{where}[1]: 'no_relation' is not a predicted relation")
+    subj = (
+        _nonempty_str(value[2], f"{where}[2]", "subject_id")
+        if len(value) == 3
+        else pair
+    )
+    return pair, pred, subj
+
+
+def load_problem(data: Any) -> Problem:
+    """Validate a parsed PROBLEM.json and index it (see docs/estimation.md)."""
+    if not isinstance(data, dict):
+        raise ProblemError("problem: expected a JSON object")
+    known = {"scheme", "systems", "draws", "labels", "exhaustive", "confidence"}
+    extra = sorted(set(data) - known)
+    if extra:
+        raise ProblemError(
+            f"{extra[0]}: unknown field (expected {', '.join(sorted(known))})"
+        )
+    scheme = data.get("scheme", "instance")
+    if scheme not in SCHEMES:
+        raise ProblemError(
+            f"scheme: expected one of {', '.join(SCHEMES)}, got {scheme!r}"
+        )
+    confidence = data.get("confidence", 0.9)
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not 0 < confidence < 1
+    ):
+        raise ProblemError(
+            f"confidence: expected a number between 0 and 1, got {confidence!r}"
+        )
+
+    pairs, preds, subjects = _Codes(), _Codes(), _Codes()
+    systems = data.get("systems")
+    if not isinstance(systems, list):
+        raise ProblemError("systems: expected a list of {name, instances}")
+    pop = Population()
+    pair_sets: dict[str, set[str]] = {}
+    for k, system in enumerate(systems):
+        where = f"systems[{k}]"
+        if not isinstance(system, dict):
+            raise ProblemError(f"{where}: expected an object with name and instances")
+        name = _nonempty_str(system.get("name"), f"{where}.name", "name")
+        if name in pair_sets:
+            raise ProblemError(f"{where}.name: duplicate system name {name!r}")
+        instances = system.get("instances")
+        if not isinstance(instances, list):
+            raise ProblemError(f"{where}.instances: expected a list")
+        rows = [
+            _instance(x, f"{where}.instances[{i}]") for i, x in enumerate(instances)
+        ]
+        pair_sets[name] = {r[0] for r in rows}
+        pop.add_system(
+            name,
+            np.array([pairs(r[0]) for r in rows], dtype=np.int64),
+            np.array([preds(r[1]) for r in rows], dtype=np.int64),
+            np.array([subjects(r[2]) for r in rows], dtype=np.int64),
+        )
+
+    draws = data.get("draws", {})
+    if not isinstance(draws, dict):
+        raise ProblemError("draws: expected an object {system name: [pair_key, ...]}")
+    draw_ids = {}
+    for name, keys in draws.items():
+        if name not in pair_sets:
+            raise ProblemError(f"draws.{name}: no system of that name")
+        if not isinstance(keys, list):
+            raise ProblemError(f"draws.{name}: expected a list of pair keys")
+        for i, key in enumerate(keys):
+            _nonempty_str(key, f"draws.{name}[{i}]", "pair_key")
+            if key not in pair_sets[name]:
+                raise ProblemError(
+                    f"draws.{name}[{i}]: pair_key {key!r} is not among system {name!r}'s instances"
+                )
+        draw_ids[name] = np.array([pairs.ids[key] for key in keys], dtype=np.int64)
+
+    labels = data.get("labels", {})
+    if not isinstance(labels, dict):
+        raise ProblemError(
+            "labels: expected an object {pair_key: predicate or 'no_relation'}"
+        )
+    label_pairs, label_preds = [], []
+    for key, value in labels.items():
+        _nonempty_str(value, f"labels.{key}", "predicate or 'no_relation'")
+        label_pairs.append(pairs(key))
+        label_preds.append(NO_RELATION if value == "no_relation" else preds(value))
+
+    exhaustive = data.get("exhaustive", [])
+    if not isinstance(exhaustive, list):
+        raise ProblemError("exhaustive: expected a list of [pair_key, predicate]")
+    rows = [_instance(x, f"exhaustive[{i}]") for i, x in enumerate(exhaustive)]
+    evidence = prepare_evidence(
+        pop,
+        draw_ids,
+        np.array(label_pairs, dtype=np.int64),
+        np.array(label_preds, dtype=np.int64),
+        np.array([pairs(r[0]) for r in rows], dtype=np.int64),
+        np.array([preds(r[1]) for r in rows], dtype=np.int64),
+        np.array([subjects(r[2]) for r in rows], dtype=np.int64),
+    )
+    return Problem(scheme, float(confidence), pop, evidence)
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else round(float(x), 6)
+
+
+def _interval_json(iv: Interval, k: int) -> dict[str, float | None]:
+    return {
+        "estimate": _num(iv.estimate[k]),
+        "lo": _num(iv.lo[k]),
+        "hi": _num(iv.hi[k]),
+    }
+
+
+def results_json(problem: Problem, result: Estimates) -> dict[str, Any]:
+    """The CLI's output: the draw scheme's results per system, every scheme under "schemes"."""
+    systems = []
+    for k, name in enumerate(result.names):
+        per_scheme = {
+            s: {
+                metric: {kind: _interval_json(iv, k) for kind, iv in kinds.items()}
+                for metric, kinds in metrics.items()
+            }
+            for s, metrics in result.results.items()
+        }
+        systems.append(
+            {
+                "name": name,
+                "labels_used": int(result.labels_used[k]),
+                "draws": int(result.n[k]),
+                "pending_draws": int(result.pending[k]),
+                **per_scheme[problem.scheme],
+                "schemes": per_scheme,
+            }
+        )
+    return {
+        "scheme": problem.scheme,
+        "confidence": problem.confidence,
+        "systems": systems,
+    }
+
+
+def solve(problem: Problem, schemes: Sequence[str] | None = None) -> dict[str, Any]:
+    schemes = list(SCHEMES) if schemes is None else list(schemes)
+    if problem.scheme not in schemes:
+        schemes.insert(0, problem.scheme)
+    result = estimate(
+        problem.population,
+        problem.evidence,
+        problem.scheme,
+        schemes,
+        problem.confidence,
+    )
+    return results_json(problem, result)
+
+
+def plan(
+    problem: Problem,
+    system: str,
+    target_halfwidth: float | None = 0.05,
+    target_variance: float | None = None,
+    bound: str = "worst_case",
+) -> dict[str, Any]:
+    if system not in problem.population.names:
+        raise ProblemError(f"--system: no system named {system!r} in systems")
+    n = plan_sample_size(
+        problem.population,
+        problem.evidence,
+        system,
+        target_halfwidth=target_halfwidth,
+        target_variance=target_variance,
+        confidence=problem.confidence,
+        scheme=problem.scheme,
+        bound=bound,
+    )
+    return {"system": system, "n": n}

@@ -1,0 +1,82 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from estimation.core import (
+    Population,
+    plan_sample_size,
+    prepare_evidence,
+    worst_case_variance,
+)
+from estimation.core.adaptive import _PlanProblem
+
+
+def test_worst_case_variance_is_the_binomial_bound_for_flat_weights():
+    assert worst_case_variance(np.full(10, 0.1), np.ones(10)) == pytest.approx(0.25)
+
+
+def test_worst_case_variance_bounds_every_labelling():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        p = rng.dirichlet(np.ones(7))
+        z = rng.lognormal(0, 1, 7)
+        bound = worst_case_variance(p, z)
+        best = max(
+            p @ (z * z * f) - (p @ (z * f)) ** 2
+            for f in map(np.array, itertools.product([0, 1], repeat=7))
+        )
+        assert best <= bound + 1e-12
+        # Fractional labellings (the relaxation) never exceed it either.
+        f = rng.random((200, 7))
+        assert np.all((f * z * z) @ p - ((f * z) @ p) ** 2 <= bound + 1e-12)
+
+
+def _population():
+    pop = Population()
+    pairs = np.arange(400)
+    preds = np.zeros(400, dtype=int)
+    pop.add_system("old", pairs, preds)
+    pop.add_system("copy", pairs, preds)  # identical to an evaluated system
+    pop.add_system("new", np.arange(1000, 1400), preds)  # disjoint from everything
+    pop.add_system("half", np.arange(200, 600), preds)
+    rng = np.random.default_rng(0)
+    label_pairs = np.arange(400)
+    label_preds = np.where(rng.random(400) < 0.7, 0, -1)
+    draws = {"old": rng.integers(0, 400, 500)}
+    return pop, prepare_evidence(pop, draws, label_pairs, label_preds)
+
+
+def test_identical_system_needs_no_labels():
+    pop, ev = _population()
+    assert plan_sample_size(pop, ev, "copy", target_halfwidth=0.05) == 0
+
+
+def test_disjoint_system_needs_the_binomial_worst_case():
+    pop, ev = _population()
+    # No reuse possible: the worst case p(1-p) = 1/4 at a 0.05 half-width.
+    expected = int(np.ceil(0.25 * (1.6448536 / 0.05) ** 2))
+    assert plan_sample_size(pop, ev, "new", target_halfwidth=0.05) == expected
+    # DESIGN's cruder bound (f = 1, second moment) asks for four times as many.
+    n = plan_sample_size(pop, ev, "new", target_halfwidth=0.05, bound="second_moment")
+    assert n == int(np.ceil((1.6448536 / 0.05) ** 2))
+
+
+def test_partial_overlap_needs_some_labels_and_bound_decreases():
+    pop, ev = _population()
+    n = plan_sample_size(pop, ev, "half", target_halfwidth=0.05)
+    assert n > 0
+    problem = _PlanProblem(pop, ev, pop.index_of("half"), "instance", "worst_case")
+    bounds = [problem.variance_bound(k) for k in (0, 1, 10, 100, 1000, 10000)]
+    assert bounds[0] == np.inf
+    assert all(a >= b for a, b in itertools.pairwise(bounds))
+    # The answer is the smallest n meeting the target.
+    target = (0.05 / 1.6448536) ** 2
+    assert problem.variance_bound(n) <= target < problem.variance_bound(n - 1)
+
+
+def test_target_variance_and_bad_targets():
+    pop, ev = _population()
+    assert plan_sample_size(pop, ev, "new", target_variance=0.25 / 500) == 500
+    with pytest.raises(ValueError, match="target"):
+        plan_sample_size(pop, ev, "new", target_halfwidth=None)

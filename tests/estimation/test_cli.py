@@ -1,0 +1,160 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from estimation.cli import main
+
+PROBLEM = {
+    "scheme": "instance",
+    "systems": [
+        {
+            "name": "A",
+            "instances": [
+                ["p1", "per:title"],
+                ["p2", "per:title"],
+                ["p3", "org:parents", "e3"],
+            ],
+        },
+        {
+            "name": "B",
+            "instances": [
+                ["p2", "per:title"],
+                ["p3", "org:members"],
+                ["p4", "per:spouse"],
+            ],
+        },
+        {"name": "C", "instances": []},
+    ],
+    "draws": {"A": ["p1", "p2", "p2", "p3"], "B": ["p4", "p3"]},
+    "labels": {
+        "p1": "per:title",
+        "p2": "no_relation",
+        "p3": "org:parents",
+        "p4": "per:spouse",
+    },
+    "exhaustive": [["p1", "per:title"], ["p3", "org:parents"], ["p9", "per:spouse"]],
+    "confidence": 0.9,
+}
+
+
+def run(tmp_path, capsys, problem, *args):
+    path = tmp_path / "problem.json"
+    path.write_text(json.dumps(problem) if not isinstance(problem, str) else problem)
+    code = main([args[0], str(path), *args[1:]])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_estimate_output_contract(tmp_path, capsys):
+    code, out, err = run(tmp_path, capsys, PROBLEM, "estimate")
+    assert code == 0, err
+    result = json.loads(out)
+    names = [s["name"] for s in result["systems"]]
+    assert names == ["A", "B", "C"]
+    a = result["systems"][0]
+    assert a["labels_used"] == 3
+    for metric in ("precision", "recall", "f1"):
+        for kind in ("simple", "joint"):
+            assert set(a[metric][kind]) == {"estimate", "lo", "hi"}
+    assert a["precision"]["simple"]["estimate"] == pytest.approx(
+        0.5
+    )  # p1 right, p2 twice wrong, p3 right
+    assert set(a["schemes"]) == {"instance", "predicate", "entity", "entity_relation"}
+    c = result["systems"][2]  # no instances, no draws: nulls, never a crash
+    assert c["precision"]["simple"]["estimate"] is None
+    assert c["recall"]["simple"]["estimate"] == 0
+
+
+def test_plan_output(tmp_path, capsys):
+    code, out, _ = run(
+        tmp_path, capsys, PROBLEM, "plan", "--system", "B", "--target-halfwidth", "0.05"
+    )
+    assert code == 0
+    result = json.loads(out)
+    assert result["system"] == "B" and isinstance(result["n"], int) and result["n"] > 0
+
+
+def _with(path, value):
+    problem = json.loads(json.dumps(PROBLEM))
+    target = problem
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return problem
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        (
+            _with(("systems", 1, "instances", 2), ["p4"]),
+            "systems[1].instances[2]: expected [pair_key, predicate] or [pair_key, predicate, subject_id]",
+        ),
+        (
+            _with(("systems", 0, "instances", 0), ["p1", 7]),
+            "systems[0].instances[0][1]: expected predicate",
+        ),
+        (
+            _with(("systems", 0, "instances", 0), ["p1", "no_relation"]),
+            "systems[0].instances[0][1]: 'no_relation'",
+        ),
+        (
+            _with(("systems", 1, "name"), "A"),
+            "systems[1].name: duplicate system name 'A'",
+        ),
+        (_with(("systems",), {"A": []}), "systems: expected a list"),
+        (_with(("draws", "Z"), ["p1"]), "draws.Z: no system of that name"),
+        (
+            _with(("draws", "B"), ["p4", "p1"]),
+            "draws.B[1]: pair_key 'p1' is not among system 'B''s instances",
+        ),
+        (
+            _with(("labels", "p1"), None),
+            "labels.p1: expected predicate or 'no_relation'",
+        ),
+        (
+            _with(("exhaustive",), [["p1"]]),
+            "exhaustive[0]: expected [pair_key, predicate]",
+        ),
+        (_with(("scheme",), "macro"), "scheme: expected one of instance, predicate"),
+        (_with(("confidence",), 1.5), "confidence: expected a number between 0 and 1"),
+        (_with(("extra",), 1), "extra: unknown field"),
+        ("[1, 2]", "problem: expected a JSON object"),
+        ('{"systems": [', "invalid JSON at line 1"),
+    ],
+)
+def test_malformed_input_names_the_field(tmp_path, capsys, problem, message):
+    code, out, err = run(tmp_path, capsys, problem, "estimate")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: ") and message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_plan_unknown_system_and_missing_file(tmp_path, capsys):
+    code, _, err = run(tmp_path, capsys, PROBLEM, "plan", "--system", "nope")
+    assert code == 2 and "--system: no system named 'nope'" in err
+    assert main(["estimate", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json: cannot read" in capsys.readouterr().err
+
+
+def test_module_entry_point(tmp_path):
+    path = tmp_path / "problem.json"
+    path.write_text(json.dumps(PROBLEM))
+    done = subprocess.run(
+        [sys.executable, "-m", "estimation", "plan", str(path), "--system", "A"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["system"] == "A"
+    bad = subprocess.run(
+        [sys.executable, "-m", "estimation", "estimate", str(tmp_path / "nope.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ")

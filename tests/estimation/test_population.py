@@ -1,0 +1,82 @@
+import itertools
+
+import numpy as np
+import pytest
+
+from estimation.core import Population, mixing_weights
+
+
+def random_system(rng, n_pairs=60, size=25):
+    pairs = rng.choice(n_pairs, size, replace=False) + 1000
+    preds = rng.integers(0, 4, size)
+    subjects = rng.integers(0, 8, size)
+    return pairs, preds, subjects
+
+
+@pytest.mark.parametrize(
+    ("scheme", "draw_scheme"),
+    [("instance", "instance"), ("predicate", "entity_relation")],
+)
+def test_incremental_overlap_equals_full_recompute(scheme, draw_scheme):
+    rng = np.random.default_rng(3)
+    pop = Population()
+    pop.add_system("s0", *random_system(rng))
+    pop.overlap(scheme, draw_scheme)  # start maintaining it
+    for k in range(1, 8):
+        # Later systems also reach pairs no earlier system predicted.
+        pop.add_system(f"s{k}", *random_system(rng, n_pairs=60 + 10 * k))
+        np.testing.assert_allclose(
+            pop.overlap(scheme, draw_scheme), pop.overlap_full(scheme, draw_scheme)
+        )
+    for name in ("s3", "s0", "s7"):
+        pop.remove_system(name)
+        np.testing.assert_allclose(
+            pop.overlap(scheme, draw_scheme), pop.overlap_full(scheme, draw_scheme)
+        )
+    pop.add_system("again", *random_system(rng, n_pairs=200))
+    np.testing.assert_allclose(
+        pop.overlap(scheme, draw_scheme), pop.overlap_full(scheme, draw_scheme)
+    )
+    assert pop.names == ["s1", "s2", "s4", "s5", "s6", "again"]
+
+
+def test_overlap_is_over_pairs_whatever_the_predicate():
+    pop = Population()
+    pop.add_system("a", np.array([1, 2]), np.array([0, 0]))
+    pop.add_system("b", np.array([2, 3]), np.array([5, 5]))  # pair 2, other predicate
+    pop.add_system("c", np.array([4]), np.array([0]))
+    o = pop.overlap()
+    assert o[0, 1] == pytest.approx(0.25)
+    assert o[0, 2] == 0 and o[1, 2] == 0
+
+
+def test_duplicate_instances_are_kept_once():
+    pop = Population()
+    pop.add_system("a", np.array([1, 1, 2]), np.array([0, 0, 1]))
+    pairs, _, _ = pop.system_instances(0)
+    assert len(pairs) == 2
+    with pytest.raises(ValueError, match="already"):
+        pop.add_system("a", np.array([3]), np.array([0]))
+
+
+def test_mixing_weights_disjoint_and_identical():
+    pop = Population()
+    pairs = np.arange(10)
+    preds = np.zeros(10, dtype=int)
+    for name in ("x", "y", "z"):
+        pop.add_system(name, pairs, preds)  # three identical systems
+    pop.add_system("far", np.arange(100, 110), preds)  # disjoint from them
+    n = np.array([100, 300, 50, 80])
+    w = mixing_weights(pop.overlap(), n)
+    np.testing.assert_allclose(w[0, :3], n[:3] / n[:3].sum())
+    assert w[0, 3] == 0 and w[3, 0] == 0 and w[3, 3] == 1
+    np.testing.assert_allclose(w.sum(axis=1), 1)
+    # No draws anywhere it overlaps: the row stays empty.
+    assert mixing_weights(pop.overlap(), np.array([5, 5, 5, 0]))[3].sum() == 0
+
+
+def test_lookup_unknown_pairs():
+    pop = Population()
+    pop.add_system("a", np.array([5, 9]), np.array([0, 1]))
+    assert list(pop.lookup_pairs(np.array([9, 5, 7]))) == [1, 0, -1]
+    assert list(itertools.chain(pop.pair_ids)) == [5, 9]
