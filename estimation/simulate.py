@@ -603,7 +603,7 @@ def run_report(
             f"{r['coverage']:8.3f} {r['min_coverage']:7.3f}"
         )
     text = "\n".join(
-        table + [""] + lines + ["", "wrote: " + ", ".join(p.name for p in paths)]
+        [*table, "", *lines, "", "wrote: " + ", ".join(p.name for p in paths)]
     )
     (out / "summary.txt").write_text(text + "\n")
     return text

@@ -32,6 +32,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from estimation.core.schemes import scheme_weights
 from kbpo import schema
 from kbpo.schema import DATE, GPE, ORG, PER, TITLE
 
@@ -57,35 +58,16 @@ def scheme_probabilities(
 ) -> np.ndarray:
     """Sampling probability of every instance of one deduplicated instance set.
 
-    The three arrays are parallel, one entry per instance (pair key, canonical
-    predicate, subject entity id); any hashable-comparable dtype works.
-
-    entity_relation reads DESIGN §6.1 as in the original service:
-    p(x) ∝ k(s) / (n(s) · n(r)) with s the subject entity, r the predicate,
-    k(s) = number of distinct predicates among s's instances, n(s) = number of
-    instances of s and n(r) = number of instances with predicate r (whole set).
+    The arrays are parallel, one entry per instance (pair key, canonical predicate,
+    subject entity id). The schemes are the estimation core's (`scheme_weights`), so
+    truth.json measures exactly what the estimators estimate; entity_relation picks a
+    subject uniformly, then one of its predicates, then one of that cell's instances.
     """
-    n = len(pair_keys)
-    if n == 0:
+    if len(pair_keys) == 0:
         return np.zeros(0)
-    if scheme == "instance":
-        return np.full(n, 1.0 / n)
-    _, pred_inv, pred_cnt = np.unique(
-        np.asarray(predicates), return_inverse=True, return_counts=True
-    )
-    if scheme == "predicate":
-        return 1.0 / (len(pred_cnt) * pred_cnt[pred_inv])
-    _, subj_inv, subj_cnt = np.unique(
-        np.asarray(subject_ids), return_inverse=True, return_counts=True
-    )
-    if scheme == "entity":
-        return 1.0 / (len(subj_cnt) * subj_cnt[subj_inv])
-    if scheme == "entity_relation":
-        combos = np.unique(subj_inv.astype(np.int64) * len(pred_cnt) + pred_inv)
-        k = np.bincount(combos // len(pred_cnt), minlength=len(subj_cnt))
-        w = k[subj_inv] / (subj_cnt[subj_inv] * pred_cnt[pred_inv])
-        return w / w.sum()
-    raise ValueError(f"unknown sampling scheme {scheme!r}")
+    _, pred_codes = np.unique(np.asarray(predicates), return_inverse=True)
+    _, subj_codes = np.unique(np.asarray(subject_ids), return_inverse=True)
+    return scheme_weights(scheme, pred_codes.ravel(), subj_codes.ravel())
 
 
 # ---------------------------------------------------------------------------

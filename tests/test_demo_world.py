@@ -219,9 +219,10 @@ def _weights(scheme: str, instances: list[tuple]) -> list[float]:
         return [1 / (len(by_pred) * by_pred[p]) for _, p, _ in instances]
     if scheme == "entity":
         return [1 / (len(by_subj) * by_subj[s]) for _, _, s in instances]
-    distinct = Counter(s for s, _ in {(s, p) for _, p, s in instances})
-    raw = [distinct[s] / (by_subj[s] * by_pred[p]) for _, p, s in instances]
-    return [x / sum(raw) for x in raw]
+    # entity_relation: a subject uniformly, one of its predicates, one instance of the cell.
+    cells = Counter((s, p) for _, p, s in instances)
+    preds_of = Counter(s for s, _ in cells)
+    return [1 / (len(by_subj) * preds_of[s] * cells[(s, p)]) for _, p, s in instances]
 
 
 def test_truth_matches_kb_files_and_gold(world: Path, kbs: dict, gold_instances: list) -> None:
@@ -314,10 +315,9 @@ def test_scheme_probabilities_small_example() -> None:
     assert demo_world.scheme_probabilities("entity", pairs, preds, subj) == pytest.approx(
         [1 / 6, 1 / 6, 1 / 6, 1 / 2]
     )
-    # k(1)=2 predicates over n(1)=3 instances, k(2)=1 over n(2)=1; n(p)=3, n(q)=1.
-    raw = np.array([2 / 3 / 3, 2 / 3 / 3, 2 / 3 / 1, 1 / 1 / 3])
+    # Subject 1 (p: 2 instances, q: 1) and subject 2 (p: 1), each with probability 1/2.
     assert demo_world.scheme_probabilities("entity_relation", pairs, preds, subj) == pytest.approx(
-        raw / raw.sum()
+        [1 / 8, 1 / 8, 1 / 4, 1 / 2]
     )
     with pytest.raises(ValueError):
         demo_world.scheme_probabilities("nope", pairs, preds, subj)

@@ -90,7 +90,8 @@ def _with(path, value):
     [
         (
             _with(("systems", 1, "instances", 2), ["p4"]),
-            "systems[1].instances[2]: expected [pair_key, predicate] or [pair_key, predicate, subject_id]",
+            "systems[1].instances[2]: expected [pair_key, predicate] or "
+            "[pair_key, predicate, subject_id]",
         ),
         (
             _with(("systems", 0, "instances", 0), ["p1", 7]),
