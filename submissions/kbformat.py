@@ -250,3 +250,49 @@ def _clip(value: str, n: int = 60) -> str:
 def clip(value: str, n: int = 60) -> str:
     """A short, quoted rendering of user text for messages."""
     return _clip(value, n)
+
+
+@dataclass
+class UploadCheck:
+    """What a quick streaming pass over an upload found (before it is stored)."""
+
+    compressed: bool
+    uncompressed_bytes: int
+    run_id: str
+    code: str | None = None
+    message: str = ""
+
+
+def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> UploadCheck:
+    """Stream through an upload once: size cap (uncompressed), gzip integrity, run id.
+
+    Reads at most `max_bytes + chunk` decompressed bytes and holds one chunk at a
+    time, so a gzip bomb is refused after reading about the cap. Rewinds `fh`.
+    """
+    fh.seek(0)
+    stream, compressed = open_stream(fh)
+    total = 0
+    first = b""
+    try:
+        while True:
+            data = stream.read(chunk)
+            if not data:
+                break
+            if len(first) < 400 and b"\n" not in first:
+                first += data[:400]
+            total += len(data)
+            if total > max_bytes:
+                return UploadCheck(compressed, total, "", "FILE_TOO_LARGE",
+                                   f"The file is larger than {max_bytes:,} bytes uncompressed "
+                                   "(the limit). " + CODES["FILE_TOO_LARGE"][1])
+    except (EOFError, OSError, zlib.error) as exc:
+        return UploadCheck(compressed, total, "", "GZIP_CORRUPT",
+                           f"The gzip data is corrupt or truncated ({exc}). "
+                           + CODES["GZIP_CORRUPT"][1])
+    finally:
+        fh.seek(0)
+    if total == 0:
+        return UploadCheck(compressed, 0, "", "EMPTY_FILE",
+                           "The file is empty. " + CODES["EMPTY_FILE"][1])
+    run_id = first.split(b"\n", 1)[0].decode("utf-8", "replace").strip()[:200]
+    return UploadCheck(compressed, total, run_id)

@@ -34,6 +34,14 @@ FINAL_STATES = frozenset({State.SCORED, State.REJECTED, State.FAILED, State.WITH
 ACTIVE_STATES = frozenset({State.INGESTED, State.PLANNING, State.ANNOTATING, State.SCORING,
                            State.SCORED})
 
+# CSS badge class per state (templates/submissions).
+STATE_BADGES = {
+    State.UPLOADED: "badge-info", State.VALIDATING: "badge-info", State.INGESTED: "badge-ok",
+    State.PLANNING: "badge-info", State.ANNOTATING: "badge-info", State.SCORING: "badge-info",
+    State.SCORED: "badge-ok", State.REJECTED: "badge-danger", State.FAILED: "badge-danger",
+    State.WITHDRAWN: "",
+}
+
 TYPE_CHOICES = [(t, t) for t in ENTITY_TYPES]
 
 
@@ -105,6 +113,10 @@ class Submission(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in FINAL_STATES
+
+    @property
+    def state_badge(self) -> str:
+        return STATE_BADGES.get(self.state, "")
 
     @property
     def is_active(self) -> bool:
