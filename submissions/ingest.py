@@ -106,12 +106,13 @@ class Outcome:
 class _Entity:
     """What pass 2 needs to know about one entity node; mentions packed as b<<32|e."""
 
-    __slots__ = ("canonical", "line", "link", "mentions", "skip", "type")
+    __slots__ = ("canonical", "line", "link", "mentions", "skip", "type", "type_error")
 
     def __init__(self, line: int) -> None:
         self.line = line
         self.type: str | None = None
         self.skip = False
+        self.type_error = False  # an invalid type line was reported already
         self.link = ""
         self.canonical: tuple[int, int, int] | None = None
         self.mentions: dict[int, list[int]] = {}
@@ -394,6 +395,7 @@ class Ingestor:
             ent.skip = True
             return
         if value not in schema.ENTITY_TYPES:
+            ent.type_error = True
             raise SyntaxProblem("UNKNOWN_ENTITY_TYPE",
                                 f"entity type {clip(value)} is not one of "
                                 f"{', '.join(schema.ENTITY_TYPES)}")
@@ -459,6 +461,8 @@ class Ingestor:
                 self.counts.skipped["entities of type FAC/LOC"] += 1
                 continue
             if ent.type is None:
+                if ent.type_error:
+                    continue
                 self.report.add(ent.line, "ENTITY_WITHOUT_TYPE",
                                 f"entity {node} has no type line")
                 continue
@@ -609,7 +613,7 @@ class Ingestor:
 
     def _check_types_sql(self, cursor: Any) -> None:
         cursor.execute("""
-            SELECT m.doc, m.b, m.e, MIN(m.line)
+            SELECT m.doc, m.b, m.e, MAX(m.line)
             FROM kbpo_stage_mention m LEFT JOIN kbpo_stage_entity e ON e.node = m.node
             GROUP BY m.doc, m.b, m.e
             HAVING COUNT(DISTINCT COALESCE(e.type, m.type)) > 1
