@@ -287,12 +287,12 @@ class Ingestor:
         except FileTooLarge as exc:
             self.report.add(exc.line, "FILE_TOO_LARGE",
                             f"the file is larger than {exc.limit:,} bytes uncompressed "
-                            f"(limit reached at line {exc.line})")
+                            f"(limit reached at line {exc.line})", always=True)
             raise self._rejected() from None
         except CorruptFile as exc:
             self.report.add(exc.line, "GZIP_CORRUPT",
                             f"the gzip data is corrupt or truncated near line {exc.line} "
-                            f"({exc.detail})")
+                            f"({exc.detail})", always=True)
             raise self._rejected() from None
         for pair in sorted(CONFLICTS):
             stager.add("kbpo_stage_conflict", pair)

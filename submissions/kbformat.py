@@ -97,14 +97,16 @@ class Report:
         self.errors = 0
         self.warnings = 0
 
-    def add(self, line: int, code: str, message: str, hint: str | None = None) -> None:
+    def add(self, line: int, code: str, message: str, hint: str | None = None,
+            always: bool = False) -> None:
+        """Record a problem; `always` stores it even past the cap (fatal problems)."""
         severity, default_hint = CODES[code]
         self.counts[code] += 1
         if severity == ERROR:
             self.errors += 1
         else:
             self.warnings += 1
-        if len(self.problems) < self.cap:
+        if always or len(self.problems) < self.cap:
             self.problems.append(Problem(line, code, severity, message, hint or default_hint))
 
     def as_list(self) -> list[dict[str, object]]:

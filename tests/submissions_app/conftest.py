@@ -21,6 +21,8 @@ PASSWORD = "correct-horse-battery-9"
 @pytest.fixture(autouse=True)
 def media_root(tmp_path: Path, settings) -> Path:
     settings.MEDIA_ROOT = tmp_path / "media"
+    # Password hashing dominates these tests otherwise; security is not under test here.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     return settings.MEDIA_ROOT
 
 
