@@ -17,6 +17,8 @@ class SubmissionForm(forms.ModelForm):
     corpus = forms.ModelChoiceField(
         queryset=Corpus.objects.order_by("tag"), to_field_name="tag", empty_label=None,
         help_text="The corpus your system read; offsets refer to its documents.")
+    paper_url = forms.URLField(required=False, assume_scheme="https",
+                               label="Paper or code URL")
     file = forms.FileField(
         help_text="TAC KBP Cold Start KB format, plain text or gzip (.gz). The first line "
                   "is your run id. See the <a href=\"/submissions/format/\">format and "
@@ -26,15 +28,13 @@ class SubmissionForm(forms.ModelForm):
         model = Submission
         fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
                   "public")
-        labels = {"method_description": "Method", "paper_url": "Paper or code URL",
-                  "public": "Public"}
+        labels = {"method_description": "Method", "public": "Public"}
         widgets = {"description": forms.Textarea(attrs={"rows": 3}),
                    "method_description": forms.Textarea(attrs={"rows": 4})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.check: UploadCheck | None = None
-        self.fields["paper_url"].assume_scheme = "https"
 
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
@@ -141,9 +142,8 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
     """
     from .tasks import ingest_submission
 
-    user_model = type(owner)
     with transaction.atomic():
-        user_model.objects.select_for_update().get(pk=owner.pk)
+        get_user_model().objects.select_for_update().get(pk=owner.pk)
         if enforce_limits:
             q = quota(owner, corpus)
             if q.left_today <= 0:

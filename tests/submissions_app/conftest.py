@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,26 @@ def media_root(tmp_path: Path, settings) -> Path:
     # Password hashing dominates these tests otherwise; security is not under test here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     return settings.MEDIA_ROOT
+
+
+@pytest.fixture(autouse=True)
+def eager_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Run tasks inline unless the test drives a real worker (marker `worker`).
+
+    With a broker configured (CI), `.delay` would otherwise send tasks to Redis while
+    the test's data is still uncommitted.
+    """
+    from kbpo.celery import app
+
+    if request.node.get_closest_marker("worker"):
+        yield
+        return
+    old = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = old
 
 
 @pytest.fixture
