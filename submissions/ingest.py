@@ -37,6 +37,7 @@ from .kbformat import (
     FileTooLarge,
     Report,
     SyntaxProblem,
+    clean_run_id,
     clip,
     decode_line,
     is_node,
@@ -337,7 +338,7 @@ class Ingestor:
                 stripped = line.strip()
                 looks_like_kb = stripped.startswith(":") and "\t" in stripped
                 if stripped and not looks_like_kb:
-                    self.run_id = stripped[:200]
+                    self.run_id = clean_run_id(stripped)
                     continue
                 if report:
                     self.report.add(1, "MISSING_RUN_ID",

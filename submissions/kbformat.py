@@ -237,11 +237,15 @@ def parse_confidence(value: str) -> float:
 
 def decode_line(raw: bytes) -> str:
     try:
-        return raw.decode("utf-8")
+        line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SyntaxProblem(
             "NOT_UTF8", f"byte {exc.start + 1} of the line (0x{raw[exc.start]:02x}) is not "
                         "valid UTF-8") from None
+    if "\x00" in line:
+        # Databases cannot store NUL; it never belongs in a KB line.
+        raise SyntaxProblem("MALFORMED_LINE", "the line contains a NUL character")
+    return line
 
 
 def _clip(value: str, n: int = 60) -> str:
@@ -296,5 +300,10 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     if total == 0:
         return UploadCheck(compressed, 0, "", "EMPTY_FILE",
                            "The file is empty. " + CODES["EMPTY_FILE"][1])
-    run_id = first.split(b"\n", 1)[0].decode("utf-8", "replace").strip()[:200]
-    return UploadCheck(compressed, total, run_id)
+    return UploadCheck(compressed, total, clean_run_id(first.split(b"\n", 1)[0]))
+
+
+def clean_run_id(raw: bytes | str) -> str:
+    """A printable run id (control characters such as NUL cannot be stored)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return "".join(c for c in text if c.isprintable()).strip()[:200]

@@ -82,7 +82,7 @@ ERROR_CASES: list[tuple[str, Callable[[], bytes], int]] = [
     ("AMBIGUOUS_MENTION",  # :E3 now has two mentions in the provenance of line 23
      lambda: plus(mention(":E3", "D1", "Acme", 0)), 23),
     ("PROVENANCE_CROSSES_SENTENCES",
-     lambda: plus(f":E1\tper:place_of_residence\t:E2\tD1:0-80"), N + 1),
+     lambda: plus(":E1\tper:place_of_residence\t:E2\tD1:0-80"), N + 1),
     ("PROVENANCE_CROSSES_SENTENCES",
      lambda: plus(f":E1\tper:siblings\t:E4\t{sentence('D2', 2)},{sentence('D2', 0)}"), N + 1),
     ("PROVENANCE_CROSSES_SENTENCES",
