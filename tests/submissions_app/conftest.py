@@ -19,11 +19,13 @@ PASSWORD = "correct-horse-battery-9"
 
 
 @pytest.fixture(autouse=True)
-def media_root(tmp_path: Path, settings) -> Path:
-    settings.MEDIA_ROOT = tmp_path / "media"
+def media_root(request: pytest.FixtureRequest, tmp_path: Path, settings) -> Path:
     # Password hashing dominates these tests otherwise; security is not under test here.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    return settings.MEDIA_ROOT
+    # A separate worker process reads files from its own (default) MEDIA_ROOT.
+    if not request.node.get_closest_marker("worker"):
+        settings.MEDIA_ROOT = tmp_path / "media"
+    return Path(settings.MEDIA_ROOT)
 
 
 @pytest.fixture(autouse=True)
