@@ -105,9 +105,14 @@ class Outcome:
 
 
 class _Entity:
-    """What pass 2 needs to know about one entity node; mentions packed as b<<32|e."""
+    """What pass 2 needs to know about one entity node, kept small.
+
+    Mentions are packed ints `doc<<64 | begin<<32 | end` in a plain list; an entity
+    with many mentions switches to a per-document dict so lookups stay fast.
+    """
 
     __slots__ = ("canonical", "line", "link", "mentions", "skip", "type", "type_error")
+    SPLIT = 32
 
     def __init__(self, line: int) -> None:
         self.line = line
@@ -115,8 +120,32 @@ class _Entity:
         self.skip = False
         self.type_error = False  # an invalid type line was reported already
         self.link = ""
-        self.canonical: tuple[int, int, int] | None = None
-        self.mentions: dict[int, list[int]] = {}
+        self.canonical = 0  # packed span of the first canonical_mention; 0 = none
+        self.mentions: list[int] | dict[int, list[int]] = []
+
+    def add(self, packed: int) -> None:
+        ms = self.mentions
+        if isinstance(ms, list):
+            ms.append(packed)
+            if len(ms) > self.SPLIT:
+                by_doc: dict[int, list[int]] = {}
+                for m in ms:
+                    by_doc.setdefault(m >> 64, []).append(m)
+                self.mentions = by_doc
+        else:
+            ms.setdefault(packed >> 64, []).append(packed)
+
+    def in_document(self, pk: int) -> Iterable[int]:
+        ms = self.mentions
+        if isinstance(ms, list):
+            return [m for m in ms if m >> 64 == pk]
+        return ms.get(pk, ())
+
+    def first(self) -> int:
+        ms = self.mentions
+        if isinstance(ms, list):
+            return ms[0] if ms else 0
+        return next(iter(ms.values()))[0]
 
 
 class DocumentIndex:
@@ -447,13 +476,11 @@ class Ingestor:
         doc_id, begin, end = spans[0]
         pk = self._resolve_span(doc_id, begin, end)
         self._check_text(pk, doc_id, begin, end, text)
-        packed = (begin << 32) | end
-        in_doc = ent.mentions.setdefault(pk, [])
-        if packed not in in_doc:
-            in_doc.append(packed)
+        packed = (pk << 64) | (begin << 32) | end
+        ent.add(packed)  # duplicates are harmless: lookups collect a set
         canonical = cols[1] == "canonical_mention"
-        if canonical and ent.canonical is None:
-            ent.canonical = (pk, begin, end)
+        if canonical and not ent.canonical:
+            ent.canonical = packed
         stager.add("kbpo_stage_mention", (cols[0], pk, begin, end, None, int(canonical), number))
 
     def _finish_entities(self, stager: Stager) -> None:
@@ -467,11 +494,9 @@ class Ingestor:
                 self.report.add(ent.line, "ENTITY_WITHOUT_TYPE",
                                 f"entity {node} has no type line")
                 continue
-            canon = ent.canonical
-            if canon is None and ent.mentions:
-                pk, spans = next(iter(ent.mentions.items()))
-                canon = (pk, spans[0] >> 32, spans[0] & _MASK)
-            cdoc, cb, ce = canon if canon else (None, None, None)
+            canon = ent.canonical or ent.first()
+            cdoc, cb, ce = ((canon >> 64, (canon >> 32) & _MASK, canon & _MASK) if canon
+                            else (None, None, None))
             stager.add("kbpo_stage_entity", (node, ent.type, ent.link, cdoc, cb, ce, order))
 
     # -- pass 2: relations --
@@ -598,17 +623,17 @@ class Ingestor:
               node: str, doc_id: str) -> tuple[int, int]:
         """The single mention of `ent` inside the provenance region."""
         region = list(region)
-        hits = {m for m in ent.mentions.get(pk, ())
-                if any(rb <= (m >> 32) and (m & _MASK) <= re for rb, re in region)}
+        hits = {m for m in ent.in_document(pk)
+                if any(rb <= ((m >> 32) & _MASK) and (m & _MASK) <= re for rb, re in region)}
         where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
         if not hits:
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
         if len(hits) > 1:
-            found = ", ".join(f"{(m >> 32)}-{(m & _MASK) - 1}" for m in sorted(hits))
+            found = ", ".join(f"{(m >> 32) & _MASK}-{(m & _MASK) - 1}" for m in sorted(hits))
             raise SyntaxProblem("AMBIGUOUS_MENTION",
                                 f"{node} has {len(hits)} mentions inside {where} ({found})")
         m = hits.pop()
-        return m >> 32, m & _MASK
+        return (m >> 32) & _MASK, m & _MASK
 
     # -- whole-file checks in SQL --
 

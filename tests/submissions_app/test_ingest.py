@@ -287,3 +287,14 @@ def test_gzip_bomb_submission_is_rejected(stored: Callable[..., Submission], tmp
     sub.refresh_from_db()
     assert sub.state == "rejected"
     assert "FILE_TOO_LARGE" in {p["code"] for p in sub.report}
+
+
+def test_entity_index_switches_to_per_document_lookup() -> None:
+    ent = ingest_mod._Entity(1)
+    spans = [(doc, b, b + 3) for doc in (7, 8, 9) for b in range(0, 60, 4)]
+    for doc, b, e in spans:
+        ent.add((doc << 64) | (b << 32) | e)
+    assert isinstance(ent.mentions, dict)
+    got = sorted(((m >> 32) & ((1 << 32) - 1), m & ((1 << 32) - 1)) for m in ent.in_document(8))
+    assert got == [(b, e) for d, b, e in spans if d == 8]
+    assert ent.first() == (7 << 64) | 3
