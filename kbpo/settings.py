@@ -235,3 +235,25 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Submissions (docs/submissions.md). Uncompressed size cap, enforced while streaming at
+# upload and again in the ingestion task, so a gzip bomb is refused early.
+KBPO_SUBMISSION_MAX_BYTES = env_int("KBPO_SUBMISSION_MAX_BYTES", 100_000_000)
+# A single KB line longer than this is reported (LINE_TOO_LONG) instead of parsed.
+KBPO_SUBMISSION_MAX_LINE_BYTES = env_int("KBPO_SUBMISSION_MAX_LINE_BYTES", 100_000)
+# Uploads per user and corpus: within any 24 hours, and in total (rejected ones don't count).
+KBPO_SUBMISSION_DAILY_LIMIT = env_int("KBPO_SUBMISSION_DAILY_LIMIT", 5)
+KBPO_SUBMISSION_TOTAL_LIMIT = env_int("KBPO_SUBMISSION_TOTAL_LIMIT", 100)
+# Problems stored per submission (per-code counts are always complete).
+KBPO_SUBMISSION_REPORT_MAX = env_int("KBPO_SUBMISSION_REPORT_MAX", 1000)
+# Re-drive: submissions left in uploaded/validating longer than this (seconds) are
+# re-queued, at most KBPO_SUBMISSION_MAX_ATTEMPTS times before they are marked failed.
+KBPO_SUBMISSION_REDRIVE_AFTER = env_int("KBPO_SUBMISSION_REDRIVE_AFTER", 900)
+KBPO_SUBMISSION_MAX_ATTEMPTS = env_int("KBPO_SUBMISSION_MAX_ATTEMPTS", 3)
+KBPO_SUBMISSION_REDRIVE_INTERVAL = env_int("KBPO_SUBMISSION_REDRIVE_INTERVAL", 300)
+CELERY_BEAT_SCHEDULE = {
+    "submissions-redrive-stuck": {
+        "task": "submissions.redrive_stuck",
+        "schedule": float(KBPO_SUBMISSION_REDRIVE_INTERVAL),
+    },
+}

@@ -1,0 +1,170 @@
+"""Benchmark: ingest a synthetic 1,000,000-line TAC KB file; wall time and peak RSS.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo_bench \
+        python bench/bench_ingest.py [--docs 2000] [--lines 1000000]
+
+Builds (once) a corpus of synthetic documents loaded with `load_corpus`, writes a
+valid KB over it, then ingests the first half and the whole file, each in a fresh
+process, and prints wall time and peak RSS of each. Peak RSS should be about the
+same for both: the file is streamed; only the per-entity mention index grows.
+The database is migrated first; use a scratch database, not production.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
+
+SENTENCES_PER_DOC = 24
+
+
+def sentence(d: int, k: int) -> str:
+    return f"Alice{d}x{k} Smith works for Acme{d}x{k} Industries in Paris{d}x{k} town."
+
+
+def document_text(d: int) -> str:
+    return " ".join(sentence(d, k) for k in range(SENTENCES_PER_DOC))
+
+
+def write_corpus(path: Path, docs: int) -> None:
+    with path.open("w") as fh:
+        for d in range(docs):
+            fh.write(json.dumps({"id": f"BENCH_{d}", "title": f"Doc {d}",
+                                 "text": document_text(d)}) + "\n")
+
+
+def write_kb(path: Path, docs: int, lines: int) -> int:
+    """A valid KB: per sentence 3 entities (PER, ORG, GPE) and 4 relation lines."""
+    written = 0
+    with path.open("w") as fh:
+        fh.write("bench_run\n")
+        written += 1
+        for d in range(docs):
+            doc = f"BENCH_{d}"
+            offset = 0
+            for k in range(SENTENCES_PER_DOC):
+                s = sentence(d, k)
+                sb, se = offset, offset + len(s)
+                offset = se + 1
+                names = (f"Alice{d}x{k} Smith", f"Acme{d}x{k} Industries", f"Paris{d}x{k}")
+                nodes = (f":P{d}_{k}", f":O{d}_{k}", f":G{d}_{k}")
+                block = []
+                for node, name, typ in zip(nodes, names, ("PER", "ORG", "GPE"), strict=True):
+                    b = sb + s.index(name)
+                    block.append(f"{node}\ttype\t{typ}")
+                    where = f"{doc}:{b}-{b + len(name) - 1}"
+                    block.append(f'{node}\tcanonical_mention\t"{name}"\t{where}')
+                    block.append(f'{node}\tmention\t"{name}"\t{where}')
+                prov = f"{doc}:{sb}-{se - 1}"
+                p, o, g = nodes
+                block += [f"{p}\tper:employee_or_member_of\t{o}\t{prov}\t0.9",
+                          f"{o}\torg:employees_or_members\t{p}\t{prov}\t0.8",
+                          f"{p}\tper:cities_of_residence\t{g}\t{prov}\t0.7",
+                          f"{g}\tgpe:headquarters_in_city\t{o}\t{prov}\t0.6"]
+                for line in block:
+                    if written >= lines:
+                        return written
+                    fh.write(line + "\n")
+                    written += 1
+    return written
+
+
+def ingest_child(submission_id: int) -> None:
+    """Run in a fresh process: ingest and report time and peak RSS as JSON."""
+    import django
+
+    django.setup()
+    from submissions.models import Submission
+    from submissions.tasks import run_ingestion
+
+    started = time.monotonic()
+    outcome = run_ingestion(submission_id)
+    seconds = time.monotonic() - started
+    sub = Submission.objects.get(pk=submission_id)
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"outcome": outcome, "seconds": round(seconds, 1),
+                      "peak_rss_mb": round(rss_mb), "relations": sub.n_relations,
+                      "mentions": sub.n_mentions, "entities": sub.n_entities,
+                      "errors": sub.n_errors, "report": sub.report[:3]}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=4200)
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        ingest_child(args.child)
+        return
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.core.files import File
+    from django.core.management import call_command
+    from django.db import connection
+
+    from kbpo.corpus import load_corpus
+    from kbpo.models import Corpus
+    from submissions.ingest import delete_rows
+    from submissions.models import Submission
+
+    if connection.vendor != "postgresql":
+        print("warning: not on Postgres; set DATABASE_URL for the COPY path", file=sys.stderr)
+    settings.KBPO_SUBMISSION_MAX_BYTES = 10**9
+    call_command("migrate", verbosity=0)
+    OUT.mkdir(parents=True, exist_ok=True)
+    tag = f"bench{args.docs}"
+    corpus = Corpus.objects.filter(tag=tag).first()
+    if corpus is None or corpus.documents.count() != args.docs:
+        path = OUT / f"corpus_{args.docs}.jsonl"
+        write_corpus(path, args.docs)
+        t = time.monotonic()
+        report = load_corpus(tag, path)
+        print(f"corpus: {report.summary()} ({time.monotonic() - t:.0f} s)")
+        corpus = Corpus.objects.get(tag=tag)
+
+    user, _ = User.objects.get_or_create(username="bench")
+    results = {}
+    for label, n in (("half", args.lines // 2), ("full", args.lines)):
+        kb = OUT / f"kb_{n}.tsv"
+        written = write_kb(kb, args.docs, n)
+        if written < n:
+            sys.exit(f"only {written} lines fit in {args.docs} documents; raise --docs")
+        with kb.open("rb") as fh:
+            sub = Submission(owner=user, corpus=corpus, name=f"bench-{label}",
+                             original_name=kb.name, file_size=kb.stat().st_size)
+            sub.file.save(kb.name, File(fh), save=False)
+            sub.save()
+        proc = subprocess.run([sys.executable, __file__, "--child", str(sub.pk)],
+                              capture_output=True, text=True, cwd=ROOT, check=False)
+        if proc.returncode:
+            sys.exit(proc.stderr)
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        results[label] = res
+        print(f"{label}: {n:,} lines ({kb.stat().st_size / 1e6:.0f} MB) -> {res['outcome']} "
+              f"in {res['seconds']} s, peak RSS {res['peak_rss_mb']} MB; "
+              f"{res['relations']:,} relations, {res['mentions']:,} mentions, "
+              f"{res['entities']:,} entities")
+        delete_rows(sub)
+        sub.file.delete(save=False)
+        sub.delete()
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""REST API: upload, list, read and withdraw submissions (token or session auth)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from .models import Submission
+from .serializers import (
+    SubmissionCreateSerializer,
+    SubmissionDetailSerializer,
+    SubmissionSerializer,
+)
+from .services import LimitExceeded, TransitionError, create_submission, withdraw
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your submissions, newest first"),
+    retrieve=extend_schema(summary="One submission: state, timeline, report and statistics"),
+)
+class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                        viewsets.GenericViewSet):
+    queryset = Submission.objects.none()
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_queryset(self) -> QuerySet[Submission]:
+        base = Submission.objects.select_related("corpus", "owner")
+        if self.action == "list":
+            return base.filter(owner=self.request.user)
+        # Private submissions of others are indistinguishable from missing ones (404).
+        return base.visible_to(self.request.user).prefetch_related("events")
+
+    def get_serializer_class(self) -> type[BaseSerializer]:
+        if self.action == "create":
+            return SubmissionCreateSerializer
+        if self.action == "list":
+            return SubmissionSerializer
+        return SubmissionDetailSerializer
+
+    @extend_schema(
+        summary="Upload a KB file (multipart)",
+        request={"multipart/form-data": SubmissionCreateSerializer},
+        responses={201: SubmissionDetailSerializer,
+                   400: OpenApiResponse(description="Field errors, keyed by field name."),
+                   429: OpenApiResponse(description="Submission limit reached.")})
+    def create(self, request: Request) -> Response:
+        ser = SubmissionCreateSerializer(data=request.data, context={"request": request})
+        ser.is_valid(raise_exception=True)
+        data = ser.validated_data
+        check = ser.context["check"]
+        try:
+            sub = create_submission(
+                owner=request.user, corpus=data["corpus"], name=data["name"],
+                file=data["file"], original_name=data["file"].name,
+                compressed=check.compressed, description=data.get("description", ""),
+                method_description=data.get("method_description", ""),
+                paper_url=data.get("paper_url", ""), public=data.get("public", False),
+                run_id=check.run_id)
+        except LimitExceeded as exc:
+            return Response({"detail": str(exc), "code": "limit_exceeded"},
+                            status=status.HTTP_429_TOO_MANY_REQUESTS)
+        sub.refresh_from_db()
+        return Response(SubmissionDetailSerializer(sub).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(summary="Withdraw a submission (owner or staff)", request=None,
+                   responses={200: SubmissionDetailSerializer,
+                              409: OpenApiResponse(description="Already withdrawn.")})
+    @action(detail=True, methods=["post"])
+    def withdraw(self, request: Request, pk: str | None = None) -> Response:
+        sub = self.get_object()
+        if not sub.can_manage(request.user):
+            raise NotFound()
+        try:
+            withdraw(sub, by=request.user)
+        except TransitionError:
+            return Response({"detail": "This submission is already withdrawn.",
+                             "code": "already_withdrawn"}, status=status.HTTP_409_CONFLICT)
+        sub.refresh_from_db()
+        return Response(SubmissionDetailSerializer(sub).data)

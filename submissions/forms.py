@@ -1,0 +1,50 @@
+"""The upload form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from kbpo.models import Corpus
+
+from .kbformat import UploadCheck, inspect_upload
+from .models import Submission
+
+
+class SubmissionForm(forms.ModelForm):
+    corpus = forms.ModelChoiceField(
+        queryset=Corpus.objects.order_by("tag"), to_field_name="tag", empty_label=None,
+        help_text="The corpus your system read; offsets refer to its documents.")
+    paper_url = forms.URLField(required=False, assume_scheme="https",
+                               label="Paper or code URL")
+    file = forms.FileField(
+        help_text="TAC KBP Cold Start KB format, plain text or gzip (.gz). The first line "
+                  "is your run id. See the <a href=\"/submissions/format/\">format and "
+                  "validation rules</a>.")
+
+    class Meta:
+        model = Submission
+        fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
+                  "public")
+        labels = {"method_description": "Method", "public": "Public"}
+        widgets = {"description": forms.Textarea(attrs={"rows": 3}),
+                   "method_description": forms.Textarea(attrs={"rows": 4})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.check: UploadCheck | None = None
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        limit = settings.KBPO_SUBMISSION_MAX_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(
+                f"The file is {upload.size:,} bytes; the limit is {limit:,} bytes "
+                "uncompressed. Compress it with gzip or split it.")
+        check = inspect_upload(upload, limit)
+        if check.code:
+            raise forms.ValidationError(check.message, code=check.code.lower())
+        self.check = check
+        return upload

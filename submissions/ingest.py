@@ -1,0 +1,771 @@
+"""Validate a KB file against its corpus and ingest it, all or nothing.
+
+The file is streamed twice. Pass 1 reads entity lines (types, mentions, links) into
+a compact per-entity index of mention spans and checks mention text against the
+documents. Pass 2 reads relation lines, resolves each argument to the one mention of
+its entity inside the provenance, folds the predicate into canonical direction and
+streams the row out. Rows go to temporary staging tables (Postgres COPY, elsewhere
+executemany); the checks that need the whole file (type consistency across
+entities, conflicting relations for a pair) and deduplication run in SQL. Nothing
+but the entity index grows with the file.
+
+`Ingestor.run` must be called inside a transaction: it raises `Rejected` when the
+file has errors, and the caller's rollback removes every staged row.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import io
+import itertools
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import connection
+
+from kbpo import schema
+from kbpo.models import Document, Sentence
+
+from .kbformat import (
+    IGNORED_KINDS,
+    MENTION_KINDS,
+    CorruptFile,
+    FileTooLarge,
+    Report,
+    SyntaxProblem,
+    clean_run_id,
+    clip,
+    decode_line,
+    is_node,
+    iter_lines,
+    open_stream,
+    parse_confidence,
+    parse_provenance,
+    parse_string,
+)
+from .models import Submission
+
+FILLER_TYPES = (schema.DATE, schema.TITLE)
+# TAC entity types outside the reduced schema: skipped with a warning, not rejected.
+SKIPPED_TYPES = frozenset({"FAC", "LOC"})
+ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
+_MASK = (1 << 32) - 1
+STAGE_BATCH = 20_000
+DOC_CACHE = 20_000
+
+
+def _conflicting_pairs() -> frozenset[tuple[str, str]]:
+    """Canonical predicate combinations that cannot both hold for one mention pair.
+
+    1. Both directions of an asymmetric relation between arguments of the same type
+       (A parent of B and B parent of A: canonically `per:parents` + `per:children`;
+       likewise subsidiaries/parents, member_of/members, holds_shares_in/shareholders,
+       organizations_founded/founded_by between organisations).
+    2. Two different family relations between the same two people (parent, child,
+       spouse, sibling, other family are mutually exclusive).
+    """
+    pairs: set[tuple[str, str]] = set()
+    for (stype, otype), preds in schema.CANONICAL.items():
+        if stype != otype:
+            continue
+        for pred in preds:
+            inv = schema.inverse(pred, stype, otype)
+            if inv and inv != pred and inv in preds:
+                pairs.add(tuple(sorted((pred, inv))))  # type: ignore[arg-type]
+    family = sorted(schema.CANONICAL[(schema.PER, schema.PER)])
+    pairs.update(itertools.combinations(family, 2))
+    return frozenset(pairs)
+
+
+CONFLICTS = _conflicting_pairs()
+
+
+class Rejected(Exception):
+    """The file has errors; carries the report (the caller rolls back)."""
+
+    def __init__(self, report: Report, stats: dict[str, Any], run_id: str) -> None:
+        super().__init__(f"{report.errors} errors")
+        self.report = report
+        self.stats = stats
+        self.run_id = run_id
+
+
+@dataclass
+class Outcome:
+    report: Report
+    stats: dict[str, Any]
+    run_id: str
+    n_entities: int
+    n_mentions: int
+    n_relations: int
+
+
+class _Entity:
+    """What pass 2 needs to know about one entity node, kept small.
+
+    Mentions are packed ints `doc<<64 | begin<<32 | end` in a plain list; an entity
+    with many mentions switches to a per-document dict so lookups stay fast.
+    """
+
+    __slots__ = ("canonical", "line", "link", "mentions", "skip", "type", "type_error")
+    SPLIT = 32
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.type: str | None = None
+        self.skip = False
+        self.type_error = False  # an invalid type line was reported already
+        self.link = ""
+        self.canonical = 0  # packed span of the first canonical_mention; 0 = none
+        self.mentions: list[int] | dict[int, list[int]] = []
+
+    def add(self, packed: int) -> None:
+        ms = self.mentions
+        if isinstance(ms, list):
+            ms.append(packed)
+            if len(ms) > self.SPLIT:
+                by_doc: dict[int, list[int]] = {}
+                for m in ms:
+                    by_doc.setdefault(m >> 64, []).append(m)
+                self.mentions = by_doc
+        else:
+            ms.setdefault(packed >> 64, []).append(packed)
+
+    def in_document(self, pk: int) -> Iterable[int]:
+        ms = self.mentions
+        if isinstance(ms, list):
+            return [m for m in ms if m >> 64 == pk]
+        return ms.get(pk, ())
+
+    def first(self) -> int:
+        ms = self.mentions
+        if isinstance(ms, list):
+            return ms[0] if ms else 0
+        return next(iter(ms.values()))[0]
+
+
+class DocumentIndex:
+    """Document ids, lengths, texts and sentence boundaries of one corpus, cached."""
+
+    def __init__(self, corpus_id: int) -> None:
+        self.ids: dict[str, tuple[int, int]] = {
+            doc_id: (pk, length) for doc_id, pk, length in
+            Document.objects.filter(corpus_id=corpus_id).values_list("doc_id", "id", "length")}
+        self._texts: OrderedDict[int, str] = OrderedDict()
+        self._sentences: OrderedDict[int, tuple[list[int], list[int], list[int]]] = \
+            OrderedDict()
+
+    def text(self, pk: int) -> str:
+        cached = self._texts.get(pk)
+        if cached is None:
+            cached = Document.objects.values_list("text", flat=True).get(pk=pk)
+            self._texts[pk] = cached
+            if len(self._texts) > DOC_CACHE:
+                self._texts.popitem(last=False)
+        else:
+            self._texts.move_to_end(pk)
+        return cached
+
+    def sentence_of(self, pk: int, begin: int, end: int) -> tuple[int, int, int] | None:
+        """(sentence id, begin, end) of the sentence containing [begin, end), if any."""
+        cached = self._sentences.get(pk)
+        if cached is None:
+            rows = list(Sentence.objects.filter(document_id=pk).order_by("begin")
+                        .values_list("begin", "end", "id"))
+            cached = ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+            self._sentences[pk] = cached
+            if len(self._sentences) > DOC_CACHE:
+                self._sentences.popitem(last=False)
+        else:
+            self._sentences.move_to_end(pk)
+        begins, ends, ids = cached
+        i = bisect.bisect_right(begins, begin) - 1
+        if i < 0 or end > ends[i]:
+            return None
+        return ids[i], begins[i], ends[i]
+
+
+# ---- staging tables ---------------------------------------------------------------
+
+STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "kbpo_stage_entity": (("node", "TEXT"), ("type", "TEXT"), ("link", "TEXT"),
+                          ("cdoc", "BIGINT"), ("cb", "INTEGER"), ("ce", "INTEGER"),
+                          ("ord", "INTEGER")),
+    "kbpo_stage_mention": (("node", "TEXT"), ("doc", "BIGINT"), ("b", "INTEGER"),
+                           ("e", "INTEGER"), ("type", "TEXT"), ("canon", "INTEGER"),
+                           ("line", "INTEGER")),
+    "kbpo_stage_relation": (("line", "INTEGER"), ("doc", "BIGINT"), ("sb", "INTEGER"),
+                            ("se", "INTEGER"), ("ob", "INTEGER"), ("oe", "INTEGER"),
+                            ("stype", "TEXT"), ("otype", "TEXT"), ("sent", "BIGINT"),
+                            ("predicate", "TEXT"), ("subj", "TEXT"), ("obj", "TEXT"),
+                            ("conf", "DOUBLE PRECISION")),
+    "kbpo_stage_conflict": (("p1", "TEXT"), ("p2", "TEXT")),
+}
+
+
+def _copy_value(value: object) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, str):
+        return (value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+                .replace("\r", "\\r"))
+    return str(value)
+
+
+class Stager:
+    """Buffers rows and writes them to temporary tables in batches."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.postgres = connection.vendor == "postgresql"
+        self.buffers: dict[str, list[Sequence[object]]] = {t: [] for t in STAGE_TABLES}
+        self.rows: Counter[str] = Counter()
+
+    def create(self) -> None:
+        for table, cols in STAGE_TABLES.items():
+            self.cursor.execute(f"DROP TABLE IF EXISTS {table}")
+            spec = ", ".join(f"{name} {kind}" for name, kind in cols)
+            self.cursor.execute(f"CREATE TEMPORARY TABLE {table} ({spec})")
+
+    def add(self, table: str, row: Sequence[object]) -> None:
+        buf = self.buffers[table]
+        buf.append(row)
+        if len(buf) >= STAGE_BATCH:
+            self.flush(table)
+
+    def flush(self, table: str) -> None:
+        buf = self.buffers[table]
+        if not buf:
+            return
+        cols = [c for c, _ in STAGE_TABLES[table]]
+        if self.postgres:
+            data = io.StringIO()
+            for row in buf:
+                data.write("\t".join(map(_copy_value, row)))
+                data.write("\n")
+            data.seek(0)
+            self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN", data)
+        else:
+            marks = ", ".join(["%s"] * len(cols))
+            self.cursor.executemany(
+                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})", buf)
+        self.rows[table] += len(buf)
+        buf.clear()
+
+    def flush_all(self) -> None:
+        for table in STAGE_TABLES:
+            self.flush(table)
+        if self.postgres:
+            # Temporary tables are never auto-analyzed; the joins below need row counts.
+            for table in STAGE_TABLES:
+                self.cursor.execute(f"ANALYZE {table}")
+
+    def drop(self) -> None:
+        for table in STAGE_TABLES:
+            self.cursor.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+# ---- the ingestor -------------------------------------------------------------------
+
+@dataclass
+class _Counts:
+    lines: int = 0
+    entity_lines: int = 0
+    relation_lines: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+class Ingestor:
+    """Validates one submission's file and, if it is clean, writes its rows."""
+
+    def __init__(self, submission: Submission) -> None:
+        self.sub = submission
+        self.report = Report(settings.KBPO_SUBMISSION_REPORT_MAX)
+        self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
+        self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
+        self.docs = DocumentIndex(submission.corpus_id)
+        self.entities: dict[str, _Entity] = {}
+        self.counts = _Counts()
+        self.run_id = ""
+        self.staged_relations = 0
+
+    # -- driver --
+
+    def run(self) -> Outcome:
+        with connection.cursor() as cursor:
+            stager = Stager(cursor)
+            stager.create()
+            outcome = self._run(cursor, stager)
+            # On rejection the caller's rollback removes the tables with everything else.
+            stager.drop()
+            return outcome
+
+    def _run(self, cursor: Any, stager: Stager) -> Outcome:
+        try:
+            with self._open() as raw:
+                self._pass1(raw, stager)
+            if self.counts.lines == 0:
+                self.report.add(1, "EMPTY_FILE", "the file is empty")
+                raise self._rejected()
+            self._finish_entities(stager)
+            with self._open() as raw:
+                self._pass2(raw, stager)
+        except FileTooLarge as exc:
+            self.report.add(exc.line, "FILE_TOO_LARGE",
+                            f"the file is larger than {exc.limit:,} bytes uncompressed "
+                            f"(limit reached at line {exc.line})", always=True)
+            raise self._rejected() from None
+        except CorruptFile as exc:
+            self.report.add(exc.line, "GZIP_CORRUPT",
+                            f"the gzip data is corrupt or truncated near line {exc.line} "
+                            f"({exc.detail})", always=True)
+            raise self._rejected() from None
+        for pair in sorted(CONFLICTS):
+            stager.add("kbpo_stage_conflict", pair)
+        stager.flush_all()
+        self._check_types_sql(cursor)
+        self._check_conflicts_sql(cursor)
+        if self.report.errors == 0 and self.staged_relations == 0:
+            self.report.add(self.counts.lines, "NO_RELATIONS",
+                            "the file contains no valid relation line to evaluate")
+        if self.report.errors:
+            raise self._rejected()
+        n_entities, n_mentions, n_relations = self._insert(cursor)
+        stats = self._stats(cursor)
+        return Outcome(self.report, stats, self.run_id, n_entities, n_mentions, n_relations)
+
+    @contextlib.contextmanager
+    def _open(self) -> Iterator[IO[bytes]]:
+        with self.sub.file.storage.open(self.sub.file.name, "rb") as fh:
+            stream, _ = open_stream(fh)
+            yield stream
+
+    def _rejected(self) -> Rejected:
+        return Rejected(self.report, self._base_stats(), self.run_id)
+
+    def _lines(self, raw: IO[bytes], report: bool) -> Iterator[tuple[int, list[str]]]:
+        """Split KB lines into columns; with `report`, record line-level problems."""
+        for number, data in iter_lines(raw, self.max_bytes, self.max_line):
+            if report:
+                self.counts.lines = number
+            if data is None:
+                if report:
+                    self.report.add(number, "LINE_TOO_LONG",
+                                    f"the line is longer than {self.max_line:,} bytes")
+                continue
+            try:
+                line = decode_line(data)
+            except SyntaxProblem as exc:
+                if report:
+                    self.report.add(number, exc.code, exc.message)
+                continue
+            if number == 1:
+                stripped = line.strip()
+                looks_like_kb = stripped.startswith(":") and "\t" in stripped
+                if stripped and not looks_like_kb:
+                    self.run_id = clean_run_id(stripped)
+                    continue
+                if report:
+                    self.report.add(1, "MISSING_RUN_ID",
+                                    "the first line must be the run id, found "
+                                    f"{clip(stripped) if stripped else 'an empty line'}")
+                if not looks_like_kb:
+                    continue
+            if not line.strip():
+                continue
+            cols = [c.strip() for c in line.split("\t")]
+            if len(cols) < 3 or not is_node(cols[0]):
+                if report:
+                    what = (f"found {len(cols)} tab-separated column(s), expected 3 to 5"
+                            if len(cols) < 3 else
+                            f"the first column {clip(cols[0])} is not an entity node like :E1")
+                    self.report.add(number, "MALFORMED_LINE", what)
+                continue
+            yield number, cols
+
+    # -- pass 1: entities --
+
+    def _pass1(self, raw: IO[bytes], stager: Stager) -> None:
+        for number, cols in self._lines(raw, report=True):
+            kind = cols[1]
+            if kind not in ENTITY_KINDS:
+                self.counts.relation_lines += 1
+                continue
+            self.counts.entity_lines += 1
+            ent = self.entities.get(cols[0])
+            if ent is None:
+                ent = self.entities[cols[0]] = _Entity(number)
+            try:
+                if kind == "type":
+                    self._type_line(number, cols, ent)
+                elif kind == "link":
+                    if len(cols) not in (3, 4):
+                        raise SyntaxProblem("MALFORMED_LINE",
+                                            f"a link line has 3 columns, found {len(cols)}")
+                    ent.link = ent.link or cols[2][:500]
+                elif kind in MENTION_KINDS:
+                    self._mention_line(number, cols, ent, stager)
+                else:
+                    self.counts.skipped[f"{kind} lines (not used)"] += 1
+            except SyntaxProblem as exc:
+                self.report.add(number, exc.code, exc.message)
+
+    def _type_line(self, number: int, cols: list[str], ent: _Entity) -> None:
+        if len(cols) != 3:
+            raise SyntaxProblem("MALFORMED_LINE", f"a type line has 3 columns, found {len(cols)}")
+        value = cols[2]
+        if value in SKIPPED_TYPES:
+            if not ent.skip:
+                self.report.add(number, "UNSUPPORTED_ENTITY_TYPE",
+                                f"entity {cols[0]} has type {value}, which is not evaluated")
+            ent.skip = True
+            return
+        if value not in schema.ENTITY_TYPES:
+            ent.type_error = True
+            raise SyntaxProblem("UNKNOWN_ENTITY_TYPE",
+                                f"entity type {clip(value)} is not one of "
+                                f"{', '.join(schema.ENTITY_TYPES)}")
+        if ent.type is None:
+            ent.type = value
+        elif ent.type == value:
+            self.report.add(number, "DUPLICATE_TYPE_LINE",
+                            f"entity {cols[0]} already has type {value}")
+        else:
+            raise SyntaxProblem("INCONSISTENT_ENTITY_TYPE",
+                                f"entity {cols[0]} was given type {ent.type} before, now "
+                                f"{value}")
+
+    def _resolve_span(self, doc_id: str, begin: int, end: int) -> int:
+        """Check a span against the corpus; returns the document's primary key."""
+        found = self.docs.ids.get(doc_id)
+        if found is None:
+            raise SyntaxProblem("UNKNOWN_DOCUMENT",
+                                f"document {clip(doc_id)} is not in corpus "
+                                f"{self.sub.corpus.tag}")
+        pk, length = found
+        if end > length:
+            raise SyntaxProblem("OFFSETS_OUT_OF_RANGE",
+                                f"span {doc_id}:{begin}-{end - 1} ends after the document "
+                                f"({length} characters, last offset {length - 1})")
+        return pk
+
+    def _check_text(self, pk: int, doc_id: str, begin: int, end: int, text: str) -> None:
+        actual = self.docs.text(pk)[begin:end]
+        if actual != text and " ".join(actual.split()) != " ".join(text.split()):
+            raise SyntaxProblem("MENTION_TEXT_MISMATCH",
+                                f"the text at {doc_id}:{begin}-{end - 1} is {clip(actual)}, "
+                                f"not {clip(text)}")
+
+    def _mention_line(self, number: int, cols: list[str], ent: _Entity,
+                      stager: Stager) -> None:
+        if len(cols) == 3:
+            raise SyntaxProblem("MENTION_WITHOUT_PROVENANCE",
+                                f"the {cols[1]} of {cols[0]} has no provenance span")
+        if len(cols) not in (4, 5):
+            raise SyntaxProblem("MALFORMED_LINE",
+                                f"a mention line has 4 columns, found {len(cols)}")
+        text = parse_string(cols[2])
+        spans = parse_provenance(cols[3])
+        if len(spans) != 1:
+            raise SyntaxProblem("BAD_PROVENANCE",
+                                f"a mention has exactly one span, found {len(spans)}")
+        doc_id, begin, end = spans[0]
+        pk = self._resolve_span(doc_id, begin, end)
+        self._check_text(pk, doc_id, begin, end, text)
+        packed = (pk << 64) | (begin << 32) | end
+        ent.add(packed)  # duplicates are harmless: lookups collect a set
+        canonical = cols[1] == "canonical_mention"
+        if canonical and not ent.canonical:
+            ent.canonical = packed
+        stager.add("kbpo_stage_mention", (cols[0], pk, begin, end, None, int(canonical), number))
+
+    def _finish_entities(self, stager: Stager) -> None:
+        for order, (node, ent) in enumerate(self.entities.items()):
+            if ent.skip:
+                self.counts.skipped["entities of type FAC/LOC"] += 1
+                continue
+            if ent.type is None:
+                if ent.type_error:
+                    continue
+                self.report.add(ent.line, "ENTITY_WITHOUT_TYPE",
+                                f"entity {node} has no type line")
+                continue
+            canon = ent.canonical or ent.first()
+            cdoc, cb, ce = ((canon >> 64, (canon >> 32) & _MASK, canon & _MASK) if canon
+                            else (None, None, None))
+            stager.add("kbpo_stage_entity", (node, ent.type, ent.link, cdoc, cb, ce, order))
+
+    # -- pass 2: relations --
+
+    def _pass2(self, raw: IO[bytes], stager: Stager) -> None:
+        for number, cols in self._lines(raw, report=False):
+            if cols[1] in ENTITY_KINDS:
+                continue
+            try:
+                self._relation_line(number, cols, stager)
+            except SyntaxProblem as exc:
+                self.report.add(number, exc.code, exc.message)
+
+    def _entity(self, node: str, role: str) -> _Entity | None:
+        """The entity for a node; None when it is skipped (reason counted)."""
+        ent = self.entities.get(node)
+        if ent is None:
+            raise SyntaxProblem("UNKNOWN_ENTITY",
+                                f"the {role} {clip(node)} is never declared (no type or "
+                                "mention lines)")
+        if ent.skip:
+            self.counts.skipped["relations with a FAC/LOC argument"] += 1
+            return None
+        if ent.type is None:
+            self.counts.skipped["relations with an untyped entity"] += 1
+            return None
+        return ent
+
+    def _relation_line(self, number: int, cols: list[str], stager: Stager) -> None:
+        pred = cols[1]
+        if schema.is_unsupported(pred):
+            self.report.add(number, "UNSUPPORTED_PREDICATE",
+                            f"predicate {pred} is not part of the evaluated schema")
+            self.counts.skipped["unsupported predicates"] += 1
+            return
+        if not schema.is_known(pred):
+            raise SyntaxProblem("UNKNOWN_PREDICATE", f"unknown predicate {clip(pred)}")
+        if len(cols) not in (4, 5):
+            raise SyntaxProblem("MALFORMED_LINE",
+                                f"a relation line has 5 columns (subject, predicate, object, "
+                                f"provenance, confidence), found {len(cols)}")
+        spans = parse_provenance(cols[3])
+        conf = parse_confidence(cols[4]) if len(cols) == 5 else 1.0
+        subj = self._entity(cols[0], "subject")
+        obj_col = cols[2]
+        obj_is_node = is_node(obj_col)
+        if not obj_is_node and not obj_col.startswith('"'):
+            raise SyntaxProblem("MALFORMED_LINE",
+                                f"the object {clip(obj_col)} is neither an entity node (:E2) "
+                                "nor a quoted string")
+        obj = self._entity(obj_col, "object") if obj_is_node else None
+        if subj is None or (obj_is_node and obj is None):
+            return
+        assert subj.type is not None
+        if obj_is_node and obj_col == cols[0]:
+            raise SyntaxProblem("SELF_RELATION", f"{cols[0]} is related to itself")
+
+        doc_id = spans[0][0]
+        pks = [self._resolve_span(d, b, e) for d, b, e in spans]
+        if any(d != doc_id for d, _, _ in spans):
+            raise SyntaxProblem("PROVENANCE_CROSSES_SENTENCES",
+                                "the provenance spans lie in different documents")
+        pk = pks[0]
+        sentence = None
+        for _, b, e in spans:
+            found = self.docs.sentence_of(pk, b, e)
+            if found is None or (sentence is not None and found[0] != sentence[0]):
+                raise SyntaxProblem(
+                    "PROVENANCE_CROSSES_SENTENCES",
+                    f"provenance {doc_id}:{b}-{e - 1} is not inside the same single sentence"
+                    + (f" as {doc_id}:{spans[0][1]}-{spans[0][2] - 1}" if sentence else ""))
+            sentence = found
+        assert sentence is not None
+        stype = subj.type
+
+        filler = None
+        if obj_is_node:
+            assert obj is not None and obj.type is not None
+            otype = obj.type
+            if (stype, otype) not in schema.allowed_types(pred):
+                raise SyntaxProblem("ARGUMENT_TYPES_MISMATCH",
+                                    f"{pred} does not relate a {stype} subject to a {otype} "
+                                    f"object ({cols[0]} is {stype}, {obj_col} is {otype})")
+            region = [(b, e) for _, b, e in spans]
+        else:
+            text = parse_string(obj_col)
+            otypes = [o for s, o in schema.allowed_types(pred) if s == stype
+                      and o in FILLER_TYPES]
+            if not otypes:
+                raise SyntaxProblem("ARGUMENT_TYPES_MISMATCH",
+                                    f"{pred} does not take a {stype} subject with a string "
+                                    "object")
+            otype = otypes[0]
+            _, fb, fe = spans[0]
+            self._check_text(pk, doc_id, fb, fe, text)
+            filler = (fb, fe)
+            # The first provenance is the filler; the rest (or its sentence) the context.
+            region = [(b, e) for _, b, e in spans[1:]] or [(sentence[1], sentence[2])]
+
+        s_span = self._find(subj, pk, region, "SUBJECT_NOT_IN_PROVENANCE", cols[0], doc_id)
+        if obj_is_node:
+            assert obj is not None
+            o_span = self._find(obj, pk, region, "OBJECT_NOT_IN_PROVENANCE", obj_col, doc_id)
+        else:
+            assert filler is not None
+            o_span = filler
+        if s_span == o_span:
+            raise SyntaxProblem("SELF_RELATION",
+                                f"subject and object are the same span {doc_id}:"
+                                f"{s_span[0]}-{s_span[1] - 1}")
+        canon = schema.canonicalize((doc_id, *s_span), stype, pred, (doc_id, *o_span), otype)
+        subj_node, obj_node = cols[0], (obj_col if obj_is_node else None)
+        if canon.subject[1:] != s_span:
+            subj_node, obj_node = obj_node, subj_node
+        stager.add("kbpo_stage_relation", (
+            number, pk, canon.subject[1], canon.subject[2], canon.object[1], canon.object[2],
+            canon.subject_type, canon.object_type, sentence[0], canon.predicate, subj_node,
+            obj_node, conf))
+        self.staged_relations += 1
+        if filler is not None:
+            stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number))
+
+    def _find(self, ent: _Entity, pk: int, region: Iterable[tuple[int, int]], code: str,
+              node: str, doc_id: str) -> tuple[int, int]:
+        """The single mention of `ent` inside the provenance region."""
+        region = list(region)
+        hits = {m for m in ent.in_document(pk)
+                if any(rb <= ((m >> 32) & _MASK) and (m & _MASK) <= re for rb, re in region)}
+        where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
+        if not hits:
+            raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
+        if len(hits) > 1:
+            found = ", ".join(f"{(m >> 32) & _MASK}-{(m & _MASK) - 1}" for m in sorted(hits))
+            raise SyntaxProblem("AMBIGUOUS_MENTION",
+                                f"{node} has {len(hits)} mentions inside {where} ({found})")
+        m = hits.pop()
+        return (m >> 32) & _MASK, m & _MASK
+
+    # -- whole-file checks in SQL --
+
+    def _check_types_sql(self, cursor: Any) -> None:
+        cursor.execute("""
+            SELECT m.doc, m.b, m.e, MAX(m.line)
+            FROM kbpo_stage_mention m LEFT JOIN kbpo_stage_entity e ON e.node = m.node
+            GROUP BY m.doc, m.b, m.e
+            HAVING COUNT(DISTINCT COALESCE(e.type, m.type)) > 1
+            ORDER BY 4 LIMIT %s""", [self.report.cap])
+        names = {pk: doc_id for doc_id, (pk, _) in self.docs.ids.items()}
+        for doc, b, e, line in cursor.fetchall():
+            self.report.add(line, "INCONSISTENT_ENTITY_TYPE",
+                            f"span {names.get(doc, doc)}:{b}-{e - 1} is used with different "
+                            "types (in different entities or as a string filler)")
+
+    def _check_conflicts_sql(self, cursor: Any) -> None:
+        cursor.execute("""
+            SELECT a.line, b.line, a.predicate, b.predicate
+            FROM kbpo_stage_relation a
+            JOIN kbpo_stage_relation b ON a.doc = b.doc AND a.sb = b.sb AND a.se = b.se
+                 AND a.ob = b.ob AND a.oe = b.oe AND a.predicate < b.predicate
+            JOIN kbpo_stage_conflict c ON c.p1 = a.predicate AND c.p2 = b.predicate
+            ORDER BY 1, 2 LIMIT %s""", [self.report.cap])
+        for la, lb, pa, pb in cursor.fetchall():
+            first, second = sorted((la, lb))
+            self.report.add(second, "CONFLICTING_RELATIONS",
+                            f"{pa if first == la else pb} (line {first}) and "
+                            f"{pb if first == la else pa} (line {second}) cannot both hold "
+                            "for the same pair of mentions (after folding to canonical "
+                            "direction)")
+
+    # -- writing --
+
+    def _insert(self, cursor: Any) -> tuple[int, int, int]:
+        sid = self.sub.pk
+        cursor.execute("""
+            INSERT INTO submissions_submissionentity
+                (submission_id, node, type, link, canonical_document_id, canonical_begin,
+                 canonical_end)
+            SELECT %s, node, type, link, cdoc, cb, ce FROM kbpo_stage_entity ORDER BY ord""",
+                       [sid])
+        n_entities = cursor.rowcount
+        cursor.execute("""
+            INSERT INTO submissions_submissionmention
+                (submission_id, entity_id, document_id, "begin", "end", type, is_canonical)
+            SELECT %s, e.id, m.doc, m.b, m.e, e.type, MAX(m.canon) = 1
+            FROM kbpo_stage_mention m
+            JOIN submissions_submissionentity e ON e.submission_id = %s AND e.node = m.node
+            GROUP BY e.id, m.doc, m.b, m.e, e.type
+            UNION ALL
+            SELECT %s, NULL, doc, b, e, type, MAX(canon) = 1
+            FROM kbpo_stage_mention WHERE node IS NULL
+            GROUP BY doc, b, e, type""", [sid, sid, sid])
+        n_mentions = cursor.rowcount
+        # Sorted so concurrent ingestions lock shared pairs in the same order.
+        cursor.execute("""
+            INSERT INTO submissions_mentionpair
+                (document_id, sentence_id, subject_begin, subject_end, object_begin,
+                 object_end, subject_type, object_type)
+            SELECT doc, MIN(sent), sb, se, ob, oe, MIN(stype), MIN(otype)
+            FROM kbpo_stage_relation WHERE 1 = 1
+            GROUP BY doc, sb, se, ob, oe
+            ORDER BY doc, sb, se, ob, oe
+            ON CONFLICT (document_id, subject_begin, subject_end, object_begin, object_end)
+            DO NOTHING""")
+        cursor.execute("""
+            INSERT INTO submissions_relationinstance
+                (submission_id, pair_id, predicate, subject_entity_id, object_entity_id,
+                 confidence, line)
+            SELECT %s, p.id, r.predicate, es.id, eo.id, r.conf, r.line
+            FROM (SELECT doc, sb, se, ob, oe, predicate, MIN(subj) AS subj, MIN(obj) AS obj,
+                         MAX(conf) AS conf, MIN(line) AS line
+                  FROM kbpo_stage_relation GROUP BY doc, sb, se, ob, oe, predicate) r
+            JOIN submissions_mentionpair p ON p.document_id = r.doc AND p.subject_begin = r.sb
+                 AND p.subject_end = r.se AND p.object_begin = r.ob AND p.object_end = r.oe
+            JOIN submissions_submissionentity es ON es.submission_id = %s AND es.node = r.subj
+            LEFT JOIN submissions_submissionentity eo
+                 ON eo.submission_id = %s AND eo.node = r.obj
+            ORDER BY r.line""", [sid, sid, sid])
+        n_relations = cursor.rowcount
+        return n_entities, n_mentions, n_relations
+
+    def _base_stats(self) -> dict[str, Any]:
+        return {
+            "lines": self.counts.lines,
+            "entity_lines": self.counts.entity_lines,
+            "relation_lines": self.counts.relation_lines,
+            "skipped": dict(self.counts.skipped),
+            "problems_by_code": dict(self.report.counts),
+        }
+
+    def _stats(self, cursor: Any) -> dict[str, Any]:
+        sid = self.sub.pk
+        stats = self._base_stats()
+
+        def grouped(sql: str) -> dict[str, int]:
+            cursor.execute(sql, [sid])
+            return {str(k): int(v) for k, v in cursor.fetchall()}
+
+        stats["instances_by_predicate"] = grouped(
+            "SELECT predicate, COUNT(*) FROM submissions_relationinstance "
+            "WHERE submission_id = %s GROUP BY predicate ORDER BY predicate")
+        stats["instances_by_types"] = grouped(
+            "SELECT p.subject_type || '-' || p.object_type, COUNT(*) "
+            "FROM submissions_relationinstance r JOIN submissions_mentionpair p "
+            "ON p.id = r.pair_id WHERE r.submission_id = %s GROUP BY 1 ORDER BY 1")
+        stats["mentions_by_type"] = grouped(
+            "SELECT type, COUNT(*) FROM submissions_submissionmention "
+            "WHERE submission_id = %s GROUP BY type ORDER BY type")
+        stats["entities_by_type"] = grouped(
+            "SELECT type, COUNT(*) FROM submissions_submissionentity "
+            "WHERE submission_id = %s GROUP BY type ORDER BY type")
+        cursor.execute(
+            "SELECT COUNT(DISTINCT p.document_id), COUNT(DISTINCT r.pair_id) "
+            "FROM submissions_relationinstance r JOIN submissions_mentionpair p "
+            "ON p.id = r.pair_id WHERE r.submission_id = %s", [sid])
+        docs, pairs = cursor.fetchone()
+        cursor.execute("SELECT COUNT(DISTINCT document_id) FROM submissions_submissionmention "
+                       "WHERE submission_id = %s", [sid])
+        stats["documents_covered"] = int(docs)
+        stats["mention_pairs"] = int(pairs)
+        stats["documents_with_mentions"] = int(cursor.fetchone()[0])
+        stats["documents_in_corpus"] = len(self.docs.ids)
+        n_instances = sum(stats["instances_by_predicate"].values())
+        stats["duplicates_merged"] = self.staged_relations - n_instances
+        return stats
+
+
+def delete_rows(submission: Submission) -> None:
+    """Remove a submission's ingested rows (shared mention pairs stay)."""
+    with connection.cursor() as cursor:
+        for table in ("submissions_relationinstance", "submissions_submissionmention",
+                      "submissions_submissionentity"):
+            cursor.execute(f"DELETE FROM {table} WHERE submission_id = %s", [submission.pk])

@@ -1,0 +1,309 @@
+"""The TAC KBP Cold Start KB format: streaming reader, line syntax, problem codes.
+
+This module knows the file format but nothing about the database. `ingest.py`
+checks the parsed lines against the corpus and the schema.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import IO
+
+GZIP_MAGIC = b"\x1f\x8b"
+ERROR, WARNING = "error", "warning"
+
+# code -> (severity, hint). The hint tells the researcher what to change; the message
+# (built where the problem is found) says what is wrong on that line.
+CODES: dict[str, tuple[str, str]] = {
+    "FILE_TOO_LARGE": (ERROR, "Split the KB or drop low-confidence lines; the limit applies "
+                              "to the uncompressed size."),
+    "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
+                            "upload it uncompressed."),
+    "EMPTY_FILE": (ERROR, "The file must start with a run id line followed by KB lines."),
+    "MISSING_RUN_ID": (ERROR, "Put your run id (one word naming the system run) alone on "
+                              "the first line."),
+    "NOT_UTF8": (ERROR, "Save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)."),
+    "LINE_TOO_LONG": (ERROR, "Each line holds one fact; check for missing newlines."),
+    "MALFORMED_LINE": (ERROR, "Lines are tab-separated: `:E1<TAB>type<TAB>PER`, "
+                              "`:E1<TAB>mention<TAB>\"text\"<TAB>DOC:b-e`, or "
+                              "`:E1<TAB>predicate<TAB>:E2<TAB>DOC:b-e<TAB>0.9`."),
+    "BAD_PROVENANCE": (ERROR, "Write provenance as DOCID:begin-end with an inclusive end "
+                              "offset (begin <= end); separate several with commas."),
+    "BAD_CONFIDENCE": (ERROR, "The last column is a confidence in (0, 1], e.g. 0.75."),
+    "MENTION_WITHOUT_PROVENANCE": (ERROR, "Add the span as a fourth column: "
+                                          "`:E1<TAB>mention<TAB>\"text\"<TAB>DOC:b-e`."),
+    "UNKNOWN_DOCUMENT": (ERROR, "Use document ids of the corpus you submitted to; check "
+                                "that you picked the right corpus."),
+    "OFFSETS_OUT_OF_RANGE": (ERROR, "Offsets are character (not byte) offsets into the "
+                                    "document text, end inclusive."),
+    "MENTION_TEXT_MISMATCH": (ERROR, "Offsets are Unicode character offsets with an "
+                                     "inclusive end; the quoted text must equal the document "
+                                     "text at those offsets."),
+    "UNKNOWN_ENTITY_TYPE": (ERROR, "Entity types are PER, ORG, GPE, DATE and TITLE."),
+    "UNSUPPORTED_ENTITY_TYPE": (WARNING, "FAC and LOC entities are not evaluated; their "
+                                         "lines and relations are skipped."),
+    "ENTITY_WITHOUT_TYPE": (ERROR, "Add a line `:E1<TAB>type<TAB>PER` for every entity."),
+    "DUPLICATE_TYPE_LINE": (WARNING, "State each entity's type once."),
+    "INCONSISTENT_ENTITY_TYPE": (ERROR, "Give every entity one type, and give a span the "
+                                        "same type in every entity and filler that uses it."),
+    "UNKNOWN_ENTITY": (ERROR, "Declare the entity (type and mentions) somewhere in the file."),
+    "UNKNOWN_PREDICATE": (ERROR, "See the list of accepted predicates in the documentation "
+                                 "(inverse and city/state/country forms are accepted)."),
+    "UNSUPPORTED_PREDICATE": (WARNING, "This TAC slot is not evaluated; the line is skipped."),
+    "ARGUMENT_TYPES_MISMATCH": (ERROR, "Check the predicate's subject and object types in "
+                                       "the schema table, and the entities' type lines."),
+    "SELF_RELATION": (ERROR, "A relation needs two different entities and two different "
+                             "spans."),
+    "PROVENANCE_CROSSES_SENTENCES": (ERROR, "Relations are judged within one sentence: give "
+                                            "provenance inside the sentence expressing it."),
+    "SUBJECT_NOT_IN_PROVENANCE": (ERROR, "The provenance must contain exactly one mention of "
+                                         "the subject entity; add that mention to the entity."),
+    "OBJECT_NOT_IN_PROVENANCE": (ERROR, "The provenance must contain exactly one mention of "
+                                        "the object entity; add that mention to the entity."),
+    "AMBIGUOUS_MENTION": (ERROR, "Narrow the provenance span so it contains only one mention "
+                                 "of each argument entity."),
+    "CONFLICTING_RELATIONS": (ERROR, "Keep only the relation your system is most confident "
+                                     "about for this pair of mentions."),
+    "NO_RELATIONS": (ERROR, "A KB is evaluated on its relations: include at least one valid "
+                            "relation line."),
+}
+
+
+@dataclass(slots=True)
+class Problem:
+    line: int
+    code: str
+    severity: str
+    message: str
+    hint: str
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class Report:
+    """Problems found in one file: the first `cap` stored, every one counted."""
+
+    def __init__(self, cap: int = 1000) -> None:
+        self.cap = cap
+        self.problems: list[Problem] = []
+        self.counts: Counter[str] = Counter()
+        self.errors = 0
+        self.warnings = 0
+
+    def add(self, line: int, code: str, message: str, hint: str | None = None,
+            always: bool = False) -> None:
+        """Record a problem; `always` stores it even past the cap (fatal problems)."""
+        severity, default_hint = CODES[code]
+        self.counts[code] += 1
+        if severity == ERROR:
+            self.errors += 1
+        else:
+            self.warnings += 1
+        if always or len(self.problems) < self.cap:
+            self.problems.append(Problem(line, code, severity, message, hint or default_hint))
+
+    def as_list(self) -> list[dict[str, object]]:
+        return [p.as_dict() for p in sorted(self.problems, key=lambda p: (p.line, p.code))]
+
+    @property
+    def truncated(self) -> bool:
+        return self.errors + self.warnings > len(self.problems)
+
+
+class FileTooLarge(Exception):
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(f"over {limit} bytes uncompressed at line {line}")
+        self.line = line
+        self.limit = limit
+
+
+class CorruptFile(Exception):
+    def __init__(self, line: int, detail: str) -> None:
+        super().__init__(detail)
+        self.line = line
+        self.detail = detail
+
+
+def open_stream(raw: IO[bytes]) -> tuple[IO[bytes], bool]:
+    """Wrap a binary file in a gzip reader when it starts with the gzip magic bytes."""
+    head = raw.read(2)
+    raw.seek(0)
+    if head == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb"), True
+    return raw, False
+
+
+def iter_lines(stream: IO[bytes], max_bytes: int,
+               max_line: int) -> Iterator[tuple[int, bytes | None]]:
+    """Yield `(line number, raw line without EOL)`; the line is None if over `max_line`.
+
+    Reads at most `max_line + 1` bytes at a time and counts every decompressed byte,
+    raising FileTooLarge as soon as the total passes `max_bytes`: a gzip bomb costs
+    at most the cap in reading and one line's worth of memory.
+    """
+    total = 0
+    number = 0
+    try:
+        while True:
+            chunk = stream.readline(max_line + 1)
+            if not chunk:
+                return
+            number += 1
+            total += len(chunk)
+            if total > max_bytes:
+                raise FileTooLarge(number, max_bytes)
+            if len(chunk) > max_line and not chunk.endswith(b"\n"):
+                # Skip the rest of an over-long line without holding it.
+                while chunk and not chunk.endswith(b"\n"):
+                    chunk = stream.readline(max_line + 1)
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise FileTooLarge(number, max_bytes)
+                yield number, None
+                continue
+            yield number, chunk.rstrip(b"\r\n")
+    except (EOFError, OSError, zlib.error) as exc:
+        # Truncated or corrupt gzip data (BadGzipFile is an OSError).
+        raise CorruptFile(number + 1, str(exc) or type(exc).__name__) from exc
+
+
+# ---- line syntax -------------------------------------------------------------------
+
+_NODE = re.compile(r"^:[^\s]+$")
+_SPAN = re.compile(r"^([^\s:,]+):(\d{1,10})-(\d{1,10})$")
+MENTION_KINDS = frozenset({"mention", "canonical_mention", "nominal_mention",
+                           "pronominal_mention"})
+# TAC line kinds we accept but do not use (normalized date strings carry no offsets).
+IGNORED_KINDS = frozenset({"normalized_mention"})
+
+RawSpan = tuple[str, int, int]  # (doc id, begin, end) half-open
+
+
+class SyntaxProblem(Exception):
+    """A line that cannot be parsed; carries the problem code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def is_node(value: str) -> bool:
+    return bool(_NODE.match(value))
+
+
+def parse_string(value: str) -> str:
+    """A double-quoted TAC string with backslash escapes."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        raise SyntaxProblem("MALFORMED_LINE",
+                            f"expected text in double quotes, got {_clip(value)}")
+    inner = value[1:-1]
+    return inner.replace('\\"', '"').replace("\\\\", "\\") if "\\" in inner else inner
+
+
+def parse_provenance(value: str) -> list[RawSpan]:
+    """`DOC:b-e[,DOC:b-e...]` with inclusive ends -> half-open spans."""
+    spans: list[RawSpan] = []
+    for part in value.split(","):
+        m = _SPAN.match(part.strip())
+        if not m:
+            raise SyntaxProblem("BAD_PROVENANCE",
+                                f"provenance {_clip(part)} is not DOCID:begin-end")
+        begin, end = int(m.group(2)), int(m.group(3))
+        if end < begin:
+            raise SyntaxProblem("BAD_PROVENANCE",
+                                f"provenance {_clip(part)} ends before it begins")
+        spans.append((m.group(1), begin, end + 1))
+    return spans
+
+
+def parse_confidence(value: str) -> float:
+    try:
+        conf = float(value)
+    except ValueError:
+        raise SyntaxProblem("BAD_CONFIDENCE",
+                            f"confidence {_clip(value)} is not a number") from None
+    if math.isnan(conf) or not 0.0 < conf <= 1.0:
+        raise SyntaxProblem("BAD_CONFIDENCE", f"confidence {_clip(value)} is not in (0, 1]")
+    return conf
+
+
+def decode_line(raw: bytes) -> str:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SyntaxProblem(
+            "NOT_UTF8", f"byte {exc.start + 1} of the line (0x{raw[exc.start]:02x}) is not "
+                        "valid UTF-8") from None
+    if "\x00" in line:
+        # Databases cannot store NUL; it never belongs in a KB line.
+        raise SyntaxProblem("MALFORMED_LINE", "the line contains a NUL character")
+    return line
+
+
+def _clip(value: str, n: int = 60) -> str:
+    value = value if len(value) <= n else value[:n] + "…"
+    return repr(value)
+
+
+def clip(value: str, n: int = 60) -> str:
+    """A short, quoted rendering of user text for messages."""
+    return _clip(value, n)
+
+
+@dataclass
+class UploadCheck:
+    """What a quick streaming pass over an upload found (before it is stored)."""
+
+    compressed: bool
+    uncompressed_bytes: int
+    run_id: str
+    code: str | None = None
+    message: str = ""
+
+
+def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> UploadCheck:
+    """Stream through an upload once: size cap (uncompressed), gzip integrity, run id.
+
+    Reads at most `max_bytes + chunk` decompressed bytes and holds one chunk at a
+    time, so a gzip bomb is refused after reading about the cap. Rewinds `fh`.
+    """
+    fh.seek(0)
+    stream, compressed = open_stream(fh)
+    total = 0
+    first = b""
+    try:
+        while True:
+            data = stream.read(chunk)
+            if not data:
+                break
+            if len(first) < 400 and b"\n" not in first:
+                first += data[:400]
+            total += len(data)
+            if total > max_bytes:
+                return UploadCheck(compressed, total, "", "FILE_TOO_LARGE",
+                                   f"The file is larger than {max_bytes:,} bytes uncompressed "
+                                   "(the limit). " + CODES["FILE_TOO_LARGE"][1])
+    except (EOFError, OSError, zlib.error) as exc:
+        return UploadCheck(compressed, total, "", "GZIP_CORRUPT",
+                           f"The gzip data is corrupt or truncated ({exc}). "
+                           + CODES["GZIP_CORRUPT"][1])
+    finally:
+        fh.seek(0)
+    if total == 0:
+        return UploadCheck(compressed, 0, "", "EMPTY_FILE",
+                           "The file is empty. " + CODES["EMPTY_FILE"][1])
+    return UploadCheck(compressed, total, clean_run_id(first.split(b"\n", 1)[0]))
+
+
+def clean_run_id(raw: bytes | str) -> str:
+    """A printable run id (control characters such as NUL cannot be stored)."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return "".join(c for c in text if c.isprintable()).strip()[:200]

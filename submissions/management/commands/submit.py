@@ -1,0 +1,71 @@
+"""`manage.py submit --user U --corpus TAG --name NAME FILE`: upload from the shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from kbpo.models import Corpus
+from submissions.kbformat import inspect_upload
+from submissions.models import Submission
+from submissions.services import LimitExceeded, create_submission
+
+
+class Command(BaseCommand):
+    help = "Upload a TAC KB file (plain or gzip) as a submission of USER on corpus TAG."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--user", required=True, help="Username of the owner.")
+        parser.add_argument("--corpus", required=True, help="Corpus tag.")
+        parser.add_argument("--name", required=True, help="System name.")
+        parser.add_argument("--description", default="")
+        parser.add_argument("--method", default="", help="Method description.")
+        parser.add_argument("--paper-url", default="")
+        parser.add_argument("--public", action="store_true")
+        parser.add_argument("--ignore-limits", action="store_true",
+                            help="Operators: do not apply the per-user limits.")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        path: Path = opts["file"]
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        try:
+            owner = get_user_model().objects.get(username=opts["user"])
+        except get_user_model().DoesNotExist:
+            raise CommandError(f"no user named {opts['user']!r}") from None
+        try:
+            corpus = Corpus.objects.get(tag=opts["corpus"])
+        except Corpus.DoesNotExist:
+            raise CommandError(f"no corpus tagged {opts['corpus']!r}") from None
+        with path.open("rb") as fh:
+            check = inspect_upload(fh, settings.KBPO_SUBMISSION_MAX_BYTES)
+            if check.code:
+                raise CommandError(f"{check.code}: {check.message}")
+            try:
+                # on_commit runs the task (inline in eager mode) after this block.
+                with transaction.atomic():
+                    sub = create_submission(
+                        owner=owner, corpus=corpus, name=opts["name"], file=fh,
+                        original_name=path.name, compressed=check.compressed,
+                        description=opts["description"],
+                        method_description=opts["method"], paper_url=opts["paper_url"],
+                        public=opts["public"], run_id=check.run_id,
+                        enforce_limits=not opts["ignore_limits"])
+            except LimitExceeded as exc:
+                raise CommandError(str(exc)) from None
+        sub = Submission.objects.get(pk=sub.pk)
+        self.stdout.write(f"submission {sub.pk}: {sub.state}")
+        if sub.state in ("ingested", "rejected"):
+            self.stdout.write(f"  {sub.n_relations} relations, {sub.n_mentions} mentions, "
+                              f"{sub.n_warnings} warnings, {sub.n_errors} errors")
+            for p in sub.report[:20]:
+                self.stdout.write(f"  line {p['line']}: {p['severity']} {p['code']}: "
+                                  f"{p['message']}")
+            if sub.state == "rejected":
+                raise CommandError(f"submission {sub.pk} was rejected")

@@ -1,0 +1,75 @@
+"""API serializers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from kbpo.models import Corpus
+
+from .kbformat import UploadCheck, inspect_upload
+from .models import Submission, SubmissionEvent
+from .services import NEXT_STEP
+
+
+class EventSerializer(serializers.ModelSerializer):
+    # Plain strings: one enum for `state` in the schema is enough (no duplicate enums).
+    from_state = serializers.CharField(read_only=True, help_text="State before (empty "
+                                       "for the upload itself).")
+    to_state = serializers.CharField(read_only=True, help_text="State after.")
+
+    class Meta:
+        model = SubmissionEvent
+        fields = ("from_state", "to_state", "message", "created_at")
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    corpus = serializers.SlugRelatedField(slug_field="tag", read_only=True)
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    next_step = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Submission
+        fields = ("id", "name", "owner", "corpus", "description", "method_description",
+                  "paper_url", "public", "is_baseline", "run_id", "original_name",
+                  "compressed", "file_size", "state", "state_changed_at", "next_step",
+                  "n_entities", "n_mentions", "n_relations", "n_warnings", "n_errors",
+                  "created_at")
+        read_only_fields = fields
+
+    def get_next_step(self, obj: Submission) -> str:
+        return NEXT_STEP.get(obj.state, "")
+
+
+class SubmissionDetailSerializer(SubmissionSerializer):
+    events = EventSerializer(many=True, read_only=True)
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = (*SubmissionSerializer.Meta.fields, "report", "report_counts", "stats",
+                  "events")
+        read_only_fields = fields
+
+
+class SubmissionCreateSerializer(serializers.ModelSerializer):
+    corpus = serializers.SlugRelatedField(slug_field="tag", queryset=Corpus.objects.all(),
+                                          help_text="Corpus tag, e.g. `demo`.")
+    file = serializers.FileField(help_text="TAC KB file, plain or gzip.")
+
+    class Meta:
+        model = Submission
+        fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
+                  "public")
+
+    def validate_file(self, upload: Any) -> Any:
+        limit = settings.KBPO_SUBMISSION_MAX_BYTES
+        if upload.size > limit:
+            raise serializers.ValidationError(
+                f"The file is {upload.size:,} bytes; the limit is {limit:,} bytes "
+                "uncompressed.", code="file_too_large")
+        check: UploadCheck = inspect_upload(upload, limit)
+        if check.code:
+            raise serializers.ValidationError(check.message, code=check.code.lower())
+        self.context["check"] = check
+        return upload

@@ -1,0 +1,212 @@
+"""Submission lifecycle: creation under limits, state transitions, withdrawal, hooks.
+
+Every state change goes through `transition`, which enforces the allowed graph and
+writes the timeline event in the same transaction as the state, under a row lock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import IO, Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files import File
+from django.db import transaction
+from django.dispatch import Signal
+from django.utils import timezone
+
+from kbpo.models import Corpus
+
+from .models import State as S
+from .models import Submission, SubmissionEvent
+
+# Which state may follow which. Self-loops on uploaded/validating record re-drives.
+ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
+    S.UPLOADED: frozenset({S.UPLOADED, S.VALIDATING, S.REJECTED, S.FAILED, S.WITHDRAWN}),
+    S.VALIDATING: frozenset({S.UPLOADED, S.INGESTED, S.REJECTED, S.FAILED, S.WITHDRAWN}),
+    # uploaded again = operator re-validation (the task deletes and redoes the rows).
+    S.INGESTED: frozenset({S.PLANNING, S.UPLOADED, S.FAILED, S.WITHDRAWN}),
+    S.PLANNING: frozenset({S.ANNOTATING, S.SCORING, S.FAILED, S.WITHDRAWN}),
+    S.ANNOTATING: frozenset({S.SCORING, S.FAILED, S.WITHDRAWN}),
+    S.SCORING: frozenset({S.SCORED, S.ANNOTATING, S.FAILED, S.WITHDRAWN}),
+    S.SCORED: frozenset({S.SCORING, S.ANNOTATING, S.WITHDRAWN}),
+    S.REJECTED: frozenset({S.UPLOADED, S.WITHDRAWN}),
+    S.FAILED: frozenset({S.UPLOADED, S.WITHDRAWN}),
+    S.WITHDRAWN: frozenset(),
+}
+
+# What the owner reads next to each state.
+NEXT_STEP: dict[str, str] = {
+    S.UPLOADED: "Your file is stored and queued for validation; this usually starts within "
+                "a minute.",
+    S.VALIDATING: "Every line is being checked against the corpus and the schema. Large "
+                  "files take a minute or two.",
+    S.INGESTED: "Your file was accepted. Next, KBPO plans how many of your predictions the "
+                "crowd needs to verify, reusing labels it already holds.",
+    S.PLANNING: "Sampling your predictions and deciding which need new crowd labels.",
+    S.ANNOTATING: "Crowdworkers are verifying a sample of your predictions.",
+    S.SCORING: "Precision, recall and F1 are being estimated from the labels.",
+    S.SCORED: "Scores are ready; they sharpen as other submissions add labels.",
+    S.REJECTED: "The file has errors (see the validation report). Fix them and upload "
+                "again; rejected uploads do not count against your limits.",
+    S.FAILED: "An internal error stopped processing. The operators have been told and can "
+              "re-run it; you need not upload again.",
+    S.WITHDRAWN: "Withdrawn: this submission no longer counts anywhere.",
+}
+
+# Sent after a submission reached `ingested` and that state was committed. The
+# planning stage (crowd issue) connects a receiver that moves it to `planning`.
+submission_ingested = Signal()
+
+
+class TransitionError(Exception):
+    """A state change the graph does not allow."""
+
+
+class LimitExceeded(Exception):
+    """The user has no uploads left for this corpus."""
+
+
+def transition(submission: Submission, to_state: str, message: str = "",
+               **fields: Any) -> Submission:
+    """Move a submission to `to_state`, writing the event atomically.
+
+    Locks the row, re-reads the current state (so concurrent callers serialise) and
+    raises TransitionError if the edge is not allowed. Extra `fields` are saved with it.
+    """
+    with transaction.atomic():
+        locked = Submission.objects.select_for_update().get(pk=submission.pk)
+        if to_state not in ALLOWED_TRANSITIONS[locked.state]:
+            raise TransitionError(
+                f"submission {locked.pk} cannot go from {locked.state} to {to_state}")
+        now = timezone.now()
+        SubmissionEvent.objects.create(submission=locked, from_state=locked.state,
+                                       to_state=to_state, message=message)
+        locked.state = to_state
+        locked.state_changed_at = now
+        for name, value in fields.items():
+            setattr(locked, name, value)
+        locked.save(update_fields=["state", "state_changed_at", *fields])
+    for name in ("state", "state_changed_at", *fields):
+        setattr(submission, name, getattr(locked, name))
+    return submission
+
+
+@dataclass(frozen=True)
+class Quota:
+    daily_limit: int
+    total_limit: int
+    used_today: int
+    used_total: int
+    next_slot_at: dt.datetime | None
+
+    @property
+    def left_today(self) -> int:
+        return max(0, min(self.daily_limit - self.used_today,
+                          self.total_limit - self.used_total))
+
+    @property
+    def left_total(self) -> int:
+        return max(0, self.total_limit - self.used_total)
+
+
+def quota(user: AbstractBaseUser, corpus: Corpus) -> Quota:
+    """How many uploads `user` has used and has left on `corpus`.
+
+    Counting rules: everything except rejected uploads counts (withdrawn ones do);
+    "per day" is any rolling 24 hours.
+    """
+    since = timezone.now() - dt.timedelta(days=1)
+    qs = Submission.objects.filter(owner=user, corpus=corpus).counting_towards_limits()
+    recent = list(qs.filter(created_at__gte=since).order_by("created_at")
+                  .values_list("created_at", flat=True))
+    daily = settings.KBPO_SUBMISSION_DAILY_LIMIT
+    next_slot = None
+    if len(recent) >= daily and recent:
+        next_slot = recent[len(recent) - daily] + dt.timedelta(days=1)
+    return Quota(daily, settings.KBPO_SUBMISSION_TOTAL_LIMIT, len(recent), qs.count(),
+                 next_slot)
+
+
+def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, file: IO[bytes],
+                      original_name: str, compressed: bool, description: str = "",
+                      method_description: str = "", paper_url: str = "", public: bool = False,
+                      run_id: str = "", enforce_limits: bool = True) -> Submission:
+    """Store an upload as `uploaded` and enqueue its ingestion once committed.
+
+    The owner's user row is locked while counting, so two parallel uploads can never
+    both take the last slot.
+    """
+    from .tasks import ingest_submission
+
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().get(pk=owner.pk)
+        if enforce_limits:
+            q = quota(owner, corpus)
+            if q.left_today <= 0:
+                if q.left_total <= 0:
+                    raise LimitExceeded(
+                        f"You have used all {q.total_limit} submissions allowed on corpus "
+                        f"{corpus.tag}. Withdrawn submissions count; rejected ones do not.")
+                when = (f" The next slot opens at {q.next_slot_at:%Y-%m-%d %H:%M} UTC."
+                        if q.next_slot_at else "")
+                raise LimitExceeded(
+                    f"You have used all {q.daily_limit} submissions allowed on corpus "
+                    f"{corpus.tag} in 24 hours.{when}")
+        size = _file_size(file)
+        sub = Submission(owner=owner, corpus=corpus, name=name, description=description,
+                         method_description=method_description, paper_url=paper_url,
+                         public=public, original_name=original_name[:255],
+                         compressed=compressed, file_size=size, run_id=run_id[:200])
+        sub.file.save(_storage_name(original_name, compressed), File(file), save=False)
+        sub.save()
+        SubmissionEvent.objects.create(submission=sub, from_state="", to_state=S.UPLOADED,
+                                       message=f"Uploaded {original_name[:200]}")
+        transaction.on_commit(lambda: ingest_submission.delay(sub.pk))
+    return sub
+
+
+def _file_size(fh: IO[bytes]) -> int:
+    size = getattr(fh, "size", None)
+    if size is None:
+        pos = fh.tell()
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(pos)
+    return int(size)
+
+
+def _storage_name(original: str, compressed: bool) -> str:
+    # Never trust the client's name for the path; the original is kept in a column.
+    return "kb.tsv.gz" if compressed else "kb.tsv"
+
+
+def withdraw(submission: Submission, by: AbstractBaseUser | None = None,
+             reason: str = "") -> Submission:
+    """Withdraw a submission: its rows stay but stop counting everywhere."""
+    who = f" by {by.get_username()}" if by is not None else ""
+    message = f"Withdrawn{who}." + (f" {reason}" if reason else "")
+    return transition(submission, S.WITHDRAWN, message)
+
+
+def requeue(submission: Submission, message: str) -> Submission:
+    """Send a submission back to `uploaded` and enqueue ingestion (re-run, re-validate)."""
+    from .tasks import ingest_submission
+
+    with transaction.atomic():
+        transition(submission, S.UPLOADED, message, error="", redrives=0)
+        transaction.on_commit(lambda: ingest_submission.delay(submission.pk))
+    return submission
+
+
+def on_ingested(submission: Submission) -> None:
+    """Hook run after a submission reached `ingested` (and that was committed).
+
+    The crowd-planning stage is built in another issue; it connects a receiver to
+    `submission_ingested`, which starts planning. Until then the submission stays in
+    `ingested`, which is honest: nothing further happens yet.
+    """
+    submission_ingested.send(sender=Submission, submission=submission)

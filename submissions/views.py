@@ -1,0 +1,167 @@
+"""Pages: my submissions, upload, detail (with live status), report downloads, withdraw."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import (
+    FileResponse,
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+)
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from kbpo import schema
+from kbpo.models import Corpus
+
+from .forms import SubmissionForm
+from .kbformat import CODES
+from .models import FINAL_STATES, State, Submission
+from .services import NEXT_STEP, LimitExceeded, TransitionError, create_submission, quota, withdraw
+
+REPORT_COLUMNS = ("line", "code", "severity", "message", "hint")
+
+
+def _visible(request: HttpRequest, pk: int) -> Submission:
+    """The submission if the user may see it; 404 otherwise (existence is not leaked)."""
+    sub = get_object_or_404(Submission.objects.select_related("corpus", "owner"), pk=pk)
+    if not sub.can_view(request.user):
+        raise Http404("No such submission.")
+    return sub
+
+
+def _managed(request: HttpRequest, pk: int) -> Submission:
+    sub = get_object_or_404(Submission.objects.select_related("corpus", "owner"), pk=pk)
+    if not sub.can_manage(request.user):
+        raise Http404("No such submission.")
+    return sub
+
+
+@login_required
+def submission_list(request: HttpRequest) -> HttpResponse:
+    subs = Submission.objects.filter(owner=request.user).select_related("corpus")
+    return render(request, "submissions/list.html", {"submissions": subs})
+
+
+@login_required
+def submission_new(request: HttpRequest) -> HttpResponse:
+    form = SubmissionForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        upload = data["file"]
+        assert form.check is not None
+        try:
+            sub = create_submission(
+                owner=request.user, corpus=data["corpus"], name=data["name"], file=upload,
+                original_name=upload.name, compressed=form.check.compressed,
+                description=data["description"],
+                method_description=data["method_description"], paper_url=data["paper_url"],
+                public=data["public"], run_id=form.check.run_id)
+        except LimitExceeded as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "Uploaded. Validation starts in a moment; this page "
+                                      "updates by itself.")
+            return redirect("submission-detail", pk=sub.pk)
+    quotas = [(c, quota(request.user, c)) for c in Corpus.objects.order_by("tag")]
+    return render(request, "submissions/new.html", {
+        "form": form, "quotas": quotas,
+        "max_mb": filesizeformat(settings.KBPO_SUBMISSION_MAX_BYTES)})
+
+
+@login_required
+def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    sub = _visible(request, pk)
+    stats = sub.stats or {}
+    return render(request, "submissions/detail.html", {
+        "sub": sub,
+        "next_step": NEXT_STEP.get(sub.state, ""), "events": sub.events.all(),
+        "can_manage": sub.can_manage(request.user),
+        "can_withdraw": sub.can_manage(request.user) and sub.state != State.WITHDRAWN,
+        "is_final": sub.state in FINAL_STATES,
+        "by_predicate": sorted((stats.get("instances_by_predicate") or {}).items()),
+        "by_types": sorted((stats.get("instances_by_types") or {}).items()),
+        "mentions_by_type": sorted((stats.get("mentions_by_type") or {}).items()),
+        "entities_by_type": sorted((stats.get("entities_by_type") or {}).items()),
+        "skipped": sorted((stats.get("skipped") or {}).items()),
+        "report_counts": sorted((sub.report_counts or {}).items()),
+        "report_truncated": sum((sub.report_counts or {}).values()) > len(sub.report or []),
+    })
+
+
+@login_required
+@require_GET
+def submission_status(request: HttpRequest, pk: int) -> JsonResponse:
+    sub = _visible(request, pk)
+    return JsonResponse({
+        "id": sub.pk, "state": sub.state, "final": sub.state in FINAL_STATES,
+        "state_changed_at": sub.state_changed_at.isoformat(),
+        "next_step": NEXT_STEP.get(sub.state, ""), "n_relations": sub.n_relations,
+        "n_mentions": sub.n_mentions, "n_warnings": sub.n_warnings, "n_errors": sub.n_errors,
+    })
+
+
+@login_required
+@require_GET
+def submission_report(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
+    sub = _visible(request, pk)
+    rows = sub.report or []
+    if fmt == "json":
+        body = json.dumps({"submission": sub.pk, "state": sub.state,
+                           "counts": sub.report_counts, "problems": rows}, indent=1)
+        resp = HttpResponse(body, content_type="application/json")
+    else:
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+        writer.writerow(REPORT_COLUMNS)
+        for row in rows:
+            writer.writerow([str(row.get(c, "")).replace("\t", " ") for c in REPORT_COLUMNS])
+        resp = HttpResponse(buf.getvalue(), content_type="text/tab-separated-values")
+    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-report.{fmt}"'
+    return resp
+
+
+@login_required
+@require_GET
+def submission_file(request: HttpRequest, pk: int) -> HttpResponseBase:
+    sub = _managed(request, pk)
+    name = "kb.tsv.gz" if sub.compressed else "kb.tsv"
+    return FileResponse(sub.file.open("rb"), as_attachment=True,
+                        filename=f"submission-{sub.pk}-{name}")
+
+
+@login_required
+def submission_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
+    sub = _managed(request, pk)
+    if request.method == "POST":
+        try:
+            withdraw(sub, by=request.user)
+        except TransitionError:
+            messages.info(request, "This submission is already withdrawn.")
+        else:
+            messages.success(request, f"Submission “{sub.name}” was withdrawn.")
+        return redirect("submission-detail", pk=sub.pk)
+    return render(request, "submissions/withdraw.html", {"sub": sub})
+
+
+def format_help(request: HttpRequest) -> HttpResponse:
+    """The accepted format, predicates and every validation code (public page)."""
+    codes = [(code, sev, hint) for code, (sev, hint) in CODES.items()]
+    predicates = sorted(schema.SCHEMA_TABLE.items())
+    return render(request, "submissions/format.html", {
+        "codes": codes, "predicates": predicates,
+        "unsupported": sorted(schema.UNSUPPORTED),
+        "folded": sorted(schema.FOLDED.items()),
+        "upload_url": reverse("submission-new"),
+    })
