@@ -257,3 +257,19 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(KBPO_SUBMISSION_REDRIVE_INTERVAL),
     },
 }
+
+# Crowd work (docs/crowd.md). Money is in US dollars.
+KBPO_ANSWERS_PER_QUESTION = env_int("KBPO_ANSWERS_PER_QUESTION", 3)
+# Extra assignments requested for a question whose answers tie, at most this many.
+KBPO_MAX_EXTRA_ANSWERS = env_int("KBPO_MAX_EXTRA_ANSWERS", 2)
+KBPO_QUESTIONS_PER_HIT = env_int("KBPO_QUESTIONS_PER_HIT", 5)
+KBPO_REWARD_PER_QUESTION_USD = env_float("KBPO_REWARD_PER_QUESTION_USD", 0.05)
+KBPO_BUDGET_GLOBAL_USD = env_float("KBPO_BUDGET_GLOBAL_USD", 500.0)
+KBPO_BUDGET_PER_SUBMISSION_USD = env_float("KBPO_BUDGET_PER_SUBMISSION_USD", 100.0)
+# Workers agreeing with the others less often than this (after enough answers) are flagged.
+KBPO_WORKER_FLAG_AGREEMENT = env_float("KBPO_WORKER_FLAG_AGREEMENT", 0.5)
+KBPO_WORKER_FLAG_MIN_ANSWERS = env_int("KBPO_WORKER_FLAG_MIN_ANSWERS", 20)
+# Estimation: the scheme draws come from, and the target 90% half-width for planning.
+KBPO_SAMPLING_SCHEME = os.environ.get("KBPO_SAMPLING_SCHEME", "instance")
+KBPO_TARGET_HALFWIDTH = env_float("KBPO_TARGET_HALFWIDTH", 0.05)
+KBPO_CONFIDENCE = env_float("KBPO_CONFIDENCE", 0.9)

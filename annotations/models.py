@@ -1,0 +1,355 @@
+"""Crowd work: questions, HITs, assignments, answers, labels, draws, money.
+
+Every row that must not be lost is written before its side effect: a `Hit` row (with
+its idempotency token) exists before MTurk is called, a `Response` is stored before the
+page forwards the worker to MTurk, a `Bonus` row before the payment.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Backend(models.TextChoices):
+    SIMULATED = "simulated", "simulated crowd"
+    LOCAL = "local", "in-house annotators"
+    MTURK = "mturk", "Mechanical Turk"
+
+
+class TaskKind(models.TextChoices):
+    RELATION = "relation", "relation verification"
+    ENTITY = "entity", "entity detection & linking"
+    EXHAUSTIVE = "exhaustive", "exhaustive relations"
+
+
+class CrowdWorker(models.Model):
+    """A person (or simulated worker) who answers questions on one backend."""
+
+    backend = models.CharField(max_length=16, choices=Backend.choices)
+    external_id = models.CharField(
+        max_length=64, help_text="MTurk WorkerId, 'user-<id>' or 'sim-<n>'.")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="crowd_workers")
+    flagged = models.BooleanField(default=False,
+                                  help_text="Agreement with other workers fell below threshold.")
+    blocked = models.BooleanField(default=False)
+    blocked_reason = models.CharField(max_length=500, blank=True)
+    agreement = models.FloatField(
+        null=True, blank=True, help_text="Share of answers equal to the other workers' plurality.")
+    accuracy_ds = models.FloatField(null=True, blank=True,
+                                    help_text="Accuracy estimated by Dawid–Skene.")
+    n_answers = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["backend", "external_id"],
+                                               name="worker_unique_external")]
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.external_id}"
+
+
+class QuestionState(models.TextChoices):
+    OPEN = "open", "open"
+    COMPLETE = "complete", "complete"
+    CANCELLED = "cancelled", "cancelled"
+
+
+class Question(models.Model):
+    """One thing to be judged: a mention pair (relation) or a document (entity/exhaustive)."""
+
+    corpus = models.ForeignKey("kbpo.Corpus", on_delete=models.CASCADE, related_name="questions")
+    kind = models.CharField(max_length=16, choices=TaskKind.choices, default=TaskKind.RELATION)
+    pair = models.ForeignKey("submissions.MentionPair", null=True, blank=True,
+                             on_delete=models.CASCADE, related_name="questions")
+    document = models.ForeignKey("kbpo.Document", null=True, blank=True,
+                                 on_delete=models.CASCADE, related_name="questions")
+    state = models.CharField(max_length=16, choices=QuestionState.choices,
+                             default=QuestionState.OPEN, db_index=True)
+    answers_needed = models.PositiveSmallIntegerField(default=3)
+    requested_by = models.ForeignKey(
+        "submissions.Submission", null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="questions", help_text="The submission whose sample first needed it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # One open question per pair: a second submission drawing it waits for it.
+            models.UniqueConstraint(fields=["pair"], condition=Q(state="open", kind="relation"),
+                                    name="question_one_open_per_pair"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Q{self.pk} {self.kind}"
+
+
+class HitState(models.TextChoices):
+    PENDING = "pending", "pending (not yet posted)"
+    POSTED = "posted", "posted"
+    COMPLETE = "complete", "complete"
+    EXPIRED = "expired", "expired"
+    CANCELLED = "cancelled", "cancelled"
+
+
+class Hit(models.Model):
+    """A unit of crowd work grouping one or more questions (an MTurk HIT)."""
+
+    corpus = models.ForeignKey("kbpo.Corpus", on_delete=models.CASCADE, related_name="hits")
+    kind = models.CharField(max_length=16, choices=TaskKind.choices, default=TaskKind.RELATION)
+    backend = models.CharField(max_length=16, choices=Backend.choices)
+    state = models.CharField(max_length=16, choices=HitState.choices, default=HitState.PENDING,
+                             db_index=True)
+    questions = models.ManyToManyField(Question, through="HitQuestion", related_name="hits")
+    submission = models.ForeignKey("submissions.Submission", null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="hits",
+                                   help_text="Budget the cost is charged to.")
+    max_assignments = models.PositiveSmallIntegerField(default=3)
+    reward = models.DecimalField(max_digits=8, decimal_places=2)
+    cost_estimate = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    request_token = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    external_id = models.CharField(max_length=64, unique=True, null=True, blank=True,
+                                   help_text="MTurk HITId once posted.")
+    hit_type_id = models.CharField(max_length=64, blank=True)
+    post_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    posted_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"HIT {self.pk} ({self.kind}, {self.state})"
+
+
+class HitQuestion(models.Model):
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="items")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="hit_items")
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["hit", "position"]
+        constraints = [models.UniqueConstraint(fields=["hit", "question"],
+                                               name="hitquestion_unique")]
+
+
+class AssignmentState(models.TextChoices):
+    SUBMITTED = "submitted", "submitted"
+    APPROVED = "approved", "approved"
+    REJECTED = "rejected", "rejected"
+
+
+class Assignment(models.Model):
+    """One worker's completion of one HIT."""
+
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="assignments")
+    worker = models.ForeignKey(CrowdWorker, on_delete=models.PROTECT, related_name="assignments")
+    external_id = models.CharField(max_length=64, unique=True,
+                                   help_text="MTurk AssignmentId (or a local id).")
+    state = models.CharField(max_length=16, choices=AssignmentState.choices,
+                             default=AssignmentState.SUBMITTED, db_index=True)
+    source = models.CharField(max_length=16, default="intake",
+                              help_text="'intake' (posted to us) or 'sync' (found on MTurk).")
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    feedback = models.CharField(max_length=1000, blank=True)
+    paid = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hit", "worker"],
+                                               name="assignment_one_per_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.state})"
+
+
+class Response(models.Model):
+    """One worker's answer to one question, stored on arrival."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE,
+                                   related_name="responses")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="responses")
+    worker = models.ForeignKey(CrowdWorker, on_delete=models.PROTECT, related_name="responses")
+    choices = models.JSONField(help_text="Sorted predicates, or ['no_relation'].")
+    extra = models.JSONField(default=dict, blank=True,
+                             help_text="Mention/link checks; spans for document tasks.")
+    seconds = models.FloatField(null=True, blank=True, help_text="Time the worker spent.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["question", "worker"],
+                                               name="response_one_per_worker")]
+
+
+class PairLabel(models.Model):
+    """The aggregated crowd verdict on a mention pair, shared by every submission."""
+
+    pair = models.OneToOneField("submissions.MentionPair", on_delete=models.CASCADE,
+                                related_name="label")
+    predicates = models.JSONField(help_text="Predicates a majority marked, or ['no_relation'].")
+    method = models.CharField(max_length=16, default="majority")
+    support = models.FloatField(help_text="Share of workers who gave exactly this answer.")
+    n_answers = models.PositiveSmallIntegerField()
+    question = models.ForeignKey(Question, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.pair_id}: {'|'.join(self.predicates)}"
+
+
+class SampleDraw(models.Model):
+    """One i.i.d. draw from a submission's sampling distribution, kept forever."""
+
+    submission = models.ForeignKey("submissions.Submission", on_delete=models.CASCADE,
+                                   related_name="draws")
+    scheme = models.CharField(max_length=16)
+    index = models.PositiveIntegerField()
+    instance = models.ForeignKey("submissions.RelationInstance", on_delete=models.CASCADE,
+                                 related_name="draws")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["submission", "index"]
+        constraints = [models.UniqueConstraint(fields=["submission", "index"],
+                                               name="draw_unique_index")]
+
+
+class Bonus(models.Model):
+    """A bonus payment; the row (and its token) exists before the money moves."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.PROTECT, related_name="bonuses")
+    amount = models.DecimalField(max_digits=8, decimal_places=2)
+    reason = models.CharField(max_length=1000)
+    token = models.CharField(max_length=64, unique=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class BudgetSettings(models.Model):
+    """The global spending cap in dollars (a single row, editable by operators)."""
+
+    cap_usd = models.DecimalField(max_digits=10, decimal_places=2,
+                                  help_text="Nothing is posted once total spend would pass it.")
+    per_submission_default_usd = models.DecimalField(
+        max_digits=10, decimal_places=2,
+        help_text="Cap for a submission without its own budget row.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = verbose_name_plural = "budget settings"
+        constraints = [models.CheckConstraint(condition=Q(pk=1), name="budget_settings_singleton"),
+                       models.CheckConstraint(condition=Q(cap_usd__gte=0),
+                                              name="budget_cap_not_negative")]
+
+    def __str__(self) -> str:
+        return f"global cap ${self.cap_usd}"
+
+    @classmethod
+    def current(cls) -> BudgetSettings:
+        obj, _ = cls.objects.get_or_create(pk=1, defaults={
+            "cap_usd": Decimal(str(settings.KBPO_BUDGET_GLOBAL_USD)),
+            "per_submission_default_usd": Decimal(str(settings.KBPO_BUDGET_PER_SUBMISSION_USD))})
+        return obj
+
+
+class SubmissionBudget(models.Model):
+    """A submission's own spending cap, when it differs from the default."""
+
+    submission = models.OneToOneField("submissions.Submission", on_delete=models.CASCADE,
+                                      related_name="budget")
+    cap_usd = models.DecimalField(max_digits=10, decimal_places=2)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(cap_usd__gte=0),
+                                              name="submission_budget_not_negative")]
+
+    def __str__(self) -> str:
+        return f"${self.cap_usd} for {self.submission}"
+
+
+# --- Exhaustive annotation: the unbiased sample of true instances (recall) ------------
+
+
+class ExhaustiveStage(models.TextChoices):
+    SEED = "seed", "stage 1: uniform seed documents"
+    MATCHED = "matched", "stage 2: documents mentioning seed entities"
+    IMPORTED = "imported", "imported gold annotation"
+
+
+class ExhaustiveDocument(models.Model):
+    """A document chosen for exhaustive annotation, and how far its annotation got."""
+
+    class State(models.TextChoices):
+        PLANNED = "planned", "planned"
+        ENTITIES = "entities", "entity annotation under way"
+        RELATIONS = "relations", "relation annotation under way"
+        COMPLETE = "complete", "complete"
+
+    corpus = models.ForeignKey("kbpo.Corpus", on_delete=models.CASCADE,
+                               related_name="exhaustive_documents")
+    document = models.ForeignKey("kbpo.Document", on_delete=models.CASCADE,
+                                 related_name="exhaustive")
+    stage = models.CharField(max_length=16, choices=ExhaustiveStage.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PLANNED,
+                             db_index=True)
+    matched_entity = models.CharField(
+        max_length=300, blank=True, help_text="Stage 2: the seed entity name that matched.")
+    sample_seed = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["document"],
+                                               name="exhaustive_document_once")]
+
+    def __str__(self) -> str:
+        return f"{self.document} ({self.stage}, {self.state})"
+
+
+class GoldMention(models.Model):
+    """An aggregated (or imported) true mention of an exhaustively annotated document."""
+
+    document = models.ForeignKey("kbpo.Document", on_delete=models.CASCADE,
+                                 related_name="gold_mentions")
+    begin = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    type = models.CharField(max_length=8)
+    entity = models.CharField(max_length=300, help_text="Entity cluster label in the document.")
+    canonical = models.BooleanField(default=False)
+    link = models.CharField(max_length=500, blank=True)
+    source = models.CharField(max_length=16, default="crowd", help_text="crowd or import.")
+
+    class Meta:
+        ordering = ["document", "begin"]
+        constraints = [models.UniqueConstraint(fields=["document", "begin", "end"],
+                                               name="gold_mention_unique_span")]
+
+
+class GoldRelation(models.Model):
+    """A true relation instance found by exhaustive annotation: an element of Ŷ0."""
+
+    document = models.ForeignKey("kbpo.Document", on_delete=models.CASCADE,
+                                 related_name="gold_relations")
+    subject_begin = models.PositiveIntegerField()
+    subject_end = models.PositiveIntegerField()
+    object_begin = models.PositiveIntegerField()
+    object_end = models.PositiveIntegerField()
+    predicate = models.CharField(max_length=64, help_text="Canonical predicate.")
+    subject_entity = models.CharField(max_length=300, blank=True)
+    sentence = models.ForeignKey("kbpo.Sentence", null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="+")
+    source = models.CharField(max_length=16, default="crowd", help_text="crowd or import.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(
+            fields=["document", "subject_begin", "subject_end", "object_begin", "object_end",
+                    "predicate"], name="gold_relation_unique")]
+
+    @property
+    def pair_key(self) -> str:
+        return (f"{self.document.doc_id}:{self.subject_begin}-{self.subject_end}:"
+                f"{self.object_begin}-{self.object_end}")
