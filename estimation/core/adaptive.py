@@ -53,7 +53,7 @@ class _PlanProblem:
             :, cols
         ].T.tocsr()  # (|X_k| × m): P_j on k's pairs
         # Mass of k's correct instances per pair, at the labelled drawn pairs.
-        correct = ev.label[system.pairs] == system.predicates
+        correct = ev.correct(system.pairs, system.predicates)
         _, inv = np.unique(system.pairs, return_inverse=True)
         pf = np.bincount(
             inv.ravel(), weights=system.probs(scheme) * correct, minlength=len(cols)

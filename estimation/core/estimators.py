@@ -20,6 +20,8 @@ from .schemes import SCHEMES, check_scheme, scheme_weights
 
 NO_RELATION = -1
 UNLABELLED = -2
+# Predicate codes are below this; pair·stride + predicate is a unique (pair, predicate) key.
+ALSO_TRUE_STRIDE = 1 << 20
 
 PRECISION_METHODS = ("wilson_design", "normal")
 
@@ -44,6 +46,8 @@ class Evidence:
     label:    (n_pairs,) label code per pair: predicate code, -1 no relation, -2 unlabelled
     y_pairs:  (n0,) dense pair index of the exhaustive true instances (-1: pair unknown)
     y_preds, y_subjects: (n0,) their predicate and subject codes
+    also_true: sorted keys pair·K + predicate of further true predicates on pairs
+              whose crowd label holds two relations (a founder who is also an employee)
     """
 
     n: np.ndarray
@@ -54,6 +58,14 @@ class Evidence:
     y_pairs: np.ndarray
     y_preds: np.ndarray
     y_subjects: np.ndarray
+    also_true: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def correct(self, pairs: np.ndarray, predicates: np.ndarray) -> np.ndarray:
+        """Whether each (dense pair index, predicate code) agrees with the crowd label."""
+        ok = self.label[pairs] == predicates
+        if len(self.also_true):
+            ok |= np.isin(pairs * ALSO_TRUE_STRIDE + predicates, self.also_true)
+        return ok
 
 
 @dataclass
@@ -79,7 +91,9 @@ def prepare_evidence(
 
     draws: per system (by name, or a sequence in population order) the pair ids
     drawn i.i.d. from its distribution, repeats allowed. label_preds uses -1 for
-    "no relation". exhaustive_subjects defaults to the pair id.
+    "no relation"; a pair may appear more than once when its label holds several
+    relations (its first row is the primary one). exhaustive_subjects defaults to the
+    pair id.
     """
     m = len(pop)
     if isinstance(draws, Mapping):
@@ -96,8 +110,15 @@ def prepare_evidence(
 
     label = np.full(pop.n_pairs, UNLABELLED, dtype=np.int64)
     lp = pop.lookup_pairs(np.asarray(label_pairs, dtype=np.int64))
+    lpred = np.asarray(label_preds, dtype=np.int64)
     known = lp >= 0
-    label[lp[known]] = np.asarray(label_preds, dtype=np.int64)[known]
+    # The first row of each pair is its primary label; later rows add true predicates.
+    _, first = np.unique(lp, return_index=True)
+    primary = np.zeros(len(lp), dtype=bool)
+    primary[first] = True
+    label[lp[known & primary]] = lpred[known & primary]
+    extra = known & ~primary & (lpred >= 0)
+    also_true = np.unique(lp[extra] * ALSO_TRUE_STRIDE + lpred[extra])
 
     sys_idx, pair_idx = [], []
     pending = np.zeros(m, dtype=np.int64)
@@ -146,6 +167,7 @@ def prepare_evidence(
         y_pairs=pop.lookup_pairs(y_ids),
         y_preds=np.asarray(exhaustive_preds, dtype=np.int64),
         y_subjects=y_subj,
+        also_true=also_true,
     )
 
 
@@ -181,7 +203,7 @@ def _at_pairs(
     where[ev.pairs] = np.arange(len(ev.pairs))
     col = where[inst["pairs"]]
     sel = col >= 0
-    sel[sel] = ev.label[inst["pairs"][sel]] == inst["predicates"][sel]
+    sel[sel] = ev.correct(inst["pairs"][sel], inst["predicates"][sel])
     shape = (len(pop), len(ev.pairs))
     rows, cols = inst["system"][sel], col[sel]
     pf = sp.coo_matrix((pop.instance_probs(scheme)[sel], (rows, cols)), shape=shape)

@@ -204,3 +204,18 @@ def test_unlabelled_draws_are_pending():
     assert ev.n[0] == 2 and ev.pending[0] == 2
     with pytest.raises(ValueError, match="not among"):
         prepare_evidence(pop, {"a": np.array([9])}, np.array([0]), np.array([0]))
+
+
+def test_pairs_with_two_true_relations_count_both_predicates() -> None:
+    """A founder who is also an employee: both systems' predictions are correct."""
+    from estimation.core import Population, estimate, prepare_evidence
+
+    pop = Population()
+    pop.add_system("founded", np.array([1, 2]), np.array([0, 0]))
+    pop.add_system("employee", np.array([1, 2]), np.array([1, 1]))
+    draws = {"founded": np.array([1, 2]), "employee": np.array([1, 2])}
+    # Pair 1 holds both relations; pair 2 only "founded".
+    ev = prepare_evidence(pop, draws, np.array([1, 1, 2]), np.array([0, 1, 0]))
+    res = estimate(pop, ev)
+    simple = res.results["instance"]["precision"]["simple"].estimate
+    assert simple.tolist() == [1.0, 0.5]
