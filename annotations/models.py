@@ -48,6 +48,8 @@ class CrowdWorker(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["backend", "external_id"],
                                                name="worker_unique_external")]
+        # Staff grant this to in-house annotators (the `local` backend's queue).
+        permissions = [("annotate_locally", "Can take in-house annotation tasks")]
 
     def __str__(self) -> str:
         return f"{self.backend}:{self.external_id}"
