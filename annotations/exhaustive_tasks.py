@@ -1,0 +1,32 @@
+"""Celery tasks of the exhaustive-annotation workflow (see annotations/exhaustive.py).
+
+Each task re-reads its rows under a lock and does nothing when its work is already
+done, so a redelivered task (acks_late) or a duplicate enqueue is harmless.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import exhaustive
+
+
+@shared_task(name="annotations.exhaustive.start_entity_task", acks_late=True)
+def start_entity_task(exdoc_id: int) -> int | None:
+    """Create the entity question and HIT of a planned document."""
+    return exhaustive.create_entity_task(exdoc_id)
+
+
+@shared_task(name="annotations.exhaustive.post_document_hit", acks_late=True)
+def post_document_hit(hit_id: int) -> str:
+    """Post a pending entity/exhaustive HIT through the configured crowd backend."""
+    return exhaustive.post_hit_safely(hit_id)
+
+
+@shared_task(name="annotations.exhaustive.aggregate_document_question", acks_late=True)
+def aggregate_document_question(question_id: int) -> str:
+    """Aggregate an entity or exhaustive question that has all its answers."""
+    return exhaustive.complete_document_question(question_id)
+
+
+__all__ = ["aggregate_document_question", "post_document_hit", "start_entity_task"]

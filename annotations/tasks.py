@@ -1,0 +1,3 @@
+"""Celery tasks of the annotations app (autodiscovered by the worker)."""
+
+from .exhaustive_tasks import *  # noqa: F403
