@@ -426,7 +426,7 @@ def _answers(question: Question) -> list[object]:
 def complete_document_question(question_id: int) -> str:
     """Aggregate an entity or exhaustive question once it has its answers (idempotent)."""
     with transaction.atomic():
-        q = (Question.objects.select_for_update().select_related("document")
+        q = (Question.objects.select_for_update(of=("self",)).select_related("document")
              .filter(pk=question_id, kind__in=DOCUMENT_KINDS).first())
         if q is None or q.document is None:
             return "missing"
