@@ -90,13 +90,45 @@ def load_labels(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(pairs, np.int64), np.asarray(preds, np.int64)
 
 
-def load_exhaustive(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+MATCH_MODES = ("exact", "lenient")
+
+
+def _lenient_pair(d: int, sentence: int | None, sb: int, se: int, ob: int, oe: int,
+                  predicate: str, by_doc: dict[int, list[tuple]],
+                  predicted: set[tuple[int, str]]) -> int | None:
+    """The mention pair a gold instance matches leniently, or None.
+
+    Lenient: same document and sentence, the subject spans overlap and the object spans
+    overlap. Among several, a pair some active system predicted with the gold predicate
+    wins, then the largest total overlap, then the lowest id (deterministic).
+    """
+    best: tuple | None = None
+    for pk, psent, psb, pse, pob, poe in by_doc.get(d, ()):
+        if sentence is not None and psent != sentence:
+            continue
+        so = min(se, pse) - max(sb, psb)
+        oo = min(oe, poe) - max(ob, pob)
+        if so <= 0 or oo <= 0:
+            continue
+        key = ((pk, predicate) in predicted, so + oo, -pk)
+        if best is None or key > best[0]:
+            best = (key, pk)
+    return None if best is None else best[1]
+
+
+def load_exhaustive(corpus: Corpus, match: str = "exact"
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The true-instance sample Ŷ0 from completed exhaustive documents.
 
-    Instances are matched to mention pairs by exact spans; an instance no system
-    predicted has no MentionPair and gets a negative id (unknown to the population).
-    Subjects are coded by (document, subject entity label).
+    Instances are matched to mention pairs by exact spans (`match="exact"`, the
+    default) or leniently (`match="lenient"`: same sentence, overlapping subject and
+    object spans; the predicate is compared by the estimators as always, so a match
+    also needs the same predicate). An instance matching no MentionPair gets a negative
+    id (unknown to the population). Subjects are coded by (document, subject entity
+    label).
     """
+    if match not in MATCH_MODES:
+        raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
     docs = ExhaustiveDocument.objects.filter(
         corpus=corpus, state=ExhaustiveDocument.State.COMPLETE).values_list("document_id",
                                                                             flat=True)
@@ -106,17 +138,29 @@ def load_exhaustive(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray,
         return z, z, z, 0
     gold = list(GoldRelation.objects.filter(document_id__in=doc_ids).values_list(
         "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
-        "predicate", "subject_entity").order_by("id"))
-    spans = {(d, sb, se, ob, oe): pk for pk, d, sb, se, ob, oe in
-             MentionPair.objects.filter(document_id__in=doc_ids).values_list(
-                 "pk", "document_id", "subject_begin", "subject_end", "object_begin",
-                 "object_end").iterator(chunk_size=CHUNK)}
+        "predicate", "subject_entity", "sentence_id").order_by("id"))
+    pair_rows = list(MentionPair.objects.filter(document_id__in=doc_ids).values_list(
+        "pk", "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
+        "sentence_id").iterator(chunk_size=CHUNK))
+    spans = {(d, sb, se, ob, oe): pk for pk, d, sb, se, ob, oe, _ in pair_rows}
+    by_doc: dict[int, list[tuple]] = {}
+    predicted: set[tuple[int, str]] = set()
+    if match == "lenient":
+        for pk, d, sb, se, ob, oe, sent in pair_rows:
+            by_doc.setdefault(d, []).append((pk, sent, sb, se, ob, oe))
+        active = Submission.objects.active().filter(corpus=corpus)
+        predicted = set(RelationInstance.objects.filter(
+            submission__in=active, pair__document_id__in=doc_ids).values_list(
+            "pair_id", "predicate").distinct().iterator(chunk_size=CHUNK))
     pairs, preds, subjects = [], [], []
     subject_code: dict[tuple[int, str], int] = {}
-    for k, (d, sb, se, ob, oe, predicate, subj) in enumerate(gold):
+    for k, (d, sb, se, ob, oe, predicate, subj, sent) in enumerate(gold):
         if predicate not in PREDICATE_CODE:
             continue
-        pairs.append(spans.get((d, sb, se, ob, oe), -(k + 1)))
+        pair = spans.get((d, sb, se, ob, oe))
+        if pair is None and match == "lenient":
+            pair = _lenient_pair(d, sent, sb, se, ob, oe, predicate, by_doc, predicted)
+        pairs.append(pair if pair is not None else -(k + 1))
         preds.append(PREDICATE_CODE[predicate])
         key = (d, subj or f"{sb}-{se}")
         subjects.append(subject_code.setdefault(key, len(subject_code)))
@@ -124,8 +168,12 @@ def load_exhaustive(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, np.ndarray,
             np.asarray(subjects, np.int64), len(doc_ids))
 
 
-def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None) -> CorpusData:
-    """Load the active submissions (or `only` these ids) with their draws and labels."""
+def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
+                     match: str = "exact") -> CorpusData:
+    """Load the active submissions (or `only` these ids) with their draws and labels.
+
+    `match` chooses how true instances meet predicted pairs (see `load_exhaustive`).
+    """
     qs = Submission.objects.active().filter(corpus=corpus).order_by("pk")
     if only is not None:
         qs = qs.filter(pk__in=list(only))
@@ -140,7 +188,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None) -> Corpu
                             .order_by("submission_id", "index").iterator(chunk_size=CHUNK)):
         draws[system_name(sub_id)].append(pair_id)
     label_pairs, label_preds = load_labels(corpus)
-    y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus)
+    y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
     return CorpusData(
         corpus=corpus, submissions=submissions, population=population,
         draws={k: np.asarray(v, np.int64) for k, v in draws.items()},
@@ -156,5 +204,5 @@ def unlabelled_pairs(pair_ids: Iterable[int]) -> set[int]:
     return ids - labelled
 
 
-__all__ = ["PREDICATES", "PREDICATE_CODE", "CorpusData", "load_corpus_data", "load_exhaustive",
-           "load_labels", "system_name", "unlabelled_pairs"]
+__all__ = ["MATCH_MODES", "PREDICATES", "PREDICATE_CODE", "CorpusData", "load_corpus_data",
+           "load_exhaustive", "load_labels", "system_name", "unlabelled_pairs"]
