@@ -58,6 +58,6 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report.as_dict(), indent=1, sort_keys=True))
         else:
             self.stdout.write(report.summary())
-        if report.documents_read and not (report.documents_imported
-                                          or report.documents_unchanged):
+        if (report.documents_read and not opts["only_planned"]
+                and not (report.documents_imported or report.documents_unchanged)):
             raise CommandError("nothing was imported; see the reasons above")

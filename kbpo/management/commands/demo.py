@@ -51,6 +51,14 @@ class Command(BaseCommand):
                      description="Synthetic news about fictional people, organisations "
                                  "and places (KBPO demo world)")
 
+        self._step("Building the exhaustive sample for recall (two stages, answered from gold)")
+        sample = {"corpus": "demo", "docs": min(100, max(1, params["docs"] // 3)),
+                  "seed_fraction": 0.2, "seed": params["seed"], "no_tasks": True}
+        for _stage in (1, 2):
+            call_command("plan_exhaustive", **sample, stdout=self.stdout)
+            call_command("import_gold", str(out / "gold.jsonl"), format="kbpo", corpus="demo",
+                         only_planned=True, stdout=self.stdout)
+
         self._step("Creating demo accounts")
         researcher = self._user("demo", "demo@kbpo.local", staff=False)
         Profile.objects.get_or_create(user=researcher, defaults={"affiliation": "Demo Lab"})
