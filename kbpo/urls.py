@@ -31,6 +31,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/", include(account_patterns)),
     path("admin/", admin.site.urls),
+    path("annotate/", include("annotations.urls")),
     path("", include("submissions.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
