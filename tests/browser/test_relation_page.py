@@ -8,7 +8,7 @@ import time
 import pytest
 
 from annotations.models import Assignment, Response
-from tests.browser.conftest import SANDBOX, record_time, task_url
+from tests.browser.helpers import SANDBOX, record_time, task_url
 from tests.ui.builders import relation_hit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -50,8 +50,8 @@ def test_mouse_worker_in_mturk_iframe(page, mturk, live_server) -> None:
 def test_keyboard_only_worker(page, mturk, live_server) -> None:
     hit = relation_hit()
     started = time.monotonic()
-    frame = mturk.open_framed(task_url(live_server, hit, worker="W2", assignment="A2"))
-    frame.locator("#context").click()  # focus the frame (as a worker's first click would)
+    page.goto(task_url(live_server, hit, worker="W2", assignment="A2"))
+    frame = page
     kb = page.keyboard
     # PER-GPE options: 1 employee, 2 place of birth, 3 place of death, 4 residence.
     kb.press("2")
