@@ -19,8 +19,8 @@ GOLD = [("Ada Byron", 0, "PER", "ada"), ("London", 0, "GPE", "london"),
 
 
 def document(tag: str = "t") -> Document:
-    corpus = make_corpus(tag)
-    return Document.objects.get(corpus=corpus, doc_id="D1")
+    existing = Document.objects.filter(corpus__tag=tag, doc_id="D1").first()
+    return existing or Document.objects.get(corpus=make_corpus(tag), doc_id="D1")
 
 
 def relation_hit(backend: str = Backend.MTURK, external_id: str | None = "HIT-REL-1",
@@ -62,3 +62,22 @@ def document_hit(kind: str, backend: str = Backend.MTURK, external_id: str | Non
     q = Question.objects.create(corpus=doc.corpus, kind=kind, document=doc)
     HitQuestion.objects.create(hit=hit, question=q, position=0)
     return hit
+
+
+def local_hits() -> list[Hit]:
+    """Two in-house relation HITs on different pairs (oldest first)."""
+    first = relation_hit(backend=Backend.LOCAL, external_id=None)
+    doc = Document.objects.get(corpus=first.corpus, doc_id="D1")
+    pair = make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")
+    return [first, make_hit(doc.corpus, [pair], backend=Backend.LOCAL)]
+
+
+def annotator(name: str = "anna"):
+    """A user with the in-house annotator permission."""
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import make_user
+
+    user = make_user(name)
+    user.user_permissions.add(Permission.objects.get(codename="annotate_locally"))
+    return user
