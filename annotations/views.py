@@ -352,7 +352,7 @@ def _try_exhaustive(corpus: Corpus | None, rng: random.Random) -> dict:
                         for m in rows]
             view = taskdata.DocView.from_document(doc)
             return {"question": 1, "document": taskdata.exhaustive_data(view, mentions),
-                    "source": f"corpus {corpus.tag} (a system's mentions)"}
+                    "source": f"corpus {corpus.tag}, a system's mentions"}
     return {"question": 1, "source": "built-in example",
             "document": taskdata.exhaustive_data(taskdata.EXAMPLE_DOC,
                                                  taskdata.example_mentions())}

@@ -283,6 +283,12 @@
     }
   }
 
+  function countNames(ms) {
+    const counts = new Map();
+    for (const m of ms) counts.set(spanText(m.t0, m.t1), (counts.get(spanText(m.t0, m.t1)) || 0) + 1);
+    return Array.from(counts, ([name, n]) => n > 1 ? name + " ×" + n : name).join(", ");
+  }
+
   function renderEntities() {
     const list = $("entities");
     list.replaceChildren();
@@ -303,7 +309,7 @@
         el("button", {type: "button", class: "ent-name", onclick: () => { active = ent.canonical; cursor = mentions.get(ent.canonical).t0; anchor = null; update(); }},
           "★ " + entityName(ent)),
         el("span", {class: "ent-mentions"}, ms.length + " mention" + (ms.length > 1 ? "s" : "") + ": " +
-          ms.map((m) => spanText(m.t0, m.t1)).join(", ")),
+          countNames(ms)),
         ent.type === "DATE" || ent.type === "TITLE" ? "" : input));
     }
   }
