@@ -20,9 +20,6 @@ import pytest
 
 from tests.browser.helpers import TIMINGS, MturkSite
 
-# Playwright's sync API runs an event loop in this thread; the live server and the test
-# still talk to the database synchronously, which Django would otherwise refuse.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -34,7 +31,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests,"
                  "PrivateNetworkAccessForNavigations"]
 
-pytestmark = pytest.mark.browser
+ASYNC_UNSAFE = "DJANGO_ALLOW_ASYNC_UNSAFE"
 
 
 def chromium_path() -> str | None:
@@ -52,7 +49,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     setattr(item, f"rep_{report.when}", report)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
     path = chromium_path()
     if path is None:
@@ -67,10 +64,22 @@ def browser() -> Iterator[object]:
         if IN_CI:
             pytest.fail("CI=true but the playwright package is not installed")
         pytest.skip("the playwright package is not installed (requirements-dev.txt)")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
+    # Playwright's sync API keeps an event loop running in this thread while the tests
+    # (and pytest-django's flushes) use the database synchronously, which Django refuses
+    # unless told otherwise. Only while this package runs: the variable leaking into
+    # later tests would fail their `check --deploy`.
+    previous = os.environ.get(ASYNC_UNSAFE)
+    os.environ[ASYNC_UNSAFE] = "true"
+    try:
+        with sync_playwright() as pw:
+            b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, headless=True)
+            yield b
+            b.close()
+    finally:
+        if previous is None:
+            os.environ.pop(ASYNC_UNSAFE, None)
+        else:
+            os.environ[ASYNC_UNSAFE] = previous
 
 
 @pytest.fixture
