@@ -20,7 +20,6 @@ import pytest
 
 from tests.browser.helpers import TIMINGS, MturkSite
 
-
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 IN_CI = os.environ.get("CI", "").lower() == "true"
