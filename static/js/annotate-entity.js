@@ -57,7 +57,7 @@
       prevEnd = s.end;
     });
     box.append(p);
-    $("doc-meta").replaceChildren(el("strong", {}, doc.title || doc.doc_id), " · ", doc.doc_id,
+    $("doc-meta").replaceChildren(el("strong", {}, doc.title || doc.doc_id), doc.title ? " · " + doc.doc_id : "",
       " · ", String(doc.sentences.length), " sentences");
   }
 

@@ -29,7 +29,7 @@
       prevEnd = s.end;
     });
     box.append(p);
-    $("doc-meta").replaceChildren(el("strong", {}, doc.title || doc.doc_id), " · ", doc.doc_id,
+    $("doc-meta").replaceChildren(el("strong", {}, doc.title || doc.doc_id), doc.title ? " · " + doc.doc_id : "",
       " · ", String(doc.mentions.length), " mentions · ", String(pairs.length), " pairs");
   }
 

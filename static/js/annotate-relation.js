@@ -56,7 +56,7 @@
       p.append(span, " ");
     }
     box.append(p);
-    $("doc-meta").replaceChildren(el("strong", {}, q.title || q.doc_id), " · ", q.doc_id);
+    $("doc-meta").replaceChildren(el("strong", {}, q.title || q.doc_id), q.title ? " · " + q.doc_id : "");
   }
 
   function mentionLabel(m, cls) {
