@@ -34,8 +34,9 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from kbpo.models import Corpus, Document, Sentence
-from kbpo.schema import GPE, NO_RELATION, ORG, PER, TYPE_RANK, pair_types_compatible, predicates_for
+from kbpo.schema import GPE, NO_RELATION, ORG, PER, predicates_for
 
+from .candidates import document_pairs
 from .intake import answers_stored
 from .mention_aggregation import aggregate_mentions, document_tokens
 from .models import (
@@ -339,28 +340,17 @@ class CandidatePair:
 
 
 def exhaustive_candidate_pairs(document: Document) -> list[CandidatePair]:
-    """Every same-sentence pair of the document's gold mentions that a relation can join.
+    """The pairs an exhaustive-relations task asks about, as the task page shows them.
 
-    Pairs are in canonical order (type rank, then the earlier span first). Mentions of
-    one entity are not paired with each other (that would be a self-relation).
+    The pair list itself comes from `annotations.candidates.document_pairs`, which the
+    page and the intake validation use too, so the three can never disagree.
     """
-    mentions = list(GoldMention.objects.filter(document=document).order_by("begin", "end")
-                    .values_list("begin", "end", "type", "entity"))
-    out: list[CandidatePair] = []
-    for sid, sb, se in Sentence.objects.filter(document=document).order_by("index").values_list(
-            "pk", "begin", "end"):
-        inside = [m for m in mentions if sb <= m[0] and m[1] <= se]
-        for i, a in enumerate(inside):
-            for b in inside[i + 1:]:
-                if a[3] == b[3] or not pair_types_compatible(a[2], b[2]):
-                    continue
-                if (TYPE_RANK[a[2]], a[0], a[1]) > (TYPE_RANK[b[2]], b[0], b[1]):
-                    a_, b_ = b, a
-                else:
-                    a_, b_ = a, b
-                out.append(CandidatePair((a_[0], a_[1]), a_[2], (b_[0], b_[1]), b_[2], sid,
-                                         a_[3]))
-    return out
+    sentence_ids = list(Sentence.objects.filter(document=document).order_by("index")
+                        .values_list("pk", flat=True))
+    return [CandidatePair((p.subject.begin, p.subject.end), p.subject.type,
+                          (p.object.begin, p.object.end), p.object.type,
+                          sentence_ids[p.sentence_index], p.subject.entity)
+            for p in document_pairs(document)]
 
 
 # --- aggregation -------------------------------------------------------------------

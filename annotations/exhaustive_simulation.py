@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbpo.models import Corpus
-from kbpo.schema import ENTITY_TYPES
+from kbpo.schema import ENTITY_TYPES, NO_RELATION
 
 from .exhaustive import DOCUMENT_KINDS, exhaustive_candidate_pairs
 from .intake import AnswerIn, IntakeError, submit_assignment, worker_for
@@ -37,15 +37,16 @@ def entity_answer(worker: SimWorker, text: str, gold_mentions: list[dict], seed:
         if cur is None or (e - b, -b) > (cur[1] - cur[0], -cur[0]):
             longest[m["entity"]] = (b, e)
     out: list[dict] = []
+    spam_types = {k: rng.choice(ENTITY_TYPES) for k in range(5)}
     for m in gold_mentions:
         (b, e), typ, entity = m["span"], m["type"], str(m["entity"])
         canonical = longest[m["entity"]] == (b, e)
         link = m.get("link") or ""
         if worker.spammer:
             if rng.random() < 0.5:
-                out.append({"begin": b, "end": e, "type": rng.choice(ENTITY_TYPES),
-                            "entity": f"s{rng.randrange(5)}", "canonical": rng.random() < 0.3,
-                            "link": ""})
+                k = rng.randrange(5)
+                out.append({"begin": b, "end": e, "type": spam_types[k], "entity": f"s{k}",
+                            "canonical": False, "link": ""})
             continue
         if rng.random() >= worker.accuracy:
             error = rng.choice(("miss", "first-word", "type", "split"))
@@ -53,13 +54,33 @@ def entity_answer(worker: SimWorker, text: str, gold_mentions: list[dict], seed:
                 continue
             if error == "first-word" and " " in text[b:e]:
                 e = b + text[b:e].index(" ")
-            elif error == "type":
+            elif error == "type":  # a mistyped mention becomes an entity of its own
                 typ = rng.choice([t for t in ENTITY_TYPES if t != typ])
+                entity, canonical = f"{entity}#type{b}", True
             elif error == "split":
                 entity, canonical = f"{entity}#split{b}", True
         out.append({"begin": b, "end": e, "type": typ, "entity": entity,
                     "canonical": canonical, "link": link})
-    return out
+    return _well_formed(out)
+
+
+def _well_formed(mentions: list[dict]) -> list[dict]:
+    """Make an answer one the task page could have produced.
+
+    The page gives every entity exactly one canonical mention and one link; a worker's
+    mistakes (a missed canonical mention, a spammer's clusters) must not break that.
+    """
+    clusters: dict[str, list[dict]] = {}
+    for m in mentions:
+        clusters.setdefault(m["entity"], []).append(m)
+    for members in clusters.values():
+        head = next((m for m in members if m["canonical"]), None) or max(
+            members, key=lambda m: (m["end"] - m["begin"], -m["begin"]))
+        link = next((m["link"] for m in members if m["link"]), "")
+        for m in members:
+            m["canonical"] = m is head
+            m["link"] = link
+    return mentions
 
 
 def exhaustive_answer(worker: SimWorker, doc_id: str, pairs: list, key: GoldKey, seed: int,
@@ -67,7 +88,10 @@ def exhaustive_answer(worker: SimWorker, doc_id: str, pairs: list, key: GoldKey,
     """One simulated worker's `relations`: a choice for every candidate pair."""
     out = []
     for i, c in enumerate(pairs):
-        truth = key.truth((doc_id, *c.subject, *c.object))
+        # When the aggregated types differ from gold, the page cannot offer the gold
+        # relation; a careful worker then answers "no relation".
+        truth = frozenset(p for p in key.truth((doc_id, *c.subject, *c.object))
+                          if p in c.options) or frozenset({NO_RELATION})
         choices = simulate_answer(worker, truth, c.options, seed, question_id * 100_000 + i)
         out.append({"subject": list(c.subject), "object": list(c.object), "choices": choices})
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.dispatch import Signal
 
-from kbpo.schema import NO_RELATION, predicates_for
+from kbpo.schema import ENTITY_TYPES, NO_RELATION, predicates_for
 
 from .models import (
     Assignment,
@@ -98,16 +98,155 @@ def allowed_choices(question: Question) -> set[str]:
     return {*predicates_for(pair.subject_type, pair.object_type), NO_RELATION}
 
 
-def _check_choices(question: Question, answer: AnswerIn, where: str) -> None:
-    if question.kind != TaskKind.RELATION:
-        return  # document tasks carry their spans and relations in `extra`
-    allowed = allowed_choices(question)
-    bad = [c for c in answer.choices if c not in allowed]
+DONE = "done"
+MAX_LINK_CHARS = 500
+MAX_ENTITY_LABEL_CHARS = 300
+
+
+def _check_relation_choices(choices: tuple[str, ...] | list[str], allowed: set[str],
+                            where: str) -> None:
+    bad = [c for c in choices if c not in allowed]
     if bad:
         raise IntakeError(f"{where}: {bad[0]!r} is not an option for this pair "
                           f"(allowed: {', '.join(sorted(allowed))})", where)
-    if NO_RELATION in answer.choices and len(answer.choices) > 1:
+    if NO_RELATION in choices and len(choices) > 1:
         raise IntakeError(f"{where}: 'no_relation' cannot be combined with a relation", where)
+
+
+def _check_done(answer: AnswerIn, where: str) -> None:
+    if answer.choices != (DONE,):
+        raise IntakeError(f"{where}: a document task is answered with choices [\"done\"]; "
+                          "its spans and relations go in extra", where)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _span(value: object, where: str) -> tuple[int, int]:
+    if (not isinstance(value, list) or len(value) != 2 or not all(_is_int(v) for v in value)
+            or not 0 <= value[0] < value[1]):
+        raise IntakeError(f"{where}: expected [begin, end] character offsets with begin < end",
+                          where)
+    return value[0], value[1]
+
+
+def _token_bounds(question: Question) -> tuple[set[int], set[int], list[tuple[int, int]]]:
+    """Token begins, token ends and sentence spans of the question's document."""
+    begins: set[int] = set()
+    ends: set[int] = set()
+    sentences: list[tuple[int, int]] = []
+    for s in question.document.sentences.order_by("index"):
+        sentences.append((s.begin, s.end))
+        begins.update(s.tokens[0::2])
+        ends.update(s.tokens[1::2])
+    return begins, ends, sentences
+
+
+def check_entity_answer(question: Question, answer: AnswerIn, where: str) -> None:
+    """Validate `extra.mentions` of an entity question (see docs/annotating.md)."""
+    _check_done(answer, f"{where}.choices")
+    mentions = answer.extra.get("mentions")
+    if not isinstance(mentions, list):
+        raise IntakeError(f"{where}.extra.mentions: expected a list of mentions",
+                          f"{where}.extra.mentions")
+    begins, ends, sentences = _token_bounds(question)
+    seen: set[tuple[int, int]] = set()
+    clusters: dict[str, dict[str, object]] = {}
+    for j, m in enumerate(mentions):
+        at = f"{where}.extra.mentions[{j}]"
+        if not isinstance(m, dict):
+            raise IntakeError(f"{at}: expected an object", at)
+        b, e = m.get("begin"), m.get("end")
+        if not (_is_int(b) and _is_int(e) and 0 <= b < e):
+            raise IntakeError(f"{at}: begin and end must be character offsets with begin < end",
+                              at)
+        if b not in begins or e not in ends:
+            raise IntakeError(f"{at}: span {b}-{e} does not start and end on token "
+                              "boundaries", at)
+        if not any(sb <= b and e <= se for sb, se in sentences):
+            raise IntakeError(f"{at}: span {b}-{e} crosses a sentence boundary", at)
+        if (b, e) in seen:
+            raise IntakeError(f"{at}: span {b}-{e} is marked twice", at)
+        seen.add((b, e))
+        typ = m.get("type")
+        if typ not in ENTITY_TYPES:
+            raise IntakeError(f"{at}.type: expected one of {', '.join(ENTITY_TYPES)}",
+                              f"{at}.type")
+        entity = m.get("entity")
+        if not isinstance(entity, str) or not 0 < len(entity) <= MAX_ENTITY_LABEL_CHARS:
+            raise IntakeError(f"{at}.entity: expected an entity label "
+                              f"(1–{MAX_ENTITY_LABEL_CHARS} characters)", f"{at}.entity")
+        if not isinstance(m.get("canonical"), bool):
+            raise IntakeError(f"{at}.canonical: expected true or false", f"{at}.canonical")
+        link = m.get("link", "")
+        if not isinstance(link, str) or len(link) > MAX_LINK_CHARS or (
+                link and (not link.startswith("Wikipedia:") or len(link) == len("Wikipedia:"))):
+            raise IntakeError(f"{at}.link: expected \"Wikipedia:Title\" or an empty string",
+                              f"{at}.link")
+        c = clusters.setdefault(entity, {"type": typ, "link": link, "canonical": 0})
+        if c["type"] != typ:
+            raise IntakeError(f"{at}.type: entity {entity!r} mixes types {c['type']} and "
+                              f"{typ}; give every mention of an entity the same type",
+                              f"{at}.type")
+        if c["link"] != link:
+            raise IntakeError(f"{at}.link: entity {entity!r} has two different links",
+                              f"{at}.link")
+        c["canonical"] = int(c["canonical"]) + int(m["canonical"])
+    for entity, c in clusters.items():
+        if c["canonical"] != 1:
+            raise IntakeError(f"{where}.extra.mentions: entity {entity!r} needs exactly one "
+                              f"canonical mention (has {c['canonical']})",
+                              f"{where}.extra.mentions")
+
+
+def check_exhaustive_answer(question: Question, answer: AnswerIn, where: str) -> None:
+    """Validate `extra.relations` against the candidate pairs the page showed."""
+    from .candidates import document_pairs
+
+    _check_done(answer, f"{where}.choices")
+    relations = answer.extra.get("relations")
+    if not isinstance(relations, list):
+        raise IntakeError(f"{where}.extra.relations: expected a list of judged pairs",
+                          f"{where}.extra.relations")
+    candidates = {p.key: p for p in document_pairs(question.document)}
+    seen: set[tuple[tuple[int, int], tuple[int, int]]] = set()
+    for j, r in enumerate(relations):
+        at = f"{where}.extra.relations[{j}]"
+        if not isinstance(r, dict):
+            raise IntakeError(f"{at}: expected an object", at)
+        key = (_span(r.get("subject"), f"{at}.subject"), _span(r.get("object"), f"{at}.object"))
+        pair = candidates.get(key)
+        if pair is None:
+            raise IntakeError(f"{at}: {key[0][0]}-{key[0][1]} / {key[1][0]}-{key[1][1]} is not "
+                              "a candidate pair of this document (subject first, canonical "
+                              "order)", at)
+        if key in seen:
+            raise IntakeError(f"{at}: this pair is judged twice", at)
+        seen.add(key)
+        choices = r.get("choices")
+        if (not isinstance(choices, list) or not choices
+                or not all(isinstance(c, str) for c in choices)):
+            raise IntakeError(f"{at}.choices: expected a non-empty list of relation names",
+                              f"{at}.choices")
+        allowed = {*predicates_for(pair.subject.type, pair.object.type), NO_RELATION}
+        _check_relation_choices(choices, allowed, f"{at}.choices")
+    missing = [k for k in candidates if k not in seen]
+    if missing:
+        (sb, se), (ob, oe) = missing[0]
+        raise IntakeError(f"{where}.extra.relations: {len(missing)} candidate pair(s) have no "
+                          f"judgement, e.g. {sb}-{se} / {ob}-{oe}", f"{where}.extra.relations")
+
+
+def _check_choices(question: Question, answer: AnswerIn, where: str) -> None:
+    if question.kind == TaskKind.ENTITY:
+        check_entity_answer(question, answer, where.removesuffix(".choices"))
+        return
+    if question.kind == TaskKind.EXHAUSTIVE:
+        check_exhaustive_answer(question, answer, where.removesuffix(".choices"))
+        return
+    allowed = allowed_choices(question)
+    _check_relation_choices(answer.choices, allowed, where)
 
 
 def worker_for(backend: str, external_id: str, user: object | None = None) -> CrowdWorker:
@@ -121,8 +260,11 @@ def worker_for(backend: str, external_id: str, user: object | None = None) -> Cr
 
 
 def _same_answers(assignment: Assignment, answers: Iterable[AnswerIn]) -> bool:
-    stored = {r.question_id: tuple(r.choices) for r in assignment.responses.all()}
-    return stored == {a.question_id: a.choices for a in answers}
+    # Document tasks carry their answer in `extra`, so it takes part in the comparison.
+    stored = {r.question_id: (tuple(r.choices), r.extra if r.choices == [DONE] else None)
+              for r in assignment.responses.all()}
+    return stored == {a.question_id: (a.choices, a.extra if a.choices == (DONE,) else None)
+                      for a in answers}
 
 
 def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
@@ -150,7 +292,7 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
         if Assignment.objects.filter(hit=locked, worker=worker).exists():
             raise IntakeError("this worker already answered this HIT", "workerId", status=409)
         items = {hq.question_id: hq.question for hq in
-                 locked.items.select_related("question__pair")}
+                 locked.items.select_related("question__pair", "question__document")}
         given = [a.question_id for a in answers]
         if len(set(given)) != len(given):
             raise IntakeError("a question is answered twice", "answers")

@@ -32,6 +32,7 @@ urlpatterns = [
     path("accounts/", include(account_patterns)),
     path("admin/", admin.site.urls),
     path("exhaustive/", include("annotations.exhaustive_urls")),
+    path("annotate/", include("annotations.urls")),
     path("", include("submissions.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
