@@ -327,3 +327,5 @@ CELERY_BEAT_SCHEDULE.update({
     "annotations-worker-quality": {"task": "annotations.worker_quality",
                                    "schedule": float(KBPO_CROWD_QUALITY_INTERVAL)},
 })
+# The bonus the admin's "pay the standard bonus" action grants, in dollars.
+KBPO_BONUS_USD = env_float("KBPO_BONUS_USD", 0.10)
