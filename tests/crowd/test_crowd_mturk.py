@@ -86,7 +86,7 @@ def test_hit_is_created_with_our_question_and_token(posted, fake) -> None:
     assert hit_type.reward == Decimal("0.15") and "related" in hit_type.title
     comparators = {r["QualificationTypeId"]: r["Comparator"] for r in hit_type.requirements}
     assert comparators[mturk.QUAL_APPROVAL_RATE] == "GreaterThanOrEqualTo"
-    assert comparators[mturk.QUAL_LOCALE] == "In"
+    assert comparators[mturk.QUAL_LOCALE] == "EqualTo"  # one country: US
     assert comparators[backends.block_qualification_id()] == "DoesNotExist"
     # Posting again (a redelivered task) does nothing.
     backends.post_hit(hit)
