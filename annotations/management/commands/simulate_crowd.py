@@ -60,7 +60,7 @@ class Command(BaseCommand):
         parser.add_argument("--max-rounds", type=int, default=20)
 
     def handle(self, *args: object, **opts: object) -> None:
-        gold: Path = opts["gold"]  # type: ignore[assignment]
+        gold = Path(str(opts["gold"]))
         if not gold.is_file():
             raise CommandError(f"--gold {gold}: no such file (the demo world writes gold.jsonl)")
         try:
