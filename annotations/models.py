@@ -98,6 +98,27 @@ class HitState(models.TextChoices):
     CANCELLED = "cancelled", "cancelled"
 
 
+class HitBatch(models.Model):
+    """The HITs one planning run created for one submission (agreement is kept per batch)."""
+
+    corpus = models.ForeignKey("kbpo.Corpus", on_delete=models.CASCADE, related_name="batches")
+    submission = models.ForeignKey("submissions.Submission", null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="batches")
+    kind = models.CharField(max_length=16, choices=TaskKind.choices, default=TaskKind.RELATION)
+    n_questions = models.PositiveIntegerField(default=0)
+    cost_estimate = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    alpha = models.FloatField(null=True, blank=True,
+                              help_text="Krippendorff's alpha (nominal) over the batch's answers.")
+    n_answers = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "HIT batches"
+
+    def __str__(self) -> str:
+        return f"batch {self.pk} ({self.n_questions} questions)"
+
+
 class Hit(models.Model):
     """A unit of crowd work grouping one or more questions (an MTurk HIT)."""
 
@@ -107,6 +128,8 @@ class Hit(models.Model):
     state = models.CharField(max_length=16, choices=HitState.choices, default=HitState.PENDING,
                              db_index=True)
     questions = models.ManyToManyField(Question, through="HitQuestion", related_name="hits")
+    batch = models.ForeignKey(HitBatch, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="hits")
     submission = models.ForeignKey("submissions.Submission", null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="hits",
                                    help_text="Budget the cost is charged to.")

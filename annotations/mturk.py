@@ -479,6 +479,27 @@ def create_hit(
     return response["HIT"]["HITId"]
 
 
+def add_assignments(client: MTurkClient, hit_id: str, count: int, token: str) -> bool:
+    """Raise a HIT's MaxAssignments by ``count`` once per token (ties need another answer).
+
+    True if added now, False if MTurk says this token was already used. Callers verify
+    the result against ``get_hit(...)["MaxAssignments"]`` rather than trusting either.
+    MTurk refuses to take a HIT from under 10 assignments to 10 or more.
+    """
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    if not 1 <= len(token) <= MAX_TOKEN_LENGTH:
+        raise ValueError("token must be 1..64 characters")
+    try:
+        _call(client, "create_additional_assignments_for_hit", HITId=hit_id,
+              NumberOfAdditionalAssignments=count, UniqueRequestToken=token)
+    except MTurkError as err:
+        if _looks_like_token_reuse(err, token):
+            return False
+        raise
+    return True
+
+
 def _recover_hit(client: MTurkClient, err: MTurkError, annotation: str) -> str | None:
     for candidate in _HIT_ID_RE.findall(err.message):
         try:

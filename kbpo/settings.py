@@ -202,6 +202,8 @@ CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL or None
 CELERY_TASK_ACKS_LATE = True
+# Tasks a worker enqueues itself (ingest → plan → aggregate) go to this queue.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
@@ -277,3 +279,59 @@ KBPO_CONFIDENCE = env_float("KBPO_CONFIDENCE", 0.9)
 # exhaustive-relation tasks per candidate pair (per assignment, rounded to cents).
 KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD", 0.002)
 KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD", 0.02)
+
+# Crowd pipeline (docs/crowd.md): MTurk HIT types, periodic work, payments.
+# One HIT type per task kind; the reward is per HIT (per-question reward × questions).
+KBPO_MTURK_TOKEN_NAMESPACE = os.environ.get("KBPO_MTURK_TOKEN_NAMESPACE", "kbpo")
+KBPO_MTURK_HIT_TYPES = {
+    kind: {
+        "title": os.environ.get(f"KBPO_MTURK_{kind.upper()}_TITLE", title),
+        "description": os.environ.get(f"KBPO_MTURK_{kind.upper()}_DESCRIPTION", description),
+        "keywords": env_list(f"KBPO_MTURK_{kind.upper()}_KEYWORDS", keywords),
+    }
+    for kind, title, description, keywords in [
+        ("relation", "How are two highlighted names related in a sentence?",
+         "Read short news sentences and choose the relation (if any) that each sentence "
+         "states between two highlighted names.", "relation,sentence,reading,nlp"),
+        ("entity", "Mark the names of people, organisations and places in a news article",
+         "Select every name in a short news article, give its type and group the names "
+         "that refer to the same entity.", "entity,names,annotation,nlp"),
+        ("exhaustive", "Find every relation between names in a news article",
+         "For each pair of highlighted names in the same sentence, choose the relation the "
+         "sentence states, if any.", "relation,annotation,nlp"),
+    ]
+}
+KBPO_MTURK_ASSIGNMENT_DURATION = env_int("KBPO_MTURK_ASSIGNMENT_DURATION", 30 * 60)
+KBPO_MTURK_AUTO_APPROVAL_DELAY = env_int("KBPO_MTURK_AUTO_APPROVAL_DELAY", 3 * 24 * 3600)
+KBPO_MTURK_LIFETIME = env_int("KBPO_MTURK_LIFETIME", 3 * 24 * 3600)
+KBPO_MTURK_FRAME_HEIGHT = env_int("KBPO_MTURK_FRAME_HEIGHT", 800)
+# Qualification requirements; 0 / empty disables one.
+KBPO_MTURK_MIN_APPROVAL_RATE = env_int("KBPO_MTURK_MIN_APPROVAL_RATE", 95)
+KBPO_MTURK_MIN_APPROVED_HITS = env_int("KBPO_MTURK_MIN_APPROVED_HITS", 100)
+KBPO_MTURK_COUNTRIES = env_list("KBPO_MTURK_COUNTRIES", "US")
+# Workers holding this qualification do not see our HITs (created on first use by name,
+# or give the id of an existing one).
+KBPO_MTURK_BLOCK_QUALIFICATION_NAME = os.environ.get(
+    "KBPO_MTURK_BLOCK_QUALIFICATION_NAME", "KBPO blocked workers")
+KBPO_MTURK_BLOCK_QUALIFICATION_ID = os.environ.get("KBPO_MTURK_BLOCK_QUALIFICATION_ID", "")
+KBPO_MTURK_MAX_ATTEMPTS = env_int("KBPO_MTURK_MAX_ATTEMPTS", 8)
+# A posted HIT whose questions still need answers is extended by this much when it expires.
+KBPO_MTURK_EXTEND_SECONDS = env_int("KBPO_MTURK_EXTEND_SECONDS", 2 * 24 * 3600)
+# An assignment contradicting the crowd on every question of a HIT with at least this
+# many questions is rejected as spam (0 disables automatic rejection).
+KBPO_REJECT_MIN_QUESTIONS = env_int("KBPO_REJECT_MIN_QUESTIONS", 3)
+# Periodic crowd work (seconds): re-drive stuck planning/posting, MTurk sync, worker quality.
+KBPO_CROWD_REDRIVE_AFTER = env_int("KBPO_CROWD_REDRIVE_AFTER", 900)
+KBPO_CROWD_REDRIVE_INTERVAL = env_int("KBPO_CROWD_REDRIVE_INTERVAL", 300)
+KBPO_CROWD_SYNC_INTERVAL = env_int("KBPO_CROWD_SYNC_INTERVAL", 300)
+KBPO_CROWD_QUALITY_INTERVAL = env_int("KBPO_CROWD_QUALITY_INTERVAL", 3600)
+CELERY_BEAT_SCHEDULE.update({
+    "annotations-redrive": {"task": "annotations.redrive",
+                            "schedule": float(KBPO_CROWD_REDRIVE_INTERVAL)},
+    "annotations-sync-mturk": {"task": "annotations.sync_mturk",
+                               "schedule": float(KBPO_CROWD_SYNC_INTERVAL)},
+    "annotations-worker-quality": {"task": "annotations.worker_quality",
+                                   "schedule": float(KBPO_CROWD_QUALITY_INTERVAL)},
+})
+# The bonus the admin's "pay the standard bonus" action grants, in dollars.
+KBPO_BONUS_USD = env_float("KBPO_BONUS_USD", 0.10)

@@ -72,7 +72,9 @@ def celery_worker_process(django_db_setup: None, django_db_blocker: object) -> I
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "kbpo", "worker", "-Q", queue, "-c", "2",
          "--without-gossip", "--without-mingle", "--loglevel", "INFO", "-n", f"{queue}@%h"],
-        cwd=ROOT, env=_worker_env(connection.settings_dict["NAME"]), stdout=log,
+        cwd=ROOT, env={**_worker_env(connection.settings_dict["NAME"]),
+                       # tasks the worker enqueues itself must reach this worker too
+                       "CELERY_TASK_DEFAULT_QUEUE": queue}, stdout=log,
         stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60

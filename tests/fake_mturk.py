@@ -827,6 +827,31 @@ class FakeMTurk:
         self._remember_token("hit", params.get("UniqueRequestToken"), hit.id)
         return {"HIT": self._hit_json(hit)}
 
+    def _op_CreateAdditionalAssignmentsForHIT(self, params: dict[str, Any]) -> dict[str, Any]:
+        token = params.get("UniqueRequestToken")
+        if token and ("extra", token) in self._tokens:
+            raise _request_error(f'The idempotency token "{token}" has already been processed.')
+        hit = self._get_hit(params["HITId"])
+        count = params["NumberOfAdditionalAssignments"]
+        if count < 1:
+            raise _request_error("NumberOfAdditionalAssignments must be a positive integer.")
+        if hit.max_assignments < 10 <= hit.max_assignments + count:
+            raise _request_error(
+                "HITs created with fewer than 10 assignments cannot be extended to have 10 "
+                "or more assignments.", "AWS.MechanicalTurk.InvalidMaximumAssignmentsIncrease")
+        if self.now() < hit.expiration:
+            # Live HIT: the new slots are held now (an expired one holds them when extended).
+            cost = hit.unit_cost * count
+            if cost > self.available:
+                raise _request_error("This Requester has insufficient funds in their account "
+                                     "to complete this transaction.",
+                                     "AWS.MechanicalTurk.InsufficientFunds")
+            self.available -= cost
+            hit.open_slots_held += count
+        hit.max_assignments += count
+        self._remember_token("extra", token, hit.id)
+        return {}
+
     def _op_GetHIT(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"HIT": self._hit_json(self._get_hit(params["HITId"]))}
 

@@ -1,0 +1,169 @@
+"""`manage.py simulate_crowd --gold gold.jsonl`: a simulated crowd answers the open HITs.
+
+Every posted simulated/local relation HIT gets its missing assignments from a pool of
+simulated workers (per-worker accuracy, a few spammers; `annotations.simulation`), sent
+through `intake.submit_assignment` — the path real answers take — and aggregated. Rounds
+repeat until no HIT needs answers (ties ask for more). See docs/crowd.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import Count, F
+
+from annotations import budget, pipeline
+from annotations.intake import AnswerIn, IntakeError, allowed_choices, submit_assignment, worker_for
+from annotations.models import (
+    Backend,
+    Hit,
+    HitState,
+    PairLabel,
+    Question,
+    QuestionState,
+    Response,
+    TaskKind,
+)
+from annotations.simulation import NO_RELATION, GoldKey, assign_workers, make_pool, simulate_answer
+from kbpo.models import Corpus
+
+
+def truth_for(key: GoldKey, question: Question) -> frozenset[str]:
+    """The gold answer the interface can express for this pair (its type-valid options)."""
+    pair = question.pair
+    truth = key.truth((pair.document.doc_id, pair.subject_begin, pair.subject_end,
+                       pair.object_begin, pair.object_end))
+    allowed = allowed_choices(question)
+    kept = frozenset(t for t in truth if t in allowed)
+    return kept or frozenset({NO_RELATION})
+
+
+class Command(BaseCommand):
+    help = ("Answer every open question of posted simulated/local HITs with a pool of "
+            "simulated workers reading the gold key (gold.jsonl of the demo world), through "
+            "the same intake path as real answers, until no question needs answers.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--gold", type=Path, required=True,
+                            help="gold.jsonl of the demo world (docs/demo-world.md)")
+        parser.add_argument("--workers", type=int, default=20, help="pool size (default 20)")
+        parser.add_argument("--error-rate", type=float, default=0.1,
+                            help="mean error rate of honest workers (default 0.1)")
+        parser.add_argument("--spammers", type=float, default=0.1,
+                            help="share of workers answering at random (default 0.1)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--corpus", default=None, help="only HITs of this corpus tag")
+        parser.add_argument("--max-rounds", type=int, default=20)
+
+    def handle(self, *args: object, **opts: object) -> None:
+        gold = Path(str(opts["gold"]))
+        if not gold.is_file():
+            raise CommandError(f"--gold {gold}: no such file (the demo world writes gold.jsonl)")
+        try:
+            key = GoldKey.load(gold)
+            pool = make_pool(int(opts["workers"]), float(opts["error_rate"]),  # type: ignore[arg-type]
+                             int(opts["seed"]), float(opts["spammers"]))  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        seed = int(opts["seed"])  # type: ignore[arg-type]
+        corpus = None
+        if opts["corpus"]:
+            corpus = Corpus.objects.filter(tag=opts["corpus"]).first()
+            if corpus is None:
+                raise CommandError(f"--corpus {opts['corpus']}: no such corpus")
+        hits = Hit.objects.filter(state=HitState.POSTED, kind=TaskKind.RELATION,
+                                  backend__in=(Backend.SIMULATED, Backend.LOCAL))
+        if corpus is not None:
+            hits = hits.filter(corpus=corpus)
+        started = time.monotonic()
+        labels_before = PairLabel.objects.count()
+        touched: set[int] = set()
+        totals: Counter[str] = Counter()
+        for round_no in range(1, int(opts["max_rounds"]) + 1):  # type: ignore[arg-type]
+            answered, qids = self._round(hits, pool, key, seed, round_no, totals)
+            touched.update(qids)
+            if qids:
+                pipeline.aggregate(qids)
+            waiting = Question.objects.filter(pk__in=touched, state=QuestionState.OPEN).count()
+            self.stdout.write(f"round {round_no}: {answered} assignments on "
+                              f"{len(set(qids))} questions; "
+                              f"{PairLabel.objects.count() - labels_before} new labels; "
+                              f"{waiting} questions still open")
+            if answered == 0:
+                break
+        self._summary(key, touched, totals, labels_before, time.monotonic() - started, corpus)
+
+    def _round(self, hits, pool, key: GoldKey, seed: int, round_no: int,
+               totals: Counter[str]) -> tuple[int, list[int]]:
+        answered = 0
+        qids: list[int] = []
+        open_hits = (hits.annotate(n=Count("assignments")).filter(n__lt=F("max_assignments"))
+                     .order_by("pk"))
+        for hit in open_hits:
+            items = list(hit.items.select_related("question__pair__document").order_by("position"))
+            done = set(Response.objects.filter(question__in=[i.question for i in items])
+                       .values_list("worker__external_id", flat=True))
+            done |= set(hit.assignments.values_list("worker__external_id", flat=True))
+            need = hit.max_assignments - hit.n
+            for sim in assign_workers(pool, need, seed, hit.pk * 100 + round_no, exclude=done):
+                answers = [AnswerIn(i.question_id, tuple(simulate_answer(
+                    sim, truth_for(key, i.question), sorted(allowed_choices(i.question)),
+                    seed, i.question_id))) for i in items]
+                worker = worker_for(Backend.SIMULATED, sim.worker_id)
+                try:
+                    submit_assignment(hit=hit, worker=worker,
+                                      assignment_id=f"sim-{hit.pk}-{sim.worker_id}",
+                                      answers=answers, source="simulated")
+                except IntakeError as exc:
+                    totals["refused"] += 1
+                    self.stderr.write(f"HIT {hit.pk}: {sim.worker_id} refused: {exc.message}")
+                    continue
+                answered += 1
+                totals["assignments"] += 1
+                totals["answers"] += len(answers)
+                qids.extend(i.question_id for i in items)
+        return answered, qids
+
+    def _summary(self, key: GoldKey, touched: set[int], totals: Counter[str],
+                 labels_before: int, seconds: float, corpus: Corpus | None) -> None:
+        questions = list(Question.objects.filter(pk__in=touched)
+                         .select_related("pair__document"))
+        labels = dict(PairLabel.objects.filter(pair_id__in=[q.pair_id for q in questions])
+                      .values_list("pair_id", "predicates"))
+        report = pipeline.update_worker_quality(corpus.pk if corpus else None)
+        majority_ok = ds_ok = judged = 0
+        for q in questions:
+            if q.pair_id not in labels:
+                continue
+            truth = truth_for(key, q)
+            judged += 1
+            majority_ok += frozenset(labels[q.pair_id]) == truth
+            ds_ok += frozenset(report.ds_labels.get(q.pk, [])) == truth
+        spend = budget.spend()
+        new_labels = PairLabel.objects.count() - labels_before
+        self.stdout.write(self.style.SUCCESS(
+            f"\n{totals['assignments']} assignments, {totals['answers']} answers "
+            f"({totals['refused']} refused) in {seconds:.1f} s; {new_labels} new labels."))
+        if judged:
+            self.stdout.write(f"accuracy against gold on {judged} labelled questions: "
+                              f"majority {majority_ok / judged:.3f}, "
+                              f"Dawid–Skene {ds_ok / judged:.3f}")
+        for cid, alpha in report.alpha.items():
+            shown = "n/a" if alpha is None else f"{alpha:.3f}"
+            self.stdout.write(f"Krippendorff's alpha (corpus {cid}): {shown}")
+        if report.flagged:
+            self.stdout.write(f"flagged workers (agreement below threshold): "
+                              f"{', '.join(report.flagged)}")
+        per_pair = (spend.committed / new_labels).quantize(Decimal("0.001")) if new_labels \
+            else None
+        self.stdout.write(f"money: ${spend.spent} spent, ${spend.committed} committed of "
+                          f"${spend.cap}" + (f"; ${per_pair} committed per new label"
+                                             if per_pair is not None else ""))
+        held = Hit.objects.filter(state=HitState.PENDING).exclude(post_error="").count()
+        if held:
+            self.stdout.write(self.style.WARNING(
+                f"{held} HIT(s) are held (budget or posting errors); see the admin."))
