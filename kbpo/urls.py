@@ -32,6 +32,7 @@ urlpatterns = [
     path("accounts/", include(account_patterns)),
     path("admin/", admin.site.urls),
     path("", include("submissions.urls")),
+    path("", include("estimation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
