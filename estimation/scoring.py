@@ -159,8 +159,13 @@ def _num(x: float) -> float | None:
 
 
 def _consistent_snapshot() -> None:
-    """On Postgres, read draws, labels and gold from one snapshot."""
-    if connection.vendor == "postgresql":
+    """On Postgres, read draws, labels and gold from one snapshot.
+
+    Only possible as the first statement of an outermost transaction (inside a test's
+    wrapping transaction it is skipped; statement-level snapshots are still correct
+    for the generation protocol, just less tidy).
+    """
+    if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
@@ -247,8 +252,11 @@ def mark_scored(sub: Submission, run: ScoreRun) -> bool:
     score = (SystemScore.objects.filter(run=run, submission=sub, scheme=run.draw_scheme)
              .first())
     message = "All sampled predictions are labelled."
-    if score and score.f1_joint is not None:
-        message += f" F1 {score.f1_joint:.3f} [{score.f1_joint_lo:.3f}, {score.f1_joint_hi:.3f}]."
+    if score is not None:
+        parts = [f"{m} {est:.3f} [{lo:.3f}, {hi:.3f}]" for m in METRICS
+                 for est, lo, hi in [score.interval(m)] if est is not None]
+        if parts:
+            message += f" {run.draw_scheme} scheme: " + ", ".join(parts) + "."
     with transaction.atomic():
         try:
             transition(sub, State.SCORED, message)
