@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotations.models import PairLabel, SampleDraw
+from annotations.models import (
+    ExhaustiveDocument,
+    ExhaustiveStage,
+    GoldRelation,
+    PairLabel,
+    SampleDraw,
+)
 from kbpo.models import Corpus, Document
 from submissions.models import MentionPair, RelationInstance, State, Submission
 from tests.factories import make_corpus, make_pair, make_submission, make_user, span
@@ -51,4 +57,14 @@ def build_world(tag: str = "t", state_a: str = State.SCORING,
     b.refresh_from_db()
     draw_all(a)
     draw_all(b)
+    # The document is exhaustively annotated: three true relations (recall is estimable).
+    ExhaustiveDocument.objects.create(corpus=corpus, document=doc, stage=ExhaustiveStage.SEED,
+                                      state=ExhaustiveDocument.State.COMPLETE)
+    for key, predicate in [("born", "per:place_of_birth"), ("wed", "per:spouse"),
+                           ("work", "per:employee_or_member_of")]:
+        p = pairs[key]
+        GoldRelation.objects.create(document=doc, subject_begin=p.subject_begin,
+                                    subject_end=p.subject_end, object_begin=p.object_begin,
+                                    object_end=p.object_end, predicate=predicate,
+                                    subject_entity=key)
     return World(corpus, pairs, a, b)
