@@ -32,7 +32,7 @@ KINDS = ("joint", "simple")
 METRIC_LABELS = {"precision": "Precision", "recall": "Recall", "f1": "F1"}
 
 # Geometry of the inline SVG error bars (viewBox units).
-BAR_WIDTH = 260
+BAR_WIDTH = 320
 BAR_PAD = 8
 
 

@@ -109,7 +109,7 @@ def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemSco
 
 # --- History plot (server-rendered SVG) -----------------------------------------------
 
-PLOT_W, PLOT_H = 300, 170
+PLOT_W, PLOT_H = 320, 180
 PAD_L, PAD_R, PAD_T, PAD_B = 34, 10, 10, 30
 MAX_POINTS = 200
 
@@ -189,7 +189,7 @@ def history(sub: Submission, scheme: str) -> History:
     if rows:
         for v in sorted({x0, x1}):
             x_ticks.append({"x": xs(0 if v == x0 else len(rows) - 1, v), "label": f"{v:,}"})
-    y_ticks = [{"y": ys(t), "label": f"{t:.1f}"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
+    y_ticks = [{"y": ys(t), "label": f"{t:g}"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
     return History(panels, len(rows), x_ticks, y_ticks)
 
 
