@@ -7,10 +7,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -25,8 +28,10 @@ from submissions.models import ACTIVE_STATES, Submission
 
 from . import leaderboard as lb
 from . import report
-from .models import METRICS
+from .models import METRICS, ScoringState
 from .scoring import latest_run
+
+BOARD_CACHE_SECONDS = 60
 
 # --- Leaderboard pages ------------------------------------------------------------------
 
@@ -48,22 +53,47 @@ def leaderboard_index(request: HttpRequest) -> HttpResponse:
     return render(request, "estimation/index.html", {"entries": entries})
 
 
+def _viewer_key(user: Any) -> str:
+    """What a cached board may be shared by: anonymous visitors, one user, or staff."""
+    if getattr(user, "is_staff", False):
+        return "staff"
+    return f"u{user.pk}" if getattr(user, "is_authenticated", False) else "anon"
+
+
+def _cache_key(kind_of: str, corpus: Corpus, run_id: int, user: Any, *parts: object) -> str:
+    return ":".join(str(p) for p in ("lb", kind_of, corpus.pk, run_id, _viewer_key(user),
+                                     *parts))
+
+
 @require_GET
 def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     corpus = get_object_or_404(Corpus, tag=tag)
     scheme, metric, kind = _params(request.GET)
     notice = ""
     try:
-        board = lb.build(corpus, request.user, scheme, metric, kind)
+        lb.validate(scheme, metric, kind)
     except lb.BadParameter as exc:
         notice = f"{exc}. Showing the default ordering instead."
-        board = lb.build(corpus, request.user)
-    state = getattr(corpus, "scoring_state", None)
+        scheme, metric, kind = "instance", "f1", "joint"
+    state = ScoringState.objects.filter(corpus=corpus).first()
+    recomputing = bool(state and not state.up_to_date)
+    run = latest_run(corpus)
+    # The board only changes with a new run; a short TTL bounds staleness of names,
+    # visibility and withdrawals between runs (a withdrawal also triggers a run).
+    key = _cache_key("page", corpus, run.pk if run else 0, request.user, scheme, metric, kind,
+                     recomputing)
+    board_html = cache.get(key)
+    if board_html is None:
+        board = lb.build(corpus, request.user, scheme, metric, kind, run=run)
+        board_html = render_to_string("estimation/_board.html", {
+            "corpus": corpus, "board": board, "metrics": lb.METRIC_LABELS,
+            "recomputing": recomputing, "bar_width": lb.BAR_WIDTH,
+            "sort_label": lb.METRIC_LABELS[metric]}, request)
+        cache.set(key, board_html, BOARD_CACHE_SECONDS)
     return render(request, "estimation/leaderboard.html", {
-        "corpus": corpus, "board": board, "notice": notice,
-        "schemes": lb.BOARD_SCHEMES, "metrics": lb.METRIC_LABELS, "kinds": lb.KINDS,
-        "recomputing": bool(state and not state.up_to_date),
-        "bar_width": lb.BAR_WIDTH, "sort_label": lb.METRIC_LABELS[board.metric],
+        "corpus": corpus, "board_html": mark_safe(board_html),  # our own escaped rendering
+        "notice": notice, "scheme": scheme, "metric": metric, "kind": kind,
+        "schemes": lb.BOARD_SCHEMES, "kinds": lb.KINDS,
     }, status=400 if notice else 200)
 
 
@@ -181,10 +211,18 @@ class LeaderboardAPIView(APIView):
             return Response({"detail": f"No corpus with tag {tag!r}."}, status=404)
         scheme, metric, kind = _params(request.query_params)
         try:
-            board = lb.build(corpus, request.user, scheme, metric, kind)
+            lb.validate(scheme, metric, kind)
         except lb.BadParameter as exc:
             return Response({exc.name: [str(exc)]}, status=400)
-        return Response(LeaderboardSerializer(lb.board_dict(board)).data)
+        run = latest_run(corpus)
+        key = _cache_key("api", corpus, run.pk if run else 0, request.user, scheme, metric,
+                         kind)
+        data = cache.get(key)
+        if data is None:
+            board = lb.build(corpus, request.user, scheme, metric, kind, run=run)
+            data = LeaderboardSerializer(lb.board_dict(board)).data
+            cache.set(key, data, BOARD_CACHE_SECONDS)
+        return Response(data)
 
 
 # --- Submission evaluation report -------------------------------------------------------

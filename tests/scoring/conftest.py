@@ -16,6 +16,9 @@ def eager_tasks(request: pytest.FixtureRequest, settings) -> Iterator[None]:
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    from django.core.cache import cache
+
+    cache.clear()  # leaderboard fragments are cached per run id, which SQLite may reuse
     if request.node.get_closest_marker("worker"):
         yield
         return

@@ -7,6 +7,7 @@ queued recomputations). At the end, the newest run must have seen every label.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -39,7 +40,7 @@ def test_labels_arriving_during_recomputes_are_never_lost() -> None:
     jobs: queue.Queue[int | None] = queue.Queue()
     slow_estimate = scoring.estimate
 
-    def estimate_slowly(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def estimate_slowly(*args, **kwargs):
         time.sleep(0.05)  # widen the window in which labels arrive mid-run
         return slow_estimate(*args, **kwargs)
 
@@ -90,5 +91,5 @@ def test_labels_arriving_during_recomputes_are_never_lost() -> None:
     last = max(runs, key=lambda r: r.generation)
     assert last.n_labels == N_LABELS  # the newest run saw every label
     # The lease serialises runs: no two overlap in time.
-    for a, b in zip(runs, runs[1:], strict=False):
+    for a, b in itertools.pairwise(runs):
         assert a.finished_at <= b.started_at

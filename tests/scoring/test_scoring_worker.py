@@ -18,7 +18,7 @@ from tests.factories import make_user
 from tests.scoring.scoring_demo import draw, exhaustive, label_from_gold, load_demo
 
 
-def _wait(predicate, timeout: float = 90, what: str = "") -> None:  # noqa: ANN001
+def _wait(predicate, timeout: float = 90, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
