@@ -187,8 +187,7 @@ def main() -> None:
         t = time.monotonic()
         cd = load_corpus_data(corpus)
         load_s = time.monotonic() - t
-        n_inst = sum(len(v) for v in cd.population.instances().values()) \
-            if hasattr(cd.population, "instances") else 0
+        n_inst = len(cd.population.instances()["pair"])
         print(f"load_corpus_data: {load_s:.2f} s ({n_inst:,} instances, {cd.n_labels:,} "
               f"labelled pairs)")
         recompute(corpus, trigger="warm-up")
@@ -207,9 +206,9 @@ def main() -> None:
                             progress=lambda m, marks=marks: marks.append((time.monotonic(), m)))
             total = time.monotonic() - t
             times.append(total)
-            steps = ("loaded", "estimated", "stored")
-            split = ", ".join(f"{name} at {ts - t:.2f} s" for (ts, _), name in
-                              zip(marks[1:4], steps, strict=False))
+            split = "; ".join(m.split(" (")[0] if "estimated" in m else
+                              f"{m.split(' ')[0]} at {ts - t:.2f} s"
+                              for ts, m in marks[1:4])
             print(f"batch {b + 1}: +{len(batch)} labels → {run.n_labels:,} labelled pairs; "
                   f"recompute {total:.2f} s ({split})")
         print(f"recompute per label batch at {args.systems} systems: median "

@@ -273,3 +273,9 @@ KBPO_WORKER_FLAG_MIN_ANSWERS = env_int("KBPO_WORKER_FLAG_MIN_ANSWERS", 20)
 KBPO_SAMPLING_SCHEME = os.environ.get("KBPO_SAMPLING_SCHEME", "instance")
 KBPO_TARGET_HALFWIDTH = env_float("KBPO_TARGET_HALFWIDTH", 0.05)
 KBPO_CONFIDENCE = env_float("KBPO_CONFIDENCE", 0.9)
+# Live scoring: label changes within this many seconds share one recomputation; a run
+# holds a lease this long (a crashed worker's run is retried after it expires).
+KBPO_SCORE_DEBOUNCE_SECONDS = env_float("KBPO_SCORE_DEBOUNCE_SECONDS", 2.0)
+KBPO_SCORE_LEASE_SECONDS = env_float("KBPO_SCORE_LEASE_SECONDS", 1800.0)
+# The sampling schemes whose scores every recomputation stores (the draw scheme always).
+KBPO_SCORE_SCHEMES = env_list("KBPO_SCORE_SCHEMES", "instance,predicate,entity,entity_relation")
