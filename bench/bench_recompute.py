@@ -187,7 +187,7 @@ def main() -> None:
         t = time.monotonic()
         cd = load_corpus_data(corpus)
         load_s = time.monotonic() - t
-        n_inst = len(cd.population.instances()["pair"])
+        n_inst = len(cd.population.instances()["system"])
         print(f"load_corpus_data: {load_s:.2f} s ({n_inst:,} instances, {cd.n_labels:,} "
               f"labelled pairs)")
         recompute(corpus, trigger="warm-up")
