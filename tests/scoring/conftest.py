@@ -33,3 +33,4 @@ def eager_tasks(request: pytest.FixtureRequest, settings) -> Iterator[None]:
 @pytest.fixture
 def world(db) -> World:
     return build_world()
+

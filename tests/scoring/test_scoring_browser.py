@@ -42,6 +42,7 @@ def browser_page(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
         try:
             yield page
         finally:
+            page.goto("about:blank")  # stop the report's polling before the server stops
             context.close()
             browser.close()
 
