@@ -1,6 +1,35 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
 
 
 class EstimationConfig(AppConfig):
     name = "estimation"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        """Wire score recomputation to every event that changes a corpus's scores."""
+        from django.db import transaction
+        from django.db.models.signals import post_save
+
+        from annotations.signals import labels_changed
+        from submissions.models import State, SubmissionEvent
+
+        from .scoring import request_recompute
+
+        def on_labels_changed(sender: object, corpus_id: int, **kwargs: object) -> None:
+            request_recompute(corpus_id, "labels changed")
+
+        def on_event(sender: object, instance: SubmissionEvent, created: bool,
+                     **kwargs: object) -> None:
+            # Withdrawn: the system drops out of everyone's joint estimates.
+            # Scoring: a submission that needed no new labels gets its scores (and
+            # becomes `scored`) without waiting for the next label.
+            if created and instance.to_state in (State.WITHDRAWN, State.SCORING):
+                corpus_id = instance.submission.corpus_id
+                reason = f"submission {instance.submission_id} {instance.to_state}"
+                transaction.on_commit(lambda: request_recompute(corpus_id, reason))
+
+        labels_changed.connect(on_labels_changed, dispatch_uid="estimation.labels_changed")
+        post_save.connect(on_event, sender=SubmissionEvent,
+                          dispatch_uid="estimation.submission_event")

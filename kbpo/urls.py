@@ -34,6 +34,7 @@ urlpatterns = [
     path("exhaustive/", include("annotations.exhaustive_urls")),
     path("annotate/", include("annotations.urls")),
     path("", include("submissions.urls")),
+    path("", include("estimation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

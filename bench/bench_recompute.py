@@ -1,0 +1,225 @@
+"""Benchmark: score recomputation per label batch at 100 systems, in Postgres.
+
+Builds a synthetic corpus at service scale in a scratch Postgres database with COPY
+(default: 2,000 documents, 300,000 mention pairs, 100 systems × 10,000 predictions =
+1M relation instances, 500 draws per system, 100 exhaustively annotated documents),
+labels 90% of the drawn pairs, then adds label batches (default 5 × 200 labels) and
+times each `estimation.scoring.recompute` — loading the arrays from the database,
+estimating all four schemes, writing 400 score rows — the same code the Celery task
+runs. Prints the split and drops the database.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
+        [--systems 100] [--per-system 10000] [--batches 5] [--batch-size 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_leaderboard import drop_db, scratch_db  # noqa: E402
+
+TYPES = ("PER", "ORG", "GPE")
+
+
+def copy(cursor, table: str, columns: list[str], rows) -> int:
+    """Stream rows into a table with COPY (tab-separated, \\N for NULL)."""
+    buf = io.StringIO()
+    n = 0
+    for row in rows:
+        buf.write("\t".join("\\N" if v is None else str(v) for v in row) + "\n")
+        n += 1
+    buf.seek(0)
+    cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", buf)
+    return n
+
+
+def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from estimation.data import PREDICATES
+    from kbpo.models import Corpus, Document, Sentence
+    from submissions.models import State, Submission
+
+    call_command("migrate", verbosity=0)
+    now = timezone.now().isoformat()
+    corpus = Corpus.objects.create(tag="bench", description="recompute benchmark")
+    docs = Document.objects.bulk_create(
+        Document(corpus=corpus, doc_id=f"D{i:05d}", text="x" * 4000, text_sha256=str(i),
+                 length=4000) for i in range(args.docs))
+    sents = Sentence.objects.bulk_create(
+        Sentence(document=d, index=0, begin=0, end=4000, tokens=[]) for d in docs)
+    owner = User.objects.create(username="bench", email="bench@example.org")
+    subs = Submission.objects.bulk_create(
+        Submission(owner=owner, corpus=corpus, name=f"system-{i:03d}", state=State.SCORED,
+                   public=True, file="submissions/bench.kb") for i in range(args.systems))
+    n_pairs = args.pairs
+    per_doc = n_pairs // args.docs
+    n_pred = len(PREDICATES)
+    truth = np.where(rng.random(n_pairs) < 0.3, rng.integers(0, n_pred, n_pairs), -1)
+    popularity = rng.zipf(1.3, n_pairs).astype(float)
+    popularity /= popularity.sum()
+    stats = {}
+    with transaction.atomic(), connection.cursor() as c:
+        raw = c.cursor
+        doc_of = np.repeat(np.arange(args.docs), per_doc)[:n_pairs]
+        slot = np.tile(np.arange(per_doc), args.docs)[:n_pairs]
+        copy(raw, "submissions_mentionpair",
+             ["document_id", "sentence_id", "subject_begin", "subject_end", "object_begin",
+              "object_end", "subject_type", "object_type"],
+             ((docs[d].pk, sents[d].pk, 2 * s, 2 * s + 1, 2000 + 2 * s, 2001 + 2 * s, "PER",
+               TYPES[s % 3]) for d, s in zip(doc_of, slot, strict=True)))
+        c.execute("SELECT id FROM submissions_mentionpair ORDER BY id")
+        pair_ids = np.array([r[0] for r in c.fetchall()])
+        t = time.monotonic()
+        for k, sub in enumerate(subs):
+            ents = 300
+            copy(raw, "submissions_submissionentity", ["submission_id", "node", "type", "link"],
+                 ((sub.pk, f":E{e}", "PER", "") for e in range(ents)))
+            c.execute("SELECT id FROM submissions_submissionentity WHERE submission_id = %s "
+                      "ORDER BY id", [sub.pk])
+            ent_ids = np.array([r[0] for r in c.fetchall()])
+            # Shared popular core plus a private slice per system (novel predictions).
+            core = rng.choice(n_pairs, size=int(args.per_system * 0.8), replace=False,
+                              p=popularity)
+            private = rng.integers(0, n_pairs, args.per_system - len(core))
+            picks = np.unique(np.concatenate([core, private]))
+            precise = rng.random(len(picks)) < rng.uniform(0.3, 0.9)
+            preds = np.where(precise & (truth[picks] >= 0), truth[picks],
+                             rng.integers(0, n_pred, len(picks)))
+            copy(raw, "submissions_relationinstance",
+                 ["submission_id", "pair_id", "predicate", "subject_entity_id", "confidence",
+                  "line"],
+                 ((sub.pk, pair_ids[p], PREDICATES[q], ent_ids[(p * 7 + k) % ents], 1.0, i + 2)
+                  for i, (p, q) in enumerate(zip(picks, preds, strict=True))))
+            c.execute("SELECT id FROM submissions_relationinstance WHERE submission_id = %s",
+                      [sub.pk])
+            inst = np.array([r[0] for r in c.fetchall()])
+            drawn = inst[rng.integers(0, len(inst), args.draws)]
+            copy(raw, "annotations_sampledraw",
+                 ["submission_id", "scheme", "index", "instance_id", "created_at"],
+                 ((sub.pk, "instance", i, x, now) for i, x in enumerate(drawn)))
+        stats["instances_s"] = time.monotonic() - t
+        c.execute("SELECT DISTINCT r.pair_id FROM annotations_sampledraw d JOIN "
+                  "submissions_relationinstance r ON r.id = d.instance_id")
+        drawn_pairs = np.array(sorted(r[0] for r in c.fetchall()))
+        rng.shuffle(drawn_pairs)
+        labelled = drawn_pairs[: int(0.9 * len(drawn_pairs))]
+        index_of = {int(p): i for i, p in enumerate(pair_ids)}
+
+        def label_rows(ps):
+            for p in ps:
+                t_ = truth[index_of[int(p)]]
+                yield (p, json.dumps(["no_relation"] if t_ < 0 else [PREDICATES[t_]]),
+                       "majority", 1.0, 3, now)
+
+        copy(raw, "annotations_pairlabel",
+             ["pair_id", "predicates", "method", "support", "n_answers", "created_at"],
+             label_rows(labelled))
+        ex_docs = rng.choice(args.docs, args.exhaustive, replace=False)
+        copy(raw, "annotations_exhaustivedocument",
+             ["corpus_id", "document_id", "stage", "state", "matched_entity", "created_at"],
+             ((corpus.pk, docs[d].pk, "seed", "complete", "", now) for d in ex_docs))
+        ex = set(int(d) for d in ex_docs)
+        gold = ((docs[d].pk, 2 * s, 2 * s + 1, 2000 + 2 * s, 2001 + 2 * s,
+                 PREDICATES[truth[i]], f"e{d}-{s % 20}", "import")
+                for i, (d, s) in enumerate(zip(doc_of, slot, strict=True))
+                if d in ex and truth[i] >= 0)
+        stats["gold"] = copy(raw, "annotations_goldrelation",
+                             ["document_id", "subject_begin", "subject_end", "object_begin",
+                              "object_end", "predicate", "subject_entity", "source"], gold)
+        c.execute("ANALYZE")
+    stats.update(corpus=corpus, pending=drawn_pairs[len(labelled):], truth=truth,
+                 index_of=index_of)
+    return stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--systems", type=int, default=100)
+    parser.add_argument("--per-system", type=int, default=10_000)
+    parser.add_argument("--pairs", type=int, default=300_000)
+    parser.add_argument("--docs", type=int, default=2_000)
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--exhaustive", type=int, default=100)
+    parser.add_argument("--batches", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=200)
+    args = parser.parse_args()
+    base = os.environ.get("DATABASE_URL", "")
+    if not base.startswith("postgres"):
+        sys.exit("set DATABASE_URL to a Postgres server (a scratch database is created)")
+    name = f"kbpo_bench_rc_{os.getpid()}"
+    os.environ["DATABASE_URL"] = scratch_db(base, name)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
+    try:
+        t = time.monotonic()
+        data = build(args, np.random.default_rng(7))
+        print(f"built {args.systems} systems × {args.per_system:,} predictions over "
+              f"{args.pairs:,} pairs, {args.draws} draws each, {data['gold']:,} gold "
+              f"relations in {time.monotonic() - t:.1f} s")
+        import django.db
+        from django.utils import timezone
+
+        from annotations.models import PairLabel
+        from estimation.data import PREDICATES, load_corpus_data
+        from estimation.scoring import recompute
+
+        corpus = data["corpus"]
+        t = time.monotonic()
+        cd = load_corpus_data(corpus)
+        load_s = time.monotonic() - t
+        n_inst = len(cd.population.instances()["system"])
+        print(f"load_corpus_data: {load_s:.2f} s ({n_inst:,} instances, {cd.n_labels:,} "
+              f"labelled pairs)")
+        recompute(corpus, trigger="warm-up")
+        pending = list(data["pending"])
+        times = []
+        for b in range(args.batches):
+            batch, pending = pending[:args.batch_size], pending[args.batch_size:]
+            PairLabel.objects.bulk_create(
+                PairLabel(pair_id=int(p), method="majority", support=1.0, n_answers=3,
+                          predicates=["no_relation"] if data["truth"][data["index_of"][int(p)]]
+                          < 0 else [PREDICATES[data["truth"][data["index_of"][int(p)]]]])
+                for p in batch)
+            marks: list[tuple[float, str]] = []
+            t = time.monotonic()
+            run = recompute(corpus, trigger=f"batch {b}",
+                            progress=lambda m, marks=marks: marks.append((time.monotonic(), m)))
+            total = time.monotonic() - t
+            times.append(total)
+            split = "; ".join(m.split(" (")[0] if "estimated" in m else
+                              f"{m.split(' ')[0]} at {ts - t:.2f} s"
+                              for ts, m in marks[1:4])
+            print(f"batch {b + 1}: +{len(batch)} labels → {run.n_labels:,} labelled pairs; "
+                  f"recompute {total:.2f} s ({split})")
+        print(f"recompute per label batch at {args.systems} systems: median "
+              f"{np.median(times):.2f} s, max {max(times):.2f} s (4 schemes, "
+              f"{args.systems * 4} score rows written)")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS of this process: {rss:.0f} MB; finished {timezone.now():%H:%M:%S}")
+        django.db.connections.close_all()
+    finally:
+        drop_db(base, name)
+
+
+if __name__ == "__main__":
+    main()

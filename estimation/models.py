@@ -1,0 +1,130 @@
+"""Score history: one `ScoreRun` per recomputation, one `SystemScore` per system × scheme.
+
+`ScoringState` is the per-corpus bookkeeping that makes recomputation debounced,
+deduplicated and free of lost updates (see `estimation/scoring.py` for the protocol).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import models
+
+METRICS = ("precision", "recall", "f1")
+KINDS = ("joint", "simple")
+BOUNDS = ("", "_lo", "_hi")
+# Short column stems: p_joint, p_joint_lo, ... f1_simple_hi.
+METRIC_COLUMNS = {"precision": "p", "recall": "r", "f1": "f1"}
+
+
+class ScoringState(models.Model):
+    """Per corpus: how many label changes were announced and how many were scored.
+
+    `generation` goes up by one per `labels_changed`; a run records the generation
+    it read (`ScoreRun.generation`) and sets `scored_generation` when it finishes.
+    `scheduled` is true while a recompute task is queued and has not yet started,
+    so a burst of label changes enqueues one task. `lease_until` marks a run in
+    progress (a crashed worker's lease simply expires).
+    """
+
+    corpus = models.OneToOneField("kbpo.Corpus", on_delete=models.CASCADE,
+                                  related_name="scoring_state")
+    generation = models.BigIntegerField(default=0)
+    scored_generation = models.BigIntegerField(default=-1)
+    scheduled = models.BooleanField(default=False)
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}: gen {self.generation}, scored {self.scored_generation}"
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.scored_generation >= self.generation
+
+
+class ScoreRun(models.Model):
+    """One recomputation of every active system's scores on a corpus."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        COMPLETE = "complete", "complete"
+        FAILED = "failed", "failed"
+
+    corpus = models.ForeignKey("kbpo.Corpus", on_delete=models.CASCADE,
+                               related_name="score_runs")
+    generation = models.BigIntegerField(help_text="Label-change generation this run read.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    trigger = models.CharField(max_length=200, blank=True)
+    draw_scheme = models.CharField(max_length=16)
+    confidence = models.FloatField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    n_systems = models.PositiveIntegerField(default=0)
+    n_labels = models.PositiveIntegerField(default=0, help_text="Distinct labelled pairs.")
+    n_draws = models.PositiveIntegerField(default=0)
+    n_exhaustive_documents = models.PositiveIntegerField(default=0)
+    n_exhaustive_instances = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["corpus", "status", "-finished_at"],
+                                name="scorerun_latest")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} on {self.corpus_id} ({self.status})"
+
+
+def _score_field() -> models.FloatField:
+    return models.FloatField(null=True, blank=True)
+
+
+class SystemScore(models.Model):
+    """One system's precision, recall and F1 under one scheme in one run.
+
+    Estimates are null when not estimable (the interval is then still honest bounds).
+    """
+
+    run = models.ForeignKey(ScoreRun, on_delete=models.CASCADE, related_name="scores")
+    submission = models.ForeignKey("submissions.Submission", on_delete=models.CASCADE,
+                                   related_name="scores")
+    scheme = models.CharField(max_length=16)
+    p_joint = _score_field()
+    p_joint_lo = _score_field()
+    p_joint_hi = _score_field()
+    r_joint = _score_field()
+    r_joint_lo = _score_field()
+    r_joint_hi = _score_field()
+    f1_joint = _score_field()
+    f1_joint_lo = _score_field()
+    f1_joint_hi = _score_field()
+    p_simple = _score_field()
+    p_simple_lo = _score_field()
+    p_simple_hi = _score_field()
+    r_simple = _score_field()
+    r_simple_lo = _score_field()
+    r_simple_hi = _score_field()
+    f1_simple = _score_field()
+    f1_simple_lo = _score_field()
+    f1_simple_hi = _score_field()
+    labels_used = models.PositiveIntegerField(default=0)
+    draws = models.PositiveIntegerField(default=0, help_text="Draws with a label.")
+    pending = models.PositiveIntegerField(default=0, help_text="Draws still unlabelled.")
+    cost_usd = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "submission", "scheme"],
+                                               name="systemscore_unique")]
+        indexes = [models.Index(fields=["submission", "scheme", "run"],
+                                name="systemscore_history")]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id} {self.scheme} in run {self.run_id}"
+
+    def interval(self, metric: str, kind: str = "joint") -> tuple[float | None, ...]:
+        """(estimate, lo, hi) of one metric."""
+        stem = f"{METRIC_COLUMNS[metric]}_{kind}"
+        return tuple(getattr(self, stem + b) for b in BOUNDS)

@@ -1,0 +1,325 @@
+"""Live scoring: recompute every active system's scores on a corpus as labels arrive.
+
+Protocol (no lost update, one queued task per corpus):
+
+1. `request_recompute(corpus_id)` — called for every `labels_changed` signal, a
+   withdrawal, or a submission reaching `scoring` — increments the corpus's
+   `ScoringState.generation` under a row lock and, only if no task is queued yet
+   (`scheduled` is false), sets `scheduled` and enqueues one `recompute_corpus`
+   task with a short countdown (the debounce) once the transaction commits.
+2. The task takes a lease on the state row. If another run holds an unexpired
+   lease it re-queues itself and exits. Otherwise it reads `g = generation`,
+   clears `scheduled` and commits, *then* loads the data. Every label whose
+   `labels_changed` was handled before that commit is therefore visible to the
+   run; a label announced later bumps the generation past `g` and, since
+   `scheduled` is false again, enqueues the next run.
+3. The run writes its `ScoreRun` (with `generation = g`) and `SystemScore` rows in
+   one transaction, sets `scored_generation = g`, releases the lease, and — as a
+   safety net — enqueues another run if the generation moved on and nothing is
+   queued. Submissions in `scoring` with no pending draws become `scored` and
+   their owners are e-mailed after the commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.urls import reverse
+from django.utils import timezone
+
+from annotations.models import Hit, HitState
+from kbpo.models import Corpus
+from submissions.models import State, Submission
+from submissions.services import TransitionError, transition
+
+from .core import SCHEMES, estimate
+from .data import load_corpus_data
+from .models import METRIC_COLUMNS, METRICS, ScoreRun, ScoringState, SystemScore
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+# Hits whose cost is committed to a submission: posted (money reserved) or complete.
+CHARGED_HIT_STATES = (HitState.POSTED, HitState.COMPLETE)
+
+
+def debounce_seconds() -> float:
+    return float(getattr(settings, "KBPO_SCORE_DEBOUNCE_SECONDS", 2.0))
+
+
+def lease_seconds() -> float:
+    return float(getattr(settings, "KBPO_SCORE_LEASE_SECONDS", 1800.0))
+
+
+def score_schemes(draw_scheme: str) -> list[str]:
+    """The schemes recomputed live: KBPO_SCORE_SCHEMES (default all), draw scheme first."""
+    wanted = getattr(settings, "KBPO_SCORE_SCHEMES", None) or list(SCHEMES)
+    return [draw_scheme] + [s for s in SCHEMES if s in wanted and s != draw_scheme]
+
+
+def _enqueue(corpus_id: int, countdown: float) -> None:
+    from .tasks import recompute_corpus
+
+    recompute_corpus.apply_async((corpus_id,), countdown=countdown)
+
+
+def _locked_state(corpus_id: int) -> ScoringState:
+    ScoringState.objects.get_or_create(corpus_id=corpus_id)
+    return ScoringState.objects.select_for_update().get(corpus_id=corpus_id)
+
+
+def request_recompute(corpus_id: int, reason: str = "") -> bool:
+    """Record that a corpus's evaluation data changed; queue one recompute if none is.
+
+    Returns True when this call enqueued the task (False: one was already queued).
+    """
+    with transaction.atomic():
+        state = _locked_state(corpus_id)
+        state.generation += 1
+        enqueue = not state.scheduled
+        if enqueue:
+            state.scheduled = True
+            state.scheduled_at = timezone.now()
+        state.save(update_fields=["generation", "scheduled", "scheduled_at", "updated_at"])
+        if enqueue:
+            countdown = debounce_seconds()
+            transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
+    logger.debug("scores of corpus %s requested (%s); enqueued=%s", corpus_id, reason, enqueue)
+    return enqueue
+
+
+@dataclass
+class RunOutcome:
+    status: str  # "complete", "busy", "up to date", "failed"
+    run: ScoreRun | None = None
+
+
+def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels changed",
+                  progress: Progress | None = None) -> RunOutcome:
+    """The body of the recompute task (also used by `recompute_scores`).
+
+    `force` recomputes even when nothing changed since the last run.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        state = _locked_state(corpus_id)
+        if state.lease_until and state.lease_until > now:
+            # Someone else is computing: come back after it (keep one task queued).
+            if not state.scheduled:
+                state.scheduled = True
+                state.scheduled_at = now
+                state.save(update_fields=["scheduled", "scheduled_at", "updated_at"])
+            countdown = max(debounce_seconds(), 1.0)
+            transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
+            return RunOutcome("busy")
+        state.scheduled = False
+        if state.up_to_date and not force:
+            state.save(update_fields=["scheduled", "updated_at"])
+            return RunOutcome("up to date")
+        generation = state.generation
+        state.lease_until = now + dt.timedelta(seconds=lease_seconds())
+        state.save(update_fields=["scheduled", "lease_until", "updated_at"])
+    ok = False
+    run = None
+    try:
+        corpus = Corpus.objects.get(pk=corpus_id)
+        run = recompute(corpus, generation=generation, trigger=trigger, progress=progress)
+        ok = True
+    finally:
+        with transaction.atomic():
+            state = _locked_state(corpus_id)
+            state.lease_until = None
+            if ok:
+                state.scored_generation = max(state.scored_generation, generation)
+            again = ok and not state.up_to_date and not state.scheduled
+            if again:
+                state.scheduled = True
+                state.scheduled_at = timezone.now()
+            state.save()
+            if again:
+                countdown = debounce_seconds()
+                transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
+    return RunOutcome("complete", run)
+
+
+def attributed_costs(submission_ids: list[int]) -> dict[int, Decimal]:
+    """Crowd cost charged to each submission: its posted and completed HITs."""
+    rows = (Hit.objects.filter(submission_id__in=submission_ids, state__in=CHARGED_HIT_STATES)
+            .values("submission_id").annotate(total=Sum("cost_estimate")).order_by())
+    return {r["submission_id"]: r["total"] or Decimal("0") for r in rows}
+
+
+def _num(x: float) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _consistent_snapshot() -> None:
+    """On Postgres, read draws, labels and gold from one snapshot.
+
+    Only possible as the first statement of an outermost transaction (inside a test's
+    wrapping transaction it is skipped; statement-level snapshots are still correct
+    for the generation protocol, just less tidy).
+    """
+    if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+
+def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "",
+              progress: Progress | None = None) -> ScoreRun:
+    """Estimate every active system on `corpus` under every scheme and store the history.
+
+    Writes a `ScoreRun` (first as `running`, so the attempt is visible) and its
+    `SystemScore` rows; then moves finished submissions from `scoring` to `scored`.
+    """
+    say = progress or (lambda _msg: None)
+    draw_scheme = settings.KBPO_SAMPLING_SCHEME
+    confidence = float(settings.KBPO_CONFIDENCE)
+    if generation is None:
+        generation = ScoringState.objects.filter(corpus=corpus).values_list(
+            "generation", flat=True).first() or 0
+    started = timezone.now()
+    t0 = time.monotonic()
+    run = ScoreRun.objects.create(corpus=corpus, generation=generation, trigger=trigger[:200],
+                                  draw_scheme=draw_scheme, confidence=confidence,
+                                  started_at=started)
+    try:
+        say(f"loading evaluation data of corpus {corpus.tag}")
+        with transaction.atomic():
+            _consistent_snapshot()
+            data = load_corpus_data(corpus)
+        ids = [s.pk for s in data.submissions]
+        n_draws = int(sum(len(d) for d in data.draws.values()))
+        say(f"{len(ids)} active systems, {n_draws} draws, {data.n_labels} labelled pairs, "
+            f"{data.exhaustive_documents} exhaustive documents "
+            f"({time.monotonic() - t0:.2f} s)")
+        schemes = score_schemes(draw_scheme)
+        evidence = data.evidence()
+        res = None
+        timings = []
+        for scheme in schemes:  # one at a time, so progress shows where the time goes
+            t1 = time.monotonic()
+            part = estimate(data.population, evidence, draw_scheme=draw_scheme,
+                            schemes=[scheme], confidence=confidence)
+            if res is None:
+                res = part
+            else:
+                res.results.update(part.results)
+            timings.append(f"{scheme} {time.monotonic() - t1:.2f} s")
+        say(f"estimated {', '.join(timings)} ({time.monotonic() - t0:.2f} s)")
+        costs = attributed_costs(ids)
+        rows = []
+        for scheme in schemes:
+            block = res.results.get(scheme, {})
+            for i, sid in enumerate(ids):
+                values: dict[str, float | None] = {}
+                for metric in METRICS:
+                    stem = METRIC_COLUMNS[metric]
+                    for kind in ("joint", "simple"):
+                        iv = block[metric][kind]
+                        values[f"{stem}_{kind}"] = _num(iv.estimate[i])
+                        values[f"{stem}_{kind}_lo"] = _num(iv.lo[i])
+                        values[f"{stem}_{kind}_hi"] = _num(iv.hi[i])
+                rows.append(SystemScore(
+                    run=run, submission_id=sid, scheme=scheme, **values,
+                    labels_used=int(res.labels_used[i]), draws=int(res.n[i]),
+                    pending=int(res.pending[i]), cost_usd=costs.get(sid, Decimal("0"))))
+        finished = timezone.now()
+        with transaction.atomic():
+            SystemScore.objects.bulk_create(rows, batch_size=1000)
+            run.status = ScoreRun.Status.COMPLETE
+            run.finished_at = finished
+            run.duration_s = time.monotonic() - t0
+            run.n_systems = len(ids)
+            run.n_labels = data.n_labels
+            run.n_draws = n_draws
+            run.n_exhaustive_documents = data.exhaustive_documents
+            run.n_exhaustive_instances = len(data.exhaustive_pairs)
+            run.save()
+        say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
+    except Exception as exc:
+        run.status = ScoreRun.Status.FAILED
+        run.finished_at = timezone.now()
+        run.duration_s = time.monotonic() - t0
+        run.error = f"{type(exc).__name__}: {exc}"[:5000]
+        run.save()
+        raise
+    pending = dict(zip(ids, (int(x) for x in res.pending), strict=True))
+    done = [s for s in data.submissions if s.state == State.SCORING and pending[s.pk] == 0]
+    for sub in done:
+        mark_scored(sub, run)
+        say(f"submission {sub.pk} ({sub.name}) is scored")
+    return run
+
+
+def mark_scored(sub: Submission, run: ScoreRun) -> bool:
+    """Move a submission to `scored` and e-mail its owner once that is committed."""
+    score = (SystemScore.objects.filter(run=run, submission=sub, scheme=run.draw_scheme)
+             .first())
+    message = "All sampled predictions are labelled."
+    if score is not None:
+        parts = [f"{m} {est:.3f} [{lo:.3f}, {hi:.3f}]" for m in METRICS
+                 for est, lo, hi in [score.interval(m)] if est is not None]
+        if parts:
+            message += f" {run.draw_scheme} scheme: " + ", ".join(parts) + "."
+    with transaction.atomic():
+        try:
+            transition(sub, State.SCORED, message)
+        except TransitionError:
+            return False  # withdrawn or re-planned meanwhile
+        transaction.on_commit(lambda: notify_scored(sub.pk, run.pk))
+    return True
+
+
+def fmt_interval(est: float | None, lo: float | None, hi: float | None) -> str:
+    if lo is None or hi is None:
+        return "not estimable yet"
+    head = "—" if est is None else f"{est:.3f}"
+    return f"{head}  (90% interval {lo:.3f}–{hi:.3f})"
+
+
+def report_url(submission_id: int) -> str:
+    base = settings.KBPO_PUBLIC_URL.rstrip("/")
+    return base + reverse("submission-evaluation", args=[submission_id])
+
+
+def notify_scored(submission_id: int, run_id: int) -> None:
+    """E-mail the owner that the submission is scored (never raises: mail may be down)."""
+    try:
+        sub = Submission.objects.select_related("owner", "corpus").get(pk=submission_id)
+        if not sub.owner.email:
+            return
+        run = ScoreRun.objects.get(pk=run_id)
+        lines = [f"Hello {sub.owner.get_username()},", "",
+                 f"your submission “{sub.name}” (#{sub.pk}) on corpus {sub.corpus.tag} is "
+                 "scored: every prediction sampled for it has a crowd label.", ""]
+        for score in SystemScore.objects.filter(run=run, submission=sub).order_by("scheme"):
+            lines.append(f"{score.scheme} scheme (joint estimates):")
+            for metric in METRICS:
+                lines.append(f"  {metric:<9} {fmt_interval(*score.interval(metric))}")
+        first = SystemScore.objects.filter(run=run, submission=sub).first()
+        if first is not None:
+            lines += ["", f"Labels used: {first.labels_used}; crowd cost charged: "
+                          f"${first.cost_usd}."]
+        lines += ["", "The estimates keep sharpening as other submissions add labels; the "
+                      "report shows them live:", report_url(sub.pk), "", "— KBPO"]
+        send_mail(f"[KBPO] {sub.name} is scored", "\n".join(lines),
+                  settings.DEFAULT_FROM_EMAIL, [sub.owner.email])
+    except Exception:
+        logger.exception("could not e-mail the owner of submission %s", submission_id)
+
+
+def latest_run(corpus: Corpus | int) -> ScoreRun | None:
+    return (ScoreRun.objects.filter(corpus=corpus, status=ScoreRun.Status.COMPLETE)
+            .order_by("-finished_at", "-id").first())

@@ -1,0 +1,290 @@
+"""Leaderboard pages, the leaderboard API and CSV, and the submission evaluation report."""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from kbpo.models import Corpus
+from submissions.models import ACTIVE_STATES, Submission
+
+from . import leaderboard as lb
+from . import report
+from .models import METRICS, ScoringState
+from .scoring import latest_run
+
+BOARD_CACHE_SECONDS = 60
+
+# --- Leaderboard pages ------------------------------------------------------------------
+
+
+def _params(query: Any) -> tuple[str, str, str]:
+    return (query.get("scheme", "instance"), query.get("sort", "f1"),
+            query.get("kind", "joint"))
+
+
+@require_GET
+def leaderboard_index(request: HttpRequest) -> HttpResponse:
+    """Every corpus with its number of ranked systems and its current leader."""
+    corpora = Corpus.objects.annotate(
+        n_active=Count("submissions", filter=Q(submissions__state__in=ACTIVE_STATES)))
+    entries = []
+    for corpus in corpora:
+        board = lb.build(corpus, request.user)
+        entries.append({"corpus": corpus, "board": board, "n_visible": len(board.rows)})
+    return render(request, "estimation/index.html", {"entries": entries})
+
+
+def _viewer_key(user: Any) -> str:
+    """What a cached board may be shared by: anonymous visitors, one user, or staff."""
+    if getattr(user, "is_staff", False):
+        return "staff"
+    return f"u{user.pk}" if getattr(user, "is_authenticated", False) else "anon"
+
+
+def _cache_key(kind_of: str, corpus: Corpus, run_id: int, user: Any, *parts: object) -> str:
+    return ":".join(str(p) for p in ("lb", kind_of, corpus.pk, run_id, _viewer_key(user),
+                                     *parts))
+
+
+@require_GET
+def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
+    corpus = get_object_or_404(Corpus, tag=tag)
+    scheme, metric, kind = _params(request.GET)
+    notice = ""
+    try:
+        lb.validate(scheme, metric, kind)
+    except lb.BadParameter as exc:
+        notice = f"{exc}. Showing the default ordering instead."
+        scheme, metric, kind = "instance", "f1", "joint"
+    state = ScoringState.objects.filter(corpus=corpus).first()
+    recomputing = bool(state and not state.up_to_date)
+    run = latest_run(corpus)
+    # The board only changes with a new run; a short TTL bounds staleness of names,
+    # visibility and withdrawals between runs (a withdrawal also triggers a run).
+    key = _cache_key("page", corpus, run.pk if run else 0, request.user, scheme, metric, kind,
+                     recomputing)
+    board_html = cache.get(key)
+    if board_html is None:
+        board = lb.build(corpus, request.user, scheme, metric, kind, run=run)
+        board_html = render_to_string("estimation/_board.html", {
+            "corpus": corpus, "board": board, "metrics": lb.METRIC_LABELS,
+            "recomputing": recomputing, "bar_width": lb.BAR_WIDTH,
+            "sort_label": lb.METRIC_LABELS[metric]}, request)
+        cache.set(key, board_html, BOARD_CACHE_SECONDS)
+    return render(request, "estimation/leaderboard.html", {
+        "corpus": corpus, "board_html": mark_safe(board_html),  # our own escaped rendering
+        "notice": notice, "scheme": scheme, "metric": metric, "kind": kind,
+        "schemes": lb.BOARD_SCHEMES, "kinds": lb.KINDS,
+    }, status=400 if notice else 200)
+
+
+@require_GET
+def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
+    corpus = get_object_or_404(Corpus, tag=tag)
+    scheme, metric, kind = _params(request.GET)
+    try:
+        board = lb.build(corpus, request.user, scheme, metric, kind)
+    except lb.BadParameter as exc:
+        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+    resp = HttpResponse(content_type="text/csv; charset=utf-8")
+    resp["Content-Disposition"] = (
+        f'attachment; filename="leaderboard-{corpus.tag}-{scheme}-{kind}.csv"')
+    writer = csv.writer(resp)
+    header = ["rank", "submission", "name", "owner", "baseline", "public", "state", "refining",
+              "tied_with_leader"]
+    for m in METRICS:
+        header += [m, f"{m}_lo", f"{m}_hi"]
+    header += ["labels_used", "draws", "pending_draws", "cost_usd", "paper_url"]
+    writer.writerow(header)
+    for row in board.rows:
+        d = lb.row_dict(row)
+        line = [d["rank"], d["submission"], _cell(d["name"]), _cell(d["owner"]), d["baseline"],
+                d["public"], d["state"], d["refining"], d["tied_with_leader"]]
+        for m in METRICS:
+            line += [_num(d[m]["estimate"]), _num(d[m]["lo"]), _num(d[m]["hi"])]
+        line += [d["labels_used"], d["draws"], d["pending_draws"], d["cost_usd"],
+                 _cell(d["paper_url"] or "")]
+        writer.writerow(line)
+    return resp
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None else f"{v:.6f}"
+
+
+def _cell(text: str) -> str:
+    # Spreadsheets execute cells starting with these characters (CSV injection).
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+# --- Leaderboard API --------------------------------------------------------------------
+
+
+class IntervalSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True, help_text="null: not estimable yet.")
+    lo = serializers.FloatField(allow_null=True)
+    hi = serializers.FloatField(allow_null=True)
+
+
+class LeaderboardRowSerializer(serializers.Serializer):
+    rank = serializers.IntegerField()
+    submission = serializers.IntegerField()
+    name = serializers.CharField()
+    owner = serializers.CharField(allow_null=True)
+    baseline = serializers.BooleanField()
+    public = serializers.BooleanField()
+    state = serializers.CharField()
+    refining = serializers.BooleanField(
+        help_text="Draws still unlabelled or not yet scored: the numbers will move.")
+    leader = serializers.BooleanField()
+    tied_with_leader = serializers.BooleanField(
+        help_text="Its interval overlaps the leader's (sorted metric).")
+    paper_url = serializers.CharField(allow_null=True)
+    method = serializers.CharField(allow_null=True)
+    labels_used = serializers.IntegerField()
+    draws = serializers.IntegerField()
+    pending_draws = serializers.IntegerField()
+    cost_usd = serializers.CharField()
+    precision = IntervalSerializer()
+    recall = IntervalSerializer()
+    f1 = IntervalSerializer()
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    finished_at = serializers.DateTimeField()
+    labels = serializers.IntegerField()
+    draws = serializers.IntegerField()
+    systems = serializers.IntegerField()
+    exhaustive_documents = serializers.IntegerField()
+    duration_s = serializers.FloatField()
+    draw_scheme = serializers.CharField()
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    scheme = serializers.CharField()
+    sort = serializers.CharField()
+    kind = serializers.CharField()
+    confidence = serializers.FloatField(allow_null=True)
+    run = RunSerializer(allow_null=True)
+    systems = LeaderboardRowSerializer(many=True)
+
+
+class LeaderboardAPIView(APIView):
+    """Public leaderboard of one corpus; private systems only for their owner and staff."""
+
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        operation_id="leaderboard_retrieve",
+        parameters=[
+            OpenApiParameter("scheme", OpenApiTypes.STR, enum=list(lb.BOARD_SCHEMES),
+                             default="instance", description="Sampling scheme of the scores."),
+            OpenApiParameter("sort", OpenApiTypes.STR, enum=list(METRICS), default="f1"),
+            OpenApiParameter("kind", OpenApiTypes.STR, enum=list(lb.KINDS), default="joint",
+                             description="joint (all labels) or simple (own draws only)."),
+        ],
+        responses={200: LeaderboardSerializer})
+    def get(self, request: Request, tag: str) -> Response:
+        corpus = Corpus.objects.filter(tag=tag).first()
+        if corpus is None:
+            return Response({"detail": f"No corpus with tag {tag!r}."}, status=404)
+        scheme, metric, kind = _params(request.query_params)
+        try:
+            lb.validate(scheme, metric, kind)
+        except lb.BadParameter as exc:
+            return Response({exc.name: [str(exc)]}, status=400)
+        run = latest_run(corpus)
+        key = _cache_key("api", corpus, run.pk if run else 0, request.user, scheme, metric,
+                         kind)
+        data = cache.get(key)
+        if data is None:
+            board = lb.build(corpus, request.user, scheme, metric, kind, run=run)
+            data = LeaderboardSerializer(lb.board_dict(board)).data
+            cache.set(key, data, BOARD_CACHE_SECONDS)
+        return Response(data)
+
+
+# --- Submission evaluation report -------------------------------------------------------
+
+
+def _visible(request: HttpRequest, pk: int) -> Submission:
+    sub = get_object_or_404(Submission.objects.select_related("corpus", "owner"), pk=pk)
+    if not sub.can_view(request.user):
+        raise Http404("No such submission.")
+    return sub
+
+
+@login_required
+@require_GET
+def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
+    sub = _visible(request, pk)
+    run, scores = report.latest_scores(sub)
+    scheme = request.GET.get("scheme", settings.KBPO_SAMPLING_SCHEME)
+    if scheme not in lb.BOARD_SCHEMES:
+        scheme = settings.KBPO_SAMPLING_SCHEME
+    verdict = request.GET.get("verdict", "all")
+    if verdict not in report.VERDICTS:
+        verdict = "all"
+    paginator = Paginator(report.sample_queryset(sub, verdict), 20)
+    page = paginator.get_page(request.GET.get("page"))
+    score_rows = []
+    for s in lb.BOARD_SCHEMES:
+        if s in scores:
+            sc = scores[s]
+            score_rows.append({"scheme": s, "label": lb.BOARD_SCHEMES[s], "metrics": [
+                {"name": lb.METRIC_LABELS[m], "joint": sc.interval(m, "joint"),
+                 "simple": sc.interval(m, "simple")} for m in METRICS]})
+    main = scores.get(scheme)
+    return render(request, "estimation/report.html", {
+        "sub": sub, "run": run, "scores": score_rows, "main": main,
+        "progress": report.progress(sub), "spend": report.spend(sub),
+        "history": report.history(sub, scheme), "scheme": scheme,
+        "scheme_label": lb.BOARD_SCHEMES[scheme], "schemes": lb.BOARD_SCHEMES,
+        "predicates": report.per_predicate(sub), "page": page,
+        "samples": report.samples(list(page.object_list)), "verdict": verdict,
+        "verdicts": report.verdict_counts(sub),
+        "confidence_pct": round(100 * (run.confidence if run else settings.KBPO_CONFIDENCE)),
+    })
+
+
+@login_required
+@require_GET
+def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonResponse:
+    """Small JSON polled by the report page: progress, state and the newest run."""
+    sub = _visible(request, pk)
+    prog = report.progress(sub)
+    run, scores = report.latest_scores(sub)
+    main = scores.get(run.draw_scheme) if run else None
+    corpus_run = latest_run(sub.corpus_id)
+    body: dict[str, Any] = {
+        "submission": sub.pk, "state": sub.state, **prog.as_dict(),
+        "run": run.pk if run else None,
+        "corpus_run": corpus_run.pk if corpus_run else None,
+    }
+    if main is not None:
+        for m in METRICS:
+            est, lo, hi = main.interval(m)
+            body[m] = {"estimate": est, "lo": lo, "hi": hi}
+    return JsonResponse(body)
+
