@@ -96,3 +96,21 @@ def celery_worker_process(django_db_setup: None, django_db_blocker: object) -> I
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture
+def no_planning(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Keep submissions in `ingested`: disconnect the crowd planner that follows
+    ingestion, for tests that build draws and labels themselves. Real-worker tests
+    (marker `worker`) keep it, since the planner runs in the worker process anyway."""
+    from annotations.apps import _plan_on_ingest
+    from submissions.services import submission_ingested
+
+    if request.node.get_closest_marker("worker"):
+        yield
+        return
+    submission_ingested.disconnect(dispatch_uid="annotations-plan")
+    try:
+        yield
+    finally:
+        submission_ingested.connect(_plan_on_ingest, dispatch_uid="annotations-plan")

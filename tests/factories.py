@@ -17,6 +17,10 @@ from submissions.models import (
     SubmissionEntity,
 )
 
+# The crowd hands a fully labelled submission to scoring; the scoring app may already
+# have scored it by the time a test looks.
+AFTER_CROWD = frozenset({State.SCORING, State.SCORED})
+
 TEXT = ("Ada Byron was born in London. Ada Byron married Tom King in Paris. "
         "Tom King works for Acme. Acme is based in London.")
 

@@ -30,6 +30,11 @@ def eager_tasks(request: pytest.FixtureRequest, settings) -> Iterator[None]:
         app.conf.task_always_eager = old
 
 
+@pytest.fixture(autouse=True)
+def _draws_made_by_the_test(no_planning: None) -> None:
+    """These tests draw and label samples themselves, standing in for the crowd."""
+
+
 @pytest.fixture
 def world(db) -> World:
     return build_world()

@@ -49,20 +49,8 @@ def eager_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def no_planning(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Ingestion is tested on its own: the crowd planner (annotations app) that follows
-    `submission_ingested` is disconnected here, except for real-worker tests."""
-    from annotations.apps import _plan_on_ingest
-    from submissions.services import submission_ingested
-
-    if request.node.get_closest_marker("worker"):
-        yield
-        return
-    submission_ingested.disconnect(dispatch_uid="annotations-plan")
-    try:
-        yield
-    finally:
-        submission_ingested.connect(_plan_on_ingest, dispatch_uid="annotations-plan")
+def _ingestion_only(no_planning: None) -> None:
+    """Ingestion is tested on its own, without the crowd planner that follows it."""
 
 
 @pytest.fixture
