@@ -245,6 +245,11 @@ LOGGING = {
 # Submissions (docs/submissions.md). Uncompressed size cap, enforced while streaming at
 # upload and again in the ingestion task, so a gzip bomb is refused early.
 KBPO_SUBMISSION_MAX_BYTES = env_int("KBPO_SUBMISSION_MAX_BYTES", 100_000_000)
+FILE_UPLOAD_HANDLERS = [
+    "submissions.uploads.CappedUploadHandler",  # stops an oversized upload mid-stream
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 # A single KB line longer than this is reported (LINE_TOO_LONG) instead of parsed.
 KBPO_SUBMISSION_MAX_LINE_BYTES = env_int("KBPO_SUBMISSION_MAX_LINE_BYTES", 100_000)
 # Uploads per user and corpus: within any 24 hours, and in total (rejected ones don't count).

@@ -19,6 +19,7 @@ from .serializers import (
     SubmissionSerializer,
 )
 from .services import LimitExceeded, TransitionError, create_submission, withdraw
+from .uploads import upload_refused_message
 
 
 @extend_schema_view(
@@ -51,7 +52,11 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                    400: OpenApiResponse(description="Field errors, keyed by field name."),
                    429: OpenApiResponse(description="Submission limit reached.")})
     def create(self, request: Request) -> Response:
-        ser = SubmissionCreateSerializer(data=request.data, context={"request": request})
+        payload = request.data  # parsing runs the upload handlers
+        refused = upload_refused_message(request._request)
+        if refused:
+            return Response({"file": [refused]}, status=status.HTTP_400_BAD_REQUEST)
+        ser = SubmissionCreateSerializer(data=payload, context={"request": request})
         ser.is_valid(raise_exception=True)
         data = ser.validated_data
         check = ser.context["check"]

@@ -29,6 +29,7 @@ from .forms import SubmissionForm
 from .kbformat import CODES
 from .models import FINAL_STATES, State, Submission
 from .services import NEXT_STEP, LimitExceeded, TransitionError, create_submission, quota, withdraw
+from .uploads import upload_refused_message
 
 REPORT_COLUMNS = ("line", "code", "severity", "message", "hint")
 
@@ -57,7 +58,13 @@ def submission_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def submission_new(request: HttpRequest) -> HttpResponse:
     form = SubmissionForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
+    valid = request.method == "POST" and form.is_valid()
+    refused = upload_refused_message(request) if request.method == "POST" else None
+    if refused:  # the handler dropped the file: say why instead of "required"
+        form.errors.pop("file", None)
+        form.add_error("file", refused)
+        valid = False
+    if valid:
         data = form.cleaned_data
         upload = data["file"]
         assert form.check is not None

@@ -242,3 +242,27 @@ def test_openapi_schema_has_no_warnings(tmp_path: Path) -> None:
     call_command("spectacular", "--fail-on-warn", "--file", str(out))
     text = out.read_text()
     assert "/api/submissions/{id}/withdraw/" in text and "multipart/form-data" in text
+
+
+@pytest.mark.django_db
+def test_oversized_upload_is_refused_while_streaming(user: User, corpus: Corpus,
+                                                     settings) -> None:
+    """The upload handler stops storing a file once it passes the cap."""
+    from django.core.files.uploadhandler import StopUpload
+    from django.test import RequestFactory
+
+    from submissions.uploads import CappedUploadHandler, upload_refused_message
+
+    settings.KBPO_SUBMISSION_MAX_BYTES = 1000
+    request = RequestFactory().post("/")
+    handler = CappedUploadHandler(request)
+    assert handler.receive_data_chunk(b"x" * 600, 0) == b"x" * 600
+    with pytest.raises(StopUpload):
+        handler.receive_data_chunk(b"x" * 600, 600)
+    assert "1,000 bytes" in upload_refused_message(request)
+
+    big = upload(data=b"run\n" + b"x" * 5000)
+    resp = api_for(user).post("/api/submissions/", {"name": "x", "corpus": "tiny",
+                                                    "file": big}, format="multipart")
+    assert resp.status_code == 400 and "1,000 bytes" in resp.json()["file"][0]
+    assert not Submission.objects.exists()
