@@ -50,17 +50,14 @@ TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 CONTENT_TYPE = "application/x-amz-json-1.1"
 MODEL = botocore.session.get_session().get_service_model("mturk")
 
-EXTERNAL_QUESTION_NS = (
-    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2006-07-14/"
-    "ExternalQuestion.xsd"
+# MTurk's published namespaces and system qualification ids (facts, not behaviour).
+from annotations.mturk import (  # noqa: E402
+    ANSWER_NS,
+    EXTERNAL_QUESTION_NS,
+    QUAL_APPROVAL_RATE,
+    QUAL_LOCALE,
+    QUAL_NUMBER_APPROVED,
 )
-ANSWER_NS = (
-    "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/"
-    "QuestionFormAnswers.xsd"
-)
-QUAL_APPROVAL_RATE = "000000000000000000L0"
-QUAL_LOCALE = "00000000000000000071"
-QUAL_NUMBER_APPROVED = "00000000000000000040"
 
 # Limits from the MTurk API reference (2014-08-15 edition, the last to list them)
 # that the 2017 JSON model does not encode: (input shape, member) -> constraint.
