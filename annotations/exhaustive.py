@@ -52,6 +52,7 @@ from .models import (
     Response,
     TaskKind,
 )
+from .pipeline import enqueue_review
 from .signals import labels_changed
 
 State = ExhaustiveDocument.State
@@ -404,8 +405,10 @@ def _finish_hit(hit_ids: Iterable[int]) -> None:
     """Mark HITs complete whose questions are all answered (no further assignments)."""
     for hit_id in hit_ids:
         if not Question.objects.filter(hits__pk=hit_id, state=QuestionState.OPEN).exists():
-            Hit.objects.filter(pk=hit_id, state__in=[HitState.POSTED, HitState.PENDING]).update(
-                state=HitState.COMPLETE)
+            done = Hit.objects.filter(pk=hit_id, state__in=[HitState.POSTED, HitState.PENDING]
+                                      ).update(state=HitState.COMPLETE)
+            if done:  # approve and pay the workers, as for verification HITs
+                transaction.on_commit(lambda h=hit_id: enqueue_review(h))
 
 
 def _answers(question: Question) -> list[object]:

@@ -194,11 +194,12 @@ def settle_hits(hit_ids: Iterable[int]) -> list[int]:
                 state=HitState.COMPLETE)
         if n:
             completed.append(hit.pk)
-            transaction.on_commit(lambda h=hit.pk: _enqueue_review(h))
+            transaction.on_commit(lambda h=hit.pk: enqueue_review(h))
     return completed
 
 
-def _enqueue_review(hit_id: int) -> None:
+def enqueue_review(hit_id: int) -> None:
+    """Queue the approval and payment of a complete HIT's assignments."""
     from .tasks import review_hit_task
 
     review_hit_task.delay(hit_id)

@@ -120,7 +120,7 @@ def redrive_task() -> dict:
                  .values_list("pk", flat=True)[:5000])
     aggregated = len(pipeline.aggregate(ready).labelled) if ready else 0
     # Complete HITs whose review was lost, and HITs fully labelled but never settled.
-    for hit_id in Hit.objects.filter(state=HitState.COMPLETE, kind=TaskKind.RELATION,
+    for hit_id in Hit.objects.filter(state=HitState.COMPLETE,
                                      assignments__state="submitted").values_list(
             "pk", flat=True).distinct():
         pipeline.review_hit(hit_id)

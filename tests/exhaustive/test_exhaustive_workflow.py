@@ -17,6 +17,7 @@ from annotations.exhaustive import (
 from annotations.exhaustive_simulation import simulate_exhaustive
 from annotations.intake import AnswerIn, submit_assignment, worker_for
 from annotations.models import (
+    Assignment,
     Backend,
     ExhaustiveDocument,
     ExhaustiveStage,
@@ -91,6 +92,9 @@ def test_simulated_crowd_completes_both_stages(world: Path, settings) -> None:
         n_pairs = len(exhaustive_candidate_pairs(exhaustive_hit.items.get().question.document))
         assert exhaustive_hit.reward == max(Decimal("0.01"), Decimal(n_pairs) * Decimal("0.02"))
         assert set(Hit.objects.values_list("state", flat=True)) == {HitState.COMPLETE}
+        # every worker of the finished document tasks was approved and paid
+        assert set(Assignment.objects.values_list("state", flat=True)) == {"approved"}
+        assert all(a.paid == a.hit.reward for a in Assignment.objects.select_related("hit"))
 
         # stage 2 with a noisy crowd (10% errors, a spammer): close to the gold
         second = plan_exhaustive(corpus, 8, 0.5, seed=2)
