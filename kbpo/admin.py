@@ -1,6 +1,7 @@
 """Operator views of corpora and accounts."""
 
 from django.contrib import admin
+from django.db import models
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
@@ -41,5 +42,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
 @admin.register(Profile)
 class ProfileAdmin(admin.ModelAdmin):
+    # Links typed without a scheme are taken as https (Django 6 behaviour, today).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ("user", "affiliation", "homepage")
     search_fields = ("user__username", "user__email", "affiliation")

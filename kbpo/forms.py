@@ -41,6 +41,7 @@ class ProfileForm(forms.ModelForm):
     first_name = forms.CharField(max_length=150, required=False)
     last_name = forms.CharField(max_length=150, required=False)
     email = forms.EmailField(required=True)
+    homepage = forms.URLField(required=False, assume_scheme="https")
 
     class Meta:
         model = Profile

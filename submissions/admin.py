@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -23,6 +24,8 @@ class EventInline(admin.TabularInline):
 
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin):
+    # Links typed without a scheme are taken as https (Django 6 behaviour, today).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ("id", "name", "owner", "corpus", "state", "state_changed_at",
                     "n_relations", "n_warnings", "n_errors", "public", "is_baseline",
                     "created_at")
