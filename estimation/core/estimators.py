@@ -264,27 +264,99 @@ def exact_effective_size(
 
     Reweighting to another scheme gives heavy-tailed weights; a sample that misses
     the rare heavy elements underestimates both the estimate and its variance, so
-    the interval must not rely on the draws alone for its width. Cost: one pass
-    over every (system i, pair u, system j predicting u) triple.
+    the interval must not rely on the draws alone for its width.
+
+    With a = ps, the sum for system i is Σ_u a_iu² v_iu / q_iu² over i's pairs, where
+    q_iu = Σ_j w_ij pt_ju and v_iu = Σ_j (w_ij²/n_j) pt_ju: both are entries of
+    dense-by-sparse products (W·PT), needed only at the nonzeros of ps. A diagonal
+    w (the simple estimator) makes them multiples of pt_iu itself.
     """
-    a = ps.tocoo()
-    ptc = pt.tocsc()
-    start, stop = ptc.indptr[a.col], ptc.indptr[a.col + 1]
-    lengths = stop - start
-    owner = np.repeat(np.arange(a.nnz), lengths)
-    offsets = np.arange(lengths.sum()) - np.repeat(
-        np.cumsum(lengths) - lengths, lengths
-    )
-    pos = np.repeat(start, lengths) + offsets
-    j, pj = ptc.indices[pos], ptc.data[pos]
-    i = a.row[owner]
+    ps, pt = _canonical(ps), _canonical(pt)
+    m = ps.shape[0]
+    w = np.asarray(w, dtype=float)
+    n = np.asarray(n)
     with np.errstate(divide="ignore", invalid="ignore"):
         w2n = np.where(n > 0, w * w / n[None, :], 0.0)
-    q = np.bincount(owner, weights=w[i, j] * pj, minlength=a.nnz)
-    v = np.bincount(owner, weights=w2n[i, j] * pj, minlength=a.nnz)
+    rows = np.repeat(np.arange(m), np.diff(ps.indptr))
+    if ps.shape != pt.shape or w.shape != (m, m):
+        raise ValueError(
+            f"shapes differ: ps {ps.shape}, pt {pt.shape}, w {w.shape}; expected "
+            "two stacked matrices of one population and an m × m weight matrix"
+        )
+    if np.count_nonzero(w - np.diag(np.diagonal(w))) == 0:
+        p_own = _values_at(pt, ps, rows)
+        q = np.diagonal(w)[rows] * p_own
+        v = np.diagonal(w2n)[rows] * p_own
+    else:
+        q, v = _mixture_at(ps, pt, w, w2n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(q > 0, a.data**2 * v / q**2, 0.0)
-        return 1.0 / np.bincount(a.row, weights=terms, minlength=ps.shape[0])
+        terms = np.where(q > 0, ps.data**2 * v / q**2, 0.0)
+        return 1.0 / np.bincount(rows, weights=terms, minlength=m)
+
+
+# Dense columns per block of W·PT: bounds the block to ~32 MiB at 100 systems.
+_BLOCK_BYTES = 32 << 20
+
+
+def _canonical(x: sp.spmatrix) -> sp.csr_matrix:
+    """CSR with sorted, summed indices, without modifying the caller's matrix."""
+    x = sp.csr_matrix(x)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    return x
+
+
+def _values_at(x: sp.csr_matrix, like: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
+    """x at the nonzeros of ``like`` (rows: their row indices), 0 where x has none.
+
+    Both canonical CSR of one shape.
+    """
+    if np.array_equal(x.indptr, like.indptr) and np.array_equal(x.indices, like.indices):
+        # The usual case: two schemes of one population share the pattern.
+        return x.data
+    cols = like.indices
+    ncol = np.int64(max(x.shape[1], 1))
+    keys = np.repeat(np.arange(x.shape[0], dtype=np.int64), np.diff(x.indptr)) * ncol
+    keys += x.indices
+    want = rows.astype(np.int64) * ncol + cols
+    pos = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+    if len(keys) == 0:
+        return np.zeros(len(want))
+    return np.where(keys[pos] == want, x.data[pos], 0.0)
+
+
+def _mixture_at(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, w2n: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """q = W·PT and v = W2N·PT at the nonzeros of ps (in ps's CSR order).
+
+    Walks the pairs in column blocks: PTᵀ restricted to the block (CSR, pairs ×
+    systems) times the dense [Wᵀ | W2Nᵀ] in C, then picks ps's entries of the block.
+    Memory is one block, never the (i, u, j) triples.
+    """
+    m, n_cols = ps.shape
+    # ps in column order; data holds each entry's position in CSR order.
+    order = sp.csr_matrix(
+        (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
+    ).tocsc()
+    ptt = pt.T.tocsr()  # pairs × systems, j ascending within each pair
+    rhs = np.ascontiguousarray(np.hstack([w.T, w2n.T]))  # (m × 2m)
+    q = np.zeros(ps.nnz)
+    v = np.zeros(ps.nnz)
+    step = max(1, _BLOCK_BYTES // (16 * max(m, 1)))
+    for c0 in range(0, n_cols, step):
+        c1 = min(c0 + step, n_cols)
+        s, e = order.indptr[c0], order.indptr[c1]
+        if s == e:
+            continue
+        block = ptt[c0:c1] @ rhs  # (c1-c0 × 2m): q and v of every system there
+        local = np.repeat(np.arange(c1 - c0), np.diff(order.indptr[c0 : c1 + 1]))
+        i = order.indices[s:e]
+        at = order.data[s:e]
+        q[at] = block[local, i]
+        v[at] = block[local, m + i]
+    return q, v
 
 
 def _precision_interval(
