@@ -81,6 +81,9 @@ def main() -> None:
         metavar="SCHEME",
         help="print the top of a cProfile of estimating this scheme",
     )
+    parser.add_argument(
+        "--sort", default="cumulative", help="cProfile sort key (e.g. tottime)"
+    )
     args = parser.parse_args()
     schemes = (
         list(SCHEMES)
@@ -158,7 +161,7 @@ def main() -> None:
         prof.enable()
         estimate(pop, ev, schemes=[args.profile])
         prof.disable()
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+        pstats.Stats(prof).sort_stats(args.sort).print_stats(30)
 
     new_system = make_system(rng, n_pairs, args.size, usual)
 
