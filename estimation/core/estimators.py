@@ -267,34 +267,42 @@ def exact_effective_size(
     the interval must not rely on the draws alone for its width.
 
     With a = ps, the sum for system i is Σ_u a_iu² v_iu / q_iu² over i's pairs, where
-    q_iu = Σ_j w_ij pt_ju and v_iu = Σ_j (w_ij²/n_j) pt_ju: both are entries of
-    dense-by-sparse products (W·PT), needed only at the nonzeros of ps. A diagonal
-    w (the simple estimator) makes them multiples of pt_iu itself.
+    q_iu = Σ_j w_ij pt_ju and v_iu = Σ_j (w_ij²/n_j) pt_ju are entries of the
+    products W·PT and W2N·PT, needed only at the nonzeros of ps. A diagonal w (the
+    simple estimator) makes them multiples of pt_iu itself; otherwise the products
+    are taken in column blocks (see ``_mixture_terms``), never expanding the
+    (i, u, j) triples, whose number grows with the square of the overlap.
     """
     ps, pt = _canonical(ps), _canonical(pt)
     m = ps.shape[0]
     w = np.asarray(w, dtype=float)
     n = np.asarray(n)
+    if ps.shape != pt.shape or w.shape != (m, m) or n.shape != (m,):
+        raise ValueError(
+            f"shapes differ: ps {ps.shape}, pt {pt.shape}, w {w.shape}, n {n.shape}; "
+            "expected two stacked matrices of one population, m × m weights, m counts"
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         w2n = np.where(n > 0, w * w / n[None, :], 0.0)
     rows = np.repeat(np.arange(m), np.diff(ps.indptr))
-    if ps.shape != pt.shape or w.shape != (m, m):
-        raise ValueError(
-            f"shapes differ: ps {ps.shape}, pt {pt.shape}, w {w.shape}; expected "
-            "two stacked matrices of one population and an m × m weight matrix"
-        )
     if np.count_nonzero(w - np.diag(np.diagonal(w))) == 0:
         p_own = _values_at(pt, ps, rows)
         q = np.diagonal(w)[rows] * p_own
         v = np.diagonal(w2n)[rows] * p_own
+        terms = _terms(ps.data, q, v)
     else:
-        q, v = _mixture_at(ps, pt, w, w2n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(q > 0, ps.data**2 * v / q**2, 0.0)
+        terms = _mixture_terms(ps, pt, w, w2n)
+    with np.errstate(divide="ignore"):
         return 1.0 / np.bincount(rows, weights=terms, minlength=m)
 
 
-# Dense columns per block of W·PT: bounds the block to ~32 MiB at 100 systems.
+def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """a² v / q² per (system, pair); no term where no draw can reach (q = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(q > 0, a**2 * v / q**2, 0.0)
+
+
+# Memory of one block of W·PT (pairs × 2m doubles): 32 MiB, ~20k pairs at 100 systems.
 _BLOCK_BYTES = 32 << 20
 
 
@@ -315,48 +323,49 @@ def _values_at(x: sp.csr_matrix, like: sp.csr_matrix, rows: np.ndarray) -> np.nd
     if np.array_equal(x.indptr, like.indptr) and np.array_equal(x.indices, like.indices):
         # The usual case: two schemes of one population share the pattern.
         return x.data
-    cols = like.indices
-    ncol = np.int64(max(x.shape[1], 1))
+    if x.nnz == 0:
+        return np.zeros(like.nnz)
+    ncol = np.int64(x.shape[1])
     keys = np.repeat(np.arange(x.shape[0], dtype=np.int64), np.diff(x.indptr)) * ncol
     keys += x.indices
-    want = rows.astype(np.int64) * ncol + cols
-    pos = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
-    if len(keys) == 0:
-        return np.zeros(len(want))
+    want = rows.astype(np.int64) * ncol + like.indices
+    pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
     return np.where(keys[pos] == want, x.data[pos], 0.0)
 
 
-def _mixture_at(
+def _mixture_terms(
     ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, w2n: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """q = W·PT and v = W2N·PT at the nonzeros of ps (in ps's CSR order).
+) -> np.ndarray:
+    """The terms of :func:`exact_effective_size` for a general w, in ps's CSR order.
 
-    Walks the pairs in column blocks: PTᵀ restricted to the block (CSR, pairs ×
-    systems) times the dense [Wᵀ | W2Nᵀ] in C, then picks ps's entries of the block.
-    Memory is one block, never the (i, u, j) triples.
+    Walks the pairs in column blocks: the block of PTᵀ (CSR, pairs × systems j)
+    times the dense [Wᵀ | W2Nᵀ] (a C loop over each pair's systems in ascending j,
+    the order the sum had before), then picks q_iu, v_iu at ps's entries of the
+    block. Systems j with no weight anywhere (no draws) are left out of the product.
     """
     m, n_cols = ps.shape
+    donors = np.flatnonzero((w != 0).any(axis=0) | (w2n != 0).any(axis=0))
+    terms = np.zeros(ps.nnz)
+    if len(donors) == 0 or ps.nnz == 0:
+        return terms
     # ps in column order; data holds each entry's position in CSR order.
     order = sp.csr_matrix(
         (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
     ).tocsc()
-    ptt = pt.T.tocsr()  # pairs × systems, j ascending within each pair
-    rhs = np.ascontiguousarray(np.hstack([w.T, w2n.T]))  # (m × 2m)
-    q = np.zeros(ps.nnz)
-    v = np.zeros(ps.nnz)
-    step = max(1, _BLOCK_BYTES // (16 * max(m, 1)))
+    ptt = pt[donors].T.tocsr()  # pairs × donors, donors ascending within a pair
+    rhs = np.ascontiguousarray(np.hstack([w[:, donors].T, w2n[:, donors].T]))
+    col = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(order.indptr))
+    step = max(1, _BLOCK_BYTES // (16 * m))
     for c0 in range(0, n_cols, step):
         c1 = min(c0 + step, n_cols)
         s, e = order.indptr[c0], order.indptr[c1]
         if s == e:
             continue
-        block = ptt[c0:c1] @ rhs  # (c1-c0 × 2m): q and v of every system there
-        local = np.repeat(np.arange(c1 - c0), np.diff(order.indptr[c0 : c1 + 1]))
-        i = order.indices[s:e]
-        at = order.data[s:e]
-        q[at] = block[local, i]
-        v[at] = block[local, m + i]
-    return q, v
+        flat = (ptt[c0:c1] @ rhs).ravel()  # row u - c0: q then v of every system
+        at = (col[s:e] - c0) * (2 * m) + order.indices[s:e]
+        pos = order.data[s:e]
+        terms[pos] = _terms(ps.data[pos], flat.take(at), flat.take(at + m))
+    return terms
 
 
 def _precision_interval(
