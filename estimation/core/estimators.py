@@ -270,7 +270,7 @@ def exact_effective_size(
     q_iu = Σ_j w_ij pt_ju and v_iu = Σ_j (w_ij²/n_j) pt_ju are entries of the
     products W·PT and W2N·PT, needed only at the nonzeros of ps. A diagonal w (the
     simple estimator) makes them multiples of pt_iu itself; otherwise the products
-    are taken in column blocks (see ``_mixture_terms``), never expanding the
+    are taken in column blocks (see ``_products_at``), never expanding the
     (i, u, j) triples, whose number grows with the square of the overlap.
     """
     ps, pt = _canonical(ps), _canonical(pt)
@@ -291,7 +291,8 @@ def exact_effective_size(
         v = np.diagonal(w2n)[rows] * p_own
         terms = _terms(ps.data, q, v)
     else:
-        terms = _mixture_terms(ps, pt, w, w2n)
+        q, v = _products_at(ps, pt, [w, w2n])
+        terms = _terms(ps.data, q, v)
     with np.errstate(divide="ignore"):
         return 1.0 / np.bincount(rows, weights=terms, minlength=m)
 
@@ -302,7 +303,7 @@ def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         return np.where(q > 0, a**2 * v / q**2, 0.0)
 
 
-# Memory of one block of W·PT (pairs × 2m doubles): 32 MiB, ~20k pairs at 100 systems.
+# Memory of one block of products (pairs × 2m doubles): 32 MiB, 20k pairs at m = 100.
 _BLOCK_BYTES = 32 << 20
 
 
@@ -333,39 +334,42 @@ def _values_at(x: sp.csr_matrix, like: sp.csr_matrix, rows: np.ndarray) -> np.nd
     return np.where(keys[pos] == want, x.data[pos], 0.0)
 
 
-def _mixture_terms(
-    ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, w2n: np.ndarray
-) -> np.ndarray:
-    """The terms of :func:`exact_effective_size` for a general w, in ps's CSR order.
+def _products_at(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, lefts: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """(L·PT)_iu at the nonzeros of ps (in ps's CSR order), for each L in lefts.
 
-    Walks the pairs in column blocks: the block of PTᵀ (CSR, pairs × systems j)
-    times the dense [Wᵀ | W2Nᵀ] (a C loop over each pair's systems in ascending j,
-    the order the sum had before), then picks q_iu, v_iu at ps's entries of the
-    block. Systems j with no weight anywhere (no draws) are left out of the product.
+    ps: (k × pairs), pt: (m × pairs), each L: (k × m). Walks the pairs in column
+    blocks: the block of PTᵀ (CSR, pairs × systems j) times the dense [L₁ᵀ | L₂ᵀ …]
+    in C, summing each pair's systems in ascending j (the order of a per-entry
+    sum over j), then picks the entries of ps in the block. Memory is one block,
+    never the (i, u, j) triples. Systems j that every L leaves out are skipped.
     """
-    m, n_cols = ps.shape
-    donors = np.flatnonzero((w != 0).any(axis=0) | (w2n != 0).any(axis=0))
-    terms = np.zeros(ps.nnz)
-    if len(donors) == 0 or ps.nnz == 0:
-        return terms
+    k, n_cols = ps.shape
+    out = [np.zeros(ps.nnz) for _ in lefts]
+    used = np.flatnonzero(np.any([(L != 0).any(axis=0) for L in lefts], axis=0))
+    if len(used) == 0 or ps.nnz == 0:
+        return out
     # ps in column order; data holds each entry's position in CSR order.
     order = sp.csr_matrix(
         (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
     ).tocsc()
-    ptt = pt[donors].T.tocsr()  # pairs × donors, donors ascending within a pair
-    rhs = np.ascontiguousarray(np.hstack([w[:, donors].T, w2n[:, donors].T]))
+    ptt = pt[used].T.tocsr()  # pairs × used systems, ascending within a pair
+    rhs = np.ascontiguousarray(np.hstack([L[:, used].T for L in lefts]))
+    width = rhs.shape[1]
     col = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(order.indptr))
-    step = max(1, _BLOCK_BYTES // (16 * m))
+    step = max(1, _BLOCK_BYTES // (8 * width))
     for c0 in range(0, n_cols, step):
         c1 = min(c0 + step, n_cols)
         s, e = order.indptr[c0], order.indptr[c1]
         if s == e:
             continue
-        flat = (ptt[c0:c1] @ rhs).ravel()  # row u - c0: q then v of every system
-        at = (col[s:e] - c0) * (2 * m) + order.indices[s:e]
+        flat = (ptt[c0:c1] @ rhs).ravel()  # row u - c0: every L's column block
+        at = (col[s:e] - c0) * width + order.indices[s:e]
         pos = order.data[s:e]
-        terms[pos] = _terms(ps.data[pos], flat.take(at), flat.take(at + m))
-    return terms
+        for r, values in enumerate(out):
+            values[pos] = flat.take(at + r * k)
+    return out
 
 
 def _precision_interval(
@@ -428,22 +432,36 @@ def _precision(
     est = est.copy()
     # Systems without draws of their own: q_i may miss part of X_i. The estimate
     # covers only the mass the others' draws reach; the rest is bounded by [0, mass].
-    for i in np.flatnonzero(none):
-        cols = ps.indices[ps.indptr[i] : ps.indptr[i + 1]]
-        mass = ps.data[ps.indptr[i] : ps.indptr[i + 1]]
-        donors = np.flatnonzero(w[i] > 0)
-        covered = (
-            np.asarray((pt[donors][:, cols] > 0).sum(axis=0)).ravel() > 0
-            if len(donors)
-            else np.zeros(len(cols), bool)
-        )
-        missing = float(mass[~covered].sum())
+    for i, missing in zip(*_unreached_mass(ps, pt, w, none), strict=True):
         if missing > 1e-12:
             lo_i, hi_i = ci.normal(est[i : i + 1], var[i : i + 1], z)
             est[i] = np.nan
             lo[i], hi[i] = lo_i[0], min(1.0, hi_i[0] + missing)
     out["joint"] = Interval(est, lo, hi)
     return out, joint, w
+
+
+def _unreached_mass(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, list[float]]:
+    """For each selected system i: its mass on pairs no donor (w_ij > 0) predicted.
+
+    A pair u of i is reached when Σ_j [w_ij > 0]·[pt_ju > 0] ≥ 1, an integer count
+    taken for all selected systems in one blocked product.
+    """
+    rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows)
+    if len(rows) == 0:
+        return rows, []
+    sub = ps[rows]
+    reach = sp.csr_matrix(pt, copy=True)
+    reach.data = (reach.data > 0).astype(float)
+    (count,) = _products_at(sub, reach, [(w[rows] > 0).astype(float)])
+    missing = []
+    for k in range(len(rows)):
+        lo, hi = sub.indptr[k], sub.indptr[k + 1]
+        mass = sub.data[lo:hi]
+        missing.append(float(mass[count[lo:hi] == 0].sum()))
+    return rows, missing
 
 
 def _exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:

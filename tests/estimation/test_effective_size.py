@@ -190,3 +190,42 @@ def test_estimates_unchanged_for_every_scheme(seed, monkeypatch):
                             atol=1e-15,
                             err_msg=f"{draw_scheme}/{scheme}/{metric}/{kind}/{part}",
                         )
+
+
+def _unreached_reference(ps, pt, w, i):
+    """The original per-system computation of the mass no donor's draws can reach."""
+    cols = ps.indices[ps.indptr[i] : ps.indptr[i + 1]]
+    mass = ps.data[ps.indptr[i] : ps.indptr[i + 1]]
+    donors = np.flatnonzero(w[i] > 0)
+    covered = (
+        np.asarray((pt[donors][:, cols] > 0).sum(axis=0)).ravel() > 0
+        if len(donors)
+        else np.zeros(len(cols), bool)
+    )
+    return float(mass[~covered].sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unreached_mass_matches_reference(seed, monkeypatch):
+    monkeypatch.setattr(est, "_BLOCK_BYTES", 8 * 9 * 5)
+    rng = np.random.default_rng(seed)
+    pop = _population(rng)
+    m = len(pop)
+    n = _draw_counts(rng, m)
+    none = n == 0
+    for scheme in SCHEMES:
+        ps, pt = pop.stacked(scheme), pop.stacked("instance")
+        for w in (
+            mixing_weights(pop.overlap(scheme, "instance"), n),
+            rng.random((m, m)) * (rng.random((m, m)) < 0.3),
+        ):
+            rows, missing = est._unreached_mass(ps, pt, w, none)
+            assert list(rows) == list(np.flatnonzero(none))
+            assert missing == [_unreached_reference(ps, pt, w, i) for i in rows]
+    # The disjoint system without draws: nothing of it is reached.
+    n[pop.index_of("disjoint")] = 0
+    ps = pop.stacked("entity")
+    w = mixing_weights(pop.overlap("entity", "instance"), n)
+    k = pop.index_of("disjoint")
+    _, (missing,) = est._unreached_mass(ps, pop.stacked("instance"), w, np.array([k]))
+    assert missing == pytest.approx(1.0)
