@@ -152,7 +152,7 @@ def main() -> None:
         def one(scheme=scheme):
             return estimate(pop, ev, schemes=[scheme])
 
-        timed(f"estimate, scheme {scheme}", one, results, one)
+        timed(f"estimate, scheme {scheme} (first call)", one, results, one)
     if args.profile:
         import cProfile
         import pstats
