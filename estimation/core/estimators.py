@@ -289,10 +289,9 @@ def exact_effective_size(
         p_own = _values_at(pt, ps, rows)
         q = np.diagonal(w)[rows] * p_own
         v = np.diagonal(w2n)[rows] * p_own
-        terms = _terms(ps.data, q, v)
     else:
         q, v = _products_at(ps, pt, [w, w2n])
-        terms = _terms(ps.data, q, v)
+    terms = _terms(ps.data, q, v)
     with np.errstate(divide="ignore"):
         return 1.0 / np.bincount(rows, weights=terms, minlength=m)
 
