@@ -2,10 +2,13 @@
 
 100 systems × 50,000 predictions (~1M distinct instances), 50,000 labelled pairs:
   1. recompute every joint score with intervals (goal < 1 s);
-  2. add a 101st system: overlap update + adaptive n (goal < 5 s).
+  2. with --schemes: recompute under each listed scheme separately, as the scoring
+     app does (draws from the instance scheme, the others importance-reweighted);
+  3. add a 101st system: overlap update + adaptive n (goal < 5 s).
 Prints wall times and peak memory.
 
     python bench/bench_estimation.py [--systems 100] [--size 50000] [--labels 50000]
+        [--schemes instance,predicate,entity,entity_relation] [--profile SCHEME]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from estimation.core import (
+    SCHEMES,
     Population,
     estimate,
     plan_sample_size,
@@ -66,7 +70,29 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=50_000)
     parser.add_argument("--labels", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--schemes",
+        default="",
+        help="comma-separated schemes to time one by one ('all' for every scheme)",
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="SCHEME",
+        help="print the top of a cProfile of estimating this scheme",
+    )
+    parser.add_argument(
+        "--sort", default="cumulative", help="cProfile sort key (e.g. tottime)"
+    )
     args = parser.parse_args()
+    schemes = (
+        list(SCHEMES)
+        if args.schemes == "all"
+        else [s for s in args.schemes.split(",") if s]
+    )
+    for s in [*schemes, *([args.profile] if args.profile else [])]:
+        if s not in SCHEMES:
+            parser.error(f"--schemes/--profile: unknown scheme {s!r}; use {SCHEMES}")
 
     rng = np.random.default_rng(args.seed)
     n_pairs, n_preds = 600_000, 25
@@ -118,6 +144,24 @@ def main() -> None:
         f"  median 90% width: precision simple {np.median(p['simple'].hi - p['simple'].lo):.3f}"
         f", joint {np.median(p['joint'].hi - p['joint'].lo):.3f}"
     )
+
+    if schemes or args.profile:
+        ev = prepare_evidence(pop, draws, drawn, label[drawn], y0, label[y0])
+    for scheme in schemes:
+        # One scheme per call, like estimation.scoring.recompute.
+        def one(scheme=scheme):
+            return estimate(pop, ev, schemes=[scheme])
+
+        timed(f"estimate, scheme {scheme} (first call)", one, results, one)
+    if args.profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        estimate(pop, ev, schemes=[args.profile])
+        prof.disable()
+        pstats.Stats(prof).sort_stats(args.sort).print_stats(30)
 
     new_system = make_system(rng, n_pairs, args.size, usual)
 

@@ -177,11 +177,12 @@ def main() -> None:
               f"{args.pairs:,} pairs, {args.draws} draws each, {data['gold']:,} gold "
               f"relations in {time.monotonic() - t:.1f} s")
         import django.db
+        from django.conf import settings
         from django.utils import timezone
 
         from annotations.models import PairLabel
         from estimation.data import PREDICATES, load_corpus_data
-        from estimation.scoring import recompute
+        from estimation.scoring import recompute, score_schemes
 
         corpus = data["corpus"]
         t = time.monotonic()
@@ -211,9 +212,10 @@ def main() -> None:
                               for ts, m in marks[1:4])
             print(f"batch {b + 1}: +{len(batch)} labels → {run.n_labels:,} labelled pairs; "
                   f"recompute {total:.2f} s ({split})")
+        n_schemes = len(score_schemes(settings.KBPO_SAMPLING_SCHEME))
         print(f"recompute per label batch at {args.systems} systems: median "
-              f"{np.median(times):.2f} s, max {max(times):.2f} s (4 schemes, "
-              f"{args.systems * 4} score rows written)")
+              f"{np.median(times):.2f} s, max {max(times):.2f} s ({n_schemes} scheme(s), "
+              f"{args.systems * n_schemes} score rows written)")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak RSS of this process: {rss:.0f} MB; finished {timezone.now():%H:%M:%S}")
         django.db.connections.close_all()

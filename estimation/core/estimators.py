@@ -264,27 +264,111 @@ def exact_effective_size(
 
     Reweighting to another scheme gives heavy-tailed weights; a sample that misses
     the rare heavy elements underestimates both the estimate and its variance, so
-    the interval must not rely on the draws alone for its width. Cost: one pass
-    over every (system i, pair u, system j predicting u) triple.
+    the interval must not rely on the draws alone for its width.
+
+    With a = ps, the sum for system i is Σ_u a_iu² v_iu / q_iu² over i's pairs, where
+    q_iu = Σ_j w_ij pt_ju and v_iu = Σ_j (w_ij²/n_j) pt_ju are entries of the
+    products W·PT and W2N·PT, needed only at the nonzeros of ps. A diagonal w (the
+    simple estimator) makes them multiples of pt_iu itself; otherwise the products
+    are taken in column blocks (see ``_products_at``), never expanding the
+    (i, u, j) triples, whose number grows with the square of the overlap.
     """
-    a = ps.tocoo()
-    ptc = pt.tocsc()
-    start, stop = ptc.indptr[a.col], ptc.indptr[a.col + 1]
-    lengths = stop - start
-    owner = np.repeat(np.arange(a.nnz), lengths)
-    offsets = np.arange(lengths.sum()) - np.repeat(
-        np.cumsum(lengths) - lengths, lengths
-    )
-    pos = np.repeat(start, lengths) + offsets
-    j, pj = ptc.indices[pos], ptc.data[pos]
-    i = a.row[owner]
+    ps, pt = _canonical(ps), _canonical(pt)
+    m = ps.shape[0]
+    w = np.asarray(w, dtype=float)
+    n = np.asarray(n)
+    if ps.shape != pt.shape or w.shape != (m, m) or n.shape != (m,):
+        raise ValueError(
+            f"shapes differ: ps {ps.shape}, pt {pt.shape}, w {w.shape}, n {n.shape}; "
+            "expected two stacked matrices of one population, m × m weights, m counts"
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         w2n = np.where(n > 0, w * w / n[None, :], 0.0)
-    q = np.bincount(owner, weights=w[i, j] * pj, minlength=a.nnz)
-    v = np.bincount(owner, weights=w2n[i, j] * pj, minlength=a.nnz)
+    rows = np.repeat(np.arange(m), np.diff(ps.indptr))
+    if np.count_nonzero(w - np.diag(np.diagonal(w))) == 0:
+        p_own = _values_at(pt, ps, rows)
+        q = np.diagonal(w)[rows] * p_own
+        v = np.diagonal(w2n)[rows] * p_own
+    else:
+        q, v = _products_at(ps, pt, [w, w2n])
+    terms = _terms(ps.data, q, v)
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.bincount(rows, weights=terms, minlength=m)
+
+
+def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """a² v / q² per (system, pair); no term where no draw can reach (q = 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(q > 0, a.data**2 * v / q**2, 0.0)
-        return 1.0 / np.bincount(a.row, weights=terms, minlength=ps.shape[0])
+        return np.where(q > 0, a**2 * v / q**2, 0.0)
+
+
+# Memory of one block of products (pairs × 2m doubles): 32 MiB, 20k pairs at m = 100.
+_BLOCK_BYTES = 32 << 20
+
+
+def _canonical(x: sp.spmatrix) -> sp.csr_matrix:
+    """CSR with sorted, summed indices, without modifying the caller's matrix."""
+    x = sp.csr_matrix(x)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    return x
+
+
+def _values_at(x: sp.csr_matrix, like: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
+    """x at the nonzeros of ``like`` (rows: their row indices), 0 where x has none.
+
+    Both canonical CSR of one shape.
+    """
+    if np.array_equal(x.indptr, like.indptr) and np.array_equal(x.indices, like.indices):
+        # The usual case: two schemes of one population share the pattern.
+        return x.data
+    if x.nnz == 0:
+        return np.zeros(like.nnz)
+    ncol = np.int64(x.shape[1])
+    keys = np.repeat(np.arange(x.shape[0], dtype=np.int64), np.diff(x.indptr)) * ncol
+    keys += x.indices
+    want = rows.astype(np.int64) * ncol + like.indices
+    pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    return np.where(keys[pos] == want, x.data[pos], 0.0)
+
+
+def _products_at(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, lefts: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """(L·PT)_iu at the nonzeros of ps (in ps's CSR order), for each L in lefts.
+
+    ps: (k × pairs), pt: (m × pairs), each L: (k × m). Walks the pairs in column
+    blocks: the block of PTᵀ (CSR, pairs × systems j) times the dense [L₁ᵀ | L₂ᵀ …]
+    in C, summing each pair's systems in ascending j (the order of a per-entry
+    sum over j), then picks the entries of ps in the block. Memory is one block,
+    never the (i, u, j) triples. Systems j that every L leaves out are skipped.
+    """
+    k, n_cols = ps.shape
+    out = [np.zeros(ps.nnz) for _ in lefts]
+    used = np.flatnonzero(np.any([(L != 0).any(axis=0) for L in lefts], axis=0))
+    if len(used) == 0 or ps.nnz == 0:
+        return out
+    # ps in column order; data holds each entry's position in CSR order.
+    order = sp.csr_matrix(
+        (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
+    ).tocsc()
+    ptt = pt[used].T.tocsr()  # pairs × used systems, ascending within a pair
+    rhs = np.ascontiguousarray(np.hstack([L[:, used].T for L in lefts]))
+    width = rhs.shape[1]
+    col = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(order.indptr))
+    step = max(1, _BLOCK_BYTES // (8 * width))
+    for c0 in range(0, n_cols, step):
+        c1 = min(c0 + step, n_cols)
+        s, e = order.indptr[c0], order.indptr[c1]
+        if s == e:
+            continue
+        flat = (ptt[c0:c1] @ rhs).ravel()  # row u - c0: every L's column block
+        at = (col[s:e] - c0) * width + order.indices[s:e]
+        pos = order.data[s:e]
+        for r, values in enumerate(out):
+            values[pos] = flat.take(at + r * k)
+    return out
 
 
 def _precision_interval(
@@ -347,22 +431,36 @@ def _precision(
     est = est.copy()
     # Systems without draws of their own: q_i may miss part of X_i. The estimate
     # covers only the mass the others' draws reach; the rest is bounded by [0, mass].
-    for i in np.flatnonzero(none):
-        cols = ps.indices[ps.indptr[i] : ps.indptr[i + 1]]
-        mass = ps.data[ps.indptr[i] : ps.indptr[i + 1]]
-        donors = np.flatnonzero(w[i] > 0)
-        covered = (
-            np.asarray((pt[donors][:, cols] > 0).sum(axis=0)).ravel() > 0
-            if len(donors)
-            else np.zeros(len(cols), bool)
-        )
-        missing = float(mass[~covered].sum())
+    for i, missing in zip(*_unreached_mass(ps, pt, w, none), strict=True):
         if missing > 1e-12:
             lo_i, hi_i = ci.normal(est[i : i + 1], var[i : i + 1], z)
             est[i] = np.nan
             lo[i], hi[i] = lo_i[0], min(1.0, hi_i[0] + missing)
     out["joint"] = Interval(est, lo, hi)
     return out, joint, w
+
+
+def _unreached_mass(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, list[float]]:
+    """For each selected system i: its mass on pairs no donor (w_ij > 0) predicted.
+
+    A pair u of i is reached when Σ_j [w_ij > 0]·[pt_ju > 0] ≥ 1, an integer count
+    taken for all selected systems in one blocked product.
+    """
+    rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows)
+    if len(rows) == 0:
+        return rows, []
+    sub = ps[rows]
+    reach = sp.csr_matrix(pt, copy=True)
+    reach.data = (reach.data > 0).astype(float)
+    (count,) = _products_at(sub, reach, [(w[rows] > 0).astype(float)])
+    missing = []
+    for k in range(len(rows)):
+        lo, hi = sub.indptr[k], sub.indptr[k + 1]
+        mass = sub.data[lo:hi]
+        missing.append(float(mass[count[lo:hi] == 0].sum()))
+    return rows, missing
 
 
 def _exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:

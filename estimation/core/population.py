@@ -24,6 +24,8 @@ class _System:
     subjects: np.ndarray  # (n,) subject code
     inst_p: dict[str, np.ndarray] = field(default_factory=dict)  # scheme -> p(x)
     pair_rows: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # (sorted distinct pairs, pair position of each instance): the same for every scheme.
+    grouping: tuple[np.ndarray, np.ndarray] | None = None
 
     def probs(self, scheme: str) -> np.ndarray:
         if scheme not in self.inst_p:
@@ -33,10 +35,11 @@ class _System:
     def pair_row(self, scheme: str) -> tuple[np.ndarray, np.ndarray]:
         """(sorted pair indices, P(u)) of the system's pair-level distribution."""
         if scheme not in self.pair_rows:
-            cols, inv = np.unique(self.pairs, return_inverse=True)
-            data = np.bincount(
-                inv.ravel(), weights=self.probs(scheme), minlength=len(cols)
-            )
+            if self.grouping is None:
+                cols, inv = np.unique(self.pairs, return_inverse=True)
+                self.grouping = (cols, inv.ravel())
+            cols, inv = self.grouping
+            data = np.bincount(inv, weights=self.probs(scheme), minlength=len(cols))
             self.pair_rows[scheme] = (cols, data)
         return self.pair_rows[scheme]
 
