@@ -201,7 +201,7 @@ def test_worker_killed_mid_task_loses_nothing_and_pays_once(
         if proc.poll() is None:
             kill(proc)
     reviews: list[int] = []
-    monkeypatch.setattr(pipeline, "_enqueue_review", reviews.append)
+    monkeypatch.setattr(pipeline, "enqueue_review", reviews.append)
     old = app.conf.task_always_eager
     app.conf.task_always_eager = True
     try:
