@@ -142,17 +142,20 @@ def krippendorff_alpha(items: np.ndarray, workers: np.ndarray, answers: Sequence
 
 def worker_agreement(items: np.ndarray, workers: np.ndarray, answers: Sequence[str],
                      n_workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per worker: how often their answer equals the plurality of the *other* workers.
+    """Per worker: how often their answer is the plurality of the *other* workers.
 
     Returns (agreement rate, number of comparable answers); NaN where a worker has no
-    item shared with others. Leaving the worker out avoids rewarding self-agreement.
+    item shared with others. Leaving the worker out avoids rewarding self-agreement. A
+    tie among the others earns a share of the credit (1 / number of tied answers), not
+    none: with three answers per question, one careless co-worker would otherwise make
+    every honest worker look like a dissenter.
     """
     items = np.asarray(items)
     workers = np.asarray(workers)
     by_item: dict[int, list[int]] = {}
     for k, i in enumerate(items.tolist()):
         by_item.setdefault(i, []).append(k)
-    agree = np.zeros(n_workers)
+    credit = np.zeros(n_workers)
     total = np.zeros(n_workers)
     for ks in by_item.values():
         if len(ks) < 2:
@@ -160,10 +163,10 @@ def worker_agreement(items: np.ndarray, workers: np.ndarray, answers: Sequence[s
         for k in ks:
             others = Counter(answers[j] for j in ks if j != k)
             top = max(others.values())
-            plurality = {a for a, c in others.items() if c == top}
-            w = workers[k]
-            total[w] += 1
-            agree[w] += answers[k] in plurality and len(plurality) == 1
+            plurality = [a for a, c in others.items() if c == top]
+            total[workers[k]] += 1
+            if answers[k] in plurality:
+                credit[workers[k]] += 1 / len(plurality)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(total > 0, agree / np.maximum(total, 1), np.nan)
+        rate = np.where(total > 0, credit / np.maximum(total, 1), np.nan)
     return rate, total

@@ -359,34 +359,6 @@ def _arrays(rows: list[tuple[int, int, list[str]]]) -> tuple[np.ndarray, np.ndar
     return items, workers, answers, list(q_index), list(w_index)
 
 
-def agreement_with_others(items: np.ndarray, workers: np.ndarray, answers: list[str],
-                          n_workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per worker: how often their answer is the plurality of the *other* workers.
-
-    Like `aggregation.worker_agreement`, but a tie among the others earns a share of
-    the credit (1/number of tied answers) instead of none: with three answers per
-    question one careless co-worker would otherwise make every honest worker disagree.
-    """
-    by_item: dict[int, list[int]] = {}
-    for k, i in enumerate(items.tolist()):
-        by_item.setdefault(i, []).append(k)
-    credit = np.zeros(n_workers)
-    total = np.zeros(n_workers)
-    for ks in by_item.values():
-        if len(ks) < 2:
-            continue
-        for k in ks:
-            others = Counter(answers[j] for j in ks if j != k)
-            top = max(others.values())
-            plurality = [a for a, c in others.items() if c == top]
-            total[workers[k]] += 1
-            if answers[k] in plurality:
-                credit[workers[k]] += 1 / len(plurality)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(total > 0, credit / np.maximum(total, 1), np.nan)
-    return rate, total
-
-
 def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
     """Fit Dawid–Skene per corpus; store accuracy, agreement and flags on the workers."""
     report = QualityReport()
@@ -405,7 +377,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
             continue
         items, workers, answers, qids, wids = _arrays(rows)
         fit = aggregation.dawid_skene(items, workers, answers, len(qids), len(wids))
-        rate, total = agreement_with_others(items, workers, answers, len(wids))
+        rate, total = aggregation.worker_agreement(items, workers, answers, len(wids))
         counts = np.bincount(workers, minlength=len(wids))
         for k, wid in enumerate(wids):
             acc_sum[wid] += float(fit.worker_accuracy[k]) * int(counts[k])

@@ -114,3 +114,19 @@ def no_planning(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
     finally:
         submission_ingested.connect(_plan_on_ingest, dispatch_uid="annotations-plan")
+
+
+@pytest.fixture
+def eager_unless_worker(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Run Celery tasks inline, except in tests that drive a real worker (`worker`)."""
+    from kbpo.celery import app
+
+    if request.node.get_closest_marker("worker"):
+        yield
+        return
+    old = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = old

@@ -89,4 +89,7 @@ def test_alpha_and_worker_agreement() -> None:
     rate, n = worker_agreement(items4, workers4, answers4, 4)
     assert n.tolist() == [3, 3, 3, 3]
     assert rate.tolist() == [1.0, 1.0, 1.0, 0.0]
+    # Three workers, one dissenting: the others of an agreeing worker tie, half credit.
+    rate, _ = worker_agreement(np.array([0, 0, 0]), np.array([0, 1, 2]), ["a", "a", "b"], 3)
+    assert rate.tolist() == [0.5, 0.5, 0.0]
     assert krippendorff_alpha(np.array([0]), np.array([0]), ["a"], 1, 1) == 1.0

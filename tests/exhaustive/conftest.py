@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,16 +19,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def eager_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Run Celery tasks inline (with a broker configured, .delay would go to Redis)."""
-    from kbpo.celery import app
-
-    if request.node.get_closest_marker("worker"):
-        yield
-        return
-    old = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    try:
-        yield
-    finally:
-        app.conf.task_always_eager = old
+def _inline_tasks(eager_unless_worker: None) -> None:
+    """With a broker configured (CI), `.delay` would send tasks to Redis while the test's
+    data is uncommitted: run them inline unless the test drives a real worker."""

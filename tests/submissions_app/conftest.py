@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,23 +29,9 @@ def media_root(request: pytest.FixtureRequest, tmp_path: Path, settings) -> Path
 
 
 @pytest.fixture(autouse=True)
-def eager_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Run tasks inline unless the test drives a real worker (marker `worker`).
-
-    With a broker configured (CI), `.delay` would otherwise send tasks to Redis while
-    the test's data is still uncommitted.
-    """
-    from kbpo.celery import app
-
-    if request.node.get_closest_marker("worker"):
-        yield
-        return
-    old = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    try:
-        yield
-    finally:
-        app.conf.task_always_eager = old
+def _inline_tasks(eager_unless_worker: None) -> None:
+    """With a broker configured (CI), `.delay` would send tasks to Redis while the test's
+    data is uncommitted: run them inline unless the test drives a real worker."""
 
 
 @pytest.fixture(autouse=True)
