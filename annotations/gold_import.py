@@ -234,14 +234,19 @@ def import_kbpo(corpus: Corpus, path: Path, only_planned: bool = False) -> Impor
             parsed = _kbpo_document(doc, raw_mentions, raw_relations, number, report)
             if parsed is None:
                 continue
-            mentions, relations = parsed
-            if store_document_gold(corpus, doc, mentions, relations):
-                report.documents_imported += 1
-            else:
-                report.documents_unchanged += 1
-            report.mentions += len(mentions)
-            report.relations += len(relations)
+            _store(report, corpus, doc, *parsed)
     return _finish(report, corpus)
+
+
+def _store(report: ImportReport, corpus: Corpus, doc: Document, mentions: list[MentionIn],
+           relations: list[RelationIn]) -> None:
+    """Store one document's gold and count it (imported, or unchanged on a re-import)."""
+    if store_document_gold(corpus, doc, mentions, relations):
+        report.documents_imported += 1
+    else:
+        report.documents_unchanged += 1
+    report.mentions += len(mentions)
+    report.relations += len(relations)
 
 
 def _kbpo_document(doc: Document, raw_mentions: object, raw_relations: object, number: int,
@@ -457,13 +462,7 @@ def import_docred(corpus: Corpus, path: Path, doc_prefix: str = "") -> ImportRep
         doc = _document_for(corpus, doc_id, rec["title"], text, offsets, report)
         if doc is None:
             continue
-        mentions, relations = _docred_gold(doc, rec, offsets, report, i)
-        if store_document_gold(corpus, doc, mentions, relations):
-            report.documents_imported += 1
-        else:
-            report.documents_unchanged += 1
-        report.mentions += len(mentions)
-        report.relations += len(relations)
+        _store(report, corpus, doc, *_docred_gold(doc, rec, offsets, report, i))
     return _finish(report, corpus)
 
 
