@@ -15,6 +15,8 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
+from kbpo.admin import ReadOnlyInline
+
 from . import backends, budget, mturk, pipeline, planning, sync
 from .models import (
     Assignment,
@@ -59,13 +61,10 @@ def _report(modeladmin: admin.ModelAdmin, request: HttpRequest, done: int, verb:
         modeladmin.message_user(request, f"Nothing to do ({verb.lower()}).", messages.INFO)
 
 
-class HitInline(admin.TabularInline):
+class HitInline(ReadOnlyInline):
     model = Hit
     fields = ("state", "backend", "max_assignments", "reward", "cost_estimate",
               "external_id", "post_error")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
     show_change_link = True
 
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
@@ -104,11 +103,9 @@ class HitBatchAdmin(admin.ModelAdmin):
         _report(self, request, len(ids), "Re-planning queued for submissions", [])
 
 
-class HitQuestionInline(admin.TabularInline):
+class HitQuestionInline(ReadOnlyInline):
     model = Hit.questions.through
-    raw_id_fields = ("question",)
-    extra = 0
-    can_delete = False
+    fields = ("position", "question")
 
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
@@ -183,12 +180,9 @@ class HitAdmin(admin.ModelAdmin):
         _report(self, request, done, "Extended HITs", errors)
 
 
-class ResponseInline(admin.TabularInline):
+class ResponseInline(ReadOnlyInline):
     model = Response
     fields = ("question", "choices", "seconds", "created_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
 
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

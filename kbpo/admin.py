@@ -21,13 +21,22 @@ class CorpusAdmin(admin.ModelAdmin):
         return obj._n  # type: ignore[attr-defined]
 
 
-class SentenceInline(admin.TabularInline):
-    model = Sentence
-    fields = ("index", "begin", "end")
-    readonly_fields = fields
+class ReadOnlyInline(admin.TabularInline):
+    """A history or child list shown on a parent's page: operators look, never edit."""
+
     extra = 0
     can_delete = False
-    show_change_link = False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
+        return list(self.fields or ())
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class SentenceInline(ReadOnlyInline):
+    model = Sentence
+    fields = ("index", "begin", "end")
 
 
 @admin.register(Document)

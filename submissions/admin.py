@@ -7,19 +7,15 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from kbpo.admin import ReadOnlyInline
+
 from .models import MentionPair, State, Submission, SubmissionEvent
 from .services import TransitionError, requeue, withdraw
 
 
-class EventInline(admin.TabularInline):
+class EventInline(ReadOnlyInline):
     model = SubmissionEvent
     fields = ("created_at", "from_state", "to_state", "message")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(Submission)
