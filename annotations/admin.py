@@ -67,9 +67,6 @@ class HitInline(ReadOnlyInline):
               "external_id", "post_error")
     show_change_link = True
 
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
 
 @admin.register(HitBatch)
 class HitBatchAdmin(admin.ModelAdmin):
@@ -106,9 +103,6 @@ class HitBatchAdmin(admin.ModelAdmin):
 class HitQuestionInline(ReadOnlyInline):
     model = Hit.questions.through
     fields = ("position", "question")
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(Hit)
@@ -183,9 +177,6 @@ class HitAdmin(admin.ModelAdmin):
 class ResponseInline(ReadOnlyInline):
     model = Response
     fields = ("question", "choices", "seconds", "created_at")
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(Assignment)
