@@ -148,6 +148,21 @@ def start_worker(fake: FakeMTurk) -> tuple[subprocess.Popen, str]:
     return proc, queue
 
 
+def kill_worker_inside(fake: FakeMTurk, operation: str, task: object, args: list | None = None,
+                       act_first: bool = True) -> None:
+    """Run `task` on a fresh worker process and SIGKILL it inside an MTurk call."""
+    block = Blocker(fake, operation, act_first=act_first)
+    proc, queue = start_worker(fake)
+    try:
+        task.apply_async(args=args or [], queue=queue)  # type: ignore[attr-defined]
+        assert block.entered.wait(90), f"the worker never reached {operation}"
+        kill(proc)
+    finally:
+        block.done()
+        if proc.poll() is None:
+            kill(proc)
+
+
 def kill(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=20)
@@ -163,16 +178,7 @@ def test_worker_killed_mid_task_loses_nothing_and_pays_once(
     sub = system(corpus, pairs, ["born", "wed", "work"])
 
     # 1. Killed while MTurk creates the HIT (MTurk made it, we never heard back).
-    block = Blocker(fake, "CreateHITWithHITType")
-    proc, queue = start_worker(fake)
-    try:
-        plan_submission_task.apply_async(args=[sub.pk], queue=queue)
-        assert block.entered.wait(90), "the worker never reached CreateHIT"
-        kill(proc)
-    finally:
-        block.done()
-        if proc.poll() is None:
-            kill(proc)
+    kill_worker_inside(fake, "CreateHITWithHITType", plan_submission_task, args=[sub.pk])
     hit = Hit.objects.get(submission=sub)
     assert hit.state == HitState.PENDING and hit.request_token and not hit.external_id
     assert len(fake.hits) == 1
@@ -190,16 +196,7 @@ def test_worker_killed_mid_task_loses_nothing_and_pays_once(
 
     for w in ("AWORKER1", "AWORKER2", "AWORKER3"):
         fake.worker_submits(hit.external_id, w, {"answers": json.dumps(payload)})
-    block = Blocker(fake, "ListAssignmentsForHIT", act_first=False)
-    proc, queue = start_worker(fake)
-    try:
-        sync_mturk_task.apply_async(queue=queue)
-        assert block.entered.wait(90), "the worker never reached ListAssignmentsForHIT"
-        kill(proc)
-    finally:
-        block.done()
-        if proc.poll() is None:
-            kill(proc)
+    kill_worker_inside(fake, "ListAssignmentsForHIT", sync_mturk_task, act_first=False)
     reviews: list[int] = []
     monkeypatch.setattr(pipeline, "enqueue_review", reviews.append)
     old = app.conf.task_always_eager
@@ -214,16 +211,7 @@ def test_worker_killed_mid_task_loses_nothing_and_pays_once(
     assert hit.state == HitState.COMPLETE and reviews == [hit.pk]
 
     # 3. Killed right after MTurk approved the first assignment: paid once each.
-    block = Blocker(fake, "ApproveAssignment")
-    proc, queue = start_worker(fake)
-    try:
-        review_hit_task.apply_async(args=[hit.pk], queue=queue)
-        assert block.entered.wait(90), "the worker never reached ApproveAssignment"
-        kill(proc)
-    finally:
-        block.done()
-        if proc.poll() is None:
-            kill(proc)
+    kill_worker_inside(fake, "ApproveAssignment", review_hit_task, args=[hit.pk])
     assert Assignment.objects.filter(state=AssignmentState.APPROVED).count() == 0
     assert pipeline.review_hit(hit.pk) == (3, 0)  # the re-run
     assert {fake.assignment_status(a) for a in fake.assignments} == {"Approved"}
@@ -236,16 +224,7 @@ def test_worker_killed_mid_task_loses_nothing_and_pays_once(
                                  token="tmp")
     bonus.token = mturk.unique_request_token("bonus", bonus.pk)
     bonus.save()
-    block = Blocker(fake, "SendBonus")
-    proc, queue = start_worker(fake)
-    try:
-        pay_bonus_task.apply_async(args=[bonus.pk], queue=queue)
-        assert block.entered.wait(90), "the worker never reached SendBonus"
-        kill(proc)
-    finally:
-        block.done()
-        if proc.poll() is None:
-            kill(proc)
+    kill_worker_inside(fake, "SendBonus", pay_bonus_task, args=[bonus.pk])
     assert Bonus.objects.get(pk=bonus.pk).paid_at is None
     assert pipeline.pay_bonus(bonus.pk) is True  # the re-run
     assert len(fake.bonuses) == 1 and Bonus.objects.get(pk=bonus.pk).paid_at is not None
