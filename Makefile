@@ -22,6 +22,7 @@ test: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 
 bench: $(VENV)/.installed
 	bash scripts/bench.sh

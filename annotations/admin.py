@@ -11,13 +11,16 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import path
 
-from kbpo.admin import ReadOnlyInline
+from kbpo.core import jobs
+from kbpo.core.admin import ReadOnlyInline
 
-from . import backends, budget, mturk, pipeline, planning, sync
+from .crowd import backends, budget, mturk, periodic, posting, review, waiting, workers
 from .models import (
     Assignment,
     AssignmentState,
@@ -27,13 +30,16 @@ from .models import (
     Hit,
     HitBatch,
     HitState,
+    PagePost,
     PairLabel,
     Question,
     Response,
     SubmissionBudget,
 )
-from .tasks import enqueue_plan
+from .quality.workers import update_worker_quality
 
+# The planner lives in the estimation app, above this one: its task is queued by name.
+PLAN_TASK = "estimation.plan_submission"
 ERRORS = (mturk.MTurkError, budget.BudgetExceeded, ValueError)
 
 
@@ -89,14 +95,14 @@ class HitBatchAdmin(admin.ModelAdmin):
     def recompute_agreement(self, request: HttpRequest, queryset: QuerySet) -> None:
         corpora = set(queryset.values_list("corpus_id", flat=True))
         for cid in corpora:
-            pipeline.update_worker_quality(cid)
+            update_worker_quality(cid)
         _report(self, request, len(corpora), "Recomputed corpora", [])
 
     @admin.action(description="Re-plan the batches' submissions (post what the budget allows)")
     def replan(self, request: HttpRequest, queryset: QuerySet) -> None:
         ids = {pk for pk in queryset.values_list("submission_id", flat=True) if pk}
         for pk in ids:
-            enqueue_plan(pk)
+            jobs.enqueue(PLAN_TASK, pk)
         _report(self, request, len(ids), "Re-planning queued for submissions", [])
 
 
@@ -119,6 +125,19 @@ class HitAdmin(admin.ModelAdmin):
     inlines = [HitQuestionInline]
     actions = ["sync_now", "post_now", "expire_now", "extend_now"]
 
+    def get_urls(self) -> list:
+        own = [path("waiting/", self.admin_site.admin_view(self.waiting_view),
+                    name="annotations_hit_waiting")]
+        return own + super().get_urls()
+
+    def waiting_view(self, request: HttpRequest) -> HttpResponse:
+        """Everything in the crowd pipeline not yet final, and why (crowd/waiting.py)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return TemplateResponse(request, "admin/annotations/waiting.html", {
+            **self.admin_site.each_context(request), "title": "Crowd work still waiting",
+            "sections": waiting.report(), "opts": self.model._meta})
+
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("submission", "batch").annotate(
             n_questions=Count("items", distinct=True),
@@ -138,14 +157,14 @@ class HitAdmin(admin.ModelAdmin):
 
     @admin.action(description="Sync with MTurk now (collect answers, extend, settle)")
     def sync_now(self, request: HttpRequest, queryset: QuerySet) -> None:
-        result = sync.sync_all(list(queryset.values_list("pk", flat=True)))
+        result = periodic.sync_all(list(queryset.values_list("pk", flat=True)))
         _report(self, request, result.hits,
                 f"Synced HITs ({result.reconciled} answers collected, {result.extended} "
                 f"extended, {result.settled} settled)", result.errors)
 
     @admin.action(description="Post pending HITs now (if the budget allows)")
     def post_now(self, request: HttpRequest, queryset: QuerySet) -> None:
-        posted, held = planning.post_pending_hits(queryset)
+        posted, held = posting.post_pending_hits(queryset)
         _report(self, request, posted, "Posted HITs", held)
 
     @admin.action(description="Expire (stop new work now)")
@@ -181,12 +200,12 @@ class ResponseInline(ReadOnlyInline):
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "hit", "worker", "state", "source", "paid", "submitted_at",
-                    "reviewed_at", "feedback")
-    list_filter = ("state", "source", "hit__backend")
+    list_display = ("external_id", "hit", "worker", "state", "refusal", "source", "paid",
+                    "submitted_at", "reviewed_at", "feedback")
+    list_filter = ("state", "refusal", "source", "hit__backend")
     search_fields = ("external_id", "worker__external_id", "=hit__id")
-    readonly_fields = ("hit", "worker", "external_id", "state", "source", "submitted_at",
-                       "reviewed_at", "feedback", "paid")
+    readonly_fields = ("hit", "worker", "external_id", "state", "refusal", "refusal_reason",
+                       "source", "submitted_at", "reviewed_at", "feedback", "paid")
     inlines = [ResponseInline]
     actions = ["approve_selected", "reject_selected", "bonus_selected"]
 
@@ -195,7 +214,7 @@ class AssignmentAdmin(admin.ModelAdmin):
         done, errors = 0, []
         for a in queryset.filter(state=AssignmentState.SUBMITTED):
             try:
-                done += pipeline.approve_assignment(a, "Thank you.")
+                done += review.approve_assignment(a, "Thank you.")
             except ERRORS as exc:
                 errors.append(f"{a.external_id}: {exc}")
         _report(self, request, done, "Approved assignments", errors)
@@ -210,7 +229,7 @@ class AssignmentAdmin(admin.ModelAdmin):
         done, errors = 0, []
         for a in queryset.filter(state=AssignmentState.SUBMITTED):
             try:
-                done += pipeline.reject_assignment(a, reason)
+                done += review.reject_assignment(a, reason)
             except ERRORS as exc:
                 errors.append(f"{a.external_id}: {exc}")
         _report(self, request, done, "Rejected assignments", errors)
@@ -226,12 +245,29 @@ class AssignmentAdmin(admin.ModelAdmin):
         done, errors = 0, []
         for a in queryset.filter(state=AssignmentState.APPROVED):
             try:
-                pipeline.grant_bonus(a, Decimal(str(settings.KBPO_BONUS_USD)), reason)
+                review.grant_bonus(a, Decimal(str(settings.KBPO_BONUS_USD)), reason)
                 done += 1
             except ERRORS as exc:
                 errors.append(f"{a.external_id}: {exc}")
         _report(self, request, done, "Bonuses paid", errors)
         return None
+
+
+@admin.register(PagePost)
+class PagePostAdmin(admin.ModelAdmin):
+    """Provisional answers MTurk task pages posted: read-only, they count for nothing
+    until MTurk confirms the assignment (then they link to it)."""
+
+    list_display = ("assignment_external_id", "worker_external_id", "hit", "state",
+                    "received_at", "client_ip", "note", "assignment")
+    list_filter = ("state",)
+    search_fields = ("assignment_external_id", "worker_external_id", "=hit__id", "client_ip")
+    readonly_fields = ("hit", "assignment_external_id", "worker_external_id", "payload",
+                       "state", "note", "client_ip", "received_at", "resolved_at",
+                       "assignment")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(CrowdWorker)
@@ -255,7 +291,7 @@ class CrowdWorkerAdmin(admin.ModelAdmin):
         done, errors = 0, []
         for worker in queryset.filter(blocked=False):
             try:
-                pipeline.block_worker(worker, reason)
+                workers.block_worker(worker, reason)
                 done += 1
             except ERRORS as exc:
                 errors.append(f"{worker}: {exc}")
@@ -267,7 +303,7 @@ class CrowdWorkerAdmin(admin.ModelAdmin):
         done, errors = 0, []
         for worker in queryset.filter(blocked=True):
             try:
-                pipeline.unblock_worker(worker, f"unblocked by {request.user.get_username()}")
+                workers.unblock_worker(worker, f"unblocked by {request.user.get_username()}")
                 done += 1
             except ERRORS as exc:
                 errors.append(f"{worker}: {exc}")
@@ -275,7 +311,7 @@ class CrowdWorkerAdmin(admin.ModelAdmin):
 
     @admin.action(description="Recompute quality (Dawid–Skene, agreement, flags)")
     def recompute_quality(self, request: HttpRequest, queryset: QuerySet) -> None:
-        report = pipeline.update_worker_quality()
+        report = update_worker_quality()
         _report(self, request, report.workers,
                 f"Recomputed workers ({len(report.flagged)} flagged)", [])
 
@@ -311,7 +347,7 @@ class BonusAdmin(admin.ModelAdmin):
         done, errors = 0, []
         for bonus in queryset.filter(paid_at__isnull=True):
             try:
-                done += pipeline.pay_bonus(bonus.pk)
+                done += review.pay_bonus(bonus.pk)
             except ERRORS as exc:
                 errors.append(f"bonus {bonus.pk}: {exc}")
         _report(self, request, done, "Bonuses paid", errors)
@@ -367,5 +403,5 @@ class SubmissionBudgetAdmin(admin.ModelAdmin):
     @admin.action(description="Re-plan (post held HITs that now fit)")
     def replan(self, request: HttpRequest, queryset: QuerySet) -> None:
         for pk in queryset.values_list("submission_id", flat=True):
-            enqueue_plan(pk)
+            jobs.enqueue(PLAN_TASK, pk)
         _report(self, request, queryset.count(), "Re-planning queued", [])

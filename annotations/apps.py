@@ -6,27 +6,34 @@ class AnnotationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Wire the crowd pipeline to the rest of the service (see docs/crowd.md)."""
-        from submissions.services import submission_ingested
+        """Wire answer intake to aggregation (see docs/crowd.md): relation questions go
+        to the crowd's labels, entity and exhaustive questions to the exhaustive
+        workflow."""
+        from .crowd import tasks as crowd_tasks  # noqa: F401  (registers the Celery tasks,
+        from .exhaustive import tasks as exhaustive_tasks  # noqa: F401  queued by name)
+        from .exhaustive import workflow
+        from .interfaces.intake import answers_stored, page_post_received
 
-        from .intake import answers_stored
-
-        submission_ingested.connect(_plan_on_ingest, dispatch_uid="annotations-plan")
         answers_stored.connect(_aggregate_on_answers, dispatch_uid="annotations-aggregate")
-        # The exhaustive workflow connects its own answers_stored receiver on import.
-        from . import exhaustive  # noqa: F401
-
-
-def _plan_on_ingest(sender: object, submission: object, **kwargs: object) -> None:
-    from .tasks import enqueue_plan
-
-    enqueue_plan(submission.pk)  # type: ignore[attr-defined]
+        page_post_received.connect(_confirm_page_post, dispatch_uid="annotations-confirm")
+        answers_stored.connect(workflow.on_answers_stored,
+                               dispatch_uid="exhaustive-answers-stored")
 
 
 def _aggregate_on_answers(sender: object, question_ids: list[int], **kwargs: object) -> None:
-    from django.db import transaction
+    from kbpo.core import jobs
 
-    from .tasks import aggregate_task
+    from .crowd.labels import AGGREGATE_TASK
 
-    ids = list(question_ids)
-    transaction.on_commit(lambda: aggregate_task.delay(ids))
+    jobs.enqueue(AGGREGATE_TASK, list(question_ids))
+
+
+def _confirm_page_post(sender: object, post_id: int, **kwargs: object) -> None:
+    """Ask MTurk about a task page's post once the worker has had time to submit it."""
+    from django.conf import settings
+
+    from kbpo.core import jobs
+
+    from .crowd.sync import CONFIRM_TASK
+
+    jobs.send(CONFIRM_TASK, post_id, countdown=settings.KBPO_MTURK_CONFIRM_DELAY)

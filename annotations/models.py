@@ -1,8 +1,9 @@
 """Crowd work: questions, HITs, assignments, answers, labels, draws, money.
 
 Every row that must not be lost is written before its side effect: a `Hit` row (with
-its idempotency token) exists before MTurk is called, a `Response` is stored before the
-page forwards the worker to MTurk, a `Bonus` row before the payment.
+its idempotency token) exists before MTurk is called, a `PagePost` is kept before the
+page forwards the worker to MTurk (its answers count once MTurk confirms them), a
+`Bonus` row before the payment.
 """
 
 from __future__ import annotations
@@ -167,8 +168,19 @@ class AssignmentState(models.TextChoices):
     REJECTED = "rejected", "rejected"
 
 
+class Refusal(models.TextChoices):
+    NONE = "", "counted"
+    REJECT = "reject", "refused: rejected (the worker's fault)"
+    PAY = "pay", "refused: paid, not counted (our fault)"
+
+
 class Assignment(models.Model):
-    """One worker's completion of one HIT."""
+    """One worker's completion of one HIT.
+
+    For MTurk HITs a row exists only once MTurk has confirmed the assignment (same
+    AssignmentId, HITId and WorkerId, status Submitted or later); what the task page
+    posts before that is a `PagePost`.
+    """
 
     hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="assignments")
     worker = models.ForeignKey(CrowdWorker, on_delete=models.PROTECT, related_name="assignments")
@@ -182,6 +194,11 @@ class Assignment(models.Model):
     reviewed_at = models.DateTimeField(null=True, blank=True)
     feedback = models.CharField(max_length=1000, blank=True)
     paid = models.DecimalField(max_digits=8, decimal_places=2, default=Decimal("0"))
+    refusal = models.CharField(
+        max_length=8, choices=Refusal.choices, blank=True, default=Refusal.NONE,
+        help_text="Set when MTurk holds work we could not count: it has no responses and "
+                  "is rejected (the worker's fault) or paid (ours).")
+    refusal_reason = models.CharField(max_length=1000, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["hit", "worker"],
@@ -189,6 +206,45 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.external_id} ({self.state})"
+
+
+class PagePostState(models.TextChoices):
+    WAITING = "waiting", "waiting for MTurk to confirm"
+    CONFIRMED = "confirmed", "confirmed by MTurk"
+    FORGED = "forged", "refused: MTurk says the assignment is another worker's or HIT's"
+    EXPIRED = "expired", "expired: MTurk never confirmed it"
+
+
+class PagePost(models.Model):
+    """Answers an MTurk task page posted to us: provisional until MTurk confirms them.
+
+    Anyone can post anything to the answer endpoint, so these rows reach nothing —
+    not aggregation, worker quality, review, payment or the budget. The sync promotes
+    the assignment from MTurk's own record (its Answer XML wins), marks posts naming
+    an assignment MTurk gives to another worker or HIT as forged, and expires the
+    rest after `KBPO_PAGE_POST_TTL` seconds.
+    """
+
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="page_posts")
+    assignment_external_id = models.CharField(max_length=64, db_index=True)
+    worker_external_id = models.CharField(max_length=64)
+    payload = models.JSONField(help_text='The validated {"answers": [...]} as posted.')
+    state = models.CharField(max_length=16, choices=PagePostState.choices,
+                             default=PagePostState.WAITING, db_index=True)
+    note = models.CharField(max_length=500, blank=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    received_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    assignment = models.ForeignKey("Assignment", null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="page_posts")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(
+            fields=["hit", "assignment_external_id", "worker_external_id"],
+            name="pagepost_unique_claim")]
+
+    def __str__(self) -> str:
+        return f"{self.assignment_external_id} by {self.worker_external_id} ({self.state})"
 
 
 class Response(models.Model):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kbpo.demo_world import generate
+from kbpo.demo.world.generate import generate
 
 
 def _size(path: Path) -> int:

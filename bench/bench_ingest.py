@@ -86,7 +86,7 @@ def ingest_child(submission_id: int) -> None:
 
     django.setup()
     from submissions.models import Submission
-    from submissions.tasks import run_ingestion
+    from submissions.processing import run_ingestion
 
     started = time.monotonic()
     outcome = run_ingestion(submission_id)
@@ -118,10 +118,10 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from kbpo.corpus import load_corpus
-    from kbpo.models import Corpus
-    from submissions.ingest import delete_rows
+    from kbpo.core.corpus import load_corpus
+    from kbpo.core.models import Corpus
     from submissions.models import Submission
+    from submissions.processing import delete_rows
 
     if connection.vendor != "postgresql":
         print("warning: not on Postgres; set DATABASE_URL for the COPY path", file=sys.stderr)

@@ -29,11 +29,11 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from annotations.intake import AnswerIn, answers_stored, submit_assignment, worker_for  # noqa: E402
+from annotations.interfaces.intake import AnswerIn, answers_stored, submit_assignment, worker_for  # noqa: E402
 from annotations.models import Backend, Hit, HitQuestion, HitState, Question  # noqa: E402
 from kbpo.celery import app  # noqa: E402
-from kbpo.corpus import split_text  # noqa: E402
-from kbpo.models import Corpus, Document, Sentence  # noqa: E402
+from kbpo.core.corpus import split_text  # noqa: E402
+from kbpo.core.models import Corpus, Document, Sentence  # noqa: E402
 from submissions.models import MentionPair  # noqa: E402
 
 SENTENCE = "Ada{i} Byron was born in London{i}. "

@@ -72,7 +72,7 @@ def populate(n_systems: int, n_runs: int) -> None:
     from django.utils import timezone
 
     from estimation.models import ScoreRun, SystemScore
-    from kbpo.models import Corpus
+    from kbpo.core.models import Corpus
     from submissions.models import State, Submission
 
     call_command("migrate", verbosity=0)

@@ -23,9 +23,9 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from kbpo import demo_world  # noqa: E402
-from kbpo.corpus import load_corpus  # noqa: E402
-from kbpo.models import Corpus  # noqa: E402
+from kbpo.core.corpus import load_corpus  # noqa: E402
+from kbpo.core.models import Corpus  # noqa: E402
+from kbpo.demo.world import generate as demo_world  # noqa: E402
 
 
 def main() -> None:

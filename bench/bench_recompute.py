@@ -56,7 +56,7 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
     from django.utils import timezone
 
     from estimation.data import PREDICATES
-    from kbpo.models import Corpus, Document, Sentence
+    from kbpo.core.models import Corpus, Document, Sentence
     from submissions.models import State, Submission
 
     call_command("migrate", verbosity=0)

@@ -8,13 +8,16 @@ class EstimationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Wire score recomputation to every event that changes a corpus's scores."""
+        """Wire planning to ingestion, and score recomputation to every event that
+        changes a corpus's scores."""
         from django.db import transaction
         from django.db.models.signals import post_save
 
         from annotations.signals import labels_changed
         from submissions.models import State, SubmissionEvent
+        from submissions.services import submission_ingested
 
+        from . import tasks  # noqa: F401  (registers the app's Celery tasks, queued by name)
         from .scoring import request_recompute
 
         def on_labels_changed(sender: object, corpus_id: int, **kwargs: object) -> None:
@@ -30,6 +33,14 @@ class EstimationConfig(AppConfig):
                 reason = f"submission {instance.submission_id} {instance.to_state}"
                 transaction.on_commit(lambda: request_recompute(corpus_id, reason))
 
+        submission_ingested.connect(_plan_on_ingest, dispatch_uid="estimation-plan")
         labels_changed.connect(on_labels_changed, dispatch_uid="estimation.labels_changed")
         post_save.connect(on_event, sender=SubmissionEvent,
                           dispatch_uid="estimation.submission_event")
+
+
+def _plan_on_ingest(sender: object, submission: object, **kwargs: object) -> None:
+    """An ingested submission gets its sample planned (estimation/planning.py)."""
+    from .planning import enqueue_plan
+
+    enqueue_plan(submission.pk)  # type: ignore[attr-defined]

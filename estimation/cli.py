@@ -1,4 +1,4 @@
-"""Command line: python -m estimation estimate|plan|simulate (see docs/estimation.md)."""
+"""Command line: python -m estimation estimate|plan|simulate|validate (see docs/estimation.md)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 USAGE_ERROR = 2
 
@@ -31,9 +31,16 @@ def _read_problem(path: str) -> Any:
         ) from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit status 2 (like malformed input)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"error: {message} (see: {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m estimation", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m estimation", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     est = sub.add_parser(
         "estimate", help="precision, recall and F1 with intervals, as JSON"
@@ -72,17 +79,93 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--draws-per-system", type=int, default=125)
     sim.add_argument("--exhaustive", type=int, default=200, help="size of Ŷ0")
     sim.add_argument("--draw-scheme", default="instance")
+
+    val = sub.add_parser(
+        "validate", help="validation battery: named scenarios with exact truth, pass/fail"
+    )
+    val.add_argument(
+        "--scenario",
+        action="append",
+        help="scenario to run (repeatable; default: all, see --list)",
+    )
+    val.add_argument("--trials", type=int, default=200)
+    val.add_argument("--seed", type=int, default=0)
+    val.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    val.add_argument(
+        "--schemes",
+        default="instance",
+        help="comma-separated schemes to report, or 'all' (default: instance)",
+    )
+    val.add_argument("--draw-scheme", default="instance", help="scheme of the draws (checked)")
+    val.add_argument(
+        "--small", action="store_true", help="12-system versions of the scenarios (fast)"
+    )
     return parser
 
 
+def _schemes(value: str, option: str) -> list[str]:
+    from .core.problem import ProblemError
+    from .core.schemes import SCHEMES
+
+    schemes = list(SCHEMES) if value == "all" else value.split(",")
+    for s in schemes:
+        if s not in SCHEMES:
+            raise ProblemError(
+                f"{option}: unknown scheme {s!r}; expected 'all' or one of {', '.join(SCHEMES)}"
+            )
+    return schemes
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .core.problem import ProblemError
+    from .validation import SCENARIOS, format_table, passed, run_scenario, summarise, verdict
+
+    if args.list:
+        for name, scenario in SCENARIOS.items():
+            print(f"{name:11s} {scenario.description}")
+        return 0
+    names = args.scenario or list(SCENARIOS)
+    for name in names:
+        if name not in SCENARIOS:
+            raise ProblemError(
+                f"--scenario: unknown scenario {name!r}; expected one of {', '.join(SCENARIOS)}"
+            )
+    if args.trials < 2:
+        raise ProblemError("--trials: at least 2")
+    draw_scheme = _schemes(args.draw_scheme, "--draw-scheme")
+    if len(draw_scheme) != 1:
+        raise ProblemError("--draw-scheme: expected one scheme")
+    schemes = _schemes(args.schemes, "--schemes")
+    verdicts, ok = [], True
+    for name in names:
+        scenario = SCENARIOS[name].small() if args.small else SCENARIOS[name]
+        run = run_scenario(scenario, args.trials, args.seed, schemes, draw_scheme[0])
+        rows = summarise(run)
+        print(f"== {name}: {scenario.description}")
+        print(format_table(rows))
+        for r in rows:
+            for message, good in r.checks:
+                print(f"   {'ok  ' if good else 'FAIL'} {r.metric}/{r.kind}: {message}")
+        verdicts.append(verdict(rows, run))
+        print(verdicts[-1], flush=True)
+        ok &= passed(rows)
+    print("\n".join(["", "summary:", *verdicts]))
+    return 0 if ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already reported in one line
+        return int(exc.code or 0)
     from .core.problem import ProblemError, load_problem, plan, solve
     from .core.schemes import SCHEMES
 
     try:
+        if args.command == "validate":
+            return _validate(args)
         if args.command == "simulate":
-            from .simulate import run_report
+            from .simulate_report import run_report
 
             if args.systems < 3 or args.trials < 1:
                 raise ProblemError(
@@ -90,7 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             if args.draw_scheme not in SCHEMES:
                 raise ProblemError(
-                    f"--draw-scheme: expected one of {', '.join(SCHEMES)}"
+                    f"--draw-scheme: unknown scheme {args.draw_scheme!r}; "
+                    f"expected one of {', '.join(SCHEMES)}"
                 )
             print(
                 run_report(
@@ -109,11 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         problem = load_problem(_read_problem(args.problem))
         if args.command == "estimate":
-            schemes = SCHEMES if args.schemes == "all" else args.schemes.split(",")
-            bad = [s for s in schemes if s not in SCHEMES]
-            if bad:
-                raise ProblemError(f"--schemes: unknown scheme {bad[0]!r}")
-            result = solve(problem, schemes)
+            result = solve(problem, _schemes(args.schemes, "--schemes"))
         else:
             if args.target_variance is not None and args.target_variance <= 0:
                 raise ProblemError("--target-variance: must be positive")

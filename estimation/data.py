@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
-from kbpo.models import Corpus
-from kbpo.schema import CANONICAL_PREDICATES, NO_RELATION
+from kbpo.core.models import Corpus
+from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
 
 from .core import Evidence, Population, prepare_evidence

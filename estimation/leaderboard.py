@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from django.db.models import Q
 
-from kbpo.models import Corpus
+from kbpo.core.models import Corpus
 from submissions.models import ACTIVE_STATES, State, Submission
 
 from .models import METRIC_COLUMNS, METRICS, ScoreRun, SystemScore

@@ -22,7 +22,7 @@ from annotations.models import (
     SubmissionBudget,
     TaskKind,
 )
-from kbpo.schema import NO_RELATION
+from kbpo.core.schema import NO_RELATION
 from submissions.models import RelationInstance, Submission
 
 from .core.intervals import wilson, z_value

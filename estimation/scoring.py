@@ -33,12 +33,13 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import connection, transaction
-from django.db.models import Sum
+from django.db.models import F, Q, Sum
 from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import Hit, HitState
-from kbpo.models import Corpus
+from kbpo.core import jobs
+from kbpo.core.models import Corpus
 from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
@@ -49,6 +50,10 @@ from .models import METRIC_COLUMNS, METRICS, ScoreRun, ScoringState, SystemScore
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+RECOMPUTE_TASK = "estimation.recompute_corpus"  # estimation/tasks.py
+# A queued task that has not started after this long was lost (broker flush, worker
+# crash before ack): the re-drive queues a fresh one.
+STALE_QUEUE = dt.timedelta(minutes=10)
 # Hits whose cost is committed to a submission: posted (money reserved) or complete.
 CHARGED_HIT_STATES = (HitState.POSTED, HitState.COMPLETE)
 
@@ -68,9 +73,7 @@ def score_schemes(draw_scheme: str) -> list[str]:
 
 
 def _enqueue(corpus_id: int, countdown: float) -> None:
-    from .tasks import recompute_corpus
-
-    recompute_corpus.apply_async((corpus_id,), countdown=countdown)
+    jobs.send(RECOMPUTE_TASK, corpus_id, countdown=countdown)
 
 
 def _locked_state(corpus_id: int) -> ScoringState:
@@ -150,6 +153,26 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
                 countdown = debounce_seconds()
                 transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
     return RunOutcome("complete", run)
+
+
+def redrive_scores() -> int:
+    """Queue a recompute for every corpus whose scores lag and that nothing will serve.
+
+    Catches a failed run (which does not re-queue itself, to avoid a hot loop) and a
+    queued task that was lost. Returns the number of corpora queued.
+    """
+    now = timezone.now()
+    lagging = (ScoringState.objects.filter(scored_generation__lt=F("generation"))
+               .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+               .filter(Q(scheduled=False) | Q(scheduled_at__lt=now - STALE_QUEUE)))
+    n = 0
+    for state in lagging:
+        ScoringState.objects.filter(pk=state.pk).update(scheduled=True, scheduled_at=now)
+        _enqueue(state.corpus_id, 0)
+        n += 1
+    if n:
+        logger.info("re-drove score recomputation for %d corpora", n)
+    return n
 
 
 def attributed_costs(submission_ids: list[int]) -> dict[int, Decimal]:

@@ -23,7 +23,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from kbpo.models import Corpus
+from kbpo.core.models import Corpus
+from kbpo.core.security import csv_safe
 from submissions.models import ACTIVE_STATES, Submission
 
 from . import leaderboard as lb
@@ -123,7 +124,7 @@ def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
             line += [_num(d[m]["estimate"]), _num(d[m]["lo"]), _num(d[m]["hi"])]
         line += [d["labels_used"], d["draws"], d["pending_draws"], d["cost_usd"],
                  _cell(d["paper_url"] or "")]
-        writer.writerow(line)
+        writer.writerow([csv_safe(v) for v in line])
     return resp
 
 
@@ -132,8 +133,7 @@ def _num(v: float | None) -> str:
 
 
 def _cell(text: str) -> str:
-    # Spreadsheets execute cells starting with these characters (CSV injection).
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return str(csv_safe(text))  # spreadsheets run cells starting with = + - @
 
 
 # --- Leaderboard API --------------------------------------------------------------------

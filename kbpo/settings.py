@@ -8,7 +8,9 @@ DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY and the allowed hosts
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -64,8 +66,37 @@ if PRODUCTION:
             "characters (the built-in development key is refused), e.g. "
             "python -c 'import secrets; print(secrets.token_urlsafe(64))'.")
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# --- Behind the TLS proxy (deploy/Caddyfile, docs/deployment.md) ----------------------
+# KBPO_HOSTNAME is the public name the proxy holds a certificate for, KBPO_HTTPS_PORT the
+# port it answers HTTPS on. The allowed hosts, the trusted CSRF origin and the public URL
+# default to that site; an explicit ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS or
+# KBPO_PUBLIC_URL wins (empty counts as unset, as in a copied .env).
+KBPO_HOSTNAME = os.environ.get("KBPO_HOSTNAME", "").strip().lower()
+if KBPO_HOSTNAME and not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", KBPO_HOSTNAME):
+    raise ImproperlyConfigured(
+        f"KBPO_HOSTNAME must be a bare host name such as kbpo.example.org (no scheme, port "
+        f"or path), got {KBPO_HOSTNAME!r}")
+KBPO_HTTPS_PORT = env_int("KBPO_HTTPS_PORT", 443)
+KBPO_SITE_ORIGIN = "" if not KBPO_HOSTNAME else f"https://{KBPO_HOSTNAME}" + (
+    "" if KBPO_HTTPS_PORT == 443 else f":{KBPO_HTTPS_PORT}")
+ALLOWED_HOSTS = (env_list("ALLOWED_HOSTS", "")
+                 or ([KBPO_HOSTNAME] if KBPO_HOSTNAME
+                     else ["localhost", "127.0.0.1", "[::1]", "testserver"]))
+CSRF_TRUSTED_ORIGINS = (env_list("CSRF_TRUSTED_ORIGINS", "")
+                        or ([KBPO_SITE_ORIGIN] if KBPO_SITE_ORIGIN else []))
+# Django believes the proxy's X-Forwarded-Proto only when told it runs behind one
+# (docker-compose.yml sets KBPO_BEHIND_PROXY=1; only Caddy can reach its web service, and
+# Caddy overwrites whatever a client sent). Without a proxy the header is the client's
+# own claim, so it is ignored.
+KBPO_BEHIND_PROXY = env_bool("KBPO_BEHIND_PROXY", False)
+if KBPO_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# HSTS is host-wide and outlives the trial: a browser told it for localhost would refuse
+# plain http://localhost:<any port> (make demo, say) for a year. A local name gets none
+# unless SECURE_HSTS_SECONDS asks for it.
+KBPO_LOCAL_HOSTNAME = KBPO_HOSTNAME in {"localhost", "127.0.0.1"} or KBPO_HOSTNAME.endswith(
+    ".localhost")
+# --- end of the proxy block ------------------------------------------------------------
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -78,14 +109,16 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
-    "kbpo",
+    "axes",
+    "kbpo.core",
     "submissions",
     "annotations",
     "estimation",
+    "kbpo.demo",
 ]
 
 MIDDLEWARE = [
-    "kbpo.middleware.HealthCheckMiddleware",
+    "kbpo.core.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -94,6 +127,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "kbpo.urls"
@@ -108,7 +144,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "kbpo.context_processors.site",
+                "kbpo.core.context_processors.site",
             ],
         },
     },
@@ -176,10 +212,10 @@ if PRODUCTION:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS",
+                                  0 if KBPO_LOCAL_HOSTNAME else 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # REST API: token or session auth; OpenAPI schema by drf-spectacular.
 REST_FRAMEWORK = {
@@ -201,16 +237,96 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL or None
-CELERY_TASK_ACKS_LATE = True
 # Tasks a worker enqueues itself (ingest → plan → aggregate) go to this queue.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# ==== Security: shared cache, login lockout, rate limits, CSP, task acknowledgement ====
+# (docs/configuration.md, "Security"). Kept together so a reviewer sees every knob.
+#
+# Shared cache. Rate-limit counters must be shared by every gunicorn worker, so
+# production uses Redis: CACHE_URL, else the broker's Redis when the broker is Redis.
+# Development and tests keep a per-process memory cache (nothing to run).
+CACHE_URL = os.environ.get("CACHE_URL", "")
+if not CACHE_URL and PRODUCTION and CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CACHE_URL = CELERY_BROKER_URL
+CACHES = {"default": (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+     "KEY_PREFIX": "kbpo"}
+    if CACHE_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"})}
+# Proxies in front of the web server that append to X-Forwarded-For (0: none, the
+# client is REMOTE_ADDR). Every per-IP limit below reads the client address through it.
+KBPO_TRUSTED_PROXY_COUNT = env_int("KBPO_TRUSTED_PROXY_COUNT", 0)
+#
+# Login lockout (django-axes, site login and admin login): after
+# KBPO_LOGIN_FAILURE_LIMIT failed attempts from one client address, logins from it are
+# refused with HTTP 429 for KBPO_LOGIN_COOLOFF_SECONDS. Attempts are kept in the
+# database, so every web worker sees them; a successful login resets the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("KBPO_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = dt.timedelta(seconds=env_int("KBPO_LOGIN_COOLOFF_SECONDS", 900))
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "kbpo.core.security.client_ip"
+AXES_VERBOSE = False
+#
+# API rate limits (DRF throttles). Anonymous and authenticated request rates, and a
+# limit on failed token logins per client address (a guessed token is refused with 429
+# once it is reached, until the window ends).
+KBPO_API_RATE_ANON = os.environ.get("KBPO_API_RATE_ANON", "120/min")
+KBPO_API_RATE_USER = os.environ.get("KBPO_API_RATE_USER", "600/min")
+KBPO_TOKEN_FAILURE_LIMIT = env_int("KBPO_TOKEN_FAILURE_LIMIT", 20)
+KBPO_TOKEN_FAILURE_WINDOW = env_int("KBPO_TOKEN_FAILURE_WINDOW", 900)
+REST_FRAMEWORK.update({
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "kbpo.core.security.ThrottledTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle",
+                                 "rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"anon": KBPO_API_RATE_ANON, "user": KBPO_API_RATE_USER},
+    "NUM_PROXIES": KBPO_TRUSTED_PROXY_COUNT,
+})
+#
+# The crowd answer endpoint (POST /annotate/hit/<id>/answers/): answers accepted per
+# client address and per worker id within KBPO_ANSWER_RATE_WINDOW seconds; more are
+# answered 429 with the wait in Retry-After.
+KBPO_ANSWER_RATE_PER_IP = env_int("KBPO_ANSWER_RATE_PER_IP", 60)
+KBPO_ANSWER_RATE_PER_WORKER = env_int("KBPO_ANSWER_RATE_PER_WORKER", 10)
+KBPO_ANSWER_RATE_WINDOW = env_int("KBPO_ANSWER_RATE_WINDOW", 60)
+#
+# Content-Security-Policy on every page (django-csp). MTurk task pages and the try-it
+# pages send their own policy (annotations/interfaces/views.py), which keeps MTurk's
+# frame-ancestors; the API docs page adds the CDN its viewer loads from (kbpo/urls.py).
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": ["'self'"], "script-src": ["'self'"], "style-src": ["'self'"],
+    # Inline style="" attributes (progress bars) only; <style> elements stay refused.
+    "style-src-attr": ["'unsafe-inline'"],
+    "img-src": ["'self'", "data:"], "font-src": ["'self'"], "connect-src": ["'self'"],
+    "object-src": ["'none'"], "base-uri": ["'none'"], "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}}
+#
+# Celery task acknowledgement. Tasks are idempotent and acknowledged only after they
+# finish (acks_late); a task whose pool process dies (SIGKILL, OOM) is requeued at once
+# (reject_on_worker_lost). If the whole worker dies, Redis redelivers its unacknowledged
+# tasks after CELERY_VISIBILITY_TIMEOUT seconds; keep it above the longest task (and
+# above any countdown), or a slow task would be run twice in parallel.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+    # How often a running worker looks for unacknowledged tasks past the timeout.
+    "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
+    "unacked_restore_throttle": 1,
+}
+# ==== end of the security block =========================================================
 
 # KBPO product settings.
 KBPO_CROWD_BACKEND = os.environ.get("KBPO_CROWD_BACKEND", "simulated")
@@ -225,7 +341,8 @@ MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL") or (
     MTURK_PRODUCTION_ENDPOINT if MTURK_USE_PRODUCTION else MTURK_SANDBOX_ENDPOINT)
 # boto3 reads AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY from the environment itself.
 AWS_DEFAULT_REGION = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
-KBPO_PUBLIC_URL = os.environ.get("KBPO_PUBLIC_URL", "http://localhost:8000")
+KBPO_PUBLIC_URL = (os.environ.get("KBPO_PUBLIC_URL") or KBPO_SITE_ORIGIN
+                   or "http://localhost:8000")
 # A corpus line longer than this is reported as an error rather than parsed.
 KBPO_CORPUS_MAX_LINE_BYTES = env_int("KBPO_CORPUS_MAX_LINE_BYTES", 5_000_000)
 
@@ -237,6 +354,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # django-axes logs every login; failures and lockouts are WARNINGs.
+        "axes": {"level": "WARNING"},
         # In eager mode every task would log two lines inside commands like the demo.
         "celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"},
     },
@@ -329,6 +448,12 @@ KBPO_MTURK_EXTEND_SECONDS = env_int("KBPO_MTURK_EXTEND_SECONDS", 2 * 24 * 3600)
 # An assignment contradicting the crowd on every question of a HIT with at least this
 # many questions is rejected as spam (0 disables automatic rejection).
 KBPO_REJECT_MIN_QUESTIONS = env_int("KBPO_REJECT_MIN_QUESTIONS", 3)
+# MTurk answers count only once MTurk confirms the assignment: the task page's post is
+# provisional; a check runs KBPO_MTURK_CONFIRM_DELAY seconds after it (and every sync),
+# and a post MTurk never confirmed expires after KBPO_PAGE_POST_TTL seconds.
+KBPO_MTURK_CONFIRM_DELAY = env_int("KBPO_MTURK_CONFIRM_DELAY", 20)
+KBPO_PAGE_POST_TTL = env_int("KBPO_PAGE_POST_TTL",
+                             KBPO_MTURK_ASSIGNMENT_DURATION + 2 * 3600)
 # Periodic crowd work (seconds): re-drive stuck planning/posting, MTurk sync, worker quality.
 KBPO_CROWD_REDRIVE_AFTER = env_int("KBPO_CROWD_REDRIVE_AFTER", 900)
 KBPO_CROWD_REDRIVE_INTERVAL = env_int("KBPO_CROWD_REDRIVE_INTERVAL", 300)
@@ -337,6 +462,8 @@ KBPO_CROWD_QUALITY_INTERVAL = env_int("KBPO_CROWD_QUALITY_INTERVAL", 3600)
 CELERY_BEAT_SCHEDULE.update({
     "annotations-redrive": {"task": "annotations.redrive",
                             "schedule": float(KBPO_CROWD_REDRIVE_INTERVAL)},
+    "estimation-redrive-planning": {"task": "estimation.redrive_planning",
+                                    "schedule": float(KBPO_CROWD_REDRIVE_INTERVAL)},
     "annotations-sync-mturk": {"task": "annotations.sync_mturk",
                                "schedule": float(KBPO_CROWD_SYNC_INTERVAL)},
     "annotations-worker-quality": {"task": "annotations.worker_quality",

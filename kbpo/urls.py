@@ -1,40 +1,26 @@
 """Top-level URL configuration."""
 
+from csp.decorators import csp_update
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from . import views
+from kbpo.core import views
 
-account_patterns = [
-    path("register/", views.register, name="register"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password-reset/", auth_views.PasswordResetView.as_view(), name="password_reset"),
-    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(),
-         name="password_reset_done"),
-    path("reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
-         name="password_reset_confirm"),
-    path("reset/done/", auth_views.PasswordResetCompleteView.as_view(),
-         name="password_reset_complete"),
-    path("password-change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
-    path("password-change/done/", auth_views.PasswordChangeDoneView.as_view(),
-         name="password_change_done"),
-    path("profile/", views.profile, name="profile"),
-    path("token/", views.api_token, name="api-token"),
-    path("token/create/", views.api_token_create, name="api-token-create"),
-    path("token/revoke/", views.api_token_revoke, name="api-token-revoke"),
-]
+SWAGGER_CDN = "https://cdn.jsdelivr.net"
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("accounts/", include(account_patterns)),
+    path("accounts/", include("kbpo.core.urls")),
     path("admin/", admin.site.urls),
-    path("exhaustive/", include("annotations.exhaustive_urls")),
-    path("annotate/", include("annotations.urls")),
+    path("exhaustive/", include("annotations.exhaustive.urls")),
+    path("annotate/", include("annotations.interfaces.urls")),
     path("", include("submissions.urls")),
     path("", include("estimation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The API viewer loads Swagger UI from its CDN and styles itself inline.
+    path("api/docs/", csp_update({"script-src": [SWAGGER_CDN], "style-src": [SWAGGER_CDN,
+                                                                     "'unsafe-inline'"],
+                                  "img-src": [SWAGGER_CDN]})(
+        SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
 ]

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole test suite. Uses the local Postgres and Redis when they answer
 # (and always under CI=true, where a missing service is an error, never a fallback).
+# Tests run in random order (pytest-randomly): the header prints `--randomly-seed=N`;
+# pass that option to reproduce an order, or `-p no:randomly` for file order.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -30,6 +32,8 @@ echo "database: ${DATABASE_URL:-SQLite (no Postgres found)}"
 echo "broker:   ${CELERY_BROKER_URL:-none: Celery eager mode, worker tests skipped}"
 
 .venv/bin/ruff check .
+# The layering and the absence of import cycles are a checked contract (.importlinter).
+.venv/bin/lint-imports --no-logo --no-cache
 "$PY" manage.py makemigrations --check --dry-run >/dev/null || {
   echo "models changed without a migration: run python manage.py makemigrations" >&2; exit 1; }
 exec "$PY" -m pytest "$@"

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from kbpo.admin import ReadOnlyInline
+from kbpo.core.admin import ReadOnlyInline
 
 from .models import MentionPair, State, Submission, SubmissionEvent
 from .services import TransitionError, requeue, withdraw

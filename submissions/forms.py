@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from kbpo.models import Corpus
+from kbpo.core.models import Corpus
 
 from .kbformat import UploadCheck, inspect_upload
 from .models import Submission

@@ -15,21 +15,19 @@ file has errors, and the caller's rollback removes every staged row.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import io
 import itertools
-from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.conf import settings
 from django.db import connection
 
-from kbpo import schema
-from kbpo.models import Document, Sentence
+from kbpo.core import schema
 
+from .indexes import MASK, DocumentIndex, Entity
 from .kbformat import (
     IGNORED_KINDS,
     MENTION_KINDS,
@@ -48,14 +46,14 @@ from .kbformat import (
     parse_string,
 )
 from .models import Submission
+from .staging import Stager
 
 FILLER_TYPES = (schema.DATE, schema.TITLE)
 # TAC entity types outside the reduced schema: skipped with a warning, not rejected.
 SKIPPED_TYPES = frozenset({"FAC", "LOC"})
 ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
-_MASK = (1 << 32) - 1
-STAGE_BATCH = 20_000
-DOC_CACHE = 20_000
+
+
 
 
 def _conflicting_pairs() -> frozenset[tuple[str, str]]:
@@ -104,171 +102,6 @@ class Outcome:
     n_relations: int
 
 
-class _Entity:
-    """What pass 2 needs to know about one entity node, kept small.
-
-    Mentions are packed ints `doc<<64 | begin<<32 | end` in a plain list; an entity
-    with many mentions switches to a per-document dict so lookups stay fast.
-    """
-
-    __slots__ = ("canonical", "line", "link", "mentions", "skip", "type", "type_error")
-    SPLIT = 32
-
-    def __init__(self, line: int) -> None:
-        self.line = line
-        self.type: str | None = None
-        self.skip = False
-        self.type_error = False  # an invalid type line was reported already
-        self.link = ""
-        self.canonical = 0  # packed span of the first canonical_mention; 0 = none
-        self.mentions: list[int] | dict[int, list[int]] = []
-
-    def add(self, packed: int) -> None:
-        ms = self.mentions
-        if isinstance(ms, list):
-            ms.append(packed)
-            if len(ms) > self.SPLIT:
-                by_doc: dict[int, list[int]] = {}
-                for m in ms:
-                    by_doc.setdefault(m >> 64, []).append(m)
-                self.mentions = by_doc
-        else:
-            ms.setdefault(packed >> 64, []).append(packed)
-
-    def in_document(self, pk: int) -> Iterable[int]:
-        ms = self.mentions
-        if isinstance(ms, list):
-            return [m for m in ms if m >> 64 == pk]
-        return ms.get(pk, ())
-
-    def first(self) -> int:
-        ms = self.mentions
-        if isinstance(ms, list):
-            return ms[0] if ms else 0
-        return next(iter(ms.values()))[0]
-
-
-class DocumentIndex:
-    """Document ids, lengths, texts and sentence boundaries of one corpus, cached."""
-
-    def __init__(self, corpus_id: int) -> None:
-        self.ids: dict[str, tuple[int, int]] = {
-            doc_id: (pk, length) for doc_id, pk, length in
-            Document.objects.filter(corpus_id=corpus_id).values_list("doc_id", "id", "length")}
-        self._texts: OrderedDict[int, str] = OrderedDict()
-        self._sentences: OrderedDict[int, tuple[list[int], list[int], list[int]]] = \
-            OrderedDict()
-
-    def text(self, pk: int) -> str:
-        cached = self._texts.get(pk)
-        if cached is None:
-            cached = Document.objects.values_list("text", flat=True).get(pk=pk)
-            self._texts[pk] = cached
-            if len(self._texts) > DOC_CACHE:
-                self._texts.popitem(last=False)
-        else:
-            self._texts.move_to_end(pk)
-        return cached
-
-    def sentence_of(self, pk: int, begin: int, end: int) -> tuple[int, int, int] | None:
-        """(sentence id, begin, end) of the sentence containing [begin, end), if any."""
-        cached = self._sentences.get(pk)
-        if cached is None:
-            rows = list(Sentence.objects.filter(document_id=pk).order_by("begin")
-                        .values_list("begin", "end", "id"))
-            cached = ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
-            self._sentences[pk] = cached
-            if len(self._sentences) > DOC_CACHE:
-                self._sentences.popitem(last=False)
-        else:
-            self._sentences.move_to_end(pk)
-        begins, ends, ids = cached
-        i = bisect.bisect_right(begins, begin) - 1
-        if i < 0 or end > ends[i]:
-            return None
-        return ids[i], begins[i], ends[i]
-
-
-# ---- staging tables ---------------------------------------------------------------
-
-STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    "kbpo_stage_entity": (("node", "TEXT"), ("type", "TEXT"), ("link", "TEXT"),
-                          ("cdoc", "BIGINT"), ("cb", "INTEGER"), ("ce", "INTEGER"),
-                          ("ord", "INTEGER")),
-    "kbpo_stage_mention": (("node", "TEXT"), ("doc", "BIGINT"), ("b", "INTEGER"),
-                           ("e", "INTEGER"), ("type", "TEXT"), ("canon", "INTEGER"),
-                           ("line", "INTEGER")),
-    "kbpo_stage_relation": (("line", "INTEGER"), ("doc", "BIGINT"), ("sb", "INTEGER"),
-                            ("se", "INTEGER"), ("ob", "INTEGER"), ("oe", "INTEGER"),
-                            ("stype", "TEXT"), ("otype", "TEXT"), ("sent", "BIGINT"),
-                            ("predicate", "TEXT"), ("subj", "TEXT"), ("obj", "TEXT"),
-                            ("conf", "DOUBLE PRECISION")),
-    "kbpo_stage_conflict": (("p1", "TEXT"), ("p2", "TEXT")),
-}
-
-
-def _copy_value(value: object) -> str:
-    if value is None:
-        return "\\N"
-    if isinstance(value, str):
-        return (value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
-                .replace("\r", "\\r"))
-    return str(value)
-
-
-class Stager:
-    """Buffers rows and writes them to temporary tables in batches."""
-
-    def __init__(self, cursor: Any) -> None:
-        self.cursor = cursor
-        self.postgres = connection.vendor == "postgresql"
-        self.buffers: dict[str, list[Sequence[object]]] = {t: [] for t in STAGE_TABLES}
-        self.rows: Counter[str] = Counter()
-
-    def create(self) -> None:
-        for table, cols in STAGE_TABLES.items():
-            self.cursor.execute(f"DROP TABLE IF EXISTS {table}")
-            spec = ", ".join(f"{name} {kind}" for name, kind in cols)
-            self.cursor.execute(f"CREATE TEMPORARY TABLE {table} ({spec})")
-
-    def add(self, table: str, row: Sequence[object]) -> None:
-        buf = self.buffers[table]
-        buf.append(row)
-        if len(buf) >= STAGE_BATCH:
-            self.flush(table)
-
-    def flush(self, table: str) -> None:
-        buf = self.buffers[table]
-        if not buf:
-            return
-        cols = [c for c, _ in STAGE_TABLES[table]]
-        if self.postgres:
-            data = io.StringIO()
-            for row in buf:
-                data.write("\t".join(map(_copy_value, row)))
-                data.write("\n")
-            data.seek(0)
-            self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN", data)
-        else:
-            marks = ", ".join(["%s"] * len(cols))
-            self.cursor.executemany(
-                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})", buf)
-        self.rows[table] += len(buf)
-        buf.clear()
-
-    def flush_all(self) -> None:
-        for table in STAGE_TABLES:
-            self.flush(table)
-        if self.postgres:
-            # Temporary tables are never auto-analyzed; the joins below need row counts.
-            for table in STAGE_TABLES:
-                self.cursor.execute(f"ANALYZE {table}")
-
-    def drop(self) -> None:
-        for table in STAGE_TABLES:
-            self.cursor.execute(f"DROP TABLE IF EXISTS {table}")
-
-
 # ---- the ingestor -------------------------------------------------------------------
 
 @dataclass
@@ -288,7 +121,7 @@ class Ingestor:
         self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
         self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
         self.docs = DocumentIndex(submission.corpus_id)
-        self.entities: dict[str, _Entity] = {}
+        self.entities: dict[str, Entity] = {}
         self.counts = _Counts()
         self.run_id = ""
         self.staged_relations = 0
@@ -398,7 +231,7 @@ class Ingestor:
             self.counts.entity_lines += 1
             ent = self.entities.get(cols[0])
             if ent is None:
-                ent = self.entities[cols[0]] = _Entity(number)
+                ent = self.entities[cols[0]] = Entity(number)
             try:
                 if kind == "type":
                     self._type_line(number, cols, ent)
@@ -414,7 +247,7 @@ class Ingestor:
             except SyntaxProblem as exc:
                 self.report.add(number, exc.code, exc.message)
 
-    def _type_line(self, number: int, cols: list[str], ent: _Entity) -> None:
+    def _type_line(self, number: int, cols: list[str], ent: Entity) -> None:
         if len(cols) != 3:
             raise SyntaxProblem("MALFORMED_LINE", f"a type line has 3 columns, found {len(cols)}")
         value = cols[2]
@@ -460,7 +293,7 @@ class Ingestor:
                                 f"the text at {doc_id}:{begin}-{end - 1} is {clip(actual)}, "
                                 f"not {clip(text)}")
 
-    def _mention_line(self, number: int, cols: list[str], ent: _Entity,
+    def _mention_line(self, number: int, cols: list[str], ent: Entity,
                       stager: Stager) -> None:
         if len(cols) == 3:
             raise SyntaxProblem("MENTION_WITHOUT_PROVENANCE",
@@ -495,7 +328,7 @@ class Ingestor:
                                 f"entity {node} has no type line")
                 continue
             canon = ent.canonical or ent.first()
-            cdoc, cb, ce = ((canon >> 64, (canon >> 32) & _MASK, canon & _MASK) if canon
+            cdoc, cb, ce = ((canon >> 64, (canon >> 32) & MASK, canon & MASK) if canon
                             else (None, None, None))
             stager.add("kbpo_stage_entity", (node, ent.type, ent.link, cdoc, cb, ce, order))
 
@@ -510,7 +343,7 @@ class Ingestor:
             except SyntaxProblem as exc:
                 self.report.add(number, exc.code, exc.message)
 
-    def _entity(self, node: str, role: str) -> _Entity | None:
+    def _entity(self, node: str, role: str) -> Entity | None:
         """The entity for a node; None when it is skipped (reason counted)."""
         ent = self.entities.get(node)
         if ent is None:
@@ -619,21 +452,21 @@ class Ingestor:
         if filler is not None:
             stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number))
 
-    def _find(self, ent: _Entity, pk: int, region: Iterable[tuple[int, int]], code: str,
+    def _find(self, ent: Entity, pk: int, region: Iterable[tuple[int, int]], code: str,
               node: str, doc_id: str) -> tuple[int, int]:
         """The single mention of `ent` inside the provenance region."""
         region = list(region)
         hits = {m for m in ent.in_document(pk)
-                if any(rb <= ((m >> 32) & _MASK) and (m & _MASK) <= re for rb, re in region)}
+                if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)}
         where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
         if not hits:
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
         if len(hits) > 1:
-            found = ", ".join(f"{(m >> 32) & _MASK}-{(m & _MASK) - 1}" for m in sorted(hits))
+            found = ", ".join(f"{(m >> 32) & MASK}-{(m & MASK) - 1}" for m in sorted(hits))
             raise SyntaxProblem("AMBIGUOUS_MENTION",
                                 f"{node} has {len(hits)} mentions inside {where} ({found})")
         m = hits.pop()
-        return (m >> 32) & _MASK, m & _MASK
+        return (m >> 32) & MASK, m & MASK
 
     # -- whole-file checks in SQL --
 
@@ -761,11 +594,3 @@ class Ingestor:
         n_instances = sum(stats["instances_by_predicate"].values())
         stats["duplicates_merged"] = self.staged_relations - n_instances
         return stats
-
-
-def delete_rows(submission: Submission) -> None:
-    """Remove a submission's ingested rows (shared mention pairs stay)."""
-    with connection.cursor() as cursor:
-        for table in ("submissions_relationinstance", "submissions_submissionmention",
-                      "submissions_submissionentity"):
-            cursor.execute(f"DELETE FROM {table} WHERE submission_id = %s", [submission.pk])

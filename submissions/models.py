@@ -11,8 +11,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from kbpo.models import Corpus, Document, Sentence
-from kbpo.schema import ENTITY_TYPES
+from kbpo.core.models import Corpus, Document, Sentence
+from kbpo.core.schema import ENTITY_TYPES
 
 
 class State(models.TextChoices):

@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from kbpo.models import Corpus
+from kbpo.core.models import Corpus
 
 from .kbformat import UploadCheck, inspect_upload
 from .models import Submission, SubmissionEvent

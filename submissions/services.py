@@ -18,10 +18,13 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from kbpo.models import Corpus
+from kbpo.core.jobs import enqueue
+from kbpo.core.models import Corpus
 
 from .models import State as S
 from .models import Submission, SubmissionEvent
+
+INGEST_TASK = "submissions.ingest"  # submissions/tasks.py
 
 # Which state may follow which. Self-loops on uploaded/validating record re-drives.
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
@@ -140,8 +143,6 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
     The owner's user row is locked while counting, so two parallel uploads can never
     both take the last slot.
     """
-    from .tasks import ingest_submission
-
     with transaction.atomic():
         get_user_model().objects.select_for_update().get(pk=owner.pk)
         if enforce_limits:
@@ -165,7 +166,7 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
         sub.save()
         SubmissionEvent.objects.create(submission=sub, from_state="", to_state=S.UPLOADED,
                                        message=f"Uploaded {original_name[:200]}")
-        transaction.on_commit(lambda: ingest_submission.delay(sub.pk))
+        enqueue(INGEST_TASK, sub.pk)
     return sub
 
 
@@ -194,19 +195,25 @@ def withdraw(submission: Submission, by: AbstractBaseUser | None = None,
 
 def requeue(submission: Submission, message: str) -> Submission:
     """Send a submission back to `uploaded` and enqueue ingestion (re-run, re-validate)."""
-    from .tasks import ingest_submission
-
     with transaction.atomic():
         transition(submission, S.UPLOADED, message, error="", redrives=0)
-        transaction.on_commit(lambda: ingest_submission.delay(submission.pk))
+        enqueue(INGEST_TASK, submission.pk)
     return submission
 
 
 def on_ingested(submission: Submission) -> None:
     """Hook run after a submission reached `ingested` (and that was committed).
 
-    The crowd-planning stage is built in another issue; it connects a receiver to
-    `submission_ingested`, which starts planning. Until then the submission stays in
-    `ingested`, which is honest: nothing further happens yet.
+    The estimation app connects a receiver to `submission_ingested` that queues the
+    planning of the submission's sample (`estimation.planning`).
     """
     submission_ingested.send(sender=Submission, submission=submission)
+
+
+def note_event(sub: Submission, message: str) -> None:
+    """A timeline line for something that happened without a state change (written
+    once: the same message twice in a row is kept once)."""
+    last = sub.events.order_by("-created_at", "-id").first()
+    if last is None or last.message != message:
+        SubmissionEvent.objects.create(submission=sub, from_state=sub.state,
+                                       to_state=sub.state, message=message)

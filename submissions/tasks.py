@@ -1,123 +1,18 @@
-"""Celery tasks: ingestion of one submission, and the periodic re-drive of stuck ones."""
+"""Celery entry points of the submissions app (the work is in `processing`)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import logging
-import traceback
-
 from celery import shared_task
-from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
-from .ingest import Ingestor, Rejected, delete_rows
-from .models import State, Submission
-from .services import TransitionError, on_ingested, transition
-
-logger = logging.getLogger(__name__)
+from . import processing
+from .services import INGEST_TASK
 
 
-def run_ingestion(submission_id: int) -> str:
-    """Validate and ingest one submission; safe to run twice or concurrently.
-
-    A first short transaction moves `uploaded` to `validating` (so users see it);
-    the ingestion itself runs in one transaction holding the submission's row lock,
-    so a second delivery of the task waits and then finds nothing to do. Leftover
-    rows (re-validation of an ingested submission) are deleted inside it.
-    """
-    with transaction.atomic():
-        sub = Submission.objects.select_for_update().filter(pk=submission_id).first()
-        if sub is None:
-            return "missing"
-        if sub.state == State.UPLOADED:
-            transition(sub, State.VALIDATING, "Validation started.")
-        elif sub.state != State.VALIDATING:
-            return f"skipped ({sub.state})"
-    try:
-        with transaction.atomic():
-            sub = Submission.objects.select_for_update().select_related("corpus").get(
-                pk=submission_id)
-            if sub.state != State.VALIDATING:
-                return f"skipped ({sub.state})"
-            delete_rows(sub)
-            out = Ingestor(sub).run()
-            warnings = out.report.warnings
-            transition(
-                sub, State.INGESTED,
-                f"Accepted: {out.n_relations:,} relations, {out.n_mentions:,} mentions, "
-                f"{warnings:,} warning(s).",
-                run_id=out.run_id, report=out.report.as_list(),
-                report_counts=dict(out.report.counts), stats=out.stats,
-                n_entities=out.n_entities, n_mentions=out.n_mentions,
-                n_relations=out.n_relations, n_warnings=warnings, n_errors=0, error="")
-    except Rejected as rej:
-        try:
-            transition(
-                sub, State.REJECTED,
-                f"Rejected: {rej.report.errors:,} error(s), {rej.report.warnings:,} "
-                "warning(s).",
-                run_id=rej.run_id, report=rej.report.as_list(),
-                report_counts=dict(rej.report.counts), stats=rej.stats, n_entities=0,
-                n_mentions=0, n_relations=0, n_warnings=rej.report.warnings,
-                n_errors=rej.report.errors)
-        except TransitionError:
-            return "skipped (state changed meanwhile)"
-        return "rejected"
-    except Exception as exc:
-        logger.exception("ingestion of submission %s failed", submission_id)
-        try:
-            transition(sub, State.FAILED, f"Internal error: {type(exc).__name__}.",
-                       error=traceback.format_exc()[-20000:])
-        except TransitionError:
-            return "skipped (state changed meanwhile)"
-        return "failed"
-    try:
-        on_ingested(sub)
-    except Exception:
-        # The submission is ingested and committed; the next stage owns its own errors.
-        logger.exception("on_ingested hook failed for submission %s", submission_id)
-    return "ingested"
-
-
-@shared_task(name="submissions.ingest", acks_late=True)
+@shared_task(name=INGEST_TASK, acks_late=True)
 def ingest_submission(submission_id: int) -> str:
-    return run_ingestion(submission_id)
-
-
-REDRIVE_MESSAGE = "Re-queued automatically: no progress for {minutes} minutes (attempt {n})."
+    return processing.run_ingestion(submission_id)
 
 
 @shared_task(name="submissions.redrive_stuck")
 def redrive_stuck() -> int:
-    """Re-enqueue submissions stuck in uploaded/validating (worker crash, broker outage).
-
-    Rows locked by a running ingestion are skipped (SKIP LOCKED), so a long but live
-    ingestion is left alone. After KBPO_SUBMISSION_MAX_ATTEMPTS re-drives the
-    submission is marked failed, so nothing stays in a non-final state forever.
-    """
-    after = settings.KBPO_SUBMISSION_REDRIVE_AFTER
-    cutoff = timezone.now() - dt.timedelta(seconds=after)
-    stuck = [State.UPLOADED, State.VALIDATING]
-    candidates = list(Submission.objects.filter(state__in=stuck, state_changed_at__lt=cutoff)
-                      .values_list("pk", flat=True))
-    handled = 0
-    for pk in candidates:
-        with transaction.atomic():
-            sub = (Submission.objects.select_for_update(skip_locked=True)
-                   .filter(pk=pk, state__in=stuck, state_changed_at__lt=cutoff).first())
-            if sub is None:
-                continue
-            if sub.redrives >= settings.KBPO_SUBMISSION_MAX_ATTEMPTS:
-                transition(sub, State.FAILED,
-                           f"Gave up after {sub.redrives} automatic re-queues.",
-                           error=f"Still {sub.state} after {sub.redrives} re-queues; the "
-                                 "worker probably dies on this file (memory?). Check the "
-                                 "worker logs, then re-run.")
-            else:
-                transition(sub, State.UPLOADED,
-                           REDRIVE_MESSAGE.format(minutes=after // 60, n=sub.redrives + 1),
-                           redrives=sub.redrives + 1)
-                transaction.on_commit(lambda pk=pk: ingest_submission.delay(pk))
-            handled += 1
-    return handled
+    return processing.redrive_stuck()

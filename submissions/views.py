@@ -22,8 +22,9 @@ from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from kbpo import schema
-from kbpo.models import Corpus
+from kbpo.core import schema
+from kbpo.core.models import Corpus
+from kbpo.core.security import csv_safe
 
 from .forms import SubmissionForm
 from .kbformat import CODES
@@ -133,7 +134,8 @@ def submission_report(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
         writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
         writer.writerow(REPORT_COLUMNS)
         for row in rows:
-            writer.writerow([str(row.get(c, "")).replace("\t", " ") for c in REPORT_COLUMNS])
+            writer.writerow([csv_safe(str(row.get(c, "")).replace("\t", " "))
+                             for c in REPORT_COLUMNS])
         resp = HttpResponse(buf.getvalue(), content_type="text/tab-separated-values")
     resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-report.{fmt}"'
     return resp

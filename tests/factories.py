@@ -7,8 +7,8 @@ from decimal import Decimal
 from django.contrib.auth.models import User
 
 from annotations.models import Backend, Hit, HitQuestion, HitState, Question, TaskKind
-from kbpo.corpus import split_text
-from kbpo.models import Corpus, Document, Sentence
+from kbpo.core.corpus import split_text
+from kbpo.core.models import Corpus, Document, Sentence
 from submissions.models import (
     MentionPair,
     RelationInstance,

@@ -9,8 +9,8 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
-from annotations.intake import AnswerIn, submit_assignment, worker_for
-from kbpo.models import Document
+from annotations.interfaces.intake import AnswerIn, submit_assignment, worker_for
+from kbpo.core.models import Document
 from tests.factories import make_corpus, make_hit, make_pair, make_submission, make_user, span
 
 # The hidden foreign key of an inline row to the page's object.

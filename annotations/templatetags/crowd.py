@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from annotations import budget
+from annotations.crowd import budget
 from annotations.models import Hit, HitState, PairLabel, SampleDraw
 
 register = template.Library()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 
 def z_value(confidence: float) -> float:
@@ -13,7 +14,20 @@ def z_value(confidence: float) -> float:
     return float(norm.ppf(0.5 + confidence / 2))
 
 
-def wilson(phat: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+def t_value(confidence: float, df: np.ndarray | float) -> np.ndarray:
+    """Two-sided Student t quantile; infinite degrees of freedom give the normal one."""
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must lie strictly between 0 and 1")
+    df = np.asarray(df, dtype=float)
+    q = 0.5 + confidence / 2
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(df) & (df < 1e7)
+        return np.where(finite, student_t.ppf(q, np.maximum(df, 1.0)), norm.ppf(q))
+
+
+def wilson(
+    phat: np.ndarray, n: np.ndarray, z: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval for a proportion estimated from ``n`` (effective) trials.
 
     ``n`` may be fractional (an effective sample size); n <= 0 gives [0, 1].
@@ -37,7 +51,7 @@ def normal(est: np.ndarray, var: np.ndarray, z: float) -> tuple[np.ndarray, np.n
 
 
 def lognormal(
-    est: np.ndarray, var: np.ndarray, z: float
+    est: np.ndarray, var: np.ndarray, z: float | np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Interval symmetric on the log scale: est · exp(±z·sd/est).
 

@@ -210,6 +210,33 @@ class Population:
                 )
         return self._inst_cache
 
+    def mass_moments(self, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+        """(Σ_u P_i(u), Σ_u P_i(u)²) per system: 1 (0 for an empty system) and O_ii."""
+        key = "moments_" + check_scheme(scheme)
+        if key not in self._inst_cache:
+            ps = self.stacked(scheme)
+            rows = np.repeat(np.arange(len(self)), np.diff(ps.indptr))
+            self._inst_cache[key] = (
+                np.bincount(rows, weights=ps.data, minlength=len(self)),
+                np.bincount(rows, weights=ps.data**2, minlength=len(self)),
+            )
+        return self._inst_cache[key]
+
+    def instance_entries(self) -> np.ndarray:
+        """Position of each instance (in :meth:`instances` order) among the entries of
+        the stacked pair-level matrices (their pattern is the same for every scheme)."""
+        if "entries" not in self._inst_cache:
+            ps = self.stacked("instance")
+            parts = []
+            for k, system in enumerate(self._systems):
+                system.pair_row("instance")
+                assert system.grouping is not None
+                parts.append(ps.indptr[k] + system.grouping[1])
+            self._inst_cache["entries"] = (
+                np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            )
+        return self._inst_cache["entries"]
+
     def instance_probs(self, scheme: str) -> np.ndarray:
         """p_{i,scheme}(x) aligned with :meth:`instances`."""
         key = "p_" + check_scheme(scheme)

@@ -22,6 +22,10 @@ from .population import Population
 from .schemes import SCHEMES
 
 INSTANCE_SHAPE = "expected [pair_key, predicate] or [pair_key, predicate, subject_id]"
+EXHAUSTIVE_SHAPE = (
+    "expected [pair_key, predicate], [pair_key, predicate, subject_id] or "
+    "[pair_key, predicate, subject_id, document_id]"
+)
 
 
 class ProblemError(ValueError):
@@ -152,7 +156,22 @@ def load_problem(data: Any) -> Problem:
     exhaustive = data.get("exhaustive", [])
     if not isinstance(exhaustive, list):
         raise ProblemError("exhaustive: expected a list of [pair_key, predicate]")
-    rows = [_instance(x, f"exhaustive[{i}]") for i, x in enumerate(exhaustive)]
+    rows, docs = [], []
+    for i, x in enumerate(exhaustive):
+        where = f"exhaustive[{i}]"
+        # An optional 4th element names the document: documents are clusters (§4.3).
+        if isinstance(x, list) and len(x) == 4:
+            docs.append(_nonempty_str(x[3], f"{where}[3]", "document_id"))
+            x = x[:3]
+        elif not isinstance(x, list) or len(x) not in (2, 3):
+            raise ProblemError(f"{where}: {EXHAUSTIVE_SHAPE}")
+        rows.append(_instance(x, where))
+    if docs and len(docs) != len(rows):
+        raise ProblemError(
+            "exhaustive: give a document_id for every instance or for none "
+            f"({len(docs)} of {len(rows)} have one)"
+        )
+    doc_codes = _Codes()
     evidence = prepare_evidence(
         pop,
         draw_ids,
@@ -161,6 +180,7 @@ def load_problem(data: Any) -> Problem:
         np.array([pairs(r[0]) for r in rows], dtype=np.int64),
         np.array([preds(r[1]) for r in rows], dtype=np.int64),
         np.array([subjects(r[2]) for r in rows], dtype=np.int64),
+        np.array([doc_codes(d) for d in docs], dtype=np.int64) if docs else None,
     )
     return Problem(scheme, float(confidence), pop, evidence)
 

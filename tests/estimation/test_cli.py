@@ -58,9 +58,11 @@ def test_estimate_output_contract(tmp_path, capsys):
     for metric in ("precision", "recall", "f1"):
         for kind in ("simple", "joint"):
             assert set(a[metric][kind]) == {"estimate", "lo", "hi"}
-    assert a["precision"]["simple"]["estimate"] == pytest.approx(
-        0.5
-    )  # p1 right, p2 twice wrong, p3 right
+    # A's own draws labelled all three of its pairs (p1, p3 right, p2 wrong): its
+    # precision is known exactly, whatever the draws' proportion (2 of 4) says.
+    simple = a["precision"]["simple"]
+    assert simple["estimate"] == pytest.approx(2 / 3, abs=1e-6)
+    assert simple["lo"] == simple["hi"] == simple["estimate"]
     assert set(a["schemes"]) == {"instance", "predicate", "entity", "entity_relation"}
     c = result["systems"][2]  # no instances, no draws: nulls, never a crash
     assert c["precision"]["simple"]["estimate"] is None
@@ -68,12 +70,20 @@ def test_estimate_output_contract(tmp_path, capsys):
 
 
 def test_plan_output(tmp_path, capsys):
+    # Every pair of B is labelled: its precision is known, no draw is needed.
     code, out, _ = run(
         tmp_path, capsys, PROBLEM, "plan", "--system", "B", "--target-halfwidth", "0.05"
     )
     assert code == 0
+    assert json.loads(out) == {"system": "B", "n": 0}
+    # Without the label of p4, a third of B is unknown: it needs draws of its own.
+    problem = json.loads(json.dumps(PROBLEM))
+    del problem["labels"]["p4"]
+    problem["draws"]["B"] = ["p3"]
+    code, out, _ = run(tmp_path, capsys, problem, "plan", "--system", "B")
     result = json.loads(out)
-    assert result["system"] == "B" and isinstance(result["n"], int) and result["n"] > 0
+    assert code == 0 and result["system"] == "B" and isinstance(result["n"], int)
+    assert result["n"] > 0
 
 
 def _with(path, value):
@@ -119,6 +129,14 @@ def _with(path, value):
             _with(("exhaustive",), [["p1"]]),
             "exhaustive[0]: expected [pair_key, predicate]",
         ),
+        (
+            _with(("exhaustive",), [["p1", "per:title", "e1", 5]]),
+            "exhaustive[0][3]: expected document_id",
+        ),
+        (
+            _with(("exhaustive",), [["p1", "per:title", "e1", "d1"], ["p3", "org:parents"]]),
+            "exhaustive: give a document_id for every instance or for none (1 of 2",
+        ),
         (_with(("scheme",), "macro"), "scheme: expected one of instance, predicate"),
         (_with(("confidence",), 1.5), "confidence: expected a number between 0 and 1"),
         (_with(("extra",), 1), "extra: unknown field"),
@@ -159,3 +177,23 @@ def test_module_entry_point(tmp_path):
         check=False,
     )
     assert bad.returncode == 2 and bad.stderr.startswith("error: ")
+
+
+def test_exhaustive_documents_are_clusters(tmp_path, capsys):
+    """Two documents of many instances each: the recall interval is no narrower
+    than without document ids (and [0, 1] with a single document)."""
+    problem = json.loads(json.dumps(PROBLEM))
+    problem["exhaustive"] = [[f"p{k}", "per:title", f"e{k}", f"d{k % 2}"] for k in range(1, 5)]
+    code, out, err = run(tmp_path, capsys, problem, "estimate", "--schemes", "instance")
+    assert code == 0, err
+    clustered = json.loads(out)["systems"][0]["recall"]["simple"]
+    for row in problem["exhaustive"]:
+        row.pop()
+    code, out, _ = run(tmp_path, capsys, problem, "estimate", "--schemes", "instance")
+    plain = json.loads(out)["systems"][0]["recall"]["simple"]
+    assert clustered["estimate"] == plain["estimate"]
+    assert clustered["hi"] - clustered["lo"] >= plain["hi"] - plain["lo"]
+    problem["exhaustive"] = [[*row, "d0"] for row in problem["exhaustive"]]
+    code, out, _ = run(tmp_path, capsys, problem, "estimate", "--schemes", "instance")
+    one_doc = json.loads(out)["systems"][0]["recall"]["simple"]
+    assert (one_doc["lo"], one_doc["hi"]) == (0, 1)

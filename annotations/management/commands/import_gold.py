@@ -7,8 +7,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.gold_import import GoldImportError, import_docred, import_kbpo
-from kbpo.models import Corpus
+from annotations.exhaustive.docred import import_docred
+from annotations.exhaustive.gold import GoldImportError, import_kbpo
+from kbpo.core.models import Corpus
 
 
 class Command(BaseCommand):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.exhaustive import PlanError, plan_exhaustive, progress
-from kbpo.models import Corpus
+from annotations.exhaustive.sampling import PlanError, plan_exhaustive
+from annotations.exhaustive.workflow import progress
+from kbpo.core.models import Corpus
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """`manage.py simulate_crowd --gold gold.jsonl`: a simulated crowd answers the open HITs.
 
 Every posted simulated/local relation HIT gets its missing assignments from a pool of
-simulated workers (per-worker accuracy, a few spammers; `annotations.simulation`), sent
+simulated workers (per-worker accuracy, a few spammers; `annotations.crowd.simulation`), sent
 through `intake.submit_assignment` — the path real answers take — and aggregated. Rounds
 repeat until no HIT needs answers (ties ask for more). See docs/crowd.md.
 """
@@ -16,8 +16,22 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count, F
 
-from annotations import budget, pipeline
-from annotations.intake import AnswerIn, IntakeError, allowed_choices, submit_assignment, worker_for
+from annotations.crowd import budget
+from annotations.crowd.labels import aggregate
+from annotations.crowd.simulation import (
+    NO_RELATION,
+    GoldKey,
+    assign_workers,
+    make_pool,
+    simulate_answer,
+)
+from annotations.interfaces.intake import (
+    AnswerIn,
+    IntakeError,
+    allowed_choices,
+    submit_assignment,
+    worker_for,
+)
 from annotations.models import (
     Backend,
     Hit,
@@ -28,8 +42,8 @@ from annotations.models import (
     Response,
     TaskKind,
 )
-from annotations.simulation import NO_RELATION, GoldKey, assign_workers, make_pool, simulate_answer
-from kbpo.models import Corpus
+from annotations.quality.workers import update_worker_quality
+from kbpo.core.models import Corpus
 
 
 def truth_for(key: GoldKey, question: Question) -> frozenset[str]:
@@ -87,7 +101,7 @@ class Command(BaseCommand):
             answered, qids = self._round(hits, pool, key, seed, round_no, totals)
             touched.update(qids)
             if qids:
-                pipeline.aggregate(qids)
+                aggregate(qids)
             waiting = Question.objects.filter(pk__in=touched, state=QuestionState.OPEN).count()
             self.stdout.write(f"round {round_no}: {answered} assignments on "
                               f"{len(set(qids))} questions; "
@@ -134,7 +148,7 @@ class Command(BaseCommand):
                          .select_related("pair__document"))
         labels = dict(PairLabel.objects.filter(pair_id__in=[q.pair_id for q in questions])
                       .values_list("pair_id", "predicates"))
-        report = pipeline.update_worker_quality(corpus.pk if corpus else None)
+        report = update_worker_quality(corpus.pk if corpus else None)
         majority_ok = ds_ok = judged = 0
         for q in questions:
             if q.pair_id not in labels:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from annotations.exhaustive import progress
-from annotations.exhaustive_simulation import simulate_exhaustive
-from kbpo.models import Corpus
+from annotations.exhaustive.simulation import simulate_exhaustive
+from annotations.exhaustive.workflow import progress
+from kbpo.core.models import Corpus
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from estimation.scoring import request_recompute, run_scheduled
-from kbpo.models import Corpus
+from kbpo.core.models import Corpus
 
 
 class Command(BaseCommand):

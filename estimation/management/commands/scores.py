@@ -9,7 +9,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 
 from estimation import leaderboard as lb
 from estimation.models import METRICS
-from kbpo.models import Corpus
+from kbpo.core.models import Corpus
 
 
 class _Operator:

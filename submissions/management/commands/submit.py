@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from kbpo.models import Corpus
+from kbpo.core.models import Corpus
 from submissions.kbformat import inspect_upload
 from submissions.models import Submission
 from submissions.services import LimitExceeded, create_submission

@@ -1,0 +1,169 @@
+"""From answers to labels: a relation question with its `answers_needed` answers gets
+the majority label; a tie asks for one more answer (up to `KBPO_MAX_EXTRA_ANSWERS`,
+budget permitting; on MTurk the HIT gets another assignment), after which the
+plurality wins. Labels are `PairLabel` rows shared by every submission;
+`labels_changed` goes out for the corpus on commit, and an `annotating` submission
+whose drawn pairs are all labelled moves to `scoring`."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from annotations.models import (
+    Backend,
+    Hit,
+    HitQuestion,
+    HitState,
+    PairLabel,
+    Question,
+    QuestionState,
+    SampleDraw,
+    TaskKind,
+)
+from annotations.quality import aggregation
+from annotations.signals import labels_changed
+from submissions.models import State, Submission
+from submissions.services import TransitionError, transition
+
+from . import backends, budget, mturk
+from .review import settle_hits
+
+logger = logging.getLogger(__name__)
+AGGREGATE_TASK = "annotations.aggregate"  # crowd/tasks.py
+
+
+@dataclass
+class AggregateResult:
+    labelled: list[int] = field(default_factory=list)      # question ids
+    extra_requested: list[int] = field(default_factory=list)
+    waiting: int = 0
+    scoring: list[int] = field(default_factory=list)       # submission ids
+
+
+def plurality(answers: list[list[str]]) -> tuple[list[str], float]:
+    """The most frequent answer set (ties broken by the sorted key), with its share."""
+    keys = Counter(aggregation.answer_key(a) for a in answers)
+    top = max(keys.values())
+    best = min(k for k, c in keys.items() if c == top)
+    return best.split("|"), top / len(answers)
+
+
+def _request_extra(q: Question) -> Hit | None:
+    """One more answer for a tied question: budget first, then the HIT's slot count."""
+    item = (HitQuestion.objects.filter(question=q, hit__state=HitState.POSTED)
+            .select_related("hit").order_by("-hit_id").first())
+    if item is None:
+        return None
+    hit = Hit.objects.select_for_update().get(pk=item.hit_id)
+    target = hit.assignments.count() + 1
+    if hit.max_assignments >= target:
+        return hit  # a slot is already open (e.g. another tied question asked for it)
+    new_cost = budget.hit_cost(hit.backend, hit.reward, target)
+    budget.check_and_lock(new_cost - hit.cost_estimate, hit.submission,
+                          f"another answer on HIT {hit.pk}")
+    hit.max_assignments = target
+    hit.cost_estimate = new_cost
+    hit.save(update_fields=["max_assignments", "cost_estimate"])
+    return hit
+
+
+def aggregate(question_ids: Iterable[int]) -> AggregateResult:
+    """Aggregate these questions where they have enough answers (idempotent)."""
+    out = AggregateResult()
+    corpora: set[int] = set()
+    pairs: list[int] = []
+    hits: set[int] = set()
+    extra_hits: set[int] = set()
+    base = settings.KBPO_ANSWERS_PER_QUESTION
+    for qid in sorted(set(question_ids)):
+        with transaction.atomic():
+            q = (Question.objects.select_for_update().filter(pk=qid, kind=TaskKind.RELATION)
+                 .first())
+            if q is None or q.state != QuestionState.OPEN:
+                continue
+            hits.update(q.hit_items.values_list("hit_id", flat=True))
+            answers = [list(c) for c in q.responses.values_list("choices", flat=True)]
+            if len(answers) < q.answers_needed:
+                out.waiting += 1
+                continue
+            vote = aggregation.majority_vote(answers)
+            if vote.tied and q.answers_needed - base < settings.KBPO_MAX_EXTRA_ANSWERS:
+                try:
+                    with transaction.atomic():
+                        hit = _request_extra(q)
+                except budget.BudgetExceeded as exc:
+                    logger.warning("question %s: no extra answer (%s); taking the plurality",
+                                   q.pk, exc)
+                    hit = None
+                if hit is not None:
+                    q.answers_needed += 1
+                    q.save(update_fields=["answers_needed"])
+                    out.extra_requested.append(q.pk)
+                    extra_hits.add(hit.pk)
+                    continue
+            if vote.tied:
+                labels, support = plurality(answers)
+                method = "plurality"
+            else:
+                labels, support, method = sorted(vote.labels), vote.support, "majority"
+            PairLabel.objects.get_or_create(pair_id=q.pair_id, defaults={
+                "predicates": labels, "method": method, "support": support,
+                "n_answers": len(answers), "question": q})
+            q.state = QuestionState.COMPLETE
+            q.completed_at = timezone.now()
+            q.save(update_fields=["state", "completed_at"])
+            out.labelled.append(q.pk)
+            corpora.add(q.corpus_id)
+            pairs.append(q.pair_id)
+    for corpus_id in sorted(corpora):
+        transaction.on_commit(lambda c=corpus_id: labels_changed.send(sender=PairLabel,
+                                                                      corpus_id=c))
+    for hit in Hit.objects.filter(pk__in=extra_hits, backend=Backend.MTURK):
+        try:
+            backends.ensure_assignments(hit)
+        except mturk.MTurkError:
+            logger.exception("HIT %s: extra assignment not created yet; sync retries", hit.pk)
+    settle_hits(hits - extra_hits)
+    out.scoring = finish_submissions(pairs)
+    return out
+
+
+def finish_submissions(pair_ids: Iterable[int] | None = None) -> list[int]:
+    """Move `annotating` submissions whose drawn pairs are all labelled to `scoring`."""
+    qs = Submission.objects.filter(state=State.ANNOTATING)
+    if pair_ids is not None:
+        qs = qs.filter(pk__in=SampleDraw.objects.filter(
+            instance__pair_id__in=list(pair_ids)).values("submission_id"))
+    done = []
+    for sub in qs.distinct():
+        if SampleDraw.objects.filter(submission=sub, instance__pair__label__isnull=True).exists():
+            continue
+        n = SampleDraw.objects.filter(submission=sub).count()
+        if to_scoring(sub, f"All pairs of the {n:,}-draw sample are labelled."):
+            done.append(sub.pk)
+    return done
+
+
+def unlabelled_draws(sub: Submission) -> int:
+    return (SampleDraw.objects.filter(submission=sub, instance__pair__label__isnull=True)
+            .values("instance__pair_id").distinct().count())
+
+
+def to_scoring(sub: Submission, message: str) -> bool:
+    """Move a fully labelled submission on to scoring and tell the scorer."""
+    try:
+        with transaction.atomic():
+            transition(sub, State.SCORING, message)
+            corpus_id = sub.corpus_id
+            transaction.on_commit(lambda: labels_changed.send(sender=Submission,
+                                                              corpus_id=corpus_id))
+    except TransitionError:
+        return False
+    return True

@@ -1,0 +1,415 @@
+"""Answer intake: the one path every crowd answer takes into the database.
+
+Real workers (the task pages), the MTurk reconciliation sync and the simulated crowd
+all call `submit_assignment`. It validates the whole assignment — the HIT is open,
+the worker may answer, every question of the HIT is answered exactly once with a
+well-formed answer — and stores it in one transaction *before* anything else
+happens (the page forwards to MTurk only afterwards). Repeating the same submission
+is idempotent; the same assignment id with other answers, another worker or another
+HIT is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+from django.dispatch import Signal
+from django.utils import timezone
+
+from annotations.models import (
+    Assignment,
+    AssignmentState,
+    CrowdWorker,
+    Hit,
+    HitState,
+    PagePost,
+    PagePostState,
+    Question,
+    Response,
+    TaskKind,
+)
+from kbpo.core.schema import ENTITY_TYPES, NO_RELATION, predicates_for
+
+from .candidates import document_pairs
+
+# Sent after commit with `hit_id` and `question_ids` whenever answers were stored.
+answers_stored = Signal()
+# Sent after commit with `post_id` when an MTurk task page posted answers (provisional).
+page_post_received = Signal()
+
+MAX_EXTRA_BYTES = 200_000
+
+
+class IntakeError(Exception):
+    """An answer we refuse; `field` names what is wrong, `status` is the HTTP status.
+
+    `code` says whose fault it is when MTurk already holds the work (crowd/refusals):
+    `invalid` (malformed answers, a made-up label: the worker's), `closed`, `repeat`
+    and `blocked` (the HIT was no longer open to them: ours), `conflict` (the id is
+    someone else's).
+    """
+
+    def __init__(self, message: str, field: str = "", status: int = 400,
+                 code: str = "invalid") -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.status = status
+        self.code = code
+
+    def as_dict(self) -> dict[str, str]:
+        return {"error": self.message, "field": self.field}
+
+
+@dataclass(frozen=True)
+class AnswerIn:
+    """One answer as it arrives: the question, the chosen relations, extra checks."""
+
+    question_id: int
+    choices: tuple[str, ...]
+    extra: dict = field(default_factory=dict, hash=False, compare=False)
+    seconds: float | None = field(default=None, hash=False, compare=False)
+
+
+def parse_answers(payload: object) -> list[AnswerIn]:
+    """Parse `{"answers": [{"question": 12, "choices": [...], "extra": {...}}, ...]}`."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("answers"), list):
+        raise IntakeError('expected a JSON object {"answers": [...]}', "answers")
+    out: list[AnswerIn] = []
+    for i, item in enumerate(payload["answers"]):
+        where = f"answers[{i}]"
+        if not isinstance(item, dict):
+            raise IntakeError(f"{where}: expected an object", where)
+        qid = item.get("question")
+        if not isinstance(qid, int) or isinstance(qid, bool):
+            raise IntakeError(f"{where}.question: expected a question id (integer)",
+                              f"{where}.question")
+        choices = item.get("choices")
+        if (not isinstance(choices, list) or not choices
+                or not all(isinstance(c, str) for c in choices)):
+            raise IntakeError(f"{where}.choices: expected a non-empty list of relation names",
+                              f"{where}.choices")
+        extra = item.get("extra", {})
+        if not isinstance(extra, dict) or len(repr(extra)) > MAX_EXTRA_BYTES:
+            raise IntakeError(f"{where}.extra: expected a (small) object", f"{where}.extra")
+        seconds = item.get("seconds")
+        if seconds is not None and (not isinstance(seconds, int | float)
+                                    or not math.isfinite(seconds) or seconds < 0):
+            raise IntakeError(f"{where}.seconds: expected a non-negative number",
+                              f"{where}.seconds")
+        out.append(AnswerIn(qid, tuple(sorted(set(choices))), extra,
+                            float(seconds) if seconds is not None else None))
+    return out
+
+
+def allowed_choices(question: Question) -> set[str]:
+    """The answers a relation question accepts: the pair's relations or no_relation."""
+    pair = question.pair
+    assert pair is not None
+    return {*predicates_for(pair.subject_type, pair.object_type), NO_RELATION}
+
+
+DONE = "done"
+MAX_LINK_CHARS = 500
+MAX_ENTITY_LABEL_CHARS = 300
+
+
+def _check_relation_choices(choices: tuple[str, ...] | list[str], allowed: set[str],
+                            where: str) -> None:
+    bad = [c for c in choices if c not in allowed]
+    if bad:
+        raise IntakeError(f"{where}: {bad[0]!r} is not an option for this pair "
+                          f"(allowed: {', '.join(sorted(allowed))})", where)
+    if NO_RELATION in choices and len(choices) > 1:
+        raise IntakeError(f"{where}: 'no_relation' cannot be combined with a relation", where)
+
+
+def _check_done(answer: AnswerIn, where: str) -> None:
+    if answer.choices != (DONE,):
+        raise IntakeError(f"{where}: a document task is answered with choices [\"done\"]; "
+                          "its spans and relations go in extra", where)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _span(value: object, where: str) -> tuple[int, int]:
+    if (not isinstance(value, list) or len(value) != 2 or not all(_is_int(v) for v in value)
+            or not 0 <= value[0] < value[1]):
+        raise IntakeError(f"{where}: expected [begin, end] character offsets with begin < end",
+                          where)
+    return value[0], value[1]
+
+
+def _token_bounds(question: Question) -> tuple[set[int], set[int], list[tuple[int, int]]]:
+    """Token begins, token ends and sentence spans of the question's document."""
+    begins: set[int] = set()
+    ends: set[int] = set()
+    sentences: list[tuple[int, int]] = []
+    for s in question.document.sentences.order_by("index"):
+        sentences.append((s.begin, s.end))
+        begins.update(s.tokens[0::2])
+        ends.update(s.tokens[1::2])
+    return begins, ends, sentences
+
+
+def check_entity_answer(question: Question, answer: AnswerIn, where: str) -> None:
+    """Validate `extra.mentions` of an entity question (see docs/annotating.md)."""
+    _check_done(answer, f"{where}.choices")
+    mentions = answer.extra.get("mentions")
+    if not isinstance(mentions, list):
+        raise IntakeError(f"{where}.extra.mentions: expected a list of mentions",
+                          f"{where}.extra.mentions")
+    begins, ends, sentences = _token_bounds(question)
+    seen: set[tuple[int, int]] = set()
+    clusters: dict[str, dict[str, object]] = {}
+    for j, m in enumerate(mentions):
+        at = f"{where}.extra.mentions[{j}]"
+        if not isinstance(m, dict):
+            raise IntakeError(f"{at}: expected an object", at)
+        b, e = m.get("begin"), m.get("end")
+        if not (_is_int(b) and _is_int(e) and 0 <= b < e):
+            raise IntakeError(f"{at}: begin and end must be character offsets with begin < end",
+                              at)
+        if b not in begins or e not in ends:
+            raise IntakeError(f"{at}: span {b}-{e} does not start and end on token "
+                              "boundaries", at)
+        if not any(sb <= b and e <= se for sb, se in sentences):
+            raise IntakeError(f"{at}: span {b}-{e} crosses a sentence boundary", at)
+        if (b, e) in seen:
+            raise IntakeError(f"{at}: span {b}-{e} is marked twice", at)
+        seen.add((b, e))
+        typ = m.get("type")
+        if typ not in ENTITY_TYPES:
+            raise IntakeError(f"{at}.type: expected one of {', '.join(ENTITY_TYPES)}",
+                              f"{at}.type")
+        entity = m.get("entity")
+        if not isinstance(entity, str) or not 0 < len(entity) <= MAX_ENTITY_LABEL_CHARS:
+            raise IntakeError(f"{at}.entity: expected an entity label "
+                              f"(1–{MAX_ENTITY_LABEL_CHARS} characters)", f"{at}.entity")
+        if not isinstance(m.get("canonical"), bool):
+            raise IntakeError(f"{at}.canonical: expected true or false", f"{at}.canonical")
+        link = m.get("link", "")
+        if not isinstance(link, str) or len(link) > MAX_LINK_CHARS or (
+                link and (not link.startswith("Wikipedia:") or len(link) == len("Wikipedia:"))):
+            raise IntakeError(f"{at}.link: expected \"Wikipedia:Title\" or an empty string",
+                              f"{at}.link")
+        c = clusters.setdefault(entity, {"type": typ, "link": link, "canonical": 0})
+        if c["type"] != typ:
+            raise IntakeError(f"{at}.type: entity {entity!r} mixes types {c['type']} and "
+                              f"{typ}; give every mention of an entity the same type",
+                              f"{at}.type")
+        if c["link"] != link:
+            raise IntakeError(f"{at}.link: entity {entity!r} has two different links",
+                              f"{at}.link")
+        c["canonical"] = int(c["canonical"]) + int(m["canonical"])
+    for entity, c in clusters.items():
+        if c["canonical"] != 1:
+            raise IntakeError(f"{where}.extra.mentions: entity {entity!r} needs exactly one "
+                              f"canonical mention (has {c['canonical']})",
+                              f"{where}.extra.mentions")
+
+
+def check_exhaustive_answer(question: Question, answer: AnswerIn, where: str) -> None:
+    """Validate `extra.relations` against the candidate pairs the page showed."""
+    _check_done(answer, f"{where}.choices")
+    relations = answer.extra.get("relations")
+    if not isinstance(relations, list):
+        raise IntakeError(f"{where}.extra.relations: expected a list of judged pairs",
+                          f"{where}.extra.relations")
+    candidates = {p.key: p for p in document_pairs(question.document)}
+    seen: set[tuple[tuple[int, int], tuple[int, int]]] = set()
+    for j, r in enumerate(relations):
+        at = f"{where}.extra.relations[{j}]"
+        if not isinstance(r, dict):
+            raise IntakeError(f"{at}: expected an object", at)
+        key = (_span(r.get("subject"), f"{at}.subject"), _span(r.get("object"), f"{at}.object"))
+        pair = candidates.get(key)
+        if pair is None:
+            raise IntakeError(f"{at}: {key[0][0]}-{key[0][1]} / {key[1][0]}-{key[1][1]} is not "
+                              "a candidate pair of this document (subject first, canonical "
+                              "order)", at)
+        if key in seen:
+            raise IntakeError(f"{at}: this pair is judged twice", at)
+        seen.add(key)
+        choices = r.get("choices")
+        if (not isinstance(choices, list) or not choices
+                or not all(isinstance(c, str) for c in choices)):
+            raise IntakeError(f"{at}.choices: expected a non-empty list of relation names",
+                              f"{at}.choices")
+        allowed = {*predicates_for(pair.subject.type, pair.object.type), NO_RELATION}
+        _check_relation_choices(choices, allowed, f"{at}.choices")
+    missing = [k for k in candidates if k not in seen]
+    if missing:
+        (sb, se), (ob, oe) = missing[0]
+        raise IntakeError(f"{where}.extra.relations: {len(missing)} candidate pair(s) have no "
+                          f"judgement, e.g. {sb}-{se} / {ob}-{oe}", f"{where}.extra.relations")
+
+
+def _check_choices(question: Question, answer: AnswerIn, where: str) -> None:
+    if question.kind == TaskKind.ENTITY:
+        check_entity_answer(question, answer, where.removesuffix(".choices"))
+        return
+    if question.kind == TaskKind.EXHAUSTIVE:
+        check_exhaustive_answer(question, answer, where.removesuffix(".choices"))
+        return
+    allowed = allowed_choices(question)
+    _check_relation_choices(answer.choices, allowed, where)
+
+
+def worker_for(backend: str, external_id: str, user: object | None = None) -> CrowdWorker:
+    """The CrowdWorker row for an external id, created on first sight."""
+    if not external_id or len(external_id) > 64:
+        raise IntakeError("a worker id (1–64 characters) is required", "workerId")
+    worker, _ = CrowdWorker.objects.get_or_create(
+        backend=backend, external_id=external_id,
+        defaults={"user": user if getattr(user, "pk", None) else None})
+    return worker
+
+
+def _same_answers(assignment: Assignment, answers: Iterable[AnswerIn]) -> bool:
+    # Document tasks carry their answer in `extra`, so it takes part in the comparison.
+    stored = {r.question_id: (tuple(r.choices), r.extra if r.choices == [DONE] else None)
+              for r in assignment.responses.all()}
+    return stored == {a.question_id: (a.choices, a.extra if a.choices == (DONE,) else None)
+                      for a in answers}
+
+
+def _check_answers(hit: Hit, answers: list[AnswerIn]) -> dict[int, Question]:
+    """Every question of the HIT answered exactly once, each answer well-formed."""
+    items = {hq.question_id: hq.question for hq in
+             hit.items.select_related("question__pair", "question__document")}
+    given = [a.question_id for a in answers]
+    if len(set(given)) != len(given):
+        raise IntakeError("a question is answered twice", "answers")
+    missing = set(items) - set(given)
+    extra = set(given) - set(items)
+    if extra:
+        raise IntakeError(f"question {min(extra)} is not part of this HIT", "answers")
+    if missing:
+        raise IntakeError(f"question {min(missing)} of this HIT has no answer", "answers")
+    for i, answer in enumerate(answers):
+        _check_choices(items[answer.question_id], answer, f"answers[{i}].choices")
+    return items
+
+
+def _check_open(hit: Hit) -> None:
+    if hit.state != HitState.POSTED:
+        raise IntakeError(f"this HIT is {hit.get_state_display()} and takes no answers",
+                          "hitId", status=409, code="closed")
+
+
+REPEAT_MESSAGE = ("you already answered a question of this HIT in another of our tasks; "
+                  "please return this HIT (you cannot answer the same question twice)")
+
+
+def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
+                      answers: list[AnswerIn], source: str = "intake") -> Assignment:
+    """Validate and store one worker's answers to every question of a HIT.
+
+    For MTurk HITs only confirmed work comes here (the sync, with MTurk's own copy of
+    the answers); the task page's post goes to `receive_page_post`.
+    """
+    if not assignment_id or len(assignment_id) > 64:
+        raise IntakeError("an assignment id (1–64 characters) is required", "assignmentId")
+    with transaction.atomic():
+        locked = Hit.objects.select_for_update().get(pk=hit.pk)
+        existing = Assignment.objects.filter(external_id=assignment_id).first()
+        if existing is not None:
+            if existing.hit_id != locked.pk or existing.worker_id != worker.pk:
+                raise IntakeError("this assignment belongs to another HIT or worker",
+                                  "assignmentId", status=403, code="conflict")
+            if not _same_answers(existing, answers):
+                raise IntakeError("this assignment was already submitted with other answers",
+                                  "answers", status=409, code="conflict")
+            return existing  # a repeated POST: nothing new
+        _check_open(locked)
+        if worker.blocked:
+            raise IntakeError("this worker may no longer answer our tasks", "workerId",
+                              status=403, code="blocked")
+        if Assignment.objects.filter(hit=locked, worker=worker).exists():
+            raise IntakeError("this worker already answered this HIT", "workerId", status=409,
+                              code="repeat")
+        items = _check_answers(locked, answers)
+        try:
+            with transaction.atomic():
+                assignment = Assignment.objects.create(
+                    hit=locked, worker=worker, external_id=assignment_id,
+                    state=AssignmentState.SUBMITTED, source=source)
+                Response.objects.bulk_create([
+                    Response(assignment=assignment, question_id=a.question_id, worker=worker,
+                             choices=list(a.choices), extra=a.extra, seconds=a.seconds)
+                    for a in answers])
+        except IntegrityError as exc:
+            raise IntakeError(REPEAT_MESSAGE, "answers", status=409, code="repeat") from exc
+        qids = sorted(items)
+        transaction.on_commit(lambda: answers_stored.send(
+            sender=Hit, hit_id=locked.pk, question_ids=qids))
+    return assignment
+
+
+def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: dict,
+                      client_ip: str | None = None) -> PagePost:
+    """Check and keep what an MTurk task page posted, as a provisional `PagePost`.
+
+    The worker learns at once whether the answers would be accepted (the page forwards
+    to MTurk only then), but nothing counts until MTurk confirms the assignment: the
+    ids in the request are only claims. A repeated post of the same claim replaces
+    its answers while it waits (MTurk's copy wins in the end anyway).
+    """
+    if not assignment_id or len(assignment_id) > 64:
+        raise IntakeError("an assignment id (1–64 characters) is required", "assignmentId")
+    if not worker_id or len(worker_id) > 64:
+        raise IntakeError("a worker id (1–64 characters) is required", "workerId")
+    answers = parse_answers(payload)
+    clean = {"answers": [{"question": a.question_id, "choices": list(a.choices),
+                          "extra": a.extra, "seconds": a.seconds} for a in answers]}
+    with transaction.atomic():
+        locked = Hit.objects.select_for_update().get(pk=hit.pk)
+        confirmed = Assignment.objects.filter(external_id=assignment_id).select_related(
+            "worker").first()
+        if confirmed is not None:
+            # MTurk already confirmed this assignment: only its own worker may post it.
+            if confirmed.hit_id != locked.pk or confirmed.worker.external_id != worker_id:
+                raise IntakeError("this assignment belongs to another HIT or worker",
+                                  "assignmentId", status=403, code="conflict")
+            post, _ = PagePost.objects.get_or_create(
+                hit=locked, assignment_external_id=assignment_id,
+                worker_external_id=worker_id, defaults={
+                    "payload": clean, "client_ip": client_ip, "assignment": confirmed,
+                    "state": PagePostState.CONFIRMED, "resolved_at": timezone.now()})
+            return post
+        _check_open(locked)
+        worker = CrowdWorker.objects.filter(backend=locked.backend,
+                                            external_id=worker_id).first()
+        if worker is not None:
+            if worker.blocked:
+                raise IntakeError("this worker may no longer answer our tasks", "workerId",
+                                  status=403, code="blocked")
+            if Assignment.objects.filter(hit=locked, worker=worker).exists():
+                raise IntakeError("you already answered this HIT", "workerId", status=409,
+                                  code="repeat")
+            if Response.objects.filter(worker=worker,
+                                       question__hit_items__hit=locked).exists():
+                raise IntakeError(REPEAT_MESSAGE, "answers", status=409, code="repeat")
+        if locked.assignments.filter(refusal="").count() >= locked.max_assignments:
+            raise IntakeError("this HIT already has all the answers it needs; please return "
+                              "it", "hitId", status=409, code="closed")
+        _check_answers(locked, answers)
+        post, created = PagePost.objects.get_or_create(
+            hit=locked, assignment_external_id=assignment_id, worker_external_id=worker_id,
+            defaults={"payload": clean, "client_ip": client_ip})
+        if not created and post.state == PagePostState.FORGED:
+            raise IntakeError("MTurk says this assignment is not yours", "assignmentId",
+                              status=403, code="conflict")
+        if not created and post.state == PagePostState.WAITING and post.payload != clean:
+            post.payload = clean
+            post.save(update_fields=["payload"])
+        if post.state == PagePostState.WAITING:
+            transaction.on_commit(lambda: page_post_received.send(sender=PagePost,
+                                                                  post_id=post.pk))
+    return post

@@ -1,0 +1,2 @@
+"""Aggregation algorithms (majority, Dawid–Skene, agreement, token-level mention votes)
+and the workers' measured quality."""

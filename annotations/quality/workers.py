@@ -1,0 +1,105 @@
+"""Worker quality: Dawid–Skene per corpus, agreement with the other workers, flags,
+and Krippendorff's alpha per batch."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.conf import settings
+
+from annotations.models import (
+    CrowdWorker,
+    HitBatch,
+    Question,
+    Response,
+    TaskKind,
+)
+
+from . import aggregation
+
+
+@dataclass
+class QualityReport:
+    answers: int = 0
+    questions: int = 0
+    workers: int = 0
+    flagged: list[str] = field(default_factory=list)
+    alpha: dict[int, float | None] = field(default_factory=dict)       # per corpus
+    batch_alpha: dict[int, float | None] = field(default_factory=dict)
+    ds_labels: dict[int, list[str]] = field(default_factory=dict)      # question -> DS label
+
+
+def _arrays(rows: list[tuple[int, int, list[str]]]) -> tuple[np.ndarray, np.ndarray, list[str],
+                                                              list[int], list[int]]:
+    q_index: dict[int, int] = {}
+    w_index: dict[int, int] = {}
+    items = np.fromiter((q_index.setdefault(q, len(q_index)) for q, _, _ in rows), np.int64,
+                        len(rows))
+    workers = np.fromiter((w_index.setdefault(w, len(w_index)) for _, w, _ in rows), np.int64,
+                          len(rows))
+    answers = [aggregation.answer_key(c) for _, _, c in rows]
+    return items, workers, answers, list(q_index), list(w_index)
+
+
+def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
+    """Fit Dawid–Skene per corpus; store accuracy, agreement and flags on the workers."""
+    report = QualityReport()
+    corpora = ([corpus_id] if corpus_id is not None else
+               list(Question.objects.filter(kind=TaskKind.RELATION, responses__isnull=False)
+                    .values_list("corpus_id", flat=True).distinct()))
+    acc_sum: Counter[int] = Counter()
+    agree_sum: Counter[int] = Counter()
+    agree_n: Counter[int] = Counter()
+    answered: Counter[int] = Counter()
+    for cid in corpora:
+        rows = list(Response.objects.filter(question__corpus_id=cid,
+                                            question__kind=TaskKind.RELATION)
+                    .values_list("question_id", "worker_id", "choices").order_by("pk"))
+        if not rows:
+            continue
+        items, workers, answers, qids, wids = _arrays(rows)
+        fit = aggregation.dawid_skene(items, workers, answers, len(qids), len(wids))
+        rate, total = aggregation.worker_agreement(items, workers, answers, len(wids))
+        counts = np.bincount(workers, minlength=len(wids))
+        for k, wid in enumerate(wids):
+            acc_sum[wid] += float(fit.worker_accuracy[k]) * int(counts[k])
+            answered[wid] += int(counts[k])
+            if total[k] > 0:
+                agree_sum[wid] += float(rate[k]) * float(total[k])
+                agree_n[wid] += int(total[k])
+        report.ds_labels.update({q: fit.labels[i].split("|") for i, q in enumerate(qids)})
+        report.alpha[cid] = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
+                                                           len(wids))
+        report.answers += len(rows)
+        report.questions += len(qids)
+    threshold = settings.KBPO_WORKER_FLAG_AGREEMENT
+    minimum = settings.KBPO_WORKER_FLAG_MIN_ANSWERS
+    for worker in CrowdWorker.objects.filter(pk__in=list(answered)):
+        n = answered[worker.pk]
+        agreement = agree_sum[worker.pk] / agree_n[worker.pk] if agree_n[worker.pk] else None
+        worker.accuracy_ds = acc_sum[worker.pk] / n if n else None
+        worker.agreement = agreement
+        worker.n_answers = worker.responses.count()
+        worker.flagged = bool(agreement is not None and agree_n[worker.pk] >= minimum
+                              and agreement < threshold)
+        worker.save(update_fields=["accuracy_ds", "agreement", "n_answers", "flagged"])
+        if worker.flagged:
+            report.flagged.append(str(worker))
+    report.workers = len(answered)
+    batches = HitBatch.objects.all()
+    if corpus_id is not None:
+        batches = batches.filter(corpus_id=corpus_id)
+    for batch in batches:
+        rows = list(Response.objects.filter(question__hit_items__hit__batch=batch)
+                    .values_list("question_id", "worker_id", "choices").distinct())
+        if not rows:
+            continue
+        items, workers, answers, qids, wids = _arrays(rows)
+        batch.alpha = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
+                                                     len(wids))
+        batch.n_answers = len(rows)
+        batch.save(update_fields=["alpha", "n_answers"])
+        report.batch_alpha[batch.pk] = batch.alpha
+    return report

@@ -1,0 +1,166 @@
+"""Draws, labels and the exhaustive sample, indexed against a Population."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .population import Population
+
+NO_RELATION = -1
+UNLABELLED = -2
+# Predicate codes are below this; pair·stride + predicate is a unique (pair, predicate) key.
+ALSO_TRUE_STRIDE = 1 << 20
+
+
+@dataclass
+class Interval:
+    """Point estimates and interval ends, one entry per system (NaN = no estimate)."""
+
+    estimate: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+@dataclass
+class Evidence:
+    """Draws, labels and exhaustive sample, indexed against a Population.
+
+    n:        (m,) usable draws per system (draws of pairs without a label are dropped)
+    pending:  (m,) draws dropped because their pair has no label yet
+    pairs:    (nU,) dense pair index of the distinct labelled drawn pairs U
+    counts:   (m × nU) CSR, draws of system j landing on pair u
+    label:    (n_pairs,) label code per pair: predicate code, -1 no relation, -2 unlabelled.
+              Every labelled pair counts, drawn or not: a label decides every
+              system's instances on its pair (the sure bounds of docs/estimation.md §4).
+    y_pairs:  (n0,) dense pair index of the exhaustive true instances (-1: pair unknown)
+    y_preds, y_subjects: (n0,) their predicate and subject codes
+    y_docs:   (n0,) cluster (document) code of each exhaustive instance, 0..D-1; with
+              no documents given, every instance is its own cluster
+    also_true: sorted keys pair·K + predicate of further true predicates on pairs
+              whose crowd label holds two relations (a founder who is also an employee)
+    """
+
+    n: np.ndarray
+    pending: np.ndarray
+    pairs: np.ndarray
+    counts: sp.csr_matrix
+    label: np.ndarray
+    y_pairs: np.ndarray
+    y_preds: np.ndarray
+    y_subjects: np.ndarray
+    also_true: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    y_docs: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.y_docs is None:
+            self.y_docs = np.arange(len(self.y_pairs), dtype=np.int64)
+
+    @property
+    def n_docs(self) -> int:
+        """Number of clusters (documents) in the exhaustive sample."""
+        return int(self.y_docs.max()) + 1 if len(self.y_docs) else 0
+
+    def correct(self, pairs: np.ndarray, predicates: np.ndarray) -> np.ndarray:
+        """Whether each (dense pair index, predicate code) agrees with the crowd label."""
+        ok = self.label[pairs] == predicates
+        if len(self.also_true):
+            ok |= np.isin(pairs * ALSO_TRUE_STRIDE + predicates, self.also_true)
+        return ok
+
+
+def prepare_evidence(
+    pop: Population,
+    draws: Mapping[str, np.ndarray] | Sequence[np.ndarray],
+    label_pairs: np.ndarray,
+    label_preds: np.ndarray,
+    exhaustive_pairs: np.ndarray | None = None,
+    exhaustive_preds: np.ndarray | None = None,
+    exhaustive_subjects: np.ndarray | None = None,
+    exhaustive_docs: np.ndarray | None = None,
+) -> Evidence:
+    """Index raw arrays (pair ids, predicate codes) against the population.
+
+    draws: per system (by name, or a sequence in population order) the pair ids
+    drawn i.i.d. from its distribution, repeats allowed. label_pairs/label_preds:
+    every aggregated label of the corpus, drawn or not; label_preds uses -1 for
+    "no relation"; a pair may appear more than once when its label holds several
+    relations (its first row is the primary one). exhaustive_subjects defaults to the
+    pair id. exhaustive_docs: the document id (any int64) of each exhaustive true
+    instance, so that recall variances treat documents as clusters; without it every
+    instance is taken as an independent draw.
+    """
+    m = len(pop)
+    if isinstance(draws, Mapping):
+        unknown = set(draws) - set(pop.names)
+        if unknown:
+            raise ValueError(f"draws given for unknown system(s): {sorted(unknown)}")
+        per_system = [np.asarray(draws.get(name, []), dtype=np.int64) for name in pop.names]
+    else:
+        if len(draws) != m:
+            raise ValueError(f"expected draws for {m} systems, got {len(draws)}")
+        per_system = [np.asarray(d, dtype=np.int64) for d in draws]
+
+    label = np.full(pop.n_pairs, UNLABELLED, dtype=np.int64)
+    lp = pop.lookup_pairs(np.asarray(label_pairs, dtype=np.int64))
+    lpred = np.asarray(label_preds, dtype=np.int64)
+    known = lp >= 0
+    # The first row of each pair is its primary label; later rows add true predicates.
+    _, first = np.unique(lp, return_index=True)
+    primary = np.zeros(len(lp), dtype=bool)
+    primary[first] = True
+    label[lp[known & primary]] = lpred[known & primary]
+    extra = known & ~primary & (lpred >= 0)
+    also_true = np.unique(lp[extra] * ALSO_TRUE_STRIDE + lpred[extra])
+
+    sys_idx, pair_idx = [], []
+    pending = np.zeros(m, dtype=np.int64)
+    for k, d in enumerate(per_system):
+        idx = pop.lookup_pairs(d)
+        cols, _ = pop._systems[k].pair_row("instance")
+        pos = np.searchsorted(cols, idx)
+        ok = (idx >= 0) & (pos < len(cols)) & (cols[np.minimum(pos, len(cols) - 1)] == idx)
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            raise ValueError(
+                f"draws[{pop.names[k]!r}][{bad}]: pair {int(d[bad])} is not among the "
+                "system's instances"
+            )
+        has_label = label[idx] != UNLABELLED
+        pending[k] = int((~has_label).sum())
+        sys_idx.append(np.full(int(has_label.sum()), k, dtype=np.int64))
+        pair_idx.append(idx[has_label])
+    sys_all = np.concatenate(sys_idx) if sys_idx else np.zeros(0, np.int64)
+    pair_all = np.concatenate(pair_idx) if pair_idx else np.zeros(0, np.int64)
+    u, u_inv = np.unique(pair_all, return_inverse=True)
+    counts = sp.csr_matrix((np.ones(len(pair_all)), (sys_all, u_inv.ravel())), shape=(m, len(u)))
+    n = np.bincount(sys_all, minlength=m).astype(np.int64)
+
+    if exhaustive_pairs is None:
+        exhaustive_pairs = np.zeros(0, np.int64)
+        exhaustive_preds = np.zeros(0, np.int64)
+    y_ids = np.asarray(exhaustive_pairs, dtype=np.int64)
+    y_subj = y_ids if exhaustive_subjects is None else np.asarray(exhaustive_subjects, np.int64)
+    y_docs = None
+    if exhaustive_docs is not None:
+        docs = np.asarray(exhaustive_docs, dtype=np.int64)
+        if docs.shape != y_ids.shape:
+            raise ValueError(
+                f"exhaustive_docs has {len(docs)} entries for {len(y_ids)} exhaustive instances"
+            )
+        y_docs = np.unique(docs, return_inverse=True)[1].ravel().astype(np.int64)
+    return Evidence(
+        n=n,
+        pending=pending,
+        pairs=u,
+        counts=counts,
+        label=label,
+        y_pairs=pop.lookup_pairs(y_ids),
+        y_preds=np.asarray(exhaustive_preds, dtype=np.int64),
+        y_subjects=y_subj,
+        also_true=also_true,
+        y_docs=y_docs,
+    )

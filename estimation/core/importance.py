@@ -1,0 +1,254 @@
+"""Importance sampling over mention pairs: mixing weights, estimates, effective sizes.
+
+Everything is computed over the distinct labelled drawn pairs U (columns) and the
+systems (rows), with sparse matrices; p_i is needed only at U, the overlap matrix
+comes from the Population (notation of DESIGN §6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from .evidence import Evidence
+from .population import Population
+
+
+def mixing_weights(overlap: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """w_ij ∝ n_j O_ij, normalised over j; rows without any overlap stay 0."""
+    w = overlap * np.asarray(n, dtype=float)[None, :]
+    total = w.sum(axis=1, keepdims=True)
+    np.divide(w, total, out=w, where=total > 0)
+    return w
+
+
+def per_draw_variance(m1: np.ndarray, m2: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Unbiased per-draw variance from first/second moments of n_j draws (rows j).
+
+    With a single draw the variance is not estimable; the second moment bounds it.
+    """
+    n = n[:, None].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s2 = np.where(n >= 2, (m2 - m1 * m1) * n / (n - 1), m2)
+    return np.maximum(s2, 0)
+
+
+def at_pairs(
+    pop: Population, ev: Evidence, scheme: str
+) -> tuple[sp.coo_matrix, sp.coo_matrix]:
+    """p_i(x)·f(x) summed per (system, pair in U), and the correct-instance indicator.
+
+    Returns (PF, G) as coo (m × nU): PF_iu = Σ_{x of i on u, correct} p_{i,s}(x),
+    G_iu = 1 if i predicted the true relation of u.
+    """
+    inst = pop.instances()
+    where = np.full(pop.n_pairs, -1, dtype=np.int64)
+    where[ev.pairs] = np.arange(len(ev.pairs))
+    col = where[inst["pairs"]]
+    sel = col >= 0
+    sel[sel] = ev.correct(inst["pairs"][sel], inst["predicates"][sel])
+    shape = (len(pop), len(ev.pairs))
+    rows, cols = inst["system"][sel], col[sel]
+    pf = sp.coo_matrix((pop.instance_probs(scheme)[sel], (rows, cols)), shape=shape)
+    g = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+    return pf, g
+
+
+class ImportanceResult(NamedTuple):
+    estimate: np.ndarray  # (m,)
+    variance: np.ndarray  # (m,)
+    neff: np.ndarray  # (m,) effective sample size of the weights
+    r: sp.csr_matrix  # (m × nU) per-draw terms p_i f_i / q_i
+    mean_r: np.ndarray  # (j × i) mean of r_i over system j's draws
+    kish: np.ndarray  # (m,) Kish size of the weights the draws actually carried
+    landed: np.ndarray  # (m,) draws (of systems with w_ij > 0) that landed on i's pairs
+    mass: np.ndarray  # (m,) Σ_j (w_ij/n_j) Σ_d p_i/q_i: the mass the draws carried, 1 on average
+
+
+def importance_estimate(
+    a: sp.csr_matrix,
+    pf: sp.coo_matrix,
+    b: sp.csr_matrix,
+    w: np.ndarray,
+    counts_per_draw: sp.csr_matrix,
+    n: np.ndarray,
+) -> ImportanceResult:
+    """Σ_j (w_ij/n_j) Σ_{u∈X̂_j} pf_i(u)/q_i(u) with q_i = Σ_j w_ij b_j, for every i.
+
+    a, pf: target mass and target mass on correct instances at U (m × nU);
+    b: proposal rows at U; counts_per_draw: counts / n_j.
+    Besides estimate and variance it returns the effective size
+    1 / Σ_j (w_ij²/n_j) E_{p_j}[(p_i/q_i)²], i.e. the n of a plain proportion with
+    the same variance when labels are unrelated to the weights; the number of
+    draws that landed on i's pairs and the Kish size (Σ weights)² / Σ weights² of
+    their weights: both 0 when no draw reached system i, whose empirical variance
+    (0) is then no evidence.
+    """
+    qt = np.asarray(b.T.tocsr() @ w.T)  # (nU × m): q_i(u)
+    a = a.tocoo()
+
+    def ratio(m: sp.coo_matrix) -> sp.csr_matrix:
+        # q = 0 only where no draw can reach (systems without a donor): no term.
+        q = qt[m.col, m.row]
+        vals = np.divide(m.data, q, out=np.zeros(len(q)), where=q > 0)
+        return sp.csr_matrix((vals, (m.row, m.col)), shape=m.shape)
+
+    z, r = ratio(a), ratio(pf)
+    m1 = (counts_per_draw @ r.T).toarray()  # (j × i): mean of r_i under p_j
+    m2 = (counts_per_draw @ r.multiply(r).T).toarray()
+    z1 = (counts_per_draw @ z.T).toarray()
+    z2 = (counts_per_draw @ z.multiply(z).T).toarray()
+    hits = (counts_per_draw @ (z > 0).astype(float).T).toarray()  # share of j's draws on X_i
+    est = (w * m1.T).sum(axis=1)
+    mass = (w * z1.T).sum(axis=1)
+    landed = ((w > 0) * (hits * n[:, None]).T).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        coef = np.where(n > 0, w * w / n[None, :], 0.0)  # (i × j): w_ij² / n_j
+    var = (coef * per_draw_variance(m1, m2, n).T).sum(axis=1)
+    spread = (coef * z2.T).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        neff = 1.0 / spread
+        kish = np.where(spread > 0, mass * mass / spread, 0.0)
+    return ImportanceResult(est, var, neff, r, m1, kish, landed, mass)
+
+
+def exact_effective_size(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, n: np.ndarray
+) -> np.ndarray:
+    """1 / Σ_j (w_ij²/n_j) E_{p_j}[(p_i/q_i)²] computed over all of X_i, not the draws.
+
+    Reweighting to another scheme gives heavy-tailed weights; a sample that misses
+    the rare heavy elements underestimates both the estimate and its variance, so
+    the interval must not rely on the draws alone for its width.
+
+    With a = ps, the sum for system i is Σ_u a_iu² v_iu / q_iu² over i's pairs, where
+    q_iu = Σ_j w_ij pt_ju and v_iu = Σ_j (w_ij²/n_j) pt_ju are entries of the
+    products W·PT and W2N·PT, needed only at the nonzeros of ps. A diagonal w (the
+    simple estimator) makes them multiples of pt_iu itself; otherwise the products
+    are taken in column blocks (see ``_products_at``), never expanding the
+    (i, u, j) triples, whose number grows with the square of the overlap.
+    """
+    ps, pt = _canonical(ps), _canonical(pt)
+    m = ps.shape[0]
+    w = np.asarray(w, dtype=float)
+    n = np.asarray(n)
+    if ps.shape != pt.shape or w.shape != (m, m) or n.shape != (m,):
+        raise ValueError(
+            f"shapes differ: ps {ps.shape}, pt {pt.shape}, w {w.shape}, n {n.shape}; "
+            "expected two stacked matrices of one population, m × m weights, m counts"
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w2n = np.where(n > 0, w * w / n[None, :], 0.0)
+    rows = np.repeat(np.arange(m), np.diff(ps.indptr))
+    if np.count_nonzero(w - np.diag(np.diagonal(w))) == 0:
+        p_own = _values_at(pt, ps, rows)
+        q = np.diagonal(w)[rows] * p_own
+        v = np.diagonal(w2n)[rows] * p_own
+    else:
+        q, v = _products_at(ps, pt, [w, w2n])
+    terms = _terms(ps.data, q, v)
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.bincount(rows, weights=terms, minlength=m)
+
+
+def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """a² v / q² per (system, pair); no term where no draw can reach (q = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(q > 0, a**2 * v / q**2, 0.0)
+
+
+# Memory of one block of products (pairs × 2m doubles): 32 MiB, 20k pairs at m = 100.
+_BLOCK_BYTES = 32 << 20
+
+
+def _canonical(x: sp.spmatrix) -> sp.csr_matrix:
+    """CSR with sorted, summed indices, without modifying the caller's matrix."""
+    x = sp.csr_matrix(x)
+    if not x.has_canonical_format:
+        x = x.copy()
+        x.sum_duplicates()
+    return x
+
+
+def _values_at(x: sp.csr_matrix, like: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
+    """x at the nonzeros of ``like`` (rows: their row indices), 0 where x has none.
+
+    Both canonical CSR of one shape.
+    """
+    if np.array_equal(x.indptr, like.indptr) and np.array_equal(x.indices, like.indices):
+        # The usual case: two schemes of one population share the pattern.
+        return x.data
+    if x.nnz == 0:
+        return np.zeros(like.nnz)
+    ncol = np.int64(x.shape[1])
+    keys = np.repeat(np.arange(x.shape[0], dtype=np.int64), np.diff(x.indptr)) * ncol
+    keys += x.indices
+    want = rows.astype(np.int64) * ncol + like.indices
+    pos = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    return np.where(keys[pos] == want, x.data[pos], 0.0)
+
+
+def _products_at(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, lefts: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    """(L·PT)_iu at the nonzeros of ps (in ps's CSR order), for each L in lefts.
+
+    ps: (k × pairs), pt: (m × pairs), each L: (k × m). Walks the pairs in column
+    blocks: the block of PTᵀ (CSR, pairs × systems j) times the dense [L₁ᵀ | L₂ᵀ …]
+    in C, summing each pair's systems in ascending j (the order of a per-entry
+    sum over j), then picks the entries of ps in the block. Memory is one block,
+    never the (i, u, j) triples. Systems j that every L leaves out are skipped.
+    """
+    k, n_cols = ps.shape
+    out = [np.zeros(ps.nnz) for _ in lefts]
+    used = np.flatnonzero(np.any([(L != 0).any(axis=0) for L in lefts], axis=0))
+    if len(used) == 0 or ps.nnz == 0:
+        return out
+    # ps in column order; data holds each entry's position in CSR order.
+    order = sp.csr_matrix(
+        (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
+    ).tocsc()
+    ptt = pt[used].T.tocsr()  # pairs × used systems, ascending within a pair
+    rhs = np.ascontiguousarray(np.hstack([L[:, used].T for L in lefts]))
+    width = rhs.shape[1]
+    col = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(order.indptr))
+    step = max(1, _BLOCK_BYTES // (8 * width))
+    for c0 in range(0, n_cols, step):
+        c1 = min(c0 + step, n_cols)
+        s, e = order.indptr[c0], order.indptr[c1]
+        if s == e:
+            continue
+        flat = (ptt[c0:c1] @ rhs).ravel()  # row u - c0: every L's column block
+        at = (col[s:e] - c0) * width + order.indices[s:e]
+        pos = order.data[s:e]
+        for r, values in enumerate(out):
+            values[pos] = flat.take(at + r * k)
+    return out
+
+
+
+
+def unreached_mass(
+    ps: sp.csr_matrix, pt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, list[float]]:
+    """For each selected system i: its mass on pairs no donor (w_ij > 0) predicted.
+
+    A pair u of i is reached when Σ_j [w_ij > 0]·[pt_ju > 0] ≥ 1, an integer count
+    taken for all selected systems in one blocked product.
+    """
+    rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows)
+    if len(rows) == 0:
+        return rows, []
+    sub = ps[rows]
+    reach = sp.csr_matrix(pt, copy=True)
+    reach.data = (reach.data > 0).astype(float)
+    (count,) = _products_at(sub, reach, [(w[rows] > 0).astype(float)])
+    missing = []
+    for k in range(len(rows)):
+        lo, hi = sub.indptr[k], sub.indptr[k + 1]
+        mass = sub.data[lo:hi]
+        missing.append(float(mass[count[lo:hi] == 0].sum()))
+    return rows, missing

@@ -1,0 +1,248 @@
+"""Precision: simple and joint estimates, their intervals, and the sure bounds from labels.
+
+Two kinds of evidence are combined (docs/estimation.md §4):
+
+- the *sampling* interval of the importance-sampling estimate, whose width never
+  goes below what the draws that actually reached the system support (the Kish
+  size of their weights: 0 when no draw landed on the system's pairs);
+- the *sure* bounds: a label decides every system's instance on its pair, so with
+  L the p_i-mass of system i's instances whose pair is labelled and correct and U
+  the mass without a label, precision lies in [L, L + U] whatever the sampling
+  says (given correct labels). U = 0 means the precision is known exactly.
+
+Intersecting an interval with a set that surely holds the truth never lowers its
+coverage; the point estimate is clipped into the bounds, which can only bring it
+closer to the truth.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import intervals as ci
+from .evidence import UNLABELLED, Evidence, Interval
+from .importance import (
+    ImportanceResult,
+    exact_effective_size,
+    importance_estimate,
+    mixing_weights,
+    unreached_mass,
+)
+from .population import Population
+
+PRECISION_METHODS = ("wilson_design", "normal")
+# A system without draws of its own is estimated from the others' draws only when
+# their weights on it amount to at least this many draws (Kish size); below it the
+# importance-sampling estimate swings with every landing and is not reported.
+MIN_BORROWED = 10.0
+# When the unlabelled part of a system is a handful of pairs (Kish count below
+# this), the sampling interval is not used: those pairs were never drawn, and an
+# interval that extrapolates to them from the drawn ones covers well on average
+# but badly given *which* pairs are missing (measured: a 6-pair system with one
+# pair left covered 0.5-0.64). The sure bounds are the honest answer there.
+MIN_UNKNOWN_PAIRS = 10.0
+
+
+class LabelBounds(NamedTuple):
+    """Sure bounds on precision from labels, per system: [L, L + U] = [known, 1 − wrong]."""
+
+    known: np.ndarray  # (m,) mass of instances on labelled pairs that are correct (L)
+    wrong: np.ndarray  # (m,) mass of instances on labelled pairs that are wrong
+    exact: np.ndarray  # (m,) every instance of the system is on a labelled pair
+    unknown_pairs: np.ndarray  # (m,) Kish count U² / Σ P(u)² of the unlabelled pairs
+
+    @property
+    def upper(self) -> np.ndarray:
+        # 1 − wrong rather than L + U: exactly 1 while no label says "wrong".
+        return np.where(self.exact, self.known, np.clip(1.0 - self.wrong, self.known, 1.0))
+
+    @property
+    def unknown(self) -> np.ndarray:
+        """U, the mass of instances whose pair has no label."""
+        return self.upper - self.known
+
+
+class LabelState:
+    """Which pairs are labelled and which instances are right: the same for every
+    scheme, so computed once per estimate. Only entries on labelled pairs are
+    visited per scheme (the population's row totals are cached)."""
+
+    def __init__(self, pop: Population, ev: Evidence) -> None:
+        ps = pop.stacked("instance")  # pair level: one entry per (system, pair)
+        self.m = len(pop)
+        self.sizes = np.diff(ps.indptr)
+        self.cache: dict[tuple[str, bool], LabelBounds] = {}
+        # Entries (system, pair) whose pair has a label, and their systems.
+        self.lab = np.flatnonzero(ev.label[ps.indices] != UNLABELLED)
+        self.lab_rows = (np.searchsorted(ps.indptr, self.lab, side="right") - 1).astype(np.int64)
+        # Which of them the system drew itself: the simple estimator's labels.
+        self.own = np.zeros(len(self.lab), dtype=bool)
+        drawn = ev.counts.tocoo()
+        if drawn.nnz and len(self.lab):
+            width = np.int64(max(pop.n_pairs, 1))
+            keys = self.lab_rows * width + ps.indices[self.lab]  # sorted: CSR order
+            want = drawn.row.astype(np.int64) * width + ev.pairs[drawn.col]
+            self.own[np.searchsorted(keys, want)] = True
+        # Instances on labelled pairs, where they sit among the labelled entries,
+        # and whether they are right.
+        inst = pop.instances()
+        entries = pop.instance_entries()
+        on = ev.label[inst["pairs"]] != UNLABELLED
+        self.judged = np.flatnonzero(on)
+        self.judged_at = np.searchsorted(self.lab, entries[self.judged])
+        self.right = ev.correct(inst["pairs"][self.judged], inst["predicates"][self.judged])
+
+
+def label_bounds(
+    pop: Population,
+    ev: Evidence,
+    scheme: str,
+    own_draws_only: bool = False,
+    state: LabelState | None = None,
+) -> LabelBounds:
+    """[L, L + U] for every system under ``scheme``.
+
+    With own_draws_only, only the labels of pairs the system drew itself count (the
+    evidence the simple estimator is allowed to use). A system without instances
+    has no precision: its bounds are [0, 1]. ``state`` reuses the scheme-free part.
+    """
+    state = LabelState(pop, ev) if state is None else state
+    if (scheme, own_draws_only) in state.cache:
+        return state.cache[(scheme, own_draws_only)]
+    m = state.m
+    use = state.own if own_draws_only else np.ones(len(state.lab), dtype=bool)
+    mass = pop.stacked(scheme).data[state.lab] * use
+    total, total_sq = pop.mass_moments(scheme)
+    lab_mass = np.bincount(state.lab_rows, weights=mass, minlength=m)
+    lab_sq = np.bincount(state.lab_rows, weights=mass * mass, minlength=m)
+    n_lab = np.bincount(state.lab_rows, weights=use, minlength=m)
+    exact = (n_lab == state.sizes) & (state.sizes > 0)
+    unknown = np.where(exact, 0.0, np.maximum(total - lab_mass, 0.0))
+    square = np.where(exact, 0.0, np.maximum(total_sq - lab_sq, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        count = np.where(square > 0, unknown**2 / square, 0.0)
+    # Right mass from the instances (a pair may hold several predictions).
+    p = pop.instance_probs(scheme)[state.judged] * state.right * use[state.judged_at]
+    known = np.bincount(state.lab_rows[state.judged_at], weights=p, minlength=m)
+    wrong = np.maximum(lab_mass - known, 0.0)
+    bounds = LabelBounds(np.minimum(known, 1.0), wrong, exact, count)
+    state.cache[(scheme, own_draws_only)] = bounds
+    return bounds
+
+
+def apply_bounds(iv: Interval, bounds: LabelBounds) -> Interval:
+    """Clip the estimate into [L, L + U] and intersect the interval with it.
+
+    An empty intersection means the sampling interval missed (the truth is surely
+    in the bounds): report the bounds; so do a few unlabelled pairs (see
+    MIN_UNKNOWN_PAIRS). U = 0: the exact value, zero width.
+    """
+    lo_b, hi_b = bounds.known, bounds.upper
+    # NaN (not estimable) stays NaN unless the labels give the exact value.
+    est = np.where(bounds.exact, lo_b, np.clip(iv.estimate, lo_b, hi_b))
+    lo = np.maximum(iv.lo, lo_b)
+    hi = np.minimum(iv.hi, hi_b)
+    empty = (lo > hi) | (bounds.unknown_pairs < MIN_UNKNOWN_PAIRS)
+    return Interval(est, np.where(empty, lo_b, lo), np.where(empty, hi_b, hi))
+
+
+def sampling_interval(
+    res: ImportanceResult, var: np.ndarray, z: float, method: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Interval of an importance-sampling precision estimate.
+
+    wilson_design: Wilson at the design effective size n* = π̂(1−π̂)/V̂, but never
+    at more trials than draws landed on the system's pairs: a variance of 0 from
+    draws that never reached the system is no evidence, and a handful of landings
+    cannot support a narrow interval whatever their spread. Where n* is undefined
+    (π̂ ∈ {0, 1} or V̂ = 0) the Kish size of the landed weights stands in.
+    normal: π̂ ± z·sd with the same floor, π̂(1−π̂)/landed, on the variance.
+    """
+    est, landed = res.estimate, res.landed
+    if method == "normal":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            floor = np.where(landed > 0, est * (1 - est) / landed, 0.0)
+        lo, hi = ci.normal(est, np.maximum(var, floor), z)
+        return np.where(landed > 0, lo, 0.0), np.where(landed > 0, hi, 1.0)
+    if method == "wilson_design":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n_var = est * (1 - est) / var
+        usable = (var > 0) & (est > 0) & (est < 1)
+        return ci.wilson(est, np.minimum(np.where(usable, n_var, res.kish), landed), z)
+    raise ValueError(
+        f"unknown precision interval method {method!r}; expected one of "
+        f"{', '.join(PRECISION_METHODS)}"
+    )
+
+
+def precision(
+    pop: Population,
+    ev: Evidence,
+    scheme: str,
+    draw_scheme: str,
+    pf: sp.coo_matrix,
+    z: float,
+    method: str,
+    state: LabelState | None = None,
+) -> tuple[dict[str, Interval], ImportanceResult, np.ndarray]:
+    """Simple and joint precision; also the joint terms and weights, for F1."""
+    state = LabelState(pop, ev) if state is None else state
+    n = ev.n
+    a = pop.stacked(scheme)[:, ev.pairs]
+    b = pop.stacked(draw_scheme)[:, ev.pairs]
+    cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
+    ps, pt = pop.stacked(scheme), pop.stacked(draw_scheme)
+    reweighted = scheme != draw_scheme
+
+    def interval(res: ImportanceResult, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        var = res.variance
+        if reweighted:
+            # Never narrower than the weights' exact effective size allows: a sample
+            # that misses the rare heavy elements underestimates the variance.
+            neff = exact_effective_size(ps, pt, w, n)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                var = np.maximum(var, res.estimate * (1 - res.estimate) / neff)
+        return sampling_interval(res, var, z, method)
+
+    none = n == 0
+    w_simple = np.diag((~none).astype(float))
+    simple = importance_estimate(a, pf, b, w_simple, cn, n)
+    if reweighted:
+        lo, hi = interval(simple, w_simple)
+    else:
+        lo, hi = ci.wilson(simple.estimate, n, z)  # a plain proportion of the own draws
+    out = {
+        "simple": apply_bounds(
+            Interval(
+                np.where(none, np.nan, simple.estimate),
+                np.where(none, 0.0, lo),
+                np.where(none, 1.0, hi),
+            ),
+            label_bounds(pop, ev, scheme, own_draws_only=True, state=state),
+        )
+    }
+
+    w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
+    joint = importance_estimate(a, pf, b, w, cn, n)
+    lo, hi = interval(joint, w)
+    est = joint.estimate.copy()
+    # Systems without draws of their own, reached by few of the others' draws: no
+    # estimate; the interval is Wilson's around the landed draws' own proportion
+    # (self-normalised), at their Kish size (0 landed: [0, 1], the bounds decide).
+    few = none & (joint.kish < MIN_BORROWED)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        landed_share = np.where(joint.mass > 0, joint.estimate / joint.mass, 0.0)
+    lo_f, hi_f = ci.wilson(landed_share, joint.kish, z)
+    est[few] = np.nan
+    lo, hi = np.where(few, lo_f, lo), np.where(few, hi_f, hi)
+    # Systems without draws of their own: q_i may miss part of X_i. The estimate
+    # covers only the mass the others' draws reach; the rest is bounded by [0, mass].
+    for i, missing in zip(*unreached_mass(ps, pt, w, none), strict=True):
+        if missing > 1e-12:
+            est[i] = np.nan
+            hi[i] = min(1.0, hi[i] + missing)
+    out["joint"] = apply_bounds(Interval(est, lo, hi), label_bounds(pop, ev, scheme, state=state))
+    return out, joint, w

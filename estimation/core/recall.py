@@ -1,0 +1,267 @@
+"""Recall: simple (exhaustive sample only) and joint (θ·ν + ρ), with cluster-robust variances.
+
+The exhaustive sample Ŷ0 is a *cluster* sample: documents are drawn, then all
+their true instances are taken. Instances of one document are not independent
+(a system that reads a document well finds many of its relations), so every
+variance computed from Ŷ0 is document-level (cluster-robust): the ratio
+estimator's linearised variance over documents, with a Student t quantile on the
+degrees of freedom the documents give (docs/estimation.md §4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import intervals as ci
+from .evidence import Evidence, Interval
+from .importance import ImportanceResult, per_draw_variance
+from .population import Population
+from .schemes import scheme_weights
+
+
+def exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:
+    """(m × n0) indicator that system i predicted exhaustive true instance y."""
+    m, n0 = len(pop), len(ev.y_pairs)
+    out = np.zeros((m, n0))
+    if n0 == 0 or m == 0:
+        return out
+    inst = pop.instances()
+    base = int(max(inst["predicates"].max(initial=0), ev.y_preds.max(initial=0))) + 1
+    y_key = np.where(ev.y_pairs >= 0, ev.y_pairs * base + ev.y_preds, -1)
+    uniq, inv = np.unique(y_key, return_inverse=True)
+    # Only instances on a pair of Ŷ0 can match; select them before searching.
+    on_y = np.zeros(pop.n_pairs, dtype=bool)
+    on_y[ev.y_pairs[ev.y_pairs >= 0]] = True
+    cand = np.flatnonzero(on_y[inst["pairs"]])
+    inst_key = inst["pairs"][cand] * base + inst["predicates"][cand]
+    pos = np.minimum(np.searchsorted(uniq, inst_key), len(uniq) - 1)
+    hit = uniq[pos] == inst_key
+    hit_u = np.zeros((m, len(uniq)))
+    hit_u[inst["system"][cand[hit]], pos[hit]] = 1.0
+    return hit_u[:, inv.ravel()]
+
+
+class Clusters:
+    """Document structure of Ŷ0, for cluster-robust variances of weighted means."""
+
+    def __init__(self, docs: np.ndarray) -> None:
+        self.n0 = len(docs)
+        self.d = int(docs.max()) + 1 if self.n0 else 0
+        # Documents of one instance each are plain i.i.d. draws: normal quantiles.
+        self.clustered = self.d < self.n0
+        self.onehot = sp.csr_matrix(
+            (np.ones(self.n0), (np.arange(self.n0), docs)), shape=(self.n0, max(self.d, 1))
+        )
+
+    def variance(self, values: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Var of Σ_y w_y v_iy (weights sum to 1; default 1/n0) for each row i.
+
+        Linearised over documents: D/(D−1) Σ_d (Σ_{y∈d} w_y (v_iy − mean_i))². With
+        every instance its own document this is the usual i.i.d. variance × n/(n−1).
+        """
+        if self.d < 2:
+            return np.full(values.shape[0], np.inf)
+        per_doc = (self.onehot.T @ self._residuals(values, weights).T).T
+        return self.d / (self.d - 1) * (per_doc**2).sum(axis=1)
+
+    def iid_variance(self, values: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """The same linearised variance with every instance its own cluster."""
+        if self.n0 < 2:
+            return np.full(values.shape[0], np.inf)
+        resid = self._residuals(values, weights)
+        return self.n0 / (self.n0 - 1) * (resid**2).sum(axis=1)
+
+    def _residuals(self, values: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+        w = np.full(self.n0, 1.0 / self.n0) if weights is None else weights
+        return (values - (values @ w)[:, None]) * w[None, :]
+
+    def quantile(self, confidence: float, share: np.ndarray | float = 1.0) -> np.ndarray:
+        """t quantile for a variance whose part ``share`` has D − 1 degrees of freedom
+        (Satterthwaite: df = (D − 1) / share²; the rest of the variance is from the
+        draws, with many degrees of freedom)."""
+        share = np.clip(np.asarray(share, dtype=float), 1e-12, 1.0)
+        if not self.clustered:
+            return ci.t_value(confidence, np.full(share.shape, np.inf))
+        return ci.t_value(confidence, max(self.d - 1, 1) / share**2)
+
+
+def _design_sizes(
+    est: np.ndarray, var_c: np.ndarray, var_i: np.ndarray, n: np.ndarray | float
+) -> np.ndarray:
+    """Effective sizes n / deff, deff = clustered / i.i.d. variance (never below 1).
+
+    Where the design effect is undefined (estimate 0 or 1, nothing varies) the
+    median design effect of the other systems stands in.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        deff = var_c / var_i
+    ok = np.isfinite(deff) & (var_i > 0) & (est > 0) & (est < 1)
+    ref = float(np.median(deff[ok])) if ok.any() else 1.0
+    if not np.isfinite(ref):
+        return np.zeros_like(est)
+    deff = np.maximum(np.where(ok, deff, ref), 1.0)
+    return np.where(np.isfinite(var_c), np.asarray(n, float) / deff, 0.0)
+
+
+def simple_recall(gy: np.ndarray, clusters: Clusters, confidence: float) -> Interval:
+    """Share of Ŷ0 each system found: Wilson at the cluster-effective size, t quantile."""
+    n0 = gy.shape[1]
+    est = gy.mean(axis=1)
+    size = _design_sizes(est, clusters.variance(gy), clusters.iid_variance(gy), n0)
+    lo, hi = ci.wilson(est, size, clusters.quantile(confidence))
+    return Interval(est, lo, hi)
+
+
+def recall_instance(
+    pop: Population,
+    ev: Evidence,
+    draw_scheme: str,
+    g: sp.coo_matrix,
+    gy: np.ndarray,
+    confidence: float,
+) -> tuple[dict[str, Interval], dict]:
+    """Recall with p0 uniform over true instances: simple and θ·ν + ρ (joint).
+
+    Also returns the pieces of ν̂ that the precision–recall covariance needs.
+    """
+    m, n0, n = len(pop), len(ev.y_pairs), ev.n
+    if n0 == 0:
+        nan = np.full(m, np.nan)
+        return {k: Interval(nan, np.zeros(m), np.ones(m)) for k in ("simple", "joint")}, {}
+    clusters = Clusters(ev.y_docs)
+    out = {"simple": simple_recall(gy, clusters, confidence)}
+    z = ci.z_value(confidence)
+
+    pt = pop.stacked(draw_scheme)
+    drawn = np.flatnonzero(n > 0)
+    # θ: share of true instances on pairs some sampled system predicted (q > 0 there).
+    known = ev.y_pairs >= 0
+    covered = np.zeros(n0, dtype=bool)
+    if len(drawn):
+        covered[known] = np.asarray((pt[drawn][:, ev.y_pairs[known]] > 0).sum(axis=0)).ravel() > 0
+    cov_f = covered.astype(float)[None, :]
+    theta = float(cov_f.mean())
+    v_theta = clusters.variance(cov_f)[0]
+    size_theta = _design_sizes(
+        np.array([theta]), np.array([v_theta]), clusters.iid_variance(cov_f), n0
+    )
+
+    # ν_i by the balance heuristic: proposal q = Σ_j (n_j/N) p_j over all draws.
+    total = n.sum()
+    b = pt[:, ev.pairs]
+    q = np.asarray(b.T @ (n / max(total, 1))).ravel()
+    true_u = ev.label[ev.pairs] >= 0
+    with np.errstate(divide="ignore"):
+        a = np.where(true_u & (q > 0), 1.0 / q, 0.0)
+    c_tot = np.asarray(ev.counts.sum(axis=0)).ravel()
+    den = float(c_tot @ a)
+    g = g.tocsr()
+    ag = g @ sp.diags(a)
+    a2g = g @ sp.diags(a * a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = (ag @ c_tot) / den if den > 0 else np.full(m, np.nan)
+        cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
+        e_ag = (cn @ ag.T).toarray()  # (j × i)
+        e_a2g = (cn @ a2g.T).toarray()
+        e_a = np.asarray(cn @ a).ravel()[:, None]
+        e_a2 = np.asarray(cn @ (a * a)).ravel()[:, None]
+        # Moments of the linearised residual e = a (g_i - ν_i) within each system's draws.
+        m1 = e_ag - nu[None, :] * e_a
+        m2 = (1 - 2 * nu[None, :]) * e_a2g + nu[None, :] ** 2 * e_a2
+        v_nu = (n[:, None] * per_draw_variance(m1, m2, n)).sum(axis=0) / den**2
+        kish = den**2 / float(c_tot @ (a * a)) if den > 0 else 0.0
+    # ν̂ at 0 or 1 has no linearised variance; use what its Wilson interval implies.
+    nu_lo, nu_hi = ci.wilson(nu, np.full(m, kish), z)
+    edge = (nu == 0) | (nu == 1)
+    v_nu = np.where(edge, np.maximum(v_nu, ((nu_hi - nu_lo) / (2 * z)) ** 2), v_nu)
+
+    # r_i = θ ν_i + ρ_i is the mean over Ŷ0 of y ↦ ν_i on covered pairs, g_i(y)
+    # elsewhere (ρ_i: what system i found outside the sampled region; 0 for every
+    # sampled system, it keeps systems without draws unbiased). One clustered
+    # variance covers θ, ρ and their covariance.
+    contrib = nu[:, None] * cov_f + gy * (1 - cov_f)
+    r = contrib.mean(axis=1)
+    rho = (gy * (1 - cov_f)).mean(axis=1)
+    v_y = clusters.variance(np.nan_to_num(contrib))
+    if theta in (0.0, 1.0):
+        # θ̂ on the edge: its sample variance is 0, not its uncertainty.
+        th_lo, th_hi = ci.wilson(np.array([theta]), size_theta, clusters.quantile(confidence))
+        v_edge = ((th_hi[0] - th_lo[0]) / (2 * z)) ** 2
+        v_y = np.maximum(v_y, np.where(n == 0, 1.0, nu**2) * v_edge)
+    v_theta_f = max(v_theta, 0.0) if np.isfinite(v_theta) else np.inf
+    var = v_y + theta**2 * v_nu + v_theta_f * v_nu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(var > 0, v_y / var, 1.0)
+    t = clusters.quantile(confidence, share)
+    lo, hi = ci.lognormal(r, var, t)
+    lo = np.where(np.isfinite(var), lo, 0.0)
+    hi = np.where(np.isfinite(var), hi, 1.0)
+    # r = 0: the log scale has no width; bound each factor by its Wilson upper end.
+    t_y = clusters.quantile(confidence)
+    _, nu_hi0 = ci.wilson(np.zeros(m), np.full(m, kish), z)
+    _, th_hi0 = ci.wilson(np.array([theta]), size_theta, t_y)
+    rho_size = _design_sizes(
+        rho, clusters.variance(gy * (1 - cov_f)), clusters.iid_variance(gy * (1 - cov_f)), n0
+    )
+    _, rho_hi = ci.wilson(rho, rho_size, t_y)
+    zero = r == 0
+    hi = np.where(zero, np.minimum(1, th_hi0[0] * nu_hi0 + np.where(n == 0, rho_hi, 0)), hi)
+    # No draw labelled true: ν is not estimable; report the exhaustive-only interval.
+    undefined = ~np.isfinite(r)
+    simple = out["simple"]
+    out["joint"] = Interval(
+        np.where(undefined, np.nan, r),
+        np.where(undefined, simple.lo, lo),
+        np.where(undefined, simple.hi, hi),
+    )
+    parts = {"a": a, "nu": nu, "den": den, "theta": theta, "mean_e": m1, "cn": cn}
+    return out, parts
+
+
+def precision_recall_cov(
+    joint: ImportanceResult, w: np.ndarray, n: np.ndarray, parts: dict
+) -> np.ndarray:
+    """Cov(P̂_i, r̂_i) of the joint estimators, which share the draws.
+
+    P̂_i = Σ_j (w_ij/n_j) Σ_d r_i(d) and ν̂_i ≈ ν_i + Σ_d e_i(d)/Σ_d a(d), so
+    Cov = θ Σ_j w_ij Cov_{p_j}(r_i, e_i) / Σ_d a(d). Where r_i ≠ 0, system i
+    predicted the true relation, so r_i e_i = r_i a (1 − ν_i).
+    """
+    if not parts or parts["den"] <= 0:
+        return np.zeros(len(n))
+    nu = parts["nu"]
+    e_ra = (parts["cn"] @ (joint.r @ sp.diags(parts["a"])).T).toarray()  # (j × i)
+    e_re = (1 - nu[None, :]) * e_ra
+    nn = n[:, None].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = e_re - joint.mean_r * parts["mean_e"]
+        c = np.where(nn >= 2, c * nn / (nn - 1), e_re)
+    return parts["theta"] * (w * c.T).sum(axis=1) / parts["den"]
+
+
+def recall_reweighted(
+    ev: Evidence, scheme: str, gy: np.ndarray, confidence: float
+) -> dict[str, Interval]:
+    """Recall under a non-uniform scheme from the exhaustive sample alone.
+
+    p_{Y,s} is estimated by computing the scheme over Ŷ0 itself (self-normalised
+    per predicate / subject / cell). The interval is Wilson's at the Kish
+    effective size 1/Σ p̂² (exact for a stratified mean with equal stratum
+    recalls), divided by the documents' design effect; a plain bootstrap is not
+    valid here because duplicated draws collapse inside a stratum and make
+    resamples look too alike.
+    """
+    m, n0 = gy.shape
+    if n0 == 0:
+        iv = Interval(np.full(m, np.nan), np.zeros(m), np.ones(m))
+        return {"simple": iv, "joint": iv}
+    p = scheme_weights(scheme, ev.y_preds, ev.y_subjects)
+    est = gy @ p
+    clusters = Clusters(ev.y_docs)
+    size = _design_sizes(
+        est, clusters.variance(gy, p), clusters.iid_variance(gy, p), 1.0 / float(p @ p)
+    )
+    lo, hi = ci.wilson(est, size, clusters.quantile(confidence))
+    iv = Interval(est, lo, hi)
+    return {"simple": iv, "joint": iv}

@@ -1,0 +1,206 @@
+"""Planning a submission's sample: from an ingested submission to posted crowd questions.
+
+`plan_submission(submission_id)` is the body of the `estimation.plan_submission` task
+and is safe to run any number of times, concurrently or after a crash:
+
+1. `ingested → planning`;
+2. the sample: the estimation core sizes it (`plan_sample_size`, docs/estimation.md §5)
+   and it is drawn i.i.d. with replacement from the submission's sampling distribution,
+   seeded by the submission id, and stored as `SampleDraw` rows — once; a re-run
+   reuses them;
+3. the crowd opens one relation question per drawn pair that has neither a label nor
+   an open question, grouped into pending HITs (`annotations.crowd.posting`);
+4. the HITs are posted through the configured backend while the budgets allow; what does
+   not fit stays pending, with the reason on the HIT and in the submission's timeline;
+5. `planning → annotating`, or straight to `scoring` when every drawn pair is labelled
+   already (then `labels_changed` is sent for the corpus).
+
+Any unexpected error moves the submission to `failed` with the traceback kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import traceback
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations.crowd import posting
+from annotations.crowd.labels import to_scoring, unlabelled_draws
+from annotations.models import Hit, HitState, SampleDraw
+from kbpo.core.jobs import enqueue
+from submissions.models import RelationInstance, State, Submission
+from submissions.services import TransitionError, note_event, transition
+
+from .core import plan_sample_size, sample_draws, scheme_weights
+from .data import PREDICATE_CODE, load_corpus_data, system_name
+
+logger = logging.getLogger(__name__)
+MAX_DRAWS = 100_000
+PLAN_TASK = "estimation.plan_submission"  # estimation/tasks.py
+
+
+@dataclass
+class PlanResult:
+    outcome: str
+    draws: int = 0
+    pairs: int = 0
+    reused: int = 0
+    new_questions: int = 0
+    new_hits: int = 0
+    posted: int = 0
+    held: list[str] = field(default_factory=list)
+
+
+def draw_sample(sub: Submission) -> int:
+    """Size and draw the submission's sample, store it; returns the number of draws."""
+    scheme = settings.KBPO_SAMPLING_SCHEME
+    data = load_corpus_data(sub.corpus)
+    name = system_name(sub.pk)
+    if name not in data.population.names:
+        raise RuntimeError(f"submission {sub.pk} is not active ({sub.state}); cannot plan")
+    n = plan_sample_size(data.population, data.evidence(), name,
+                         target_halfwidth=settings.KBPO_TARGET_HALFWIDTH,
+                         confidence=settings.KBPO_CONFIDENCE, scheme=scheme, n_max=MAX_DRAWS)
+    if n <= 0:
+        return 0
+    rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk")
+                .values_list("pk", "predicate", "subject_entity_id"))
+    if not rows:
+        return 0
+    ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    codes = np.fromiter((PREDICATE_CODE.get(r[1], -1) for r in rows), np.int64, len(rows))
+    subjects = np.fromiter((r[2] for r in rows), np.int64, len(rows))
+    probs = scheme_weights(scheme, codes, subjects)
+    # Seeded by the submission id: the same submission always gets the same sample.
+    picks = sample_draws(probs, n, np.random.default_rng(sub.pk))
+    SampleDraw.objects.bulk_create(
+        SampleDraw(submission=sub, scheme=scheme, index=i, instance_id=int(ids[k]))
+        for i, k in enumerate(picks))
+    return n
+
+
+
+def _plan(submission_id: int) -> PlanResult:
+    with transaction.atomic():
+        sub = (Submission.objects.select_for_update().select_related("corpus")
+               .get(pk=submission_id))
+        if sub.state not in (State.PLANNING, State.ANNOTATING):
+            return PlanResult(f"skipped ({sub.state})")
+        n = SampleDraw.objects.filter(submission=sub).count()
+        if n == 0 and sub.state == State.PLANNING:
+            n = draw_sample(sub)
+        pair_ids = set(SampleDraw.objects.filter(submission=sub)
+                       .values_list("instance__pair_id", flat=True))
+        questions = posting.open_questions(sub, pair_ids)
+    result = PlanResult("planned", draws=n, pairs=len(pair_ids), reused=questions.labelled,
+                        new_questions=questions.opened, new_hits=questions.hits)
+    sub.refresh_from_db()
+    if not pair_ids or unlabelled_draws(sub) == 0:
+        if pair_ids:
+            what = f"all {len(pair_ids):,} sampled pairs already have crowd labels"
+        elif not RelationInstance.objects.filter(submission=sub,
+                                                 pair__label__isnull=True).exists():
+            # The planner asks for nothing when labels cover the whole output: the
+            # scores are then exact, not estimated.
+            what = ("every mention pair of this system already has crowd labels, so its "
+                    "precision is exact")
+        else:
+            what = "the labels already held meet the precision target"
+        to_scoring(sub, f"Sample of {n:,} draws planned; {what}.")
+        result.outcome = "scoring"
+        return result
+    if sub.state == State.PLANNING:
+        cost = sum((h.cost_estimate for h in Hit.objects.filter(
+            submission=sub, state=HitState.PENDING)), Decimal("0"))
+        transition(sub, State.ANNOTATING,
+                   f"Sample of {n:,} draws over {len(pair_ids):,} mention pairs: "
+                   f"{questions.labelled:,} reuse existing labels, {questions.opened:,} new "
+                   f"questions in {questions.hits:,} HITs (estimated ${cost}); "
+                   f"{questions.waiting:,} wait for questions other submissions opened.")
+    result.posted, result.held = posting.post_pending(sub)
+    if result.held:
+        note_event(sub, "Crowd work on hold: " + result.held[0])
+        result.outcome = "held"
+    return result
+
+
+def plan_submission(submission_id: int) -> PlanResult:
+    """Plan one submission (the `estimation.plan_submission` task); idempotent."""
+    with transaction.atomic():
+        sub = Submission.objects.select_for_update().filter(pk=submission_id).first()
+        if sub is None:
+            return PlanResult("missing")
+        if sub.state == State.INGESTED:
+            transition(sub, State.PLANNING, "Planning the crowd sample.")
+        elif sub.state not in (State.PLANNING, State.ANNOTATING):
+            return PlanResult(f"skipped ({sub.state})")
+    try:
+        return _plan(submission_id)
+    except Exception as exc:
+        logger.exception("planning of submission %s failed", submission_id)
+        with contextlib.suppress(TransitionError):
+            transition(sub, State.FAILED, f"Planning failed: {type(exc).__name__}: {exc}"[:900],
+                       error=traceback.format_exc()[-20000:])
+        return PlanResult("failed")
+
+
+@dataclass
+class RedriveResult:
+    replanned: int = 0
+    failed: int = 0
+
+
+def redrive_planning() -> RedriveResult:
+    """Re-plan what stopped moving; nothing stays in planning for ever.
+
+    * `ingested` submissions whose planning never started, and `planning` ones whose
+      planner died (rows locked by a live planner are skipped), are re-planned; after
+      KBPO_SUBMISSION_MAX_ATTEMPTS re-drives a planning submission is marked failed;
+    * `annotating` submissions with HITs still pending (budget raised, MTurk back) are
+      re-planned, which posts what now fits.
+    """
+    cutoff = timezone.now() - dt.timedelta(seconds=settings.KBPO_CROWD_REDRIVE_AFTER)
+    out = RedriveResult()
+    stuck = Submission.objects.filter(state__in=(State.INGESTED, State.PLANNING),
+                                      state_changed_at__lt=cutoff).values_list("pk", flat=True)
+    for pk in list(stuck):
+        with transaction.atomic():
+            sub = (Submission.objects.select_for_update(skip_locked=True)
+                   .filter(pk=pk, state__in=(State.INGESTED, State.PLANNING)).first())
+            if sub is None:
+                continue
+            if sub.state == State.PLANNING and \
+                    sub.redrives >= settings.KBPO_SUBMISSION_MAX_ATTEMPTS:
+                try:
+                    transition(sub, State.FAILED,
+                               f"Planning gave up after {sub.redrives} automatic re-runs.",
+                               error="Planning never finished; check the worker logs, then "
+                                     "re-run.")
+                    out.failed += 1
+                except TransitionError:
+                    pass
+                continue
+            Submission.objects.filter(pk=pk).update(redrives=F("redrives") + 1)
+            enqueue_plan(pk)
+            out.replanned += 1
+    pending = (Hit.objects.filter(state=HitState.PENDING, created_at__lt=cutoff,
+                                  submission__state=State.ANNOTATING)
+               .values_list("submission_id", flat=True).distinct())
+    for pk in list(pending):
+        enqueue_plan(pk)
+        out.replanned += 1
+    return out
+
+
+def enqueue_plan(submission_id: int) -> None:
+    """Plan a submission once the current transaction commits."""
+    enqueue(PLAN_TASK, submission_id)

@@ -1,0 +1,28 @@
+"""Validation battery: synthetic worlds with exact truth, run through the real
+planner and estimators (``python -m estimation validate``; docs/estimation.md §10)."""
+
+from .battery import (
+    SCENARIOS,
+    Run,
+    Scenario,
+    format_table,
+    passed,
+    run_scenario,
+    summarise,
+    verdict,
+)
+from .worlds import World, WorldSpec, make_world
+
+__all__ = [
+    "SCENARIOS",
+    "Run",
+    "Scenario",
+    "World",
+    "WorldSpec",
+    "format_table",
+    "make_world",
+    "passed",
+    "run_scenario",
+    "summarise",
+    "verdict",
+]

@@ -1,0 +1,57 @@
+"""`manage.py load_corpus --tag TAG FILE`: load a JSON Lines corpus (plain or .gz)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from kbpo.core.corpus import LoadReport, load_corpus
+
+MAX_ERRORS_SHOWN = 200
+
+
+class Command(BaseCommand):
+    help = ("Load documents from a JSON Lines file ({\"id\", \"title\", \"text\", \"date\"?} "
+            "per line, plain or gzip) into a corpus. Safe to re-run: unchanged documents are "
+            "skipped; a changed text under an existing id is refused.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--tag", required=True, help="corpus tag, e.g. demo")
+        parser.add_argument("--description", default="", help="corpus description")
+        parser.add_argument("--workers", type=int, default=None,
+                            help="processes used to split sentences (default: CPU count, max 4)")
+        parser.add_argument("--quiet-progress", action="store_true",
+                            help="do not print progress lines")
+
+    def handle(self, *args: object, **opts: object) -> None:
+        path: Path = opts["file"]  # type: ignore[assignment]
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        last = [0.0]
+        quiet = bool(opts["quiet_progress"])
+
+        def progress(report: LoadReport, total: int) -> None:
+            now = time.monotonic()
+            if quiet or (now - last[0] < 1.0 and report.created < total):
+                return
+            last[0] = now
+            sys.stderr.write(f"\r  {report.created}/{total} new documents stored"
+                             f" ({report.sentences} sentences)")
+            sys.stderr.flush()
+
+        report = load_corpus(str(opts["tag"]), path, description=str(opts["description"]),
+                             progress=progress, workers=opts["workers"])  # type: ignore[arg-type]
+        if report.created and not quiet:
+            sys.stderr.write("\n")
+        for err in report.errors[:MAX_ERRORS_SHOWN]:
+            self.stderr.write(f"{path}: {err}")
+        if len(report.errors) > MAX_ERRORS_SHOWN:
+            self.stderr.write(f"... and {len(report.errors) - MAX_ERRORS_SHOWN} more errors")
+        self.stdout.write(report.summary())
+        if report.errors:
+            raise CommandError(f"{len(report.errors)} line(s) refused; fix them and re-run "
+                               "(documents already loaded are kept and skipped next time)")

@@ -1,0 +1,63 @@
+"""Loading evaluation data from the database into the estimation core."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from annotations.models import (
+    ExhaustiveDocument,
+    ExhaustiveStage,
+    GoldRelation,
+    PairLabel,
+    SampleDraw,
+)
+from estimation.core import estimate
+from estimation.data import PREDICATE_CODE, load_corpus_data, system_name
+from kbpo.core.models import Document
+from submissions.models import RelationInstance, State
+from tests.factories import make_corpus, make_pair, make_submission, span
+
+
+@pytest.mark.django_db
+def test_load_and_estimate() -> None:
+    corpus = make_corpus()
+    doc = Document.objects.get(doc_id="D1")
+    born = make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE")
+    wed = make_pair(doc, span(doc, "Ada Byron", 1), "PER", span(doc, "Tom King"), "PER")
+    work = make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")
+    a = make_submission(corpus, [(born, "per:place_of_birth"), (wed, "per:spouse")], name="A")
+    b = make_submission(corpus, [(born, "per:place_of_death"), (work, "per:holds_shares_in")],
+                        name="B")
+    make_submission(corpus, [(work, "per:employee_or_member_of")], name="gone",
+                    state=State.WITHDRAWN)
+    for sub in (a, b):
+        for i, inst in enumerate(RelationInstance.objects.filter(submission=sub).order_by("pk")):
+            SampleDraw.objects.create(submission=sub, scheme="instance", index=i, instance=inst)
+    PairLabel.objects.create(pair=born, predicates=["per:place_of_birth"], support=1,
+                             n_answers=3)
+    PairLabel.objects.create(pair=wed, predicates=["per:spouse"], support=1, n_answers=3)
+    # Tom King founded and works for Acme: two relations on one pair.
+    PairLabel.objects.create(pair=work, predicates=["per:employee_or_member_of",
+                                                    "per:holds_shares_in"],
+                             support=1, n_answers=3)
+    ExhaustiveDocument.objects.create(corpus=corpus, document=doc, stage=ExhaustiveStage.SEED,
+                                      state=ExhaustiveDocument.State.COMPLETE)
+    GoldRelation.objects.create(document=doc, subject_begin=born.subject_begin,
+                                subject_end=born.subject_end, object_begin=born.object_begin,
+                                object_end=born.object_end, predicate="per:place_of_birth",
+                                subject_entity="ada")
+    GoldRelation.objects.create(document=doc, subject_begin=0, subject_end=3, object_begin=5,
+                                object_end=9, predicate="per:title", subject_entity="ada")
+
+    data = load_corpus_data(corpus)
+    assert [s.name for s in data.submissions] == ["A", "B"]  # withdrawn drops out
+    assert data.population.names == [system_name(a.pk), system_name(b.pk)]
+    assert data.n_labels == 3 and len(data.label_pairs) == 4
+    assert data.exhaustive_pairs[0] == born.pk and data.exhaustive_pairs[1] < 0
+    assert data.exhaustive_preds[0] == PREDICATE_CODE["per:place_of_birth"]
+    res = estimate(data.population, data.evidence())
+    simple = res.results["instance"]["precision"]["simple"].estimate
+    np.testing.assert_allclose(simple, [1.0, 0.5])
+    recall = res.results["instance"]["recall"]["simple"].estimate
+    np.testing.assert_allclose(recall, [0.5, 0.0])

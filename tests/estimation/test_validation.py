@@ -1,0 +1,109 @@
+"""The validation battery: a fast fixed-seed run of every scenario, and its pieces.
+
+The full battery (1,000 trials of the full-size scenarios) is bench/bench_validate.py.
+"""
+
+import numpy as np
+import pytest
+
+from estimation.cli import main
+from estimation.core import SCHEMES, scheme_weights
+from estimation.validation import SCENARIOS, passed, run_scenario, summarise, verdict
+from estimation.validation.reference import scheme_probabilities, true_scores
+from estimation.validation.worlds import World
+
+TRIALS = 100
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_small_scenario_passes(name):
+    """12-system version of each scenario, 100 independent trials, seed 0.
+
+    The checks are two-sided (coverage in 0.87-0.93 widened by the standard error
+    the trial count implies, bias against the plain-Python truth).
+    """
+    run = run_scenario(SCENARIOS[name].small(), TRIALS, seed=0)
+    rows = summarise(run)
+    assert passed(rows), verdict(rows, run)
+    # Every checked row carries its checks; zero-width intervals only where exact.
+    checked = [r for r in rows if r.checks]
+    assert {(r.metric, r.kind) for r in checked} == {
+        (m, k) for m in ("precision", "recall") for k in ("simple", "joint")
+    }
+
+
+def test_reference_scheme_probabilities_by_hand():
+    preds = [0, 0, 0, 1, 2, 2]
+    subj = [7, 7, 8, 8, 8, 9]
+    assert scheme_probabilities("instance", preds, subj) == pytest.approx([1 / 6] * 6)
+    assert scheme_probabilities("predicate", preds, subj) == pytest.approx(
+        [1 / 9, 1 / 9, 1 / 9, 1 / 3, 1 / 6, 1 / 6]
+    )
+    assert scheme_probabilities("entity", preds, subj) == pytest.approx(
+        [1 / 6, 1 / 6, 1 / 9, 1 / 9, 1 / 9, 1 / 3]
+    )
+    # Subject 8 has relations 0, 1, 2 (one instance each); subject 7 one relation.
+    assert scheme_probabilities("entity_relation", preds, subj) == pytest.approx(
+        [1 / 6, 1 / 6, 1 / 9, 1 / 9, 1 / 9, 1 / 3]
+    )
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_reference_agrees_with_the_core_on_random_systems(scheme):
+    """Two independent implementations of the schemes agree."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        n = int(rng.integers(1, 60))
+        preds = rng.integers(0, 5, n)
+        subj = rng.integers(0, 8, n)
+        ref = scheme_probabilities(scheme, preds.tolist(), subj.tolist())
+        np.testing.assert_allclose(scheme_weights(scheme, preds, subj), ref, rtol=1e-12)
+
+
+def test_reference_truth_by_hand():
+    label = np.array([0, 1, -1, 2, 0, -1])
+    subject = np.array([0, 0, 1, 1, 2, 2])
+    world = World(
+        label=label,
+        subject=subject,
+        doc=np.zeros(6, int),
+        systems=[("a", np.array([0, 1, 2]), np.array([0, 2, 1]))],
+        team=np.zeros(1, int),
+        late=[],
+    )
+    scores = true_scores(world, "instance")
+    assert scores["precision"][0] == pytest.approx(1 / 3)  # only pair 0 is right
+    assert scores["recall"][0] == pytest.approx(1 / 4)  # 4 true instances
+    entity = true_scores(world, "entity")
+    # Subjects 0 (pairs 0, 1) and 1 (pair 2): 1/2 · 1/2 + 1/2 · 0.
+    assert entity["precision"][0] == pytest.approx(1 / 4)
+    # True instances by subject: 0 -> {0, 1}, 1 -> {3}, 2 -> {4}; found: pair 0.
+    assert entity["recall"][0] == pytest.approx(1 / 6)
+
+
+def test_validate_command(capsys):
+    assert main(["validate", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in SCENARIOS)
+    code = main(["validate", "--small", "--scenario", "tiny", "--trials", "4", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    assert "== tiny" in out and "summary:" in out
+    assert out.strip().splitlines()[-1].startswith(("PASS tiny", "FAIL tiny"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scenario", "nope"], "--scenario: unknown scenario 'nope'; expected one of paper"),
+        (["--schemes", "macro"], "--schemes: unknown scheme 'macro'; expected 'all' or one of"),
+        (["--draw-scheme", "x"], "--draw-scheme: unknown scheme 'x'"),
+        (["--trials", "1"], "--trials: at least 2"),
+        (["--trials", "many"], "argument --trials: invalid int value"),
+    ],
+)
+def test_validate_bad_input(capsys, args, message):
+    assert main(["validate", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert len(err.strip().splitlines()) == 1

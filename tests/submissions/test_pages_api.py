@@ -1,0 +1,268 @@
+"""Pages, API, authorization, limits, the submit command and the OpenAPI schema."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from kbpo.core.models import Corpus
+from submissions.models import Submission
+from submissions.processing import run_ingestion
+from submissions.services import quota
+
+from .conftest import PASSWORD
+from .kb import to_bytes, valid_lines
+
+
+def upload(name: str = "kb.tsv", data: bytes | None = None) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data if data is not None else to_bytes(valid_lines()))
+
+
+def api_for(user: User) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def logged_in(client: Client, user: User) -> Client:
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+def test_upload_form_ingests_and_detail_shows_everything(
+        logged_in: Client, corpus: Corpus, django_capture_on_commit_callbacks) -> None:
+    page = logged_in.get(reverse("submission-new"))
+    assert page.status_code == 200 and b"5 of 5" in page.content
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = logged_in.post(reverse("submission-new"), {
+            "name": "<b>My system</b>", "corpus": "tiny", "file": upload(),
+            "description": "desc", "method_description": "<script>alert(1)</script>",
+            "paper_url": "https://example.org/paper", "public": ""})
+    assert resp.status_code == 302
+    sub = Submission.objects.get()
+    assert (sub.state, sub.original_name, sub.run_id) == ("ingested", "kb.tsv", "test_run_1")
+    detail = logged_in.get(resp["Location"])
+    html = detail.content.decode()
+    assert "&lt;b&gt;My system&lt;/b&gt;" in html and "<script>alert(1)" not in html
+    for needle in ("per:place_of_birth", "UNSUPPORTED_PREDICATE", "validating", "Timeline",
+                   "What happens next", "Withdraw"):
+        assert needle in html, needle
+    listing = logged_in.get(reverse("submission-list")).content.decode()
+    assert "ingested" in listing and "&lt;b&gt;My system" in listing
+    assert "4 of 5" in logged_in.get(reverse("submission-new")).content.decode()
+    tsv = logged_in.get(reverse("submission-report-tsv", args=[sub.pk]))
+    assert tsv.content.decode().splitlines()[1].startswith("31\tUNSUPPORTED_PREDICATE")
+    js = logged_in.get(reverse("submission-report-json", args=[sub.pk])).json()
+    assert js["counts"] == {"UNSUPPORTED_PREDICATE": 1}
+    status = logged_in.get(reverse("submission-status", args=[sub.pk])).json()
+    assert status["state"] == "ingested" and status["final"] is False
+    assert b"".join(logged_in.get(reverse("submission-file", args=[sub.pk]))
+                    .streaming_content) == to_bytes(valid_lines())
+
+
+@pytest.mark.django_db
+def test_pending_detail_page_polls(logged_in: Client, stored: Callable[..., Submission]) -> None:
+    sub = stored(b"run\n")
+    html = logged_in.get(reverse("submission-detail", args=[sub.pk])).content.decode()
+    assert "submission_status.js" in html and "data-status-url" in html
+    run_ingestion(sub.pk)  # "run" alone has no relations: rejected, a final state
+    html = logged_in.get(reverse("submission-detail", args=[sub.pk])).content.decode()
+    assert "rejected" in html and "submission_status.js" not in html
+
+
+@pytest.mark.django_db
+def test_upload_form_errors_name_the_field(logged_in: Client, corpus: Corpus,
+                                           settings) -> None:
+    resp = logged_in.post(reverse("submission-new"), {"name": "", "corpus": "tiny",
+                                                      "file": upload(data=b"")})
+    form = resp.context["form"]
+    assert resp.status_code == 200 and set(form.errors) >= {"name", "file"}
+    settings.KBPO_SUBMISSION_MAX_BYTES = 100
+    resp = logged_in.post(reverse("submission-new"), {"name": "x", "corpus": "tiny",
+                                                      "file": upload()})
+    assert "limit" in resp.context["form"].errors["file"][0]
+    assert not Submission.objects.exists()
+
+
+@pytest.mark.django_db
+def test_withdraw_needs_post_and_confirmation(logged_in: Client,
+                                              stored: Callable[..., Submission]) -> None:
+    sub = stored(to_bytes(valid_lines()))
+    run_ingestion(sub.pk)
+    url = reverse("submission-withdraw", args=[sub.pk])
+    assert b"cannot be undone" in logged_in.get(url).content
+    assert Submission.objects.get(pk=sub.pk).state == "ingested"
+    assert logged_in.post(url).status_code == 302
+    assert Submission.objects.get(pk=sub.pk).state == "withdrawn"
+
+
+@pytest.mark.django_db
+def test_private_submission_is_invisible_to_others_everywhere(
+        client: Client, other: User, stored: Callable[..., Submission]) -> None:
+    sub = stored(to_bytes(valid_lines()), name="kb-secret-name")
+    run_ingestion(sub.pk)
+    client.force_login(other)
+    for name in ("submission-detail", "submission-status", "submission-report-tsv",
+                 "submission-report-json", "submission-file", "submission-withdraw"):
+        assert client.get(reverse(name, args=[sub.pk])).status_code == 404, name
+    assert client.post(reverse("submission-withdraw", args=[sub.pk])).status_code == 404
+    assert b"kb-secret-name" not in client.get(reverse("submission-list")).content
+    api = api_for(other)
+    assert api.get(f"/api/submissions/{sub.pk}/").status_code == 404
+    assert api.post(f"/api/submissions/{sub.pk}/withdraw/").status_code == 404
+    assert api.get("/api/submissions/").json() == []
+    assert Submission.objects.get(pk=sub.pk).state == "ingested"
+    # Anonymous users see nothing either.
+    anon = Client()
+    assert anon.get(reverse("submission-detail", args=[sub.pk])).status_code == 302
+    assert APIClient().get(f"/api/submissions/{sub.pk}/").status_code in (401, 403)
+    # A public submission can be read, but still not withdrawn or downloaded, by others.
+    Submission.objects.filter(pk=sub.pk).update(public=True)
+    assert client.get(reverse("submission-detail", args=[sub.pk])).status_code == 200
+    assert api.get(f"/api/submissions/{sub.pk}/").status_code == 200
+    assert client.get(reverse("submission-file", args=[sub.pk])).status_code == 404
+    assert client.post(reverse("submission-withdraw", args=[sub.pk])).status_code == 404
+    assert api.post(f"/api/submissions/{sub.pk}/withdraw/").status_code == 404
+    assert Submission.objects.get(pk=sub.pk).state == "ingested"
+
+
+@pytest.mark.django_db
+def test_staff_sees_private_submissions(client: Client, stored: Callable[..., Submission]
+                                        ) -> None:
+    sub = stored(b"run\n")
+    staff = User.objects.create_user("op", "op@example.org", PASSWORD, is_staff=True)
+    client.force_login(staff)
+    assert client.get(reverse("submission-detail", args=[sub.pk])).status_code == 200
+    assert api_for(staff).get(f"/api/submissions/{sub.pk}/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_api_upload_list_detail_withdraw(user: User, corpus: Corpus,
+                                         django_capture_on_commit_callbacks) -> None:
+    api = api_for(user)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = api.post("/api/submissions/", {
+            "name": "sys", "corpus": "tiny", "public": "true",
+            "file": upload("kb.tsv.gz", to_bytes(valid_lines(), gz=True))}, format="multipart")
+    assert resp.status_code == 201, resp.content
+    sid = resp.json()["id"]
+    assert resp.json()["state"] == "uploaded" and resp.json()["compressed"] is True
+    detail = api.get(f"/api/submissions/{sid}/").json()
+    assert detail["state"] == "ingested" and detail["n_relations"] == 8
+    assert detail["stats"]["instances_by_predicate"]["per:title"] == 1
+    assert detail["report"][0]["code"] == "UNSUPPORTED_PREDICATE"
+    assert [e["to_state"] for e in detail["events"]] == ["uploaded", "validating", "ingested"]
+    assert [s["id"] for s in api.get("/api/submissions/").json()] == [sid]
+    assert api.post(f"/api/submissions/{sid}/withdraw/").json()["state"] == "withdrawn"
+    assert api.post(f"/api/submissions/{sid}/withdraw/").status_code == 409
+
+
+@pytest.mark.django_db
+def test_api_errors_are_json_and_name_the_field(user: User, corpus: Corpus) -> None:
+    api = api_for(user)
+    resp = api.post("/api/submissions/", {"name": "x", "corpus": "nope",
+                                          "file": upload(data=b"\x1f\x8bbroken")},
+                    format="multipart")
+    assert resp.status_code == 400
+    body = resp.json()
+    assert set(body) == {"corpus", "file"} and "corrupt" in body["file"][0]
+    assert api.post("/api/submissions/", {}, format="multipart").json().keys() >= {
+        "name", "corpus", "file"}
+
+
+@pytest.mark.django_db
+def test_limits_count_everything_but_rejected(user: User, corpus: Corpus, settings,
+                                              django_capture_on_commit_callbacks) -> None:
+    settings.KBPO_SUBMISSION_DAILY_LIMIT = 2
+    settings.KBPO_SUBMISSION_TOTAL_LIMIT = 3
+    api = api_for(user)
+
+    def post(data: bytes) -> int:
+        with django_capture_on_commit_callbacks(execute=True):
+            return api.post("/api/submissions/", {"name": "s", "corpus": "tiny",
+                                                  "file": upload(data=data)},
+                            format="multipart").status_code
+
+    assert post(b"run\n:E1\ttype\tPER\n") == 201  # rejected (no relations): does not count
+    assert post(to_bytes(valid_lines())) == 201
+    sub = Submission.objects.filter(state="ingested").get()
+    api.post(f"/api/submissions/{sub.pk}/withdraw/")  # withdrawn still counts
+    assert post(to_bytes(valid_lines())) == 201
+    resp_code = post(to_bytes(valid_lines()))
+    assert resp_code == 429
+    q = quota(user, corpus)
+    assert (q.used_today, q.left_today, q.left_total) == (2, 0, 1)
+    assert q.next_slot_at is not None
+    Submission.objects.update(created_at=sub.created_at.replace(year=2000))
+    assert post(to_bytes(valid_lines())) == 201  # a new day, one left in total
+    assert post(to_bytes(valid_lines())) == 429  # total limit
+
+
+@pytest.mark.django_db(transaction=True)
+def test_submit_command(user: User, corpus: Corpus, tmp_path: Path) -> None:
+    # Committed transactions: the command's on_commit runs the (eager) task before it
+    # reports, as it does from a shell.
+    path = tmp_path / "kb.tsv"
+    path.write_bytes(to_bytes(valid_lines()))
+    out = io.StringIO()
+    call_command("submit", str(path), user="ada", corpus="tiny", name="cli", stdout=out)
+    assert "ingested" in out.getvalue() and "8 relations" in out.getvalue()
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(b"run\n:E1\ttype\tXYZ\n")
+    with pytest.raises(CommandError, match="rejected"):
+        call_command("submit", str(bad), user="ada", corpus="tiny", name="cli",
+                     stdout=io.StringIO())
+    with pytest.raises(CommandError, match="no corpus"):
+        call_command("submit", str(path), user="ada", corpus="zzz", name="x")
+
+
+@pytest.mark.django_db
+def test_format_page_lists_every_code(client: Client) -> None:
+    from submissions.kbformat import CODES
+
+    html = client.get(reverse("submission-format")).content.decode()
+    assert all(code in html for code in CODES)
+
+
+def test_openapi_schema_has_no_warnings(tmp_path: Path) -> None:
+    out = tmp_path / "schema.yml"
+    call_command("spectacular", "--fail-on-warn", "--file", str(out))
+    text = out.read_text()
+    assert "/api/submissions/{id}/withdraw/" in text and "multipart/form-data" in text
+
+
+@pytest.mark.django_db
+def test_oversized_upload_is_refused_while_streaming(user: User, corpus: Corpus,
+                                                     settings) -> None:
+    """The upload handler stops storing a file once it passes the cap."""
+    from django.core.files.uploadhandler import StopUpload
+    from django.test import RequestFactory
+
+    from submissions.uploads import CappedUploadHandler, upload_refused_message
+
+    settings.KBPO_SUBMISSION_MAX_BYTES = 1000
+    request = RequestFactory().post("/")
+    handler = CappedUploadHandler(request)
+    assert handler.receive_data_chunk(b"x" * 600, 0) == b"x" * 600
+    with pytest.raises(StopUpload):
+        handler.receive_data_chunk(b"x" * 600, 600)
+    assert "1,000 bytes" in upload_refused_message(request)
+
+    big = upload(data=b"run\n" + b"x" * 5000)
+    resp = api_for(user).post("/api/submissions/", {"name": "x", "corpus": "tiny",
+                                                    "file": big}, format="multipart")
+    assert resp.status_code == 400 and "1,000 bytes" in resp.json()["file"][0]
+    assert not Submission.objects.exists()
