@@ -196,6 +196,7 @@ def row_dict(row: Row, with_owner: bool = True) -> dict:
         "baseline": sub.is_baseline,
         "public": sub.public,
         "state": sub.state,
+        "lines_dropped": sub.n_dropped if sub.drop_invalid else None,
         "refining": row.refining,
         "leader": row.is_leader,
         "tied_with_leader": row.tied_with_leader,
