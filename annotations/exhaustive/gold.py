@@ -34,8 +34,9 @@ from annotations.models import (
     TaskKind,
 )
 from annotations.signals import labels_changed
+from kbpo.core.gold import GoldProblem, canonical_relation
 from kbpo.core.models import Corpus, Document, Sentence
-from kbpo.core.schema import ENTITY_TYPES, canonicalize
+from kbpo.core.schema import ENTITY_TYPES
 
 MAX_MESSAGES = 200
 
@@ -282,6 +283,7 @@ def _kbpo_document(doc: Document, raw_mentions: object, raw_relations: object, n
     mentions = [MentionIn(m.begin, m.end, m.type, m.entity, (m.begin, m.end) in canon, m.link)
                 for m in sorted(plain, key=lambda m: (m.begin, m.end))]
     relations: dict[tuple, RelationIn] = {}
+    types = {span: typ for span, (typ, _, _) in by_span.items()}
     for i, r in enumerate(raw_relations):
         try:
             s, o, predicate = tuple(r["subject"]), tuple(r["object"]), r["predicate"]
@@ -289,21 +291,15 @@ def _kbpo_document(doc: Document, raw_mentions: object, raw_relations: object, n
             report.skipped_labels["malformed relation"] += 1
             report.note(f"{where}: relations[{i}] needs subject, object and predicate")
             continue
-        if s not in by_span or o not in by_span:
-            report.skipped_labels["argument is not a gold mention"] += 1
-            report.note(f"{where}: relations[{i}] argument {s if s not in by_span else o} "
-                        "is not among the document's mentions")
-            continue
-        st, ot = by_span[s][0], by_span[o][0]
         try:
-            c = canonicalize((doc.doc_id, *s), st, predicate, (doc.doc_id, *o), ot)
-        except (ValueError, KeyError):
-            report.skipped_labels["predicate does not fit the argument types"] += 1
-            report.note(f"{where}: relations[{i}] {predicate} between {st} and {ot}")
+            c = canonical_relation(doc.doc_id, s, predicate, o, types)
+        except GoldProblem as exc:
+            reason = ("argument is not a gold mention" if s not in by_span or o not in by_span
+                      else "predicate does not fit the argument types")
+            report.skipped_labels[reason] += 1
+            report.note(f"{where}: relations[{i}]: {exc}")
             continue
-        subj_entity = by_span[(c.subject[1], c.subject[2])][1]
-        rel = RelationIn((c.subject[1], c.subject[2]), (c.object[1], c.object[2]), c.predicate,
-                         subj_entity)
+        rel = RelationIn(c.subject, c.object, c.predicate, by_span[c.subject][1])
         key = (rel.subject, rel.object, rel.predicate)
         if key in relations:
             report.merged_instances += 1
