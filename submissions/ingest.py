@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import connection
 
 from kbpo.core import schema
+from kbpo.core.gold import closest_pair
 
 from .indexes import MASK, DocumentIndex, Entity
 from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, submission_stats
@@ -501,17 +502,3 @@ class Ingestor:
             "skipped": dict(self.counts.skipped),
             "problems_by_code": dict(self.report.counts),
         }
-
-
-def closest_pair(subjects: list[tuple[int, int]], objects: list[tuple[int, int]]
-                 ) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The subject/object spans closest in characters (the gap between them), preferring
-    distinct spans; ties go to the earliest subject, then the earliest object, so the
-    choice never depends on the order of the file's lines."""
-
-    def key(pair: tuple[tuple[int, int], tuple[int, int]]) -> tuple:
-        (sb, se), (ob, oe) = pair
-        gap = max(0, max(sb, ob) - min(se, oe))
-        return (pair[0] == pair[1], gap, pair)
-
-    return min(((s, o) for s in subjects for o in objects), key=key)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from annotations.models import (
     TaskKind,
 )
 from annotations.signals import labels_changed
+from kbpo.core.docred import MentionIn, RelationIn, longest_first
 from kbpo.core.gold import GoldProblem, canonical_relation
 from kbpo.core.models import Corpus, Document, Sentence
 from kbpo.core.schema import ENTITY_TYPES
@@ -87,24 +87,6 @@ class ImportReport:
             top = ", ".join(f"{p} ({n})" for p, n in self.unmapped_properties.most_common(12))
             lines.append(f"  unmapped properties (most frequent): {top}")
         return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class MentionIn:
-    begin: int
-    end: int
-    type: str
-    entity: str
-    canonical: bool
-    link: str = ""
-
-
-@dataclass(frozen=True)
-class RelationIn:
-    subject: tuple[int, int]
-    object: tuple[int, int]
-    predicate: str
-    subject_entity: str
 
 
 class GoldImportError(Exception):
@@ -167,16 +149,6 @@ def store_document_gold(corpus: Corpus, document: Document, mentions: list[Menti
                                                    max(r.subject[1], r.object[1])),
                          source="import") for r in relations)
     return True
-
-
-def longest_first(mentions: Iterable[MentionIn]) -> dict[str, tuple[int, int]]:
-    """The canonical span per entity: the longest mention, the earliest on ties."""
-    best: dict[str, tuple[int, int]] = {}
-    for m in mentions:
-        cur = best.get(m.entity)
-        if cur is None or (m.end - m.begin, -m.begin) > (cur[1] - cur[0], -cur[0]):
-            best[m.entity] = (m.begin, m.end)
-    return best
 
 
 def finish_import(report: ImportReport, corpus: Corpus) -> ImportReport:

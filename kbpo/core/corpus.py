@@ -184,10 +184,11 @@ def parse_line(number: int, raw: bytes, max_bytes: int) -> DocumentRecord | Line
     doc_id, text, title = obj.get("id"), obj.get("text"), obj.get("title", "")
     if not isinstance(doc_id, str) or not doc_id.strip():
         return LineError(number, "'id' is missing or not a non-empty string")
-    if len(doc_id) > MAX_ID_LENGTH or any(c.isspace() for c in doc_id) or ":" in doc_id:
+    if (len(doc_id) > MAX_ID_LENGTH or any(c.isspace() for c in doc_id) or ":" in doc_id
+            or "," in doc_id):
         return LineError(number, f"'id' {doc_id[:60]!r} must be at most {MAX_ID_LENGTH} "
-                                 "characters without spaces or colons (submissions write "
-                                 "DOCID:begin-end)")
+                                 "characters without spaces, colons or commas (submissions "
+                                 "write DOCID:begin-end, several separated by commas)")
     if not isinstance(text, str) or not text.strip():
         return LineError(number, f"document {doc_id}: 'text' is missing or empty")
     if title is None:

@@ -8,6 +8,9 @@ slots such as `per:city_of_birth`. Submissions are stored in canonical direction
 other way round reads as `no_relation`. The gold import, the simulated crowds and the
 real-text demo's truth all call `canonical_relations`.
 
+`closest_pair` is how an argument with several mentions in one sentence is resolved,
+by ingestion (whole-sentence provenance) and by the DocRED mapping alike.
+
 Pure Python: the demo-world generator imports it.
 """
 
@@ -65,3 +68,18 @@ def canonical_relations(doc_id: str, types: Mapping[tuple[int, int], str],
         r = canonical_relation(doc_id, subject, predicate, obj, types)
         out.setdefault((*r.subject, *r.object), set()).add(r.predicate)
     return {k: frozenset(v) for k, v in out.items()}
+
+
+def closest_pair(subjects: Iterable[tuple[int, int]], objects: Iterable[tuple[int, int]]
+                 ) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The subject/object spans closest in characters (the gap between them), preferring
+    distinct spans; ties go to the earliest subject, then the earliest object, so the
+    choice never depends on the order of the file's lines."""
+
+    def key(pair: tuple[tuple[int, int], tuple[int, int]]) -> tuple:
+        (sb, se), (ob, oe) = pair
+        gap = max(0, max(sb, ob) - min(se, oe))
+        return (pair[0] == pair[1], gap, pair)
+
+    objects = list(objects)
+    return min(((s, o) for s in subjects for o in objects), key=key)

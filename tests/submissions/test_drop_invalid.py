@@ -14,8 +14,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from kbpo.core.gold import closest_pair
 from kbpo.core.models import Corpus
-from submissions.ingest import closest_pair
 from submissions.models import RelationInstance, Submission
 from submissions.processing import run_ingestion
 
