@@ -190,4 +190,5 @@ def format_help(request: HttpRequest) -> HttpResponse:
         "unsupported": sorted(schema.UNSUPPORTED),
         "folded": sorted(schema.FOLDED.items()),
         "upload_url": reverse("submission-new"),
+        "corpora": Corpus.objects.order_by("tag"),
     })
