@@ -102,6 +102,8 @@ def test_dropped_lines_show_on_the_page_tsv_and_api(
     assert sub.drop_invalid and sub.state == "ingested" and sub.n_dropped == 10
     html = client.get(resp["Location"]).content.decode()
     assert "10 lines dropped" in html and "dropped.tsv" in html
+    report = client.get(reverse("submission-evaluation", args=[sub.pk])).content.decode()
+    assert "10 invalid lines of the file were dropped" in report
     tsv = client.get(reverse("submission-dropped-tsv", args=[sub.pk])).content.decode()
     rows = [r.split("\t") for r in tsv.splitlines()]
     assert rows[0] == ["line", "code", "message"] and len(rows) == 11
