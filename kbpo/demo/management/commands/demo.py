@@ -32,8 +32,10 @@ PIPELINE_BUSY = (State.UPLOADED, State.VALIDATING, State.INGESTED, State.PLANNIN
 
 
 class Command(BaseCommand):
-    help = ("Run the whole KBPO loop on the demo world: migrate, generate the world (unless "
-            "already there), load its corpus as 'demo', build the exhaustive sample from gold, "
+    help = ("Run the whole KBPO loop on a demo world: migrate, generate the world (unless "
+            "already there; --world docred builds it from a Re-DocRED file given with "
+            "--source), load its corpus as 'demo' (or 'docred'), build the exhaustive "
+            "sample from gold, "
             "create the accounts 'demo' (researcher) and 'admin' (operator), submit every "
             "demo system, let the simulated crowd answer, and compute the scores. "
             "Development only; safe to re-run.")
