@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from annotations.exhaustive.docred import import_docred
 from annotations.models import GoldRelation
@@ -150,5 +150,13 @@ def test_make_docred_world_command(tmp_path: Path) -> None:
     call_command("make_docred_world", str(written_source(tmp_path)), out=str(out), docs=5,
                  systems=2, seed=1, stdout=open(tmp_path / "log", "w"))  # noqa: SIM115
     assert len(list((out / "systems").glob("*.kb"))) == 2
-    with pytest.raises(Exception, match="not a readable DocRED JSON file"):
+    with pytest.raises(CommandError, match="not a readable DocRED JSON file"):
         call_command("make_docred_world", str(tmp_path / "log"), out=str(out))
+
+
+def test_demo_docred_needs_a_readable_source(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="--world docred needs --source FILE"):
+        call_command("demo", world="docred", out=str(tmp_path / "d"))
+    with pytest.raises(CommandError, match="needs --source FILE"):
+        call_command("demo", world="docred", source=str(tmp_path / "missing.json"),
+                     out=str(tmp_path / "d"))

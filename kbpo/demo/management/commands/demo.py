@@ -64,16 +64,16 @@ class Command(BaseCommand):
             raise CommandError("the demo creates accounts with known passwords: it refuses "
                                "to run with KBPO_ENV=production")
         docred = opts["world"] == "docred"
-        source: Path | None = opts["source"]  # type: ignore[assignment]
+        source = Path(str(opts["source"])) if opts["source"] else None
         if docred and (source is None or not source.is_file()):
             raise CommandError("--world docred needs --source FILE, a DocRED / Re-DocRED JSON "
                                "file such as dev_revised.json")
-        out: Path = opts["out"] or Path("demo-docred" if docred else "demo")  # type: ignore[assignment]
+        out = Path(str(opts["out"] or ("demo-docred" if docred else "demo")))
         tag = "docred" if docred else "demo"
         opts["docs"] = opts["docs"] or (150 if docred else 300)
         params = {k: opts[k] for k in ("docs", "systems", "seed")}
         if docred:
-            params["source"] = str(Path(source).resolve())  # type: ignore[arg-type]
+            params["source"] = str(source.resolve())  # type: ignore[union-attr]
         self._step("Applying database migrations")
         call_command("migrate", verbosity=0)
 
