@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import api_reports, compare_views, views
+from . import api_reports, compare_views, dashboard, views
 
 urlpatterns = [
     path("leaderboard/", views.leaderboard_index, name="leaderboard-index"),
@@ -17,6 +17,7 @@ urlpatterns = [
          name="submission-evaluation-progress"),
     path("submissions/<int:pk>/report/predicates.csv", views.submission_predicates_csv,
          name="submission-predicates-csv"),
+    path("operator/", dashboard.operator_dashboard, name="operator-dashboard"),
     path("leaderboard/<slug:tag>/compare/", compare_views.compare_page, name="compare"),
     path("api/compare/<slug:tag>/", compare_views.CompareAPIView.as_view(), name="api-compare"),
     path("api/submissions/<int:pk>/scores/", api_reports.ScoresAPIView.as_view(),
