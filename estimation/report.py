@@ -188,8 +188,15 @@ def history(sub: Submission, scheme: str) -> History:
         panels.append(panel)
     x_ticks = []
     if rows:
-        for v in sorted({x0, x1}):
-            x_ticks.append({"x": xs(0 if v == x0 else len(rows) - 1, v), "label": f"{v:,}"})
+        ends = sorted({x0, x1})
+        for v in ends:
+            # The end labels hang inwards from their tick, so the plot never clips them.
+            if len(ends) == 2:
+                anchor = "start" if v == x0 else "end"
+            else:  # one label count: centred for one run, at the left end for several
+                anchor = "middle" if len(rows) == 1 else "start"
+            x_ticks.append({"x": xs(0 if v == x0 else len(rows) - 1, v), "label": f"{v:,}",
+                            "anchor": anchor})
     y_ticks = [{"y": ys(t), "label": f"{t:g}"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
     return History(panels, len(rows), x_ticks, y_ticks)
 

@@ -74,3 +74,26 @@ def test_identical_upload_is_flagged_before_it_uses_a_slot(
     assert _post(api, data, django_capture_on_commit_callbacks).status_code == 201
     other = User.objects.create_user("zed", password="pw-zed-123456")
     assert _post(_api(other), data, django_capture_on_commit_callbacks).status_code == 201
+
+
+@pytest.mark.django_db
+def test_problem_table_is_paged_with_full_downloads(user: User, stored) -> None:
+    rows = [{"line": i + 2, "code": "UNKNOWN_ENTITY", "severity": "error",
+             "message": f"problem {i}", "hint": "fix it"} for i in range(120)]
+    sub = stored(b"x\n")
+    Submission.objects.filter(pk=sub.pk).update(state="rejected", report=rows,
+                                                report_counts={"UNKNOWN_ENTITY": 120},
+                                                n_errors=120)
+    client = Client()
+    client.force_login(user)
+    url = reverse("submission-detail", args=[sub.pk])
+    first = client.get(url).content.decode()
+    assert first.count("problem ") == 50 and "problem 49<" in first and "problem 50<" not in first
+    assert "next →" in first and "problems 1–50 of 120" in first
+    last = client.get(url, {"problems": 3}).content.decode()
+    assert last.count("problem ") == 20 and "problem 119<" in last and "next →" not in last
+    assert client.get(url, {"problems": "zz"}).status_code == 200  # a bad page: the first
+    tsv = client.get(reverse("submission-report-tsv", args=[sub.pk])).content.decode()
+    assert tsv.count("\n") == 121  # header + every problem
+    data = client.get(reverse("submission-report-json", args=[sub.pk])).json()
+    assert len(data["problems"]) == 120

@@ -119,3 +119,16 @@ def test_schema_documents_the_report_endpoints() -> None:
     upload = paths["/api/submissions/"]["post"]
     assert {"201", "409", "422", "429"} <= set(upload["responses"])
     assert "poll" in upload["description"]
+
+
+@pytest.mark.django_db
+def test_my_submissions_list_shows_the_latest_scores(scored: World) -> None:
+    c = Client()
+    c.force_login(scored.a.owner)
+    html = c.get(reverse("submission-list")).content.decode()
+    run_score = scored.a.scores.filter(scheme="instance").order_by("-run_id").first()
+    assert f"{run_score.f1_joint:.3f}" in html and f"{run_score.p_joint:.3f}" in html
+    assert reverse("submission-evaluation", args=[scored.a.pk]) in html
+    # A submission without scores says so.
+    scored.a.scores.all().delete()
+    assert "not scored yet" in c.get(reverse("submission-list")).content.decode()
