@@ -78,7 +78,11 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
         return hit
     data = load_corpus_data(corpus)
     pop = data.population
-    ia, ib = pop.index_of(system_name(a.pk)), pop.index_of(system_name(b.pk))
+    try:
+        ia, ib = pop.index_of(system_name(a.pk)), pop.index_of(system_name(b.pk))
+    except KeyError:  # withdrawn between the visibility check and the load
+        raise CompareError("a", "one of the two submissions is no longer active; "
+                                "reload the page.", status=404) from None
     res = compare(pop, data.evidence(), ia, ib, draw_scheme, scheme, confidence)
     block = res.estimates.results[scheme]
     systems = []
