@@ -233,10 +233,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: eager (in-process) unless a broker is configured.
-# Eager mode still names an in-memory transport: with no URL at all kombu falls back to
-# AMQP on localhost and warns "No hostname was supplied" whenever a connection is built.
+# Eager mode still names an in-memory transport, with its host: without one kombu logs
+# "No hostname was supplied" whenever a connection describes itself.
 _BROKER = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_BROKER_URL = _BROKER or "memory://"
+CELERY_BROKER_URL = _BROKER or "memory://localhost/"
 CELERY_TASK_ALWAYS_EAGER = not _BROKER
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or _BROKER or None

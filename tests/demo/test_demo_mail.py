@@ -32,7 +32,9 @@ def test_eager_mode_builds_connections_without_a_hostname_warning() -> None:
             "from kbpo.celery import app\n"
             "warnings.simplefilter('error')\n"
             "assert settings.CELERY_TASK_ALWAYS_EAGER\n"
-            "with app.connection_for_write() as conn: print(conn.transport_cls)\n")
+            "with app.connection_for_write() as conn:\n"
+            "    conn.info()  # where kombu logs 'No hostname was supplied'\n"
+            "    print(conn.transport_cls)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
