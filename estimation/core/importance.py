@@ -48,12 +48,15 @@ def at_pairs(
     where = np.full(pop.n_pairs, -1, dtype=np.int64)
     where[ev.pairs] = np.arange(len(ev.pairs))
     col = where[inst["pairs"]]
-    sel = col >= 0
-    sel[sel] = ev.correct(inst["pairs"][sel], inst["predicates"][sel])
+    on = col >= 0
+    # 0/1 with hard labels; with soft labels the probability the instance is right.
+    right = np.zeros(len(col))
+    right[on] = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+    sel = right > 0
     shape = (len(pop), len(ev.pairs))
     rows, cols = inst["system"][sel], col[sel]
-    pf = sp.coo_matrix((pop.instance_probs(scheme)[sel], (rows, cols)), shape=shape)
-    g = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+    pf = sp.coo_matrix((pop.instance_probs(scheme)[sel] * right[sel], (rows, cols)), shape=shape)
+    g = sp.coo_matrix((right[sel], (rows, cols)), shape=shape)
     return pf, g
 
 

@@ -151,9 +151,14 @@ def recall_instance(
     total = n.sum()
     b = pt[:, ev.pairs]
     q = np.asarray(b.T @ (n / max(total, 1))).ravel()
-    true_u = ev.label[ev.pairs] >= 0
-    with np.errstate(divide="ignore"):
-        a = np.where(true_u & (q > 0), 1.0 / q, 0.0)
+    # t: P(pair true), 0/1 with hard labels. With soft labels a = t/q and g is
+    # P(i right | pair true), so a·g = P(i right)/q and e = (c_i − ν t)/q stays the
+    # linearised residual; g² ≤ g makes the second moment below an upper bound.
+    t = ev.true_share(ev.pairs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where((t > 0) & (q > 0), t / q, 0.0)
+        if ev.true_prob is not None:
+            g = sp.coo_matrix(g) @ sp.diags(np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0))
     c_tot = np.asarray(ev.counts.sum(axis=0)).ravel()
     den = float(c_tot @ a)
     g = g.tocsr()

@@ -11,7 +11,10 @@ from .battery import (
     summarise,
     verdict,
 )
+from .noisy import NOISY
 from .worlds import World, WorldSpec, make_world
+
+SCENARIOS.update(NOISY)  # noisy-crowd scenarios live in their own module
 
 __all__ = [
     "SCENARIOS",
