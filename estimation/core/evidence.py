@@ -62,6 +62,7 @@ class Evidence:
     soft_probs: np.ndarray | None = None
     true_prob: np.ndarray | None = None
     soft_prior: np.ndarray | None = None  # per soft key: the crowd-wide share of that answer
+    true_prior: float | None = None  # the crowd-wide share of pairs with a relation
     system_prior: np.ndarray | None = None  # (m,) each system's precision (noise.py)
 
     def __post_init__(self) -> None:
@@ -94,7 +95,7 @@ class Evidence:
         if systems is not None and self.system_prior is not None and self.soft_prior is not None:
             prior = np.where(found, self.soft_prior[pos] if len(self.soft_prior) else 0.5, 0.5)
             own = self.system_prior[systems]
-            prob = np.where(np.isnan(own), prob, _reprior(prob, prior, own))
+            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
         return np.where(soft, prob, ok.astype(float))
 
     def true_share(self, pairs: np.ndarray) -> np.ndarray:
@@ -106,7 +107,7 @@ class Evidence:
         return np.where(np.isnan(soft), hard, soft)
 
 
-def _reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:
+def reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:
     """The posterior under another prior: odds(post)/odds(prior) is the answers'
     likelihood ratio, the same whatever the prior. 0 and 1 stay put."""
     with np.errstate(divide="ignore", invalid="ignore"):

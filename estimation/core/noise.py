@@ -86,8 +86,12 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
     uniq, first = np.unique(keys, return_index=True)
     summed = np.add.reduceat(vals, first) if len(vals) else vals
     prior_k = None if priors is None else priors[rel][order][first]
+    true_prior = None
+    if priors is not None and none.any():
+        true_prior = float(1.0 - priors[none][0])
     return replace(ev, soft_keys=uniq, soft_probs=np.clip(summed, 0.0, 1.0),
-                   true_prob=true_prob, soft_prior=prior_k, system_prior=None)
+                   true_prob=true_prob, soft_prior=prior_k, true_prior=true_prior,
+                   system_prior=None)
 
 
 def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance",

@@ -28,6 +28,7 @@ from .importance import (
     ImportanceResult,
     exact_effective_size,
     importance_estimate,
+    label_variance_at_pairs,
     mixing_weights,
     unreached_mass,
 )
@@ -224,7 +225,8 @@ def precision(
 
     none = n == 0
     w_simple = np.diag((~none).astype(float))
-    simple = importance_estimate(a, pf, b, w_simple, cn, n)
+    label_var = label_variance_at_pairs(pop, ev, scheme)
+    simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var)
     if reweighted:
         lo, hi = interval(simple, w_simple)
     else:
@@ -242,7 +244,7 @@ def precision(
     }
 
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
-    joint = importance_estimate(a, pf, b, w, cn, n)
+    joint = importance_estimate(a, pf, b, w, cn, n, label_var)
     lo, hi = interval(joint, w)
     est = joint.estimate.copy()
     # Systems without draws of their own, reached by few of the others' draws: no
