@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import krippendorff
 import numpy as np
+import scipy.sparse as sp
 
 NO_RELATION = "no_relation"
 
@@ -206,7 +207,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
              known: dict[int, object] | None = None,
              categories: Sequence | None = None, none: object | None = None,
              prior_accuracy: float = 0.8, prior_strength: float = 4.0,
-             class_pseudocount: float = 0.5, max_iter: int = 200,
+             class_pseudocount: float = 0.5, type_shrink: float = 5.0, max_iter: int = 200,
              tol: float = 1e-7) -> OneCoinResult:
     """One-coin Dawid–Skene by EM with priors (maximum a posteriori).
 
@@ -220,7 +221,9 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     on pairs without a relation, right on pairs with one, and *missing* a relation
     (answering none). Real errors are lopsided — a worker who does not know a
     relation type answers none on it every time — and the symmetric coin then
-    trusts a "none" majority far more than it deserves.
+    trusts a "none" majority far more than it deserves. A worker's miss rate is
+    also kept per relation type, shrunk towards their overall rate by
+    `type_shrink` pseudo-answers: a blind spot is a type, not a coin.
 
     `n_options`: the number of answers offered per item (a scalar or per item;
     default: the number of categories). `known` maps item → true category for
@@ -265,7 +268,8 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
             rates = (_coin_rates(post, items, workers, obs, n_w, alpha, beta),)
             log_lik = _coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
         else:
-            rates = _lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta)
+            rates = _lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta,
+                                    type_shrink)
             log_lik = _lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c)
         log_post = np.log(priors)[None, :] + log_lik
         log_post -= log_post.max(axis=1, keepdims=True)
@@ -280,7 +284,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     accuracy = np.where(per_worker > 0, right / np.maximum(per_worker, 1), np.nan)
     result = OneCoinResult(cats, post, labels, accuracy, per_worker, priors, iterations)
     if nc >= 0:
-        result.specificity, result.sensitivity, result.miss_rate = rates
+        result.specificity, result.sensitivity, result.miss_rate = rates[:3]
     return result
 
 
@@ -302,7 +306,7 @@ def _coin_loglik(acc: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: n
 
 def _lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
                     obs: np.ndarray, nc: int, n_w: int, alpha: float,
-                    beta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    beta: float, shrink: float) -> tuple[np.ndarray, ...]:
     p_none = post[items, nc]
     said_none = obs == nc
     neg = np.bincount(workers, weights=p_none, minlength=n_w)
@@ -313,23 +317,34 @@ def _lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
     spec = (neg_right + alpha) / (neg + alpha + beta)
     # Dirichlet(α, β/2, β/2) over right / missed / another relation.
     sens = (pos_right + alpha) / (pos + alpha + beta)
-    miss = (pos_miss + beta / 2) / (pos + alpha + beta)
-    return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6),
-            np.clip(miss, 1e-6, 1 - 1e-6))
+    miss = np.clip((pos_miss + beta / 2) / (pos + alpha + beta), 1e-6, 1 - 1e-6)
+    # Per type: (misses of type c + shrink · overall rate) / (answers on type c + shrink).
+    n_i = post.shape[0]
+    by_worker = sp.csr_matrix((np.ones(len(items)), (workers, items)), shape=(n_w, n_i))
+    nones = sp.csr_matrix((said_none.astype(float), (workers, items)), shape=(n_w, n_i))
+    per_type = ((nones @ post) + shrink * miss[:, None]) / ((by_worker @ post) + shrink)
+    return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6), miss,
+            np.clip(per_type, 1e-6, 1 - 1e-6))
 
 
 def _lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np.ndarray,
                      obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int,
                      n_c: int) -> np.ndarray:
-    spec, sens, miss = (r[workers] for r in rates)
+    spec, sens, miss = (r[workers] for r in rates[:3])
+    per_type = rates[3]
+    n_w = per_type.shape[0]
     k = k_opt[items]
     said_none = obs == nc
-    other = np.clip(1 - sens - miss, 1e-6, 1.0)
-    # Truth = a relation: none → miss; the relation → sens; another → other/(K-2).
-    base = np.where(said_none, np.log(miss), np.log(other) - np.log(np.maximum(k - 2, 1)))
-    out = np.tile(np.bincount(items, weights=base, minlength=n_i)[:, None], (1, n_c))
+    # Truth = relation c: none → miss(w, c); c → (1 − miss(w, c)) ρ_w; another relation →
+    # (1 − miss(w, c)) (1 − ρ_w)/(K − 2), ρ_w the worker's share right when not missing.
+    rho = np.clip(sens / np.clip(1 - miss, 1e-6, 1.0), 1e-6, 1 - 1e-6)
+    off = np.log1p(-rho) - np.log(np.maximum(k - 2, 1))
     rel = ~said_none
-    np.add.at(out, (items[rel], obs[rel]), np.log(sens[rel]) - base[rel])
+    nones = sp.csr_matrix((said_none.astype(float), (items, workers)), shape=(n_i, n_w))
+    rels = sp.csr_matrix((rel.astype(float), (items, workers)), shape=(n_i, n_w))
+    out = np.asarray(nones @ np.log(per_type)) + np.asarray(rels @ np.log1p(-per_type))
+    out += np.bincount(items, weights=np.where(rel, off, 0.0), minlength=n_i)[:, None]
+    np.add.at(out, (items[rel], obs[rel]), np.log(rho[rel]) - off[rel])
     # Truth = none: none → spec; any relation → (1 − spec)/(K − 1).
     neg = np.where(said_none, np.log(spec), np.log1p(-spec) - np.log(np.maximum(k - 1, 1)))
     out[:, nc] = np.bincount(items, weights=neg, minlength=n_i)
