@@ -97,16 +97,19 @@ class Command(BaseCommand):
         labels_before = PairLabel.objects.count()
         touched: set[int] = set()
         totals: Counter[str] = Counter()
+        before_round = labels_before
         for round_no in range(1, int(opts["max_rounds"]) + 1):  # type: ignore[arg-type]
             answered, qids = self._round(hits, pool, key, seed, round_no, totals)
             touched.update(qids)
             if qids:
                 aggregate(qids)
             waiting = Question.objects.filter(pk__in=touched, state=QuestionState.OPEN).count()
+            now = PairLabel.objects.count()
             self.stdout.write(f"round {round_no}: {answered} assignments on "
                               f"{len(set(qids))} questions; "
-                              f"{PairLabel.objects.count() - labels_before} new labels; "
+                              f"{now - before_round} new labels this round; "
                               f"{waiting} questions still open")
+            before_round = now
             if answered == 0:
                 break
         self._summary(key, touched, totals, labels_before, time.monotonic() - started, corpus)
