@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0004_mturk_confirmation'),
+        ('annotations', '0005_bonus_plural'),
     ]
 
     operations = [
