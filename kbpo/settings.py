@@ -393,6 +393,9 @@ CELERY_BEAT_SCHEDULE = {
 
 # Crowd work (docs/crowd.md). Money is in US dollars.
 KBPO_ANSWERS_PER_QUESTION = env_int("KBPO_ANSWERS_PER_QUESTION", 3)
+# Estimate with soft labels (P(right) from the workers' measured rates) where the
+# quality pass has stored them (docs/estimation.md, noisy crowds).
+KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", False)
 # Extra assignments requested for a question whose answers tie, at most this many.
 KBPO_MAX_EXTRA_ANSWERS = env_int("KBPO_MAX_EXTRA_ANSWERS", 2)
 KBPO_QUESTIONS_PER_HIT = env_int("KBPO_QUESTIONS_PER_HIT", 5)
