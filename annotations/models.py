@@ -277,6 +277,15 @@ class PairLabel(models.Model):
     question = models.ForeignKey(Question, null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Soft label (quality.workers): P(each answer is the truth) from the workers'
+    # measured rates, the crowd-wide answer shares it was computed with, and
+    # P(the stored label is right). Empty/None until the quality pass has run.
+    posterior = models.JSONField(default=dict, blank=True,
+                                 help_text="P(truth) per predicate (and no_relation).")
+    prior = models.JSONField(default=dict, blank=True,
+                             help_text="Crowd-wide share of each answer in the posterior.")
+    p_correct = models.FloatField(null=True, blank=True,
+                                  help_text="Probability that the stored label is right.")
 
     def __str__(self) -> str:
         return f"{self.pair_id}: {'|'.join(self.predicates)}"
@@ -308,6 +317,9 @@ class Bonus(models.Model):
     token = models.CharField(max_length=64, unique=True)
     paid_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "bonuses"  # Django's default would say "Bonuss"
 
 
 class BudgetSettings(models.Model):

@@ -118,17 +118,28 @@ def _schemes(value: str, option: str) -> list[str]:
 
 def _validate(args: argparse.Namespace) -> int:
     from .core.problem import ProblemError
-    from .validation import SCENARIOS, format_table, passed, run_scenario, summarise, verdict
+    from .validation import (
+        SCENARIOS,
+        UNCORRECTED,
+        format_table,
+        passed,
+        run_scenario,
+        summarise,
+        verdict,
+    )
 
     if args.list:
         for name, scenario in SCENARIOS.items():
             print(f"{name:11s} {scenario.description}")
+        for name, scenario in UNCORRECTED.items():
+            print(f"{name:11s} {scenario.description} [only when named]")
         return 0
     names = args.scenario or list(SCENARIOS)
+    known = {**SCENARIOS, **UNCORRECTED}
     for name in names:
-        if name not in SCENARIOS:
+        if name not in known:
             raise ProblemError(
-                f"--scenario: unknown scenario {name!r}; expected one of {', '.join(SCENARIOS)}"
+                f"--scenario: unknown scenario {name!r}; expected one of {', '.join(known)}"
             )
     if args.trials < 2:
         raise ProblemError("--trials: at least 2")
@@ -138,7 +149,7 @@ def _validate(args: argparse.Namespace) -> int:
     schemes = _schemes(args.schemes, "--schemes")
     verdicts, ok = [], True
     for name in names:
-        scenario = SCENARIOS[name].small() if args.small else SCENARIOS[name]
+        scenario = known[name].small() if args.small else known[name]
         run = run_scenario(scenario, args.trials, args.seed, schemes, draw_scheme[0])
         rows = summarise(run)
         print(f"== {name}: {scenario.description}")

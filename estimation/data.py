@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.conf import settings
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
 from kbpo.core.models import Corpus
@@ -19,6 +20,7 @@ from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
 
 from .core import Evidence, Population, prepare_evidence
+from .core.noise import SoftLabels, self_consistent, with_soft_labels
 
 PREDICATES: tuple[str, ...] = tuple(sorted(CANONICAL_PREDICATES))
 PREDICATE_CODE: dict[str, int] = {p: i for i, p in enumerate(PREDICATES)}
@@ -46,11 +48,16 @@ class CorpusData:
     n_labels: int = 0
     exhaustive_documents: int = 0
     extra: dict = field(default_factory=dict)
+    soft: SoftLabels | None = None  # with KBPO_SOFT_LABELS, where the quality pass stored them
 
     def evidence(self) -> Evidence:
-        return prepare_evidence(
+        ev = prepare_evidence(
             self.population, self.draws, self.label_pairs, self.label_preds,
             self.exhaustive_pairs, self.exhaustive_preds, self.exhaustive_subjects)
+        if self.soft is None or not len(self.soft.pairs):
+            return ev
+        return self_consistent(self.population,
+                               with_soft_labels(self.population, ev, self.soft))
 
 
 def _instances_by_submission(ids: list[int]) -> dict[int, tuple[np.ndarray, ...]]:
@@ -88,6 +95,27 @@ def load_labels(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
             pairs.append(pair_id)
             preds.append(code)
     return np.asarray(pairs, np.int64), np.asarray(preds, np.int64)
+
+
+def load_soft_labels(corpus: Corpus) -> SoftLabels:
+    """The stored posteriors of the corpus's labels, as soft-label rows."""
+    pairs: list[int] = []
+    preds: list[int] = []
+    probs: list[float] = []
+    priors: list[float] = []
+    qs = (PairLabel.objects.filter(pair__document__corpus=corpus).exclude(posterior={})
+          .values_list("pair_id", "posterior", "prior").order_by("pair_id"))
+    for pair_id, posterior, prior in qs.iterator(chunk_size=CHUNK):
+        for name, p in posterior.items():
+            code = -1 if name == NO_RELATION else PREDICATE_CODE.get(name)
+            if code is None:
+                continue
+            pairs.append(pair_id)
+            preds.append(code)
+            probs.append(min(max(float(p), 0.0), 1.0))
+            priors.append(float(prior.get(name, 0.5)))
+    return SoftLabels(np.asarray(pairs, np.int64), np.asarray(preds, np.int64),
+                      np.asarray(probs), np.asarray(priors))
 
 
 MATCH_MODES = ("exact", "lenient")
@@ -194,7 +222,8 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         draws={k: np.asarray(v, np.int64) for k, v in draws.items()},
         label_pairs=label_pairs, label_preds=label_preds, exhaustive_pairs=y_pairs,
         exhaustive_preds=y_preds, exhaustive_subjects=y_subjects,
-        n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs)
+        n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
+        soft=load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None)
 
 
 def unlabelled_pairs(pair_ids: Iterable[int]) -> set[int]:

@@ -89,6 +89,21 @@ def draw_sample(sub: Submission) -> int:
 
 
 
+def census_pairs(sub: Submission, draws: int) -> set[int]:
+    """Every pair of a system no larger than its own sample.
+
+    Drawing with replacement from a tiny system leaves some of its pairs unlabelled even
+    when there are as many draws as pairs; asking about all of them costs no more and
+    makes its precision exact (the label bounds close). The draws stay as drawn, so the
+    sampling estimators are unchanged; the extra labels only tighten the bounds."""
+    if draws <= 0:
+        return set()
+    pairs = set(RelationInstance.objects.filter(submission=sub)
+                .order_by("pair_id").values_list("pair_id", flat=True)
+                .distinct()[:draws + 1])
+    return pairs if len(pairs) <= draws else set()
+
+
 def _plan(submission_id: int) -> PlanResult:
     with transaction.atomic():
         sub = (Submission.objects.select_for_update().select_related("corpus")
@@ -100,7 +115,7 @@ def _plan(submission_id: int) -> PlanResult:
             n = draw_sample(sub)
         pair_ids = set(SampleDraw.objects.filter(submission=sub)
                        .values_list("instance__pair_id", flat=True))
-        questions = posting.open_questions(sub, pair_ids)
+        questions = posting.open_questions(sub, pair_ids | census_pairs(sub, n))
     result = PlanResult("planned", draws=n, pairs=len(pair_ids), reused=questions.labelled,
                         new_questions=questions.opened, new_hits=questions.hits)
     sub.refresh_from_db()

@@ -6,7 +6,6 @@ import csv
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
@@ -29,6 +28,7 @@ from submissions.models import ACTIVE_STATES, Submission
 
 from . import leaderboard as lb
 from . import report
+from .api_reports import IntervalSerializer, visible_submission
 from .models import METRICS, ScoringState
 from .scoring import latest_run
 
@@ -139,12 +139,6 @@ def _cell(text: str) -> str:
 # --- Leaderboard API --------------------------------------------------------------------
 
 
-class IntervalSerializer(serializers.Serializer):
-    estimate = serializers.FloatField(allow_null=True, help_text="null: not estimable yet.")
-    lo = serializers.FloatField(allow_null=True)
-    hi = serializers.FloatField(allow_null=True)
-
-
 class LeaderboardRowSerializer(serializers.Serializer):
     rank = serializers.IntegerField()
     submission = serializers.IntegerField()
@@ -229,13 +223,12 @@ class LeaderboardAPIView(APIView):
 
 
 def _visible(request: HttpRequest, pk: int) -> Submission:
-    sub = get_object_or_404(Submission.objects.select_related("corpus", "owner"), pk=pk)
-    if not sub.can_view(request.user):
+    sub = visible_submission(pk, request.user)
+    if sub is None:
         raise Http404("No such submission.")
     return sub
 
 
-@login_required
 @require_GET
 def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     sub = _visible(request, pk)
@@ -268,7 +261,6 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
-@login_required
 @require_GET
 def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """Small JSON polled by the report page: progress, state and the newest run."""
@@ -288,3 +280,22 @@ def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonRespons
             body[m] = {"estimate": est, "lo": lo, "hi": hi}
     return JsonResponse(body)
 
+
+
+@require_GET
+def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """Per-predicate precision and recall of a submission, as on its report."""
+    sub = _visible(request, pk)
+    run, _ = report.latest_scores(sub)
+    confidence = run.confidence if run else settings.KBPO_CONFIDENCE
+    resp = HttpResponse(content_type="text/csv; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="predicates-{sub.pk}.csv"'
+    writer = csv.writer(resp)
+    writer.writerow(["predicate", "instances", "draws", "labelled", "correct", "precision",
+                     "precision_lo", "precision_hi", "exhaustive", "found", "recall",
+                     "recall_lo", "recall_hi"])
+    for p in report.per_predicate(sub, confidence):
+        writer.writerow([_cell(p.predicate), p.instances, p.draws, p.labelled, p.correct,
+                         _num(p.precision), _num(p.lo), _num(p.hi), p.exhaustive, p.found,
+                         _num(p.recall), _num(p.r_lo), _num(p.r_hi)])
+    return resp

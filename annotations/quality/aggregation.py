@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import krippendorff
 import numpy as np
+import scipy.sparse as sp
 
 NO_RELATION = "no_relation"
 
@@ -67,13 +68,18 @@ class DawidSkeneResult:
 def dawid_skene(items: np.ndarray, workers: np.ndarray, answers: Sequence[str],
                 n_items: int | None = None, n_workers: int | None = None,
                 max_iter: int = 100, tol: float = 1e-6,
-                smoothing: float = 0.01) -> DawidSkeneResult:
+                smoothing: float = 0.01, prior_strength: float = 0.0,
+                prior_accuracy: float = 0.8) -> DawidSkeneResult:
     """Fit the Dawid–Skene model by EM.
 
     `items[k]`, `workers[k]` and `answers[k]` describe the k-th answer (integer item
     and worker indices, categorical answer strings). Initialised from per-item vote
     shares; `smoothing` is a Dirichlet pseudo-count that keeps confusion rows of
-    workers with few answers away from 0/1.
+    workers with few answers away from 0/1. `prior_strength` > 0 adds that many
+    pseudo-answers to every confusion row, a share `prior_accuracy` of them on the
+    diagonal (the "smoothed" variant: a worker is presumed mostly right until their
+    answers say otherwise, instead of a free matrix fitted from three answers a
+    question).
     """
     items = np.asarray(items, dtype=np.int64)
     workers = np.asarray(workers, dtype=np.int64)
@@ -90,6 +96,10 @@ def dawid_skene(items: np.ndarray, workers: np.ndarray, answers: Sequence[str],
     post = _normalise_rows(post + 1e-9)
 
     iterations = 0
+    pseudo = np.full((n_c, n_c), smoothing)
+    if prior_strength > 0 and n_c > 1:
+        pseudo += prior_strength * (1 - prior_accuracy) / (n_c - 1)
+        np.fill_diagonal(pseudo, smoothing + prior_strength * prior_accuracy)
     confusion = np.zeros((n_w, n_c, n_c))
     priors = np.full(n_c, 1.0 / n_c)
     for it in range(1, max_iter + 1):
@@ -97,7 +107,7 @@ def dawid_skene(items: np.ndarray, workers: np.ndarray, answers: Sequence[str],
         # M-step: class priors and per-worker confusion matrices.
         priors = post.sum(axis=0) + smoothing
         priors /= priors.sum()
-        confusion = np.full((n_w, n_c, n_c), smoothing)
+        confusion = np.tile(pseudo, (n_w, 1, 1))
         for c_true in range(n_c):
             np.add.at(confusion[:, c_true, :], (workers, obs), post[items, c_true])
         confusion /= confusion.sum(axis=2, keepdims=True)
@@ -170,3 +180,172 @@ def worker_agreement(items: np.ndarray, workers: np.ndarray, answers: Sequence[s
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(total > 0, credit / np.maximum(total, 1), np.nan)
     return rate, total
+
+
+# ---- one-coin Dawid–Skene with priors, anchored by control questions ----------------
+
+
+@dataclass
+class OneCoinResult:
+    categories: list            # category values, index = column
+    posterior: np.ndarray       # (items, categories) P(true category | answers)
+    labels: list                # argmax category per item
+    worker_accuracy: np.ndarray  # (workers,) P(answer == truth), averaged over the classes
+    worker_answers: np.ndarray  # (workers,) answers seen per worker
+    priors: np.ndarray          # (categories,) class shares among the non-control items
+    iterations: int
+    # With `none` given: per worker P(right | no relation), P(right | a relation) and
+    # P(answers none | a relation), the rate of missed relations.
+    specificity: np.ndarray | None = None
+    sensitivity: np.ndarray | None = None
+    miss_rate: np.ndarray | None = None
+
+
+def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
+             n_items: int | None = None, n_workers: int | None = None, *,
+             n_options: np.ndarray | int | None = None,
+             known: dict[int, object] | None = None,
+             categories: Sequence | None = None, none: object | None = None,
+             prior_accuracy: float = 0.8, prior_strength: float = 4.0,
+             class_pseudocount: float = 0.5, type_shrink: float = 5.0, max_iter: int = 200,
+             tol: float = 1e-7) -> OneCoinResult:
+    """One-coin Dawid–Skene by EM with priors (maximum a posteriori).
+
+    Each worker answers the truth with probability a_w and otherwise one of the
+    item's other options uniformly: one parameter per worker where full Dawid–Skene
+    has a confusion matrix, so three answers per question are enough to fit it.
+    a_w has a Beta prior (mean `prior_accuracy`, `prior_strength` pseudo-answers),
+    the class shares a Dirichlet(1 + `class_pseudocount`) prior.
+
+    With `none` (the "no relation" category) a worker has three rates instead: right
+    on pairs without a relation, right on pairs with one, and *missing* a relation
+    (answering none). Real errors are lopsided — a worker who does not know a
+    relation type answers none on it every time — and the symmetric coin then
+    trusts a "none" majority far more than it deserves. A worker's miss rate is
+    also kept per relation type, shrunk towards their overall rate by
+    `type_shrink` pseudo-answers: a blind spot is a type, not a coin.
+
+    `n_options`: the number of answers offered per item (a scalar or per item;
+    default: the number of categories). `known` maps item → true category for
+    control questions: their posterior is the truth, so they anchor the workers'
+    rates, and they stay out of the class shares (their mix is not the test
+    items'). `categories` fixes the category list (default: the answers seen plus
+    the known truths).
+    """
+    items = np.asarray(items, dtype=np.int64)
+    workers = np.asarray(workers, dtype=np.int64)
+    known = known or {}
+    cats = sorted(set(answers) | set(known.values())) if categories is None else list(categories)
+    index = {c: i for i, c in enumerate(cats)}
+    obs = np.fromiter((index[a] for a in answers), np.int64, len(answers))
+    n_i = int(n_items if n_items is not None else (items.max() + 1 if len(items) else 0))
+    n_w = int(n_workers if n_workers is not None else (workers.max() + 1 if len(workers) else 0))
+    n_c = max(len(cats), 1)
+    k_opt = np.broadcast_to(np.asarray(n_c if n_options is None else n_options, float),
+                            (n_i,)).astype(float)
+    nc = index.get(none, -1) if none is not None else -1
+    ctrl = np.zeros(n_i, dtype=bool)
+    ctrl_post = np.zeros((n_i, n_c))
+    for i, c in known.items():
+        ctrl[i] = True
+        ctrl_post[i, index[c]] = 1.0
+    alpha = prior_strength * prior_accuracy
+    beta = prior_strength * (1.0 - prior_accuracy)
+    per_worker = np.bincount(workers, minlength=n_w).astype(float)
+
+    post = np.zeros((n_i, n_c))
+    np.add.at(post, (items, obs), 1.0)
+    post = _normalise_rows(post + 1e-9)
+    post[ctrl] = ctrl_post[ctrl]
+    priors = np.full(n_c, 1.0 / n_c)
+    rates: tuple[np.ndarray, ...] = ()
+    iterations = 0
+    for it in range(1, max_iter + 1):
+        iterations = it
+        counts = post[~ctrl].sum(axis=0) + class_pseudocount
+        priors = counts / counts.sum()
+        if nc < 0:
+            rates = (_coin_rates(post, items, workers, obs, n_w, alpha, beta),)
+            log_lik = _coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
+        else:
+            rates = _lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta,
+                                    type_shrink)
+            log_lik = _lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c)
+        log_post = np.log(priors)[None, :] + log_lik
+        log_post -= log_post.max(axis=1, keepdims=True)
+        new_post = _normalise_rows(np.exp(log_post))
+        new_post[ctrl] = ctrl_post[ctrl]
+        delta = float(np.abs(new_post - post).max()) if n_i else 0.0
+        post = new_post
+        if delta < tol:
+            break
+    labels = [cats[i] for i in post.argmax(axis=1)] if n_i else []
+    right = np.bincount(workers, weights=post[items, obs], minlength=n_w)
+    accuracy = np.where(per_worker > 0, right / np.maximum(per_worker, 1), np.nan)
+    result = OneCoinResult(cats, post, labels, accuracy, per_worker, priors, iterations)
+    if nc >= 0:
+        result.specificity, result.sensitivity, result.miss_rate = rates[:3]
+    return result
+
+
+def _coin_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
+                n_w: int, alpha: float, beta: float) -> np.ndarray:
+    right = np.bincount(workers, weights=post[items, obs], minlength=n_w)
+    total = np.bincount(workers, minlength=n_w)
+    return np.clip((right + alpha) / (total + alpha + beta), 1e-6, 1 - 1e-6)
+
+
+def _coin_loglik(acc: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
+                 k_opt: np.ndarray, n_i: int, n_c: int) -> np.ndarray:
+    # log P(answers | c) = Σ log((1-a)/(K-1)) + Σ_{answers = c} log(a (K-1)/(1-a))
+    wrong = np.log1p(-acc[workers]) - np.log(np.maximum(k_opt[items] - 1, 1))
+    out = np.tile(np.bincount(items, weights=wrong, minlength=n_i)[:, None], (1, n_c))
+    np.add.at(out, (items, obs), np.log(acc[workers]) - wrong)
+    return out
+
+
+def _lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
+                    obs: np.ndarray, nc: int, n_w: int, alpha: float,
+                    beta: float, shrink: float) -> tuple[np.ndarray, ...]:
+    p_none = post[items, nc]
+    said_none = obs == nc
+    neg = np.bincount(workers, weights=p_none, minlength=n_w)
+    neg_right = np.bincount(workers, weights=p_none * said_none, minlength=n_w)
+    pos = np.bincount(workers, weights=1 - p_none, minlength=n_w)
+    pos_right = np.bincount(workers, weights=post[items, obs] * ~said_none, minlength=n_w)
+    pos_miss = np.bincount(workers, weights=(1 - p_none) * said_none, minlength=n_w)
+    spec = (neg_right + alpha) / (neg + alpha + beta)
+    # Dirichlet(α, β/2, β/2) over right / missed / another relation.
+    sens = (pos_right + alpha) / (pos + alpha + beta)
+    miss = np.clip((pos_miss + beta / 2) / (pos + alpha + beta), 1e-6, 1 - 1e-6)
+    # Per type: (misses of type c + shrink · overall rate) / (answers on type c + shrink).
+    n_i = post.shape[0]
+    by_worker = sp.csr_matrix((np.ones(len(items)), (workers, items)), shape=(n_w, n_i))
+    nones = sp.csr_matrix((said_none.astype(float), (workers, items)), shape=(n_w, n_i))
+    per_type = ((nones @ post) + shrink * miss[:, None]) / ((by_worker @ post) + shrink)
+    return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6), miss,
+            np.clip(per_type, 1e-6, 1 - 1e-6))
+
+
+def _lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np.ndarray,
+                     obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int,
+                     n_c: int) -> np.ndarray:
+    spec, sens, miss = (r[workers] for r in rates[:3])
+    per_type = rates[3]
+    n_w = per_type.shape[0]
+    k = k_opt[items]
+    said_none = obs == nc
+    # Truth = relation c: none → miss(w, c); c → (1 − miss(w, c)) ρ_w; another relation →
+    # (1 − miss(w, c)) (1 − ρ_w)/(K − 2), ρ_w the worker's share right when not missing.
+    rho = np.clip(sens / np.clip(1 - miss, 1e-6, 1.0), 1e-6, 1 - 1e-6)
+    off = np.log1p(-rho) - np.log(np.maximum(k - 2, 1))
+    rel = ~said_none
+    nones = sp.csr_matrix((said_none.astype(float), (items, workers)), shape=(n_i, n_w))
+    rels = sp.csr_matrix((rel.astype(float), (items, workers)), shape=(n_i, n_w))
+    out = np.asarray(nones @ np.log(per_type)) + np.asarray(rels @ np.log1p(-per_type))
+    out += np.bincount(items, weights=np.where(rel, off, 0.0), minlength=n_i)[:, None]
+    np.add.at(out, (items[rel], obs[rel]), np.log(rho[rel]) - off[rel])
+    # Truth = none: none → spec; any relation → (1 − spec)/(K − 1).
+    neg = np.where(said_none, np.log(spec), np.log1p(-spec) - np.log(np.maximum(k - 1, 1)))
+    out[:, nc] = np.bincount(items, weights=neg, minlength=n_i)
+    return out

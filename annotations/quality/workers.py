@@ -1,5 +1,7 @@
 """Worker quality: Dawid–Skene per corpus, agreement with the other workers, flags,
-and Krippendorff's alpha per batch."""
+Krippendorff's alpha per batch, and the soft labels (P(right) of every label, from
+the lopsided one-coin model: bench/bench_aggregation.py measured it calibrated where
+full Dawid–Skene is not)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from django.conf import settings
 from annotations.models import (
     CrowdWorker,
     HitBatch,
+    PairLabel,
     Question,
     Response,
     TaskKind,
@@ -29,6 +32,8 @@ class QualityReport:
     alpha: dict[int, float | None] = field(default_factory=dict)       # per corpus
     batch_alpha: dict[int, float | None] = field(default_factory=dict)
     ds_labels: dict[int, list[str]] = field(default_factory=dict)      # question -> DS label
+    coin_labels: dict[int, list[str]] = field(default_factory=dict)    # question -> one-coin
+    soft_labels: int = 0                                               # PairLabels updated
 
 
 def _arrays(rows: list[tuple[int, int, list[str]]]) -> tuple[np.ndarray, np.ndarray, list[str],
@@ -70,6 +75,8 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
                 agree_sum[wid] += float(rate[k]) * float(total[k])
                 agree_n[wid] += int(total[k])
         report.ds_labels.update({q: fit.labels[i].split("|") for i, q in enumerate(qids)})
+        report.soft_labels += _store_soft_labels(items, workers, answers, qids, len(wids),
+                                                 report)
         report.alpha[cid] = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
                                                            len(wids))
         report.answers += len(rows)
@@ -103,3 +110,36 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         batch.save(update_fields=["alpha", "n_answers"])
         report.batch_alpha[batch.pk] = batch.alpha
     return report
+
+
+def _store_soft_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
+                       qids: list[int], n_workers: int, report: QualityReport) -> int:
+    """Fit the lopsided one-coin model and store each label's posterior on it.
+
+    An answer key holding two relations ("a|b") gives its probability to both.
+    """
+    fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
+                               none=aggregation.NO_RELATION)
+    report.coin_labels.update({q: str(fit.labels[i]).split("|") for i, q in enumerate(qids)})
+    prior: dict[str, float] = {}
+    for key, share in zip(fit.categories, fit.priors, strict=True):
+        for name in str(key).split("|"):
+            prior[name] = prior.get(name, 0.0) + float(share)
+    labels = {lab.question_id: lab for lab in PairLabel.objects.filter(question_id__in=qids)}
+    changed = []
+    for i, qid in enumerate(qids):
+        label = labels.get(qid)
+        if label is None:
+            continue
+        post: dict[str, float] = {}
+        for key, p in zip(fit.categories, fit.posterior[i], strict=True):
+            for name in str(key).split("|"):
+                post[name] = post.get(name, 0.0) + float(p)
+        label.posterior = {k: round(min(v, 1.0), 6) for k, v in post.items() if v > 1e-6}
+        label.prior = {k: round(prior[k], 6) for k in label.posterior}
+        stored = aggregation.answer_key(label.predicates)
+        label.p_correct = float(fit.posterior[i][fit.categories.index(stored)]) \
+            if stored in fit.categories else 0.0
+        changed.append(label)
+    PairLabel.objects.bulk_update(changed, ["posterior", "prior", "p_correct"], batch_size=500)
+    return len(changed)

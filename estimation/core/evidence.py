@@ -42,6 +42,10 @@ class Evidence:
               no documents given, every instance is its own cluster
     also_true: sorted keys pair·K + predicate of further true predicates on pairs
               whose crowd label holds two relations (a founder who is also an employee)
+    soft_keys, soft_probs: soft labels (noise.with_soft_labels): sorted keys
+              pair·K + predicate and the probability that the predicate holds there
+    true_prob: (n_pairs,) P(the pair holds some relation) where a soft label is
+              known, NaN elsewhere (the hard label decides there)
     """
 
     n: np.ndarray
@@ -54,6 +58,12 @@ class Evidence:
     y_subjects: np.ndarray
     also_true: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     y_docs: np.ndarray | None = None
+    soft_keys: np.ndarray | None = None
+    soft_probs: np.ndarray | None = None
+    true_prob: np.ndarray | None = None
+    soft_prior: np.ndarray | None = None  # per soft key: the crowd-wide share of that answer
+    true_prior: float | None = None  # the crowd-wide share of pairs with a relation
+    system_prior: np.ndarray | None = None  # (m,) each system's precision (noise.py)
 
     def __post_init__(self) -> None:
         if self.y_docs is None:
@@ -64,12 +74,48 @@ class Evidence:
         """Number of clusters (documents) in the exhaustive sample."""
         return int(self.y_docs.max()) + 1 if len(self.y_docs) else 0
 
-    def correct(self, pairs: np.ndarray, predicates: np.ndarray) -> np.ndarray:
-        """Whether each (dense pair index, predicate code) agrees with the crowd label."""
+    def correct(
+        self, pairs: np.ndarray, predicates: np.ndarray, systems: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Whether each (dense pair index, predicate code) agrees with the crowd label;
+        with soft labels, the probability that it is right (float). With
+        ``system_prior`` set and the predicting system of each element given, that
+        probability uses the system's precision as prior instead of the crowd's
+        answer shares (noise.py: a system's instances are not a random pair)."""
         ok = self.label[pairs] == predicates
         if len(self.also_true):
             ok |= np.isin(pairs * ALSO_TRUE_STRIDE + predicates, self.also_true)
-        return ok
+        if self.true_prob is None or self.soft_keys is None or self.soft_probs is None:
+            return ok
+        soft = ~np.isnan(self.true_prob[pairs])
+        keys = pairs * ALSO_TRUE_STRIDE + predicates
+        pos = np.minimum(np.searchsorted(self.soft_keys, keys), max(len(self.soft_keys) - 1, 0))
+        found = (self.soft_keys[pos] == keys) if len(self.soft_keys) else np.zeros(len(keys), bool)
+        prob = np.where(found, self.soft_probs[pos] if len(self.soft_probs) else 0.0, 0.0)
+        if systems is not None and self.system_prior is not None and self.soft_prior is not None:
+            prior = np.where(found, self.soft_prior[pos] if len(self.soft_prior) else 0.5, 0.5)
+            own = self.system_prior[systems]
+            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
+        return np.where(soft, prob, ok.astype(float))
+
+    def true_share(self, pairs: np.ndarray) -> np.ndarray:
+        """P(each dense pair holds a relation): the label's verdict, or its soft value."""
+        hard = (self.label[pairs] >= 0).astype(float)
+        if self.true_prob is None:
+            return hard
+        soft = self.true_prob[pairs]
+        return np.where(np.isnan(soft), hard, soft)
+
+
+def reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The posterior under another prior: odds(post)/odds(prior) is the answers'
+    likelihood ratio, the same whatever the prior. 0 and 1 stay put."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.clip(post, 1e-300, 1 - 1e-16)
+        pr = np.clip(prior, 1e-12, 1 - 1e-12)
+        lr = (p / (1 - p)) / (pr / (1 - pr))
+        out = new * lr / (new * lr + 1 - new)
+    return np.where((post <= 0) | (post >= 1) | ~np.isfinite(out), post, out)
 
 
 def prepare_evidence(

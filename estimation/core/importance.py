@@ -48,13 +48,36 @@ def at_pairs(
     where = np.full(pop.n_pairs, -1, dtype=np.int64)
     where[ev.pairs] = np.arange(len(ev.pairs))
     col = where[inst["pairs"]]
-    sel = col >= 0
-    sel[sel] = ev.correct(inst["pairs"][sel], inst["predicates"][sel])
+    on = col >= 0
+    # 0/1 with hard labels; with soft labels the probability the instance is right.
+    right = np.zeros(len(col))
+    right[on] = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+    sel = right > 0
     shape = (len(pop), len(ev.pairs))
     rows, cols = inst["system"][sel], col[sel]
-    pf = sp.coo_matrix((pop.instance_probs(scheme)[sel], (rows, cols)), shape=shape)
-    g = sp.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+    pf = sp.coo_matrix((pop.instance_probs(scheme)[sel] * right[sel], (rows, cols)), shape=shape)
+    g = sp.coo_matrix((right[sel], (rows, cols)), shape=shape)
     return pf, g
+
+
+def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str) -> sp.coo_matrix | None:
+    """Σ p_i(x)² c(1 − c) per (system, pair in U) under soft labels (None with hard ones).
+
+    A soft label c is the mean of a 0/1 truth: the per-draw second moment of the
+    true terms is E[(p/q)² c], not E[(p c/q)²]; this is the difference, so that the
+    variance counts the labels' own uncertainty.
+    """
+    if ev.true_prob is None:
+        return None
+    inst = pop.instances()
+    where = np.full(pop.n_pairs, -1, dtype=np.int64)
+    where[ev.pairs] = np.arange(len(ev.pairs))
+    col = where[inst["pairs"]]
+    on = np.flatnonzero(col >= 0)
+    c = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+    p = pop.instance_probs(scheme)[on]
+    shape = (len(pop), len(ev.pairs))
+    return sp.coo_matrix((p * p * c * (1 - c), (inst["system"][on], col[on])), shape=shape)
 
 
 class ImportanceResult(NamedTuple):
@@ -75,6 +98,7 @@ def importance_estimate(
     w: np.ndarray,
     counts_per_draw: sp.csr_matrix,
     n: np.ndarray,
+    label_var: sp.coo_matrix | None = None,
 ) -> ImportanceResult:
     """Σ_j (w_ij/n_j) Σ_{u∈X̂_j} pf_i(u)/q_i(u) with q_i = Σ_j w_ij b_j, for every i.
 
@@ -99,6 +123,13 @@ def importance_estimate(
     z, r = ratio(a), ratio(pf)
     m1 = (counts_per_draw @ r.T).toarray()  # (j × i): mean of r_i under p_j
     m2 = (counts_per_draw @ r.multiply(r).T).toarray()
+    if label_var is not None:
+        # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
+        lv = label_var.tocoo()
+        q2 = qt[lv.col, lv.row] ** 2
+        vals = np.divide(lv.data, q2, out=np.zeros(len(q2)), where=q2 > 0)
+        spread = sp.csr_matrix((vals, (lv.row, lv.col)), shape=lv.shape)
+        m2 += (counts_per_draw @ spread.T).toarray()
     z1 = (counts_per_draw @ z.T).toarray()
     z2 = (counts_per_draw @ z.multiply(z).T).toarray()
     hits = (counts_per_draw @ (z > 0).astype(float).T).toarray()  # share of j's draws on X_i

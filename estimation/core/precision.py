@@ -28,6 +28,7 @@ from .importance import (
     ImportanceResult,
     exact_effective_size,
     importance_estimate,
+    label_variance_at_pairs,
     mixing_weights,
     unreached_mass,
 )
@@ -53,6 +54,9 @@ class LabelBounds(NamedTuple):
     wrong: np.ndarray  # (m,) mass of instances on labelled pairs that are wrong
     exact: np.ndarray  # (m,) every instance of the system is on a labelled pair
     unknown_pairs: np.ndarray  # (m,) Kish count U² / Σ P(u)² of the unlabelled pairs
+    # (m,) sd of the right mass under soft labels, Σ p² c(1 − c): the bounds are then
+    # sure only up to the labels' own uncertainty (0 with hard labels).
+    label_sd: np.ndarray | float = 0.0
 
     @property
     def upper(self) -> np.ndarray:
@@ -93,7 +97,10 @@ class LabelState:
         on = ev.label[inst["pairs"]] != UNLABELLED
         self.judged = np.flatnonzero(on)
         self.judged_at = np.searchsorted(self.lab, entries[self.judged])
-        self.right = ev.correct(inst["pairs"][self.judged], inst["predicates"][self.judged])
+        self.right = ev.correct(
+            inst["pairs"][self.judged], inst["predicates"][self.judged], inst["system"][self.judged]
+        )
+        self.soft = ev.true_prob is not None
 
 
 def label_bounds(
@@ -128,21 +135,30 @@ def label_bounds(
     p = pop.instance_probs(scheme)[state.judged] * state.right * use[state.judged_at]
     known = np.bincount(state.lab_rows[state.judged_at], weights=p, minlength=m)
     wrong = np.maximum(lab_mass - known, 0.0)
-    bounds = LabelBounds(np.minimum(known, 1.0), wrong, exact, count)
+    label_sd: np.ndarray | float = 0.0
+    if state.soft:
+        q = pop.instance_probs(scheme)[state.judged] * use[state.judged_at]
+        c = state.right.astype(float)
+        label_sd = np.sqrt(np.bincount(state.lab_rows[state.judged_at],
+                                       weights=q * q * c * (1 - c), minlength=m))
+    bounds = LabelBounds(np.minimum(known, 1.0), wrong, exact, count, label_sd)
     state.cache[(scheme, own_draws_only)] = bounds
     return bounds
 
 
-def apply_bounds(iv: Interval, bounds: LabelBounds) -> Interval:
+def apply_bounds(iv: Interval, bounds: LabelBounds, z: float = 0.0) -> Interval:
     """Clip the estimate into [L, L + U] and intersect the interval with it.
 
     An empty intersection means the sampling interval missed (the truth is surely
     in the bounds): report the bounds; so do a few unlabelled pairs (see
-    MIN_UNKNOWN_PAIRS). U = 0: the exact value, zero width.
+    MIN_UNKNOWN_PAIRS). U = 0: the exact value, zero width. Soft labels widen the
+    bounds by z label sd on each side (they are no longer sure).
     """
-    lo_b, hi_b = bounds.known, bounds.upper
+    spread = z * np.asarray(bounds.label_sd)
+    lo_b = np.maximum(bounds.known - spread, 0.0)
+    hi_b = np.minimum(bounds.upper + spread, 1.0)
     # NaN (not estimable) stays NaN unless the labels give the exact value.
-    est = np.where(bounds.exact, lo_b, np.clip(iv.estimate, lo_b, hi_b))
+    est = np.where(bounds.exact, bounds.known, np.clip(iv.estimate, lo_b, hi_b))
     lo = np.maximum(iv.lo, lo_b)
     hi = np.minimum(iv.hi, hi_b)
     empty = (lo > hi) | (bounds.unknown_pairs < MIN_UNKNOWN_PAIRS)
@@ -209,7 +225,8 @@ def precision(
 
     none = n == 0
     w_simple = np.diag((~none).astype(float))
-    simple = importance_estimate(a, pf, b, w_simple, cn, n)
+    label_var = label_variance_at_pairs(pop, ev, scheme)
+    simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var)
     if reweighted:
         lo, hi = interval(simple, w_simple)
     else:
@@ -222,11 +239,12 @@ def precision(
                 np.where(none, 1.0, hi),
             ),
             label_bounds(pop, ev, scheme, own_draws_only=True, state=state),
+            z,
         )
     }
 
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
-    joint = importance_estimate(a, pf, b, w, cn, n)
+    joint = importance_estimate(a, pf, b, w, cn, n, label_var)
     lo, hi = interval(joint, w)
     est = joint.estimate.copy()
     # Systems without draws of their own, reached by few of the others' draws: no
@@ -244,5 +262,7 @@ def precision(
         if missing > 1e-12:
             est[i] = np.nan
             hi[i] = min(1.0, hi[i] + missing)
-    out["joint"] = apply_bounds(Interval(est, lo, hi), label_bounds(pop, ev, scheme, state=state))
+    out["joint"] = apply_bounds(
+        Interval(est, lo, hi), label_bounds(pop, ev, scheme, state=state), z
+    )
     return out, joint, w

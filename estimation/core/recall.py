@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import Evidence, Interval
+from .evidence import Evidence, Interval, reprior
 from .importance import ImportanceResult, per_draw_variance
 from .population import Population
 from .schemes import scheme_weights
@@ -151,9 +151,24 @@ def recall_instance(
     total = n.sum()
     b = pt[:, ev.pairs]
     q = np.asarray(b.T @ (n / max(total, 1))).ravel()
-    true_u = ev.label[ev.pairs] >= 0
-    with np.errstate(divide="ignore"):
-        a = np.where(true_u & (q > 0), 1.0 / q, 0.0)
+    # t: P(pair true), 0/1 with hard labels. With soft labels a = t/q and g is
+    # P(i right | pair true), so a·g = P(i right)/q and e = (c_i − ν t)/q stays the
+    # linearised residual; g² ≤ g makes the second moment below an upper bound.
+    t = ev.true_share(ev.pairs)
+    if ev.system_prior is not None and ev.true_prior is not None and len(t):
+        # A pair's prior of holding a relation: the precision of the systems that
+        # draw it, mixed as the draws are (noise.py); the crowd's share elsewhere.
+        prec = np.where(np.isnan(ev.system_prior), ev.true_prior, ev.system_prior)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mix = np.asarray(b.T @ (n * prec / max(total, 1))).ravel() / q
+        mix = np.where(q > 0, mix, ev.true_prior)
+        soft = ~np.isnan(ev.true_prob[ev.pairs])
+        t = np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where((t > 0) & (q > 0), t / q, 0.0)
+        if ev.true_prob is not None:
+            g = sp.coo_matrix(g) @ sp.diags(np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0))
+            g = g.minimum(1.0)  # P(i right | true) ≤ 1 when the two priors differ
     c_tot = np.asarray(ev.counts.sum(axis=0)).ravel()
     den = float(c_tot @ a)
     g = g.tocsr()

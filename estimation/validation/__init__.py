@@ -11,10 +11,15 @@ from .battery import (
     summarise,
     verdict,
 )
+from .noisy import NOISY, UNCORRECTED
 from .worlds import World, WorldSpec, make_world
 
+SCENARIOS.update(NOISY)  # noisy-crowd scenarios live in their own module
+
 __all__ = [
+    "NOISY",
     "SCENARIOS",
+    "UNCORRECTED",
     "Run",
     "Scenario",
     "World",

@@ -21,6 +21,10 @@ from tests.factories import make_corpus, make_pair, make_submission, span
 
 @pytest.mark.django_db
 def test_load_and_estimate() -> None:
+    _load_and_estimate()
+
+
+def _load_and_estimate() -> tuple:
     corpus = make_corpus()
     doc = Document.objects.get(doc_id="D1")
     born = make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE")
@@ -61,3 +65,25 @@ def test_load_and_estimate() -> None:
     np.testing.assert_allclose(simple, [1.0, 0.5])
     recall = res.results["instance"]["recall"]["simple"].estimate
     np.testing.assert_allclose(recall, [0.5, 0.0])
+    return corpus, born
+
+
+@pytest.mark.django_db
+def test_soft_labels_from_the_quality_pass(settings) -> None:
+    """With KBPO_SOFT_LABELS the stored posteriors replace the 0/1 verdicts."""
+    corpus, born = _load_and_estimate()
+    # The crowd is only 60% sure Ada was born in London; 40% for no relation.
+    PairLabel.objects.filter(pair=born).update(
+        posterior={"per:place_of_birth": 0.6, "no_relation": 0.4},
+        prior={"per:place_of_birth": 0.3, "no_relation": 0.7}, p_correct=0.6)
+    settings.KBPO_SOFT_LABELS = False
+    assert load_corpus_data(corpus).soft is None
+    settings.KBPO_SOFT_LABELS = True
+    data = load_corpus_data(corpus)
+    assert len(data.soft.pairs) == 2
+    ev = data.evidence()
+    assert ev.true_prob is not None and ev.system_prior is not None
+    simple = estimate(data.population, ev).results["instance"]["precision"]["simple"]
+    # System A: born (soft, under A's own precision as prior) and wed (certain).
+    assert 0.5 < simple.estimate[0] < 1.0
+    assert simple.lo[0] < simple.estimate[0] < simple.hi[0]

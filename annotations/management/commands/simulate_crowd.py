@@ -97,16 +97,19 @@ class Command(BaseCommand):
         labels_before = PairLabel.objects.count()
         touched: set[int] = set()
         totals: Counter[str] = Counter()
+        before_round = labels_before
         for round_no in range(1, int(opts["max_rounds"]) + 1):  # type: ignore[arg-type]
             answered, qids = self._round(hits, pool, key, seed, round_no, totals)
             touched.update(qids)
             if qids:
                 aggregate(qids)
             waiting = Question.objects.filter(pk__in=touched, state=QuestionState.OPEN).count()
+            now = PairLabel.objects.count()
             self.stdout.write(f"round {round_no}: {answered} assignments on "
                               f"{len(set(qids))} questions; "
-                              f"{PairLabel.objects.count() - labels_before} new labels; "
+                              f"{now - before_round} new labels this round; "
                               f"{waiting} questions still open")
+            before_round = now
             if answered == 0:
                 break
         self._summary(key, touched, totals, labels_before, time.monotonic() - started, corpus)
@@ -149,7 +152,7 @@ class Command(BaseCommand):
         labels = dict(PairLabel.objects.filter(pair_id__in=[q.pair_id for q in questions])
                       .values_list("pair_id", "predicates"))
         report = update_worker_quality(corpus.pk if corpus else None)
-        majority_ok = ds_ok = judged = 0
+        majority_ok = ds_ok = coin_ok = judged = 0
         for q in questions:
             if q.pair_id not in labels:
                 continue
@@ -157,6 +160,7 @@ class Command(BaseCommand):
             judged += 1
             majority_ok += frozenset(labels[q.pair_id]) == truth
             ds_ok += frozenset(report.ds_labels.get(q.pk, [])) == truth
+            coin_ok += frozenset(report.coin_labels.get(q.pk, [])) == truth
         spend = budget.spend()
         new_labels = PairLabel.objects.count() - labels_before
         self.stdout.write(self.style.SUCCESS(
@@ -165,7 +169,8 @@ class Command(BaseCommand):
         if judged:
             self.stdout.write(f"accuracy against gold on {judged} labelled questions: "
                               f"majority {majority_ok / judged:.3f}, "
-                              f"Dawid–Skene {ds_ok / judged:.3f}")
+                              f"Dawid–Skene {ds_ok / judged:.3f}, "
+                              f"one-coin {coin_ok / judged:.3f}")
         for cid, alpha in report.alpha.items():
             shown = "n/a" if alpha is None else f"{alpha:.3f}"
             self.stdout.write(f"Krippendorff's alpha (corpus {cid}): {shown}")

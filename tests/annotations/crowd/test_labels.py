@@ -196,6 +196,15 @@ def test_worker_quality_flags_and_batch_agreement(settings, django_capture_on_co
     assert report.flagged == ["simulated:bad"]
     batch = HitBatch.objects.get()
     assert batch.alpha is not None and batch.alpha < 1 and batch.n_answers == 21
+    # Soft labels: every label carries its posterior; two honest workers against one
+    # dissenter make the majority label likely but not certain.
+    assert report.soft_labels == PairLabel.objects.count() == 7
+    for label in PairLabel.objects.all():
+        key = "|".join(label.predicates)
+        assert 0.5 < label.p_correct < 1.0
+        assert label.posterior[key] == pytest.approx(label.p_correct, abs=1e-6)
+        assert sum(label.posterior.values()) == pytest.approx(1.0, abs=1e-4)
+        assert set(label.prior) == set(label.posterior)
     crowd_workers.block_worker(by_id["bad"], "disagrees with everyone")
     by_id["bad"].refresh_from_db()
     assert by_id["bad"].blocked and by_id["bad"].blocked_reason

@@ -1,0 +1,117 @@
+"""Soft labels: estimating against the truth, not against the crowd.
+
+A crowd label is right only with some probability. Given, per labelled pair, the
+posterior probability of each answer (a Dawid–Skene-style model of the workers,
+anchored by control questions with known answers), the estimators replace the 0/1
+"this instance is right" by that probability: precision sums P(right) instead of
+right, and recall's ν counts P(pair true) and P(system right) instead of the label's
+verdicts. A systematic crowd error (a relation type workers miss) is then corrected
+instead of inherited; with a perfect crowd every probability is 0 or 1 and the
+estimates are the hard-label ones exactly. The label bounds widen by the
+probabilities' own spread (precision.apply_bounds).
+
+The crowd's posterior uses the answer shares of all labelled pairs as its prior,
+but an instance of a system is not a random labelled pair: a precise system's
+instances are right more often. Averaged over a system's instances, a posterior
+under the wrong prior is biased towards the crowd-wide share. So each system's
+instances are re-weighted to its own precision as prior (the answers' likelihood
+ratio is prior-free), and the precision is iterated to its fixed point: at the
+true precision the posteriors average to it (`self_consistent`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .evidence import ALSO_TRUE_STRIDE, NO_RELATION, Evidence
+from .population import Population
+
+
+@dataclass(frozen=True)
+class SoftLabels:
+    """Rows (pair id, predicate code, probability): P(the predicate holds on the pair).
+
+    A row with predicate NO_RELATION gives P(the pair holds no relation); a labelled
+    pair without such a row gets 1 − the sum of its relation rows (at least 0).
+    Predicates without a row have probability 0 on a pair that has rows.
+    """
+
+    pairs: np.ndarray
+    predicates: np.ndarray
+    probs: np.ndarray
+    priors: np.ndarray | None = None  # the prior share each row's posterior used
+
+    def __post_init__(self) -> None:
+        n = {len(self.pairs), len(self.predicates), len(self.probs)}
+        if len(n) != 1:
+            raise ValueError("soft labels: pairs, predicates and probs differ in length")
+        p = np.asarray(self.probs, dtype=float)
+        if len(p) and (np.isnan(p).any() or p.min() < 0 or p.max() > 1):
+            raise ValueError("soft labels: every probability must be in [0, 1]")
+
+
+def from_posterior(pairs: np.ndarray, categories: list[int], posterior: np.ndarray,
+                   priors: np.ndarray | None = None, floor: float = 1e-9) -> SoftLabels:
+    """Rows from a (pairs × categories) posterior over predicate codes (−1: none);
+    ``priors``: the class shares the posterior was computed with (per category)."""
+    posterior = np.asarray(posterior, dtype=float)
+    rows, cols = np.nonzero(posterior > floor)
+    return SoftLabels(np.asarray(pairs, np.int64)[rows],
+                      np.asarray(categories, np.int64)[cols], posterior[rows, cols],
+                      None if priors is None else np.asarray(priors, float)[cols])
+
+
+def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidence:
+    """The evidence with soft labels on the pairs they cover (others stay hard)."""
+    dense = pop.lookup_pairs(np.asarray(soft.pairs, dtype=np.int64))
+    preds = np.asarray(soft.predicates, dtype=np.int64)
+    probs = np.asarray(soft.probs, dtype=float)
+    keep = dense >= 0
+    dense, preds, probs = dense[keep], preds[keep], probs[keep]
+    priors = None if soft.priors is None else np.asarray(soft.priors, float)[keep]
+    rel = preds != NO_RELATION
+    true_prob = np.full(pop.n_pairs, np.nan)
+    covered = np.unique(dense)
+    mass = np.bincount(dense[rel], weights=probs[rel], minlength=pop.n_pairs)
+    true_prob[covered] = np.clip(mass[covered], 0.0, 1.0)
+    none = ~rel
+    if none.any():
+        # P(true) = 1 − P(none): exact where the posterior's rows are complete.
+        true_prob[dense[none]] = np.clip(1.0 - probs[none], 0.0, 1.0)
+    keys = dense[rel] * ALSO_TRUE_STRIDE + preds[rel]
+    order = np.argsort(keys, kind="stable")
+    keys, vals = keys[order], probs[rel][order]
+    uniq, first = np.unique(keys, return_index=True)
+    summed = np.add.reduceat(vals, first) if len(vals) else vals
+    prior_k = None if priors is None else priors[rel][order][first]
+    true_prior = None
+    if priors is not None and none.any():
+        true_prior = float(1.0 - priors[none][0])
+    return replace(ev, soft_keys=uniq, soft_probs=np.clip(summed, 0.0, 1.0),
+                   true_prob=true_prob, soft_prior=prior_k, true_prior=true_prior,
+                   system_prior=None)
+
+
+def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance",
+                    rounds: int = 4, **kwargs: object) -> Evidence:
+    """The evidence with each system's precision as the prior of its instances.
+
+    Starts from the crowd-wide posteriors and re-estimates each system's joint
+    precision (under the instance scheme: the prior of a random instance) with its
+    own prior, ``rounds`` times; a system without an estimate keeps the crowd's.
+    """
+    from .estimators import estimate
+
+    if ev.true_prob is None or ev.soft_prior is None:
+        return ev
+    prior = np.full(len(pop), np.nan)
+    for _ in range(rounds):
+        cur = replace(ev, system_prior=prior)
+        res = estimate(pop, cur, draw_scheme, ["instance"], **kwargs)  # type: ignore[arg-type]
+        new = np.clip(res.results["instance"]["precision"]["joint"].estimate, 1e-3, 1 - 1e-3)
+        if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
+            break
+        prior = new
+    return replace(ev, system_prior=prior)

@@ -1,0 +1,210 @@
+"""A simulated crowd for the validation battery: noisy labels of mention pairs.
+
+Vectorised numpy, the same error model as the Django side's simulated crowd
+(annotations.crowd.simulation): honest workers answer right with their own
+accuracy (drawn around 1 − error rate) and otherwise pick one of the pair's other
+offered answers uniformly; spammers answer uniformly at random. With
+``systematic`` an honest worker's errors on true pairs are blind spots instead: they
+miss each relation type with probability ``error_rate``, and miss it every time
+(answering "no relation"), so extra answers from the same worker never wash it out.
+
+Labels follow the production rule (annotations.crowd.labels): three answers, a
+strict majority wins; without one, another answer, up to two more; then the
+plurality. Codes: predicates 0..P−1, NO_RELATION = −1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from annotations.quality.aggregation import one_coin
+
+from ..core import Evidence, Population, prepare_evidence
+from ..core.noise import from_posterior, self_consistent, with_soft_labels
+
+NO_RELATION = -1
+
+
+@dataclass(frozen=True)
+class CrowdSpec:
+    error_rate: float = 0.1  # mean error rate of honest workers
+    spammer_share: float = 0.1  # workers answering at random
+    n_workers: int = 20
+    answers: int = 3  # per question, before ties ask for more
+    max_extra: int = 2
+    n_options: int = 6  # relation types offered for a pair (its types allow), besides none
+    systematic: bool = False
+    control_share: float = 0.1  # share of every HIT's questions with a known answer
+
+
+@dataclass
+class CrowdLabels:
+    """Answers to a set of questions and the production labels made from them."""
+
+    items: np.ndarray  # (A,) question index of each answer
+    workers: np.ndarray  # (A,) worker index
+    answers: np.ndarray  # (A,) answer code
+    labels: np.ndarray  # (n,) majority/plurality label per question
+    n_options: np.ndarray  # (n,) answers offered per question (incl. no relation)
+
+
+@dataclass
+class Pool:
+    accuracy: np.ndarray  # (W,)
+    spammer: np.ndarray  # (W,) bool
+    blind: np.ndarray  # (W, P) bool: relation types the worker always misses (systematic)
+
+
+def make_pool(spec: CrowdSpec, n_predicates: int, rng: np.random.Generator) -> Pool:
+    w = spec.n_workers
+    n_spam = round(w * spec.spammer_share) if w > 3 else 0
+    spammer = np.arange(w) >= w - n_spam
+    acc = np.clip(rng.normal(1 - spec.error_rate, 0.05, w), 0.0, 1.0)
+    if spec.error_rate == 0:
+        acc[:] = 1.0
+    blind = np.zeros((w, n_predicates), dtype=bool)
+    if spec.systematic:
+        blind = rng.random((w, n_predicates)) < spec.error_rate
+    return Pool(np.where(spammer, 0.0, acc), spammer, blind)
+
+
+def _options(truth: np.ndarray, spec: CrowdSpec, n_predicates: int,
+             rng: np.random.Generator) -> np.ndarray:
+    """(n × k) relation types offered per question; the true one among them."""
+    k = min(spec.n_options, n_predicates)
+    offered = np.argsort(rng.random((len(truth), n_predicates)), axis=1)[:, :k]
+    true = truth >= 0
+    missing = true & ~(offered == truth[:, None]).any(axis=1)
+    offered[missing, 0] = truth[missing]
+    return offered
+
+
+def _answer(truth: np.ndarray, worker: np.ndarray, offered: np.ndarray, pool: Pool,
+            spec: CrowdSpec, rng: np.random.Generator) -> np.ndarray:
+    """One answer per (question, worker) row."""
+    n, k = offered.shape
+    choices = np.concatenate([offered, np.full((n, 1), NO_RELATION)], axis=1)
+    pick_any = choices[np.arange(n), rng.integers(0, k + 1, n)]
+    # A wrong answer: one of the k offered answers other than the truth.
+    is_true = choices == truth[:, None]
+    order = np.argsort(is_true + rng.random((n, k + 1)), axis=1)  # the truth sorts last
+    wrong = choices[np.arange(n), order[np.arange(n), rng.integers(0, k, n)]]
+    right = rng.random(n) < pool.accuracy[worker]
+    out = np.where(right, truth, wrong)
+    if spec.systematic:
+        honest_true = ~pool.spammer[worker] & (truth >= 0)
+        blind = honest_true & pool.blind[worker, np.maximum(truth, 0)]
+        # Blind spots replace the random errors on true pairs.
+        out = np.where(honest_true, np.where(blind, NO_RELATION, truth), out)
+    return np.where(pool.spammer[worker], pick_any, out)
+
+
+def _strict_majority(answers: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Label and whether a strict majority of the first n answers agrees on it."""
+    head = answers[:, :n]
+    agree = (head[:, :, None] == head[:, None, :]).sum(axis=2)
+    best = agree.argmax(axis=1)
+    return head[np.arange(len(head)), best], agree.max(axis=1) * 2 > n
+
+
+def _plurality(answers: np.ndarray) -> np.ndarray:
+    """Most frequent answer; ties to the smallest code (a deterministic rule)."""
+    agree = (answers[:, :, None] == answers[:, None, :]).sum(axis=2)
+    top = agree == agree.max(axis=1, keepdims=True)
+    return np.where(top, answers, np.iinfo(np.int64).max).min(axis=1)
+
+
+def answer(truth: np.ndarray, pool: Pool, spec: CrowdSpec, n_predicates: int,
+           rng: np.random.Generator) -> CrowdLabels:
+    """The crowd answers every question (true codes ``truth``), ties asking for more."""
+    truth = np.asarray(truth, dtype=np.int64)
+    n, most = len(truth), spec.answers + spec.max_extra
+    offered = _options(truth, spec, n_predicates, rng)
+    w = len(pool.accuracy)
+    most = min(most, w)
+    workers = np.argsort(rng.random((n, w)), axis=1)[:, :most]
+    ans = np.stack([_answer(truth, workers[:, j], offered, pool, spec, rng)
+                    for j in range(most)], axis=1)
+    used = np.full(n, min(spec.answers, most))
+    labels, done = _strict_majority(ans, used[0])
+    for extra in range(spec.answers + 1, most + 1):
+        lab, ok = _strict_majority(ans, extra)
+        todo = ~done
+        used[todo] = extra
+        labels = np.where(todo, lab, labels)
+        done = done | ok
+    if (~done).any():
+        for size in np.unique(used[~done]):
+            rows = np.flatnonzero(~done & (used == size))
+            labels[rows] = _plurality(ans[rows, :size])
+    mask = np.arange(most)[None, :] < used[:, None]
+    items = np.repeat(np.arange(n), used)
+    return CrowdLabels(items, workers[mask], ans[mask], labels,
+                       np.full(n, offered.shape[1] + 1))
+
+
+class CrowdLabeller:
+    """One trial's crowd: answers every pair once, labels any labelled set.
+
+    Every pair of the world gets its answers up front (a pair is asked once, so a
+    label never changes when more pairs are labelled later). ``evidence`` builds the
+    estimators' input from the crowd's majority labels and, with ``correct``, the soft
+    labels of the production model (annotations.quality.aggregation.one_coin, with
+    separate rates for missed relations), fitted on the labelled pairs plus control
+    questions: a share ``control_share`` of extra pairs with known answers, answered by
+    the same workers, which anchor the fit and never count as labels.
+    """
+
+    def __init__(self, spec: CrowdSpec, label: np.ndarray, n_predicates: int,
+                 rng: np.random.Generator, correct: bool = True) -> None:
+        self.spec, self.truth, self.correct = spec, label, correct
+        self.n_predicates = n_predicates
+        self.pool = make_pool(spec, n_predicates, rng)
+        self.got = answer(label, self.pool, spec, n_predicates, rng)
+        self.start = np.concatenate([[0], np.cumsum(np.bincount(self.got.items,
+                                                                minlength=len(label)))])
+        self.control_order = rng.permutation(len(label))
+        self.controls = 0
+        self.answers = 0
+        self.priors = np.zeros(0)
+
+    def labels(self, pairs: np.ndarray) -> np.ndarray:
+        return self.got.labels[pairs]
+
+    def _answers_of(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lo, hi = self.start[pairs], self.start[pairs + 1]
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)]) \
+            if len(pairs) else np.zeros(0, np.int64)
+        local = np.repeat(np.arange(len(pairs)), hi - lo)
+        return local, self.got.workers[idx], self.got.answers[idx]
+
+    def soft(self, pairs: np.ndarray) -> np.ndarray:
+        """(pairs × categories) posterior, categories −1..P−1 (controls anchor it)."""
+        share = self.spec.control_share
+        n_ctrl = round(len(pairs) * share / (1 - share)) if share > 0 else 0
+        ctrl = self.control_order[:n_ctrl]
+        both = np.concatenate([pairs, ctrl])
+        items, workers, answers = self._answers_of(both)
+        self.controls, self.answers = n_ctrl, len(answers)
+        known = {len(pairs) + k: int(self.truth[u]) for k, u in enumerate(ctrl)}
+        fit = one_coin(items, workers, answers.tolist(), len(both), len(self.pool.accuracy),
+                       n_options=self.got.n_options[both], known=known,
+                       categories=list(range(-1, self.n_predicates)), none=NO_RELATION,
+                       tol=1e-6)
+        self.priors = fit.priors
+        self.priors = fit.priors
+        return fit.posterior[: len(pairs)]
+
+    def evidence(self, pop: Population, draws: Mapping[str, np.ndarray], lab: np.ndarray,
+                 *exhaustive: np.ndarray) -> Evidence:
+        """prepare_evidence on the crowd's labels (soft ones when correcting)."""
+        ev = prepare_evidence(pop, draws, lab, self.labels(lab), *exhaustive)
+        if not self.correct:
+            return ev
+        cats = list(range(-1, self.n_predicates))
+        post = self.soft(lab)
+        ev = with_soft_labels(pop, ev, from_posterior(lab, cats, post, self.priors))
+        return self_consistent(pop, ev)
