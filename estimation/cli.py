@@ -103,45 +103,55 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _schemes(value: str, option: str) -> list[str]:
+def _schemes(value: str, option: str, allow_all: bool = True) -> list[str]:
     from .core.problem import ProblemError
     from .core.schemes import SCHEMES
 
-    schemes = list(SCHEMES) if value == "all" else value.split(",")
+    schemes = list(SCHEMES) if value == "all" and allow_all else value.split(",")
+    accepted = ("'all' or one of " if allow_all else "one of ") + ", ".join(SCHEMES)
     for s in schemes:
         if s not in SCHEMES:
-            raise ProblemError(
-                f"{option}: unknown scheme {s!r}; expected 'all' or one of {', '.join(SCHEMES)}"
-            )
+            raise ProblemError(f"{option}: unknown scheme {s!r}; expected {accepted}")
     return schemes
 
 
 def _validate(args: argparse.Namespace) -> int:
     from .core.problem import ProblemError
-    from .validation import SCENARIOS, format_table, passed, run_scenario, summarise, verdict
+    from .core.schemes import SCHEMES
+    from .validation import (
+        SCENARIOS,
+        format_table,
+        passed,
+        run_scenario,
+        scenario,
+        summarise,
+        verdict,
+    )
 
     if args.list:
-        for name, scenario in SCENARIOS.items():
-            print(f"{name:11s} {scenario.description}")
+        for name, spec in SCENARIOS.items():
+            print(f"{name:11s} {spec.description}")
         return 0
     names = args.scenario or list(SCENARIOS)
-    for name in names:
-        if name not in SCENARIOS:
-            raise ProblemError(
-                f"--scenario: unknown scenario {name!r}; expected one of {', '.join(SCENARIOS)}"
-            )
+    try:
+        chosen = [scenario(name) for name in names]
+    except ValueError as exc:
+        raise ProblemError(f"--scenario: {exc}") from None
     if args.trials < 2:
-        raise ProblemError("--trials: at least 2")
-    draw_scheme = _schemes(args.draw_scheme, "--draw-scheme")
+        raise ProblemError(f"--trials: expected an integer of at least 2, got {args.trials}")
+    draw_scheme = _schemes(args.draw_scheme, "--draw-scheme", allow_all=False)
     if len(draw_scheme) != 1:
-        raise ProblemError("--draw-scheme: expected one scheme")
+        raise ProblemError(
+            f"--draw-scheme: expected one scheme of {', '.join(SCHEMES)}, "
+            f"got {args.draw_scheme!r}"
+        )
     schemes = _schemes(args.schemes, "--schemes")
     verdicts, ok = [], True
-    for name in names:
-        scenario = SCENARIOS[name].small() if args.small else SCENARIOS[name]
-        run = run_scenario(scenario, args.trials, args.seed, schemes, draw_scheme[0])
+    for name, spec in zip(names, chosen, strict=True):
+        spec = spec.small() if args.small else spec
+        run = run_scenario(spec, args.trials, args.seed, schemes, draw_scheme[0])
         rows = summarise(run)
-        print(f"== {name}: {scenario.description}")
+        print(f"== {name}: {spec.description}")
         print(format_table(rows))
         for r in rows:
             for message, good in r.checks:

@@ -1,0 +1,107 @@
+"""End to end on the demo world: after the demo's systems are scored, a new user uploads a
+handful of relations copied from one document of a demo system (some of them false).
+
+The whole loop runs inline (Celery eager, committed data so that `on_commit` hooks fire):
+`manage.py demo` (corpus, exhaustive sample, demo systems, simulated crowd, scores),
+then `manage.py submit` (ingestion, the planner, HITs), the simulated crowd again, and
+the recompute. The stored interval must contain the copy's true precision, computed
+here from the world's gold key (gold.jsonl), never by the estimators.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from annotations.crowd.simulation import GoldKey
+from annotations.models import PairLabel, SampleDraw
+from estimation.models import ScoreRun, SystemScore, is_exact
+from kbpo.core.models import Corpus
+from submissions.models import RelationInstance, State, Submission
+
+SOURCE = "sys01_baseline"
+# A small world keeps the loop fast; the seed is fixed, so the copied document is too.
+WORLD = {"docs": 25, "systems": 2, "seed": 11}
+
+
+def copy_one_document(kb: Path, out: Path, name: str, size: tuple[int, int]) -> int:
+    """Write a KB with the relations of the first document (by id) on which `kb` has
+    between size[0] and size[1] relation lines, and the entity lines they use."""
+    lines = kb.read_text(encoding="utf-8").splitlines()
+    entity_lines: dict[str, list[str]] = defaultdict(list)
+    by_doc: dict[str, list[str]] = defaultdict(list)
+    for line in lines[1:]:
+        cols = line.split("\t")
+        if cols[1] in ("type", "mention", "canonical_mention", "link"):
+            entity_lines[cols[0]].append(line)
+        else:
+            by_doc[cols[3].split(":")[0]].append(line)
+    doc = next(d for d in sorted(by_doc) if size[0] <= len(by_doc[d]) <= size[1])
+    relations = by_doc[doc]
+    used = {c for line in relations for c in line.split("\t")[::2][:2] if c.startswith(":E")}
+    kept = [e for key in sorted(used, key=lambda k: int(k[2:])) for e in entity_lines[key]]
+    # Entity lines in the order the format asks for: types, mentions, canonical, links.
+    order = {"type": 0, "mention": 1, "canonical_mention": 2, "link": 3}
+    kept.sort(key=lambda line: order[line.split("\t")[1]])
+    out.write_text("\n".join([name, *kept, *relations]) + "\n", encoding="utf-8")
+    return len(relations)
+
+
+def true_precision(sub: Submission, gold: GoldKey) -> tuple[float, int, int]:
+    """Instance-scheme precision from gold: share of distinct (pair, predicate) that hold."""
+    rows = set(RelationInstance.objects.filter(submission=sub).values_list(
+        "pair__document__doc_id", "pair__subject_begin", "pair__subject_end",
+        "pair__object_begin", "pair__object_end", "predicate"))
+    right = sum(r[5] in gold.truth(r[:5]) for r in rows)
+    return right / len(rows), right, len(rows)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_handful_copied_from_a_demo_system_gets_an_honest_interval(tmp_path: Path,
+                                                                      settings) -> None:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.KBPO_SCORE_SCHEMES = ["instance"]
+    out = tmp_path / "demo"
+    call_command("demo", out=out, stdout=io.StringIO(), **WORLD)
+    corpus = Corpus.objects.get(tag="demo")
+    assert set(Submission.objects.filter(corpus=corpus).values_list("state", flat=True)) == {
+        State.SCORED}
+    runs_before = ScoreRun.objects.filter(corpus=corpus).count()
+
+    kb = tmp_path / "copy.kb"
+    n_lines = copy_one_document(out / "systems" / f"{SOURCE}.kb", kb, "copy", (6, 9))
+    call_command("submit", str(kb), user="demo", corpus="demo", name="copy", public=True,
+                 stdout=io.StringIO())
+    sub = Submission.objects.get(corpus=corpus, name="copy")
+    gold = GoldKey.load(out / "gold.jsonl")
+    truth, right, n = true_precision(sub, gold)
+    assert 5 <= n <= n_lines and 0 < right < n, (right, n)  # a few of them are false
+    # The planner asked for draws (the copy is new: no interval may rest on others'
+    # draws that never reached it), and the crowd answers them.
+    assert SampleDraw.objects.filter(submission=sub).exists()
+    call_command("simulate_crowd", gold=str(out / "gold.jsonl"), corpus="demo",
+                 seed=WORLD["seed"], error_rate=0.05, stdout=io.StringIO())
+    sub.refresh_from_db()
+    assert sub.state == State.SCORED, sub.state
+    assert ScoreRun.objects.filter(corpus=corpus).count() > runs_before
+
+    score = (SystemScore.objects.filter(submission=sub, scheme="instance",
+                                        run__status=ScoreRun.Status.COMPLETE)
+             .order_by("-run__finished_at", "-run_id").first())
+    for kind in ("joint", "simple"):
+        est, lo, hi = score.interval("precision", kind)
+        assert lo - 1e-9 <= truth <= hi + 1e-9, (kind, truth, est, lo, hi)
+        if is_exact(lo, hi):
+            # Exact only when every pair of the copy is labelled (by the crowd here).
+            pairs = set(RelationInstance.objects.filter(submission=sub)
+                        .values_list("pair_id", flat=True))
+            assert PairLabel.objects.filter(pair_id__in=pairs).count() == len(pairs)
+            assert est == pytest.approx(truth)
+        else:
+            assert hi - lo > 0.05
