@@ -28,6 +28,16 @@ def is_exact(lo: float | None, hi: float | None) -> bool:
     return lo is not None and hi is not None and hi - lo <= 1e-12
 
 
+def interval_ends(lo: float, hi: float, decimals: int = 3) -> tuple[str, str]:
+    """The two ends as text, with more decimals (up to 6) where three would print the
+    same number twice: a recall of 0.0008–0.0017 must not read as "0.001–0.001"."""
+    for d in range(decimals, 7):
+        a, b = f"{lo:.{d}f}", f"{hi:.{d}f}"
+        if a != b:
+            break
+    return a, b
+
+
 class ScoringState(models.Model):
     """Per corpus: how many label changes were announced and how many were scored.
 

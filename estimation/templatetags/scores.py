@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import template
 from django.utils.html import format_html
 
-from ..models import EXACT_NOTE, is_exact
+from ..models import EXACT_NOTE, interval_ends, is_exact
 
 register = template.Library()
 
@@ -35,4 +35,4 @@ def ci(lo: float | None, hi: float | None) -> str:
         return ""
     if is_exact(lo, hi):
         return format_html('<span class="ci exact" title="{}">exact</span>', EXACT_NOTE)
-    return format_html('<span class="ci">{}–{}</span>', score(lo), score(hi))
+    return format_html('<span class="ci">{}–{}</span>', *interval_ends(lo, hi))

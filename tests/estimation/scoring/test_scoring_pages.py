@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from estimation import scoring
+from estimation.models import interval_ends
 from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World, label
 from tests.factories import make_user
@@ -186,3 +187,7 @@ def test_exact_values_read_exact_not_a_zero_width_interval(scored: World) -> Non
     assert "exact" in alpha and "[1.000,1.000]" not in alpha
     assert scoring.fmt_interval(1.0, 1.0, 1.0) == "1.000  (exact: every prediction is labelled)"
     assert "interval 0.200–0.700" in scoring.fmt_interval(0.5, 0.2, 0.7)
+    # Narrow but not exact (a tiny system's recall): enough decimals to tell the ends apart.
+    assert "interval 0.0006–0.0014" in scoring.fmt_interval(0.001, 0.0006, 0.0014)
+    assert interval_ends(0.00121, 0.00124) == ("0.00121", "0.00124")
+    assert interval_ends(0.25, 0.5) == ("0.250", "0.500")
