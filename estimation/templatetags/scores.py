@@ -1,8 +1,11 @@
-"""Template filters for scores: fixed three decimals, percentages."""
+"""Template filters for scores: fixed three decimals, percentages, intervals."""
 
 from __future__ import annotations
 
 from django import template
+from django.utils.html import format_html
+
+from ..models import EXACT_NOTE, interval_ends, is_exact
 
 register = template.Library()
 
@@ -22,3 +25,14 @@ def pct(value: float | None) -> str:
 def lookup(mapping: dict, key: str) -> object:
     """mapping[key] in a template (None when absent)."""
     return mapping.get(key)
+
+
+@register.simple_tag
+def ci(lo: float | None, hi: float | None) -> str:
+    """The interval under a score: 'lo–hi', or 'exact' when the labels decide the value
+    (a zero-width interval, which would otherwise look like a bug)."""
+    if lo is None or hi is None:
+        return ""
+    if is_exact(lo, hi):
+        return format_html('<span class="ci exact" title="{}">exact</span>', EXACT_NOTE)
+    return format_html('<span class="ci">{}–{}</span>', *interval_ends(lo, hi))
