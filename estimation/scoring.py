@@ -46,6 +46,7 @@ from submissions.services import TransitionError, transition
 from .core import SCHEMES, estimate
 from .data import load_corpus_data
 from .models import METRIC_COLUMNS, METRICS, ScoreRun, ScoringState, SystemScore
+from .snapshot import write_snapshots
 
 logger = logging.getLogger(__name__)
 
@@ -270,6 +271,8 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             run.n_exhaustive_documents = data.exhaustive_documents
             run.n_exhaustive_instances = len(data.exhaustive_pairs)
             run.save()
+            # The stored boards move with the run: pages never see a run without them.
+            write_snapshots(run)
         say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
     except Exception as exc:
         run.status = ScoreRun.Status.FAILED
@@ -344,5 +347,4 @@ def notify_scored(submission_id: int, run_id: int) -> None:
 
 
 def latest_run(corpus: Corpus | int) -> ScoreRun | None:
-    return (ScoreRun.objects.filter(corpus=corpus, status=ScoreRun.Status.COMPLETE)
-            .order_by("-finished_at", "-id").first())
+    return ScoreRun.latest(corpus)
