@@ -140,6 +140,11 @@ def visible_filter(user: object, prefix: str = "submission__") -> Q:
     return q
 
 
+def can_see(staff: bool, viewer_id: int | None, public: bool, owner_id: int) -> bool:
+    """`visible_filter` for one row already in memory (viewer_id None: anonymous)."""
+    return staff or public or (viewer_id is not None and viewer_id == owner_id)
+
+
 def build(corpus: Corpus, user: object, scheme: str = "instance", metric: str = "f1",
           kind: str = "joint", run: ScoreRun | None = None) -> Board:
     """The ranked leaderboard of `corpus` as `user` may see it."""

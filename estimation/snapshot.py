@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.humanize.templatetags.humanize import intcomma
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.template.defaultfilters import linebreaksbr
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -31,7 +33,7 @@ from kbpo.core.security import csv_safe
 from submissions.models import ACTIVE_STATES, State, Submission
 
 from . import leaderboard as lb
-from .models import METRICS, BoardSnapshot, ScoreRun, SystemScore
+from .models import METRICS, BoardSnapshot, ScoreRun, ScoringState, SystemScore
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +135,12 @@ def _render(run: ScoreRun, scheme: str, kind: str, metric: str,
                     "exhaustive_documents": run.n_exhaustive_documents,
                     "duration_s": run.duration_s, "draw_scheme": run.draw_scheme},
             "confidence": run.confidence}
+    frame = {"board": {"scheme": scheme, "metric": metric, "kind": kind, "ticks": TICKS,
+                       "confidence_pct": pct},
+             "metrics": lb.METRIC_LABELS, "bar_width": lb.BAR_WIDTH,
+             "sort_label": lb.METRIC_LABELS[metric]}
+    head["open"] = render_to_string("estimation/_board_open.html", frame)
+    head["close"] = render_to_string("estimation/_board_close.html", frame)
     return {"run": run, "head": head, "rows": rows, "html": html, "api": api, "csv": csv_cells}
 
 
@@ -168,18 +176,58 @@ def refresh_corpus(corpus_id: int) -> None:
         write_snapshots(run)
 
 
-def load(tag: str, scheme: str, metric: str, kind: str, part: str) -> BoardSnapshot | None:
-    """The stored board with only the `part` ('html', 'api' or 'csv') column fetched.
+@dataclass
+class Stored:
+    """A snapshot as read for one request, with the corpus's live submission rows."""
+
+    corpus: Corpus
+    up_to_date: bool
+    scheme: str
+    kind: str
+    metric: str
+    head: dict[str, Any]
+    rows: list[dict[str, Any]]
+    part: list[Any]  # the requested format's per-row pieces ("html", "api" or "csv")
+    live: list[list[Any]]  # active submissions: [id, name, public, owner_id, state]
+
+
+def _json(v: Any) -> Any:
+    return json.loads(v) if isinstance(v, str | bytes) else v
+
+
+def _read(tag: str, scheme: str, metric: str, kind: str, part: str) -> Stored | None:
+    # One round trip, no ORM compilation: this is the whole cost of a request.
+    snap, corpus = BoardSnapshot._meta.db_table, Corpus._meta.db_table
+    state, sub = ScoringState._meta.db_table, Submission._meta.db_table
+    sql = (f"SELECT c.id, c.tag, c.description, st.generation, st.scored_generation, "
+           f"b.head, b.rows, b.{part}, "
+           f"(SELECT json_agg(json_build_array(s.id, s.name, s.public, s.owner_id, s.state)) "
+           f"FROM {sub} s WHERE s.corpus_id = c.id AND s.state = ANY(%s)) "
+           f"FROM {snap} b JOIN {corpus} c ON c.id = b.corpus_id "
+           f"LEFT JOIN {state} st ON st.corpus_id = c.id "
+           "WHERE c.tag = %s AND b.scheme = %s AND b.kind = %s AND b.metric = %s")
+    with connection.cursor() as cur:
+        cur.execute(sql, [list(ACTIVE_STATES), tag, scheme, kind, metric])
+        got = cur.fetchone()
+    if got is None:
+        return None
+    cid, ctag, desc, gen, scored, head, rows, pieces, live = got
+    return Stored(Corpus(pk=cid, tag=ctag, description=desc),
+                  gen is None or scored >= gen, scheme, kind, metric, _json(head),
+                  _json(rows), _json(pieces), _json(live) or [])
+
+
+def load(tag: str, scheme: str, metric: str, kind: str, part: str) -> Stored | None:
+    """The stored board with only the `part` ('html', 'api' or 'csv') pieces fetched.
 
     Builds the corpus's snapshots first when it has a run but none are stored yet
-    (scores from before snapshots existed).
+    (scores from before snapshots existed). None: no such corpus, or no scores yet.
     """
-    others = [p for p in ("html", "api", "csv") if p != part]
-    qs = (BoardSnapshot.objects.select_related("corpus", "corpus__scoring_state")
-          .defer(*others).filter(corpus__tag=tag, scheme=scheme, kind=kind, metric=metric))
-    snap = qs.first()
-    if snap is not None:
-        return snap
+    if part not in ("html", "api", "csv"):
+        raise ValueError(f"part={part!r}: use html, api or csv")
+    stored = _read(tag, scheme, metric, kind, part)
+    if stored is not None:
+        return stored
     run = ScoreRun.latest(Corpus.objects.filter(tag=tag).values_list("pk", flat=True).first() or 0)
     if run is None:
         return None
@@ -188,7 +236,7 @@ def load(tag: str, scheme: str, metric: str, kind: str, part: str) -> BoardSnaps
             write_snapshots(run)
     except IntegrityError:  # another request wrote them at the same moment
         logger.debug("snapshots of %s written concurrently", tag)
-    return qs.first()
+    return _read(tag, scheme, metric, kind, part)
 
 
 @dataclass
@@ -209,18 +257,17 @@ class Seen:
 
 @dataclass
 class View:
-    snap: BoardSnapshot
+    snap: Stored
     rows: list[Seen]
     leader: Seen | None
 
 
-def visible(snap: BoardSnapshot, user: object) -> View:
+def visible(snap: Stored, user: object) -> View:
     """Filter, rank and mark the snapshot's rows for `user` (the rules of `lb.build`)."""
-    live_q = Submission.objects.filter(corpus_id=snap.corpus_id, state__in=ACTIVE_STATES)
-    live_q = live_q.filter(lb.visible_filter(user, prefix=""))
-    live = {pk: (name, public, owner, state) for pk, name, public, owner, state in
-            live_q.values_list("pk", "name", "public", "owner_id", "state")}
-    me = getattr(user, "pk", None)
+    me = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+    staff = bool(getattr(user, "is_staff", False))
+    live = {pk: (name, public, owner, state) for pk, name, public, owner, state in snap.live
+            if lb.can_see(staff, me, public, owner)}
     seen = []
     for i, r in enumerate(snap.rows):
         got = live.get(r["s"])
@@ -254,7 +301,7 @@ def visible(snap: BoardSnapshot, user: object) -> View:
 
 def rows_html(view: View, authenticated: bool) -> str:
     """The table body: stored pieces joined with the viewer's rank, badges and band."""
-    rows, html = view.snap.rows, view.snap.html
+    rows, html = view.snap.rows, view.snap.part
     band = ""
     if view.leader is not None:
         r = rows[view.leader.i]
@@ -295,7 +342,7 @@ def api_dict(view: View) -> dict[str, Any]:
     snap = view.snap
     systems = []
     for s in view.rows:
-        d = snap.api[s.i]
+        d = snap.part[s.i]
         systems.append({"rank": s.rank, "submission": s.sid, "name": s.name,
                         "owner": d["owner"], "baseline": d["baseline"], "public": s.public,
                         "state": s.state, "refining": s.refining, "leader": s.leader,
@@ -314,7 +361,7 @@ def csv_text(view: View) -> str:
     writer = csv.writer(buf)
     writer.writerow(CSV_HEADER)
     for s in view.rows:
-        c = view.snap.csv[s.i]
+        c = view.snap.part[s.i]
         writer.writerow([s.rank, s.sid, csv_safe(s.name), c[0], c[1], s.public,
                          csv_safe(s.state), s.refining, s.tied, *c[2:]])
     return buf.getvalue()

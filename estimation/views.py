@@ -27,7 +27,7 @@ from submissions.models import Submission
 
 from . import leaderboard as lb
 from . import report, snapshot
-from .models import METRICS, BoardSnapshot, ScoringState
+from .models import METRICS, ScoringState
 from .scoring import latest_run
 
 # --- Leaderboard pages ------------------------------------------------------------------
@@ -47,15 +47,14 @@ def leaderboard_index(request: HttpRequest) -> HttpResponse:
         view = snapshot.visible(snap, request.user) if snap else None
         leader = None
         if view is not None and view.leader is not None:
-            f1 = snap.api[view.leader.i]["f1"]  # type: ignore[union-attr]
-            leader = {"name": view.leader.name, **f1}
+            leader = {"name": view.leader.name, **view.snap.part[view.leader.i]["f1"]}
         entries.append({"corpus": corpus, "leader": leader,
                         "n_visible": len(view.rows) if view else 0,
                         "finished_at": _finished(snap)})
     return render(request, "estimation/index.html", {"entries": entries})
 
 
-def _finished(snap: BoardSnapshot | None) -> datetime | None:
+def _finished(snap: snapshot.Stored | None) -> datetime | None:
     if snap is None or not snap.head.get("run"):
         return None
     return parse_datetime(snap.head["run"]["finished_at"] or "")
@@ -71,21 +70,24 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
         notice = f"{exc}. Showing the default ordering instead."
         scheme, metric, kind = "instance", "f1", "joint"
     snap = snapshot.load(tag, scheme, metric, kind, "html")
-    corpus = snap.corpus if snap else get_object_or_404(Corpus, tag=tag)
-    state = getattr(corpus, "scoring_state", None) if snap else (
-        ScoringState.objects.filter(corpus=corpus).first())
-    recomputing = bool(state and not state.up_to_date)
-    view = snapshot.visible(snap, request.user) if snap else None
-    authenticated = bool(getattr(request.user, "is_authenticated", False))
-    board = {"run": snap.head["run"] if snap else None, "scheme": scheme, "metric": metric,
-             "kind": kind, "ticks": snapshot.TICKS,
-             "confidence_pct": round(100 * (snap.head["confidence"] if snap else 0.9))}
+    if snap is None:  # no such corpus (404) or no scores yet
+        corpus = get_object_or_404(Corpus, tag=tag)
+        state = ScoringState.objects.filter(corpus=corpus).first()
+        recomputing = bool(state and not state.up_to_date)
+        context: dict[str, Any] = {"board": {"run": None}, "n_rows": 0}
+    else:
+        corpus, recomputing = snap.corpus, not snap.up_to_date
+        view = snapshot.visible(snap, request.user)
+        authenticated = bool(getattr(request.user, "is_authenticated", False))
+        context = {
+            "board": {"run": snap.head["run"]}, "n_rows": len(view.rows),
+            "finished_at": _finished(snap),
+            # Stored, escaped when rendered (estimation/snapshot.py).
+            "table_open": mark_safe(snap.head["open"]),
+            "table_close": mark_safe(snap.head["close"]),
+            "rows_html": mark_safe(snapshot.rows_html(view, authenticated))}
     board_html = render_to_string("estimation/_board.html", {
-        "corpus": corpus, "board": board, "metrics": lb.METRIC_LABELS,
-        "n_rows": len(view.rows) if view else 0, "finished_at": _finished(snap),
-        "rows_html": mark_safe(snapshot.rows_html(view, authenticated) if view else ""),
-        "recomputing": recomputing, "bar_width": lb.BAR_WIDTH,
-        "sort_label": lb.METRIC_LABELS[metric]}, request)
+        "corpus": corpus, "recomputing": recomputing, **context}, request)
     return render(request, "estimation/leaderboard.html", {
         "corpus": corpus, "board_html": mark_safe(board_html),  # our own escaped rendering
         "notice": notice, "scheme": scheme, "metric": metric, "kind": kind,
