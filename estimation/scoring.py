@@ -74,7 +74,7 @@ def score_schemes(draw_scheme: str) -> list[str]:
 
 
 def _enqueue(corpus_id: int, countdown: float) -> None:
-    jobs.send(RECOMPUTE_TASK, corpus_id, countdown=countdown)
+    jobs.send(RECOMPUTE_TASK, corpus_id, countdown=countdown, coalesce=True)
 
 
 def _locked_state(corpus_id: int) -> ScoringState:
