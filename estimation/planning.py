@@ -111,8 +111,10 @@ def _plan(submission_id: int) -> PlanResult:
                                                  pair__label__isnull=True).exists():
             # The planner asks for nothing when labels cover the whole output: the
             # scores are then exact, not estimated.
-            what = ("every mention pair of this system already has crowd labels, so its "
-                    "precision is exact")
+            total = (RelationInstance.objects.filter(submission=sub)
+                     .values("pair_id").distinct().count())
+            what = (f"all {total:,} mention pairs of this system already have crowd labels, "
+                    "so its precision is exact")
         else:
             what = "the labels already held meet the precision target"
         to_scoring(sub, f"Sample of {n:,} draws planned; {what}.")
