@@ -85,88 +85,114 @@ TICKS = [{"x": lb._x(t), "label": f"{t:.2f}".rstrip("0").rstrip(".") or "0"}
          for t in (0, 0.25, 0.5, 0.75, 1.0)]
 
 
-def _render(run: ScoreRun, scheme: str, kind: str, metric: str,
-            scores: list[SystemScore]) -> dict[str, Any]:
-    """The snapshot fields of one scheme × kind × metric from the run's rows."""
-    pct = round(100 * run.confidence)
-    grid = _grid(TICKS)
-    rows, html, api, csv_cells = [], [], [], []
+@dataclass
+class _Sub:
+    """What a board shows of one submission, formatted once per run."""
+
+    url: str
+    meta: str
+    baseline: str
+    owner: str
+
+
+def _subs(scores: list[SystemScore]) -> dict[int, _Sub]:
+    out: dict[int, _Sub] = {}
     for sc in scores:
         sub = sc.submission
-        metrics = {m: lb.Metric(*sc.interval(m, kind)) for m in METRICS}
-        s = metrics[metric]
-        rows.append({"s": sub.pk, "e": s.estimate, "lo": s.lo, "hi": s.hi, "p": sc.pending,
-                     "v": "" if s.estimate is None else str(s.estimate),
-                     "u": reverse("submission-evaluation", args=[sub.pk])})
-        cells = "".join(
-            f'<td class="num metric{" sorted" if m == metric else ""}">'
-            f"{_cell_html(metrics[m])}</td>" for m in METRICS)
-        bar = lb._bar(s, None)
-        tail = ""
-        if "lo" in bar:
-            tail += (f'<line class="whisker" x1="{bar["lo"]}" x2="{bar["hi"]}" y1="12" y2="12"/>'
-                     f'<line class="cap" x1="{bar["lo"]}" x2="{bar["lo"]}" y1="7" y2="17"/>'
-                     f'<line class="cap" x1="{bar["hi"]}" x2="{bar["hi"]}" y1="7" y2="17"/>')
-        if "est" in bar:
-            tail += f'<circle class="point" cx="{bar["est"]}" cy="12" r="4.5"/>'
-        tail += f'</svg></td><td class="num">{intcomma(sc.labels_used)}</td></tr>\n'
-        mid = (f'</div><div class="system-meta muted">{_meta_html(sub)}</div></td>{cells}'
-               f'<td class="chart-col"><svg class="errbar" viewBox="0 0 {lb.BAR_WIDTH} 24" '
-               f'width="{lb.BAR_WIDTH}" height="24" role="img" aria-label="{metric} '
-               f'{_score(s.estimate)}, {pct}% interval {_score(s.lo)} to {_score(s.hi)}">'
-               f"{grid}")
-        baseline = ' <span class="badge badge-info">baseline</span>' if sub.is_baseline else ""
-        html.append([baseline, mid, tail])
-        cost = str(sc.cost_usd.quantize(Decimal("0.01")))
-        api.append({"owner": sub.owner.get_username(), "baseline": sub.is_baseline,
-                    "paper_url": sub.paper_url or None, "method": sub.method_description or None,
-                    "labels_used": sc.labels_used, "draws": sc.draws,
-                    "pending_draws": sc.pending, "cost_usd": cost,
-                    **{m: metrics[m].as_dict() for m in METRICS}})
-        csv_cells.append(
-            [str(csv_safe(sub.owner.get_username())), str(sub.is_baseline)]
-            + [_csv_num(v) for m in METRICS for v in (metrics[m].estimate, metrics[m].lo,
-                                                        metrics[m].hi)]
-            + [str(sc.labels_used), str(sc.draws), str(sc.pending), cost,
-               str(csv_safe(sub.paper_url or ""))])
-    head = {"run": {"id": run.pk, "finished_at": run.finished_at.isoformat()
+        if sub.pk not in out:
+            out[sub.pk] = _Sub(
+                reverse("submission-evaluation", args=[sub.pk]), _meta_html(sub),
+                ' <span class="badge badge-info">baseline</span>' if sub.is_baseline else "",
+                sub.owner.get_username())
+    return out
+
+
+def _head(run: ScoreRun) -> dict[str, Any]:
+    return {"run": {"id": run.pk, "finished_at": run.finished_at.isoformat()
                     if run.finished_at else None, "labels": run.n_labels,
                     "draws": run.n_draws, "systems": run.n_systems,
                     "exhaustive_documents": run.n_exhaustive_documents,
                     "duration_s": run.duration_s, "draw_scheme": run.draw_scheme},
             "confidence": run.confidence}
-    frame = {"board": {"scheme": scheme, "metric": metric, "kind": kind, "ticks": TICKS,
-                       "confidence_pct": pct},
-             "metrics": lb.METRIC_LABELS, "bar_width": lb.BAR_WIDTH,
-             "sort_label": lb.METRIC_LABELS[metric]}
-    head["open"] = render_to_string("estimation/_board_open.html", frame)
-    head["close"] = render_to_string("estimation/_board_close.html", frame)
-    return {"run": run, "head": head, "rows": rows, "html": html, "api": api, "csv": csv_cells}
+
+
+def _render_kind(run: ScoreRun, scheme: str, kind: str, scores: list[SystemScore],
+                 subs: dict[int, _Sub]) -> list[BoardSnapshot]:
+    """The boards of one scheme × kind, one per sort metric, from the run's rows."""
+    pct = round(100 * run.confidence)
+    grid = _grid(TICKS)
+    api, csv_cells, metrics_of, cells_of, tails = [], [], [], [], {}
+    for sc in scores:  # what does not depend on the sort metric
+        sub, info = sc.submission, subs[sc.submission_id]
+        metrics = {m: lb.Metric(*sc.interval(m, kind)) for m in METRICS}
+        metrics_of.append(metrics)
+        cells_of.append({m: _cell_html(metrics[m]) for m in METRICS})
+        cost = str(sc.cost_usd.quantize(Decimal("0.01")))
+        api.append({"owner": info.owner, "baseline": sub.is_baseline,
+                    "paper_url": sub.paper_url or None, "method": sub.method_description or None,
+                    "labels_used": sc.labels_used, "draws": sc.draws,
+                    "pending_draws": sc.pending, "cost_usd": cost,
+                    **{m: metrics[m].as_dict() for m in METRICS}})
+        csv_cells.append(
+            [str(csv_safe(info.owner)), str(sub.is_baseline)]
+            + [_csv_num(v) for m in METRICS for v in (metrics[m].estimate, metrics[m].lo,
+                                                        metrics[m].hi)]
+            + [str(sc.labels_used), str(sc.draws), str(sc.pending), cost,
+               str(csv_safe(sub.paper_url or ""))])
+        tails[sc.pk] = f'</svg></td><td class="num">{intcomma(sc.labels_used)}</td></tr>\n'
+    boards = []
+    for metric in METRICS:
+        rows, html = [], []
+        for sc, metrics, cells in zip(scores, metrics_of, cells_of, strict=True):
+            info, s = subs[sc.submission_id], metrics[metric]
+            rows.append({"s": sc.submission_id, "e": s.estimate, "lo": s.lo, "hi": s.hi,
+                         "p": sc.pending, "u": info.url,
+                         "v": "" if s.estimate is None else str(s.estimate)})
+            tds = "".join(f'<td class="num metric{" sorted" if m == metric else ""}">'
+                          f"{cells[m]}</td>" for m in METRICS)
+            bar = lb._bar(s, None)
+            tail = ""
+            if "lo" in bar:
+                tail += (f'<line class="whisker" x1="{bar["lo"]}" x2="{bar["hi"]}" y1="12" '
+                         'y2="12"/>'
+                         f'<line class="cap" x1="{bar["lo"]}" x2="{bar["lo"]}" y1="7" y2="17"/>'
+                         f'<line class="cap" x1="{bar["hi"]}" x2="{bar["hi"]}" y1="7" y2="17"/>')
+            if "est" in bar:
+                tail += f'<circle class="point" cx="{bar["est"]}" cy="12" r="4.5"/>'
+            mid = (f'</div><div class="system-meta muted">{info.meta}</div></td>{tds}'
+                   f'<td class="chart-col"><svg class="errbar" viewBox="0 0 {lb.BAR_WIDTH} 24" '
+                   f'width="{lb.BAR_WIDTH}" height="24" role="img" aria-label="{metric} '
+                   f'{_score(s.estimate)}, {pct}% interval {_score(s.lo)} to {_score(s.hi)}">'
+                   f"{grid}")
+            html.append([info.baseline, mid, tail + tails[sc.pk]])
+        head = _head(run)
+        frame = {"board": {"scheme": scheme, "metric": metric, "kind": kind, "ticks": TICKS,
+                           "confidence_pct": pct},
+                 "metrics": lb.METRIC_LABELS, "bar_width": lb.BAR_WIDTH,
+                 "sort_label": lb.METRIC_LABELS[metric]}
+        head["open"] = render_to_string("estimation/_board_open.html", frame)
+        head["close"] = render_to_string("estimation/_board_close.html", frame)
+        boards.append(BoardSnapshot(corpus_id=run.corpus_id, run=run, scheme=scheme, kind=kind,
+                                    metric=metric, head=head, rows=rows, html=html, api=api,
+                                    csv=csv_cells))
+    return boards
 
 
 def write_snapshots(run: ScoreRun) -> int:
-    """Store the leaderboards of `run` (every scheme it scored × kind × metric)."""
+    """Store the leaderboards of `run` (every scheme it scored × kind × metric),
+    replacing the corpus's previous ones."""
     scores = list(SystemScore.objects.filter(run=run)
                   .select_related("submission", "submission__owner").order_by("submission_id"))
+    subs = _subs(scores)
     by_scheme: dict[str, list[SystemScore]] = {}
     for sc in scores:
         by_scheme.setdefault(sc.scheme, []).append(sc)
-    n = 0
+    boards = [b for scheme, rows in by_scheme.items() if scheme in lb.BOARD_SCHEMES
+              for kind in lb.KINDS for b in _render_kind(run, scheme, kind, rows, subs)]
     with transaction.atomic():
-        for scheme, rows in by_scheme.items():
-            if scheme not in lb.BOARD_SCHEMES:
-                continue
-            for kind in lb.KINDS:
-                for metric in METRICS:
-                    fields = _render(run, scheme, kind, metric, rows)
-                    BoardSnapshot.objects.update_or_create(
-                        corpus_id=run.corpus_id, scheme=scheme, kind=kind, metric=metric,
-                        defaults=fields)
-                    n += 1
-        # A scheme the run did not score keeps no board from an older run.
-        (BoardSnapshot.objects.filter(corpus_id=run.corpus_id)
-         .exclude(scheme__in=list(by_scheme)).delete())
-    return n
+        BoardSnapshot.objects.filter(corpus_id=run.corpus_id).delete()
+        BoardSnapshot.objects.bulk_create(boards)
+    return len(boards)
 
 
 def refresh_corpus(corpus_id: int) -> None:
