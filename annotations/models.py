@@ -309,6 +309,9 @@ class Bonus(models.Model):
     paid_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        verbose_name_plural = "bonuses"  # Django's default would say "Bonuss"
+
 
 class BudgetSettings(models.Model):
     """The global spending cap in dollars (a single row, editable by operators)."""

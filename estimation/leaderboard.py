@@ -227,8 +227,11 @@ def board_dict(board: Board) -> dict:
         "kind": board.kind,
         "confidence": run.confidence if run else None,
         "run": None if run is None else {
+            # Counts over the rows this viewer sees: a private system must not show
+            # through a total (labels and exhaustive documents are the corpus's own).
             "id": run.pk, "finished_at": run.finished_at, "labels": run.n_labels,
-            "draws": run.n_draws, "systems": run.n_systems,
+            "draws": sum(r.score.draws + r.score.pending for r in board.rows),
+            "systems": len(board.rows),
             "exhaustive_documents": run.n_exhaustive_documents,
             "duration_s": run.duration_s, "draw_scheme": run.draw_scheme},
         "systems": [row_dict(r) for r in board.rows],

@@ -28,6 +28,7 @@ from kbpo.core.schema import NO_RELATION
 from submissions.models import RelationInstance, Submission
 
 from .core.intervals import wilson, z_value
+from .data import PREDICATES, load_exhaustive
 from .models import METRICS, ScoreRun, SystemScore
 from .scoring import attributed_costs
 
@@ -191,8 +192,15 @@ def history(sub: Submission, scheme: str) -> History:
         panels.append(panel)
     x_ticks = []
     if rows:
-        for v in sorted({x0, x1}):
-            x_ticks.append({"x": xs(0 if v == x0 else len(rows) - 1, v), "label": f"{v:,}"})
+        ends = sorted({x0, x1})
+        for v in ends:
+            # The end labels hang inwards from their tick, so the plot never clips them.
+            if len(ends) == 2:
+                anchor = "start" if v == x0 else "end"
+            else:  # one label count: centred for one run, at the left end for several
+                anchor = "middle" if len(rows) == 1 else "start"
+            x_ticks.append({"x": xs(0 if v == x0 else len(rows) - 1, v), "label": f"{v:,}",
+                            "anchor": anchor})
     y_ticks = [{"y": ys(t), "label": f"{t:g}"} for t in (0, 0.25, 0.5, 0.75, 1.0)]
     return History(panels, len(rows), x_ticks, y_ticks)
 
@@ -216,12 +224,35 @@ class PredicateRow:
     precision: float | None = None
     lo: float | None = None
     hi: float | None = None
+    exhaustive: int = 0  # true instances of the predicate in the exhaustive sample
+    found: int = 0  # of which this submission predicted
+    recall: float | None = None
+    r_lo: float | None = None
+    r_hi: float | None = None
+
+
+def _exhaustive_found(sub: Submission) -> tuple[Counter, Counter]:
+    """Per predicate: exhaustive true instances, and how many the submission predicted."""
+    y_pairs, y_preds, _, _ = load_exhaustive(sub.corpus)
+    total: Counter = Counter()
+    found: Counter = Counter()
+    if not len(y_pairs):
+        return total, found
+    mine = set(RelationInstance.objects.filter(submission=sub, pair_id__in=[
+        int(p) for p in set(y_pairs.tolist()) if p >= 0]).values_list("pair_id", "predicate"))
+    for pair, code in zip(y_pairs.tolist(), y_preds.tolist(), strict=True):
+        predicate = PREDICATES[code]
+        total[predicate] += 1
+        found[predicate] += (pair, predicate) in mine
+    return total, found
 
 
 def per_predicate(sub: Submission, confidence: float = 0.9) -> list[PredicateRow]:
-    """Instances per predicate and simple precision from this submission's labelled draws.
+    """Per predicate: instances, simple precision from this submission's labelled draws,
+    and simple recall from the exhaustive sample (share of its true instances found).
 
-    Each draw counts (draws are with replacement), matching the simple estimator.
+    Each draw counts (draws are with replacement), matching the simple estimator. Both
+    intervals are Wilson's on the counts behind them.
     """
     instances = dict(RelationInstance.objects.filter(submission=sub).values_list("predicate")
                      .annotate(n=Count("id")).order_by())
@@ -239,14 +270,22 @@ def per_predicate(sub: Submission, confidence: float = 0.9) -> list[PredicateRow
             labelled[predicate] += n
             correct[predicate] += n * int(verdict)
     z = z_value(confidence)
+    total, found = _exhaustive_found(sub)
     out = []
-    for predicate in sorted(instances, key=lambda p: (-instances[p], p)):
-        row = PredicateRow(predicate, instances[predicate], draws[predicate],
-                           labelled[predicate], correct[predicate])
+    # Predicates the submission never predicted still have a recall (0 of their truth).
+    for predicate in sorted(set(instances) | set(total),
+                            key=lambda p: (-instances.get(p, 0), -total[p], p)):
+        row = PredicateRow(predicate, instances.get(predicate, 0), draws[predicate],
+                           labelled[predicate], correct[predicate],
+                           exhaustive=total[predicate], found=found[predicate])
         if row.labelled:
             row.precision = row.correct / row.labelled
             lo, hi = wilson(np.array([row.precision]), np.array([row.labelled]), z)
             row.lo, row.hi = float(lo[0]), float(hi[0])
+        if row.exhaustive:
+            row.recall = row.found / row.exhaustive
+            lo, hi = wilson(np.array([row.recall]), np.array([row.exhaustive]), z)
+            row.r_lo, row.r_hi = float(lo[0]), float(hi[0])
         out.append(row)
     return out
 

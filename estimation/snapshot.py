@@ -325,7 +325,7 @@ def visible(snap: Stored, user: object) -> View:
     return View(snap, seen, leader)
 
 
-def rows_html(view: View, authenticated: bool) -> str:
+def rows_html(view: View) -> str:
     """The table body: stored pieces joined with the viewer's rank, badges and band."""
     rows, html = view.snap.rows, view.snap.part
     band = ""
@@ -335,6 +335,8 @@ def rows_html(view: View, authenticated: bool) -> str:
             lo, hi = lb._x(r["lo"]), lb._x(r["hi"])
             band = (f'<rect class="leader-band" x="{lo}" y="2" width="{round(hi - lo, 2)}" '
                     'height="20"/>')
+    compare = (reverse("compare", args=[view.snap.corpus.tag])
+               if view.leader is not None else "")
     out = []
     for s in view.rows:
         r = rows[s.i]
@@ -342,13 +344,15 @@ def rows_html(view: View, authenticated: bool) -> str:
         cls = "leader" if s.leader else ("tied" if s.tied else "")
         if s.mine:
             cls += " mine"
-        name = escape(s.name)
-        if authenticated:
-            name = f'<a href="{r["u"]}">{name}</a>'
+        # Every viewer may follow a visible row to its report.
+        name = f'<a href="{r["u"]}">{escape(s.name)}</a>'
         badges = baseline
         if s.tied:
             badges += (' <span class="badge badge-ok" title="Its interval overlaps the '
                        'leader\'s: the data cannot yet separate them">≈ tied with #1</span>')
+        if compare and not s.leader:
+            badges += (f' <a class="small compare-link" href="{compare}?a={s.sid}&amp;b='
+                       f'{view.leader.sid}&amp;scheme={view.snap.scheme}">compare with #1</a>')  # type: ignore[union-attr]
         if s.refining:
             p = r["p"]
             title = (f"{p} sampled prediction{'s' if p != 1 else ''} still await crowd labels"
@@ -377,9 +381,13 @@ def api_dict(view: View) -> dict[str, Any]:
                         "draws": d["draws"], "pending_draws": d["pending_draws"],
                         "cost_usd": d["cost_usd"],
                         **{m: d[m] for m in METRICS}})
+    # Counts over the rows this viewer sees: a private system must not show through a
+    # total (labels and exhaustive documents are the corpus's own).
+    run = {**snap.head["run"], "systems": len(systems),
+           "draws": sum(d["draws"] + d["pending_draws"] for d in systems)}
     return {"corpus": snap.corpus.tag, "scheme": snap.scheme, "sort": snap.metric,
-            "kind": snap.kind, "confidence": snap.head["confidence"],
-            "run": snap.head["run"], "systems": systems}
+            "kind": snap.kind, "confidence": snap.head["confidence"], "run": run,
+            "systems": systems}
 
 
 def csv_text(view: View) -> str:

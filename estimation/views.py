@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -23,10 +23,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kbpo.core.models import Corpus
+from kbpo.core.security import csv_safe
 from submissions.models import Submission
 
 from . import leaderboard as lb
 from . import report, snapshot
+from .api_reports import IntervalSerializer, visible_submission
 from .models import METRICS, ScoringState
 from .scoring import latest_run
 
@@ -78,14 +80,13 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     else:
         corpus, recomputing = snap.corpus, not snap.up_to_date
         view = snapshot.visible(snap, request.user)
-        authenticated = bool(getattr(request.user, "is_authenticated", False))
         context = {
             "board": {"run": snap.head["run"]}, "n_rows": len(view.rows),
             "finished_at": _finished(snap),
             # Stored, escaped when rendered (estimation/snapshot.py).
             "table_open": mark_safe(snap.head["open"]),
             "table_close": mark_safe(snap.head["close"]),
-            "rows_html": mark_safe(snapshot.rows_html(view, authenticated))}
+            "rows_html": mark_safe(snapshot.rows_html(view))}
     board_html = render_to_string("estimation/_board.html", {
         "corpus": corpus, "recomputing": recomputing, **context}, request)
     return render(request, "estimation/leaderboard.html", {
@@ -116,13 +117,15 @@ def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
     return resp
 
 
+def _num(v: float | None) -> str:
+    return "" if v is None else f"{v:.6f}"
+
+
+def _cell(text: str) -> str:
+    return str(csv_safe(text))  # spreadsheets run cells starting with = + - @
+
+
 # --- Leaderboard API --------------------------------------------------------------------
-
-
-class IntervalSerializer(serializers.Serializer):
-    estimate = serializers.FloatField(allow_null=True, help_text="null: not estimable yet.")
-    lo = serializers.FloatField(allow_null=True)
-    hi = serializers.FloatField(allow_null=True)
 
 
 class LeaderboardRowSerializer(serializers.Serializer):
@@ -205,13 +208,12 @@ class LeaderboardAPIView(APIView):
 
 
 def _visible(request: HttpRequest, pk: int) -> Submission:
-    sub = get_object_or_404(Submission.objects.select_related("corpus", "owner"), pk=pk)
-    if not sub.can_view(request.user):
+    sub = visible_submission(pk, request.user)
+    if sub is None:
         raise Http404("No such submission.")
     return sub
 
 
-@login_required
 @require_GET
 def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     sub = _visible(request, pk)
@@ -244,7 +246,6 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
-@login_required
 @require_GET
 def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonResponse:
     """Small JSON polled by the report page: progress, state and the newest run."""
@@ -264,3 +265,22 @@ def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonRespons
             body[m] = {"estimate": est, "lo": lo, "hi": hi}
     return JsonResponse(body)
 
+
+
+@require_GET
+def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """Per-predicate precision and recall of a submission, as on its report."""
+    sub = _visible(request, pk)
+    run, _ = report.latest_scores(sub)
+    confidence = run.confidence if run else settings.KBPO_CONFIDENCE
+    resp = HttpResponse(content_type="text/csv; charset=utf-8")
+    resp["Content-Disposition"] = f'attachment; filename="predicates-{sub.pk}.csv"'
+    writer = csv.writer(resp)
+    writer.writerow(["predicate", "instances", "draws", "labelled", "correct", "precision",
+                     "precision_lo", "precision_hi", "exhaustive", "found", "recall",
+                     "recall_lo", "recall_hi"])
+    for p in report.per_predicate(sub, confidence):
+        writer.writerow([_cell(p.predicate), p.instances, p.draws, p.labelled, p.correct,
+                         _num(p.precision), _num(p.lo), _num(p.hi), p.exhaustive, p.found,
+                         _num(p.recall), _num(p.r_lo), _num(p.r_hi)])
+    return resp

@@ -233,10 +233,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: eager (in-process) unless a broker is configured.
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+# Eager mode still names an in-memory transport, with its host: without one kombu logs
+# "No hostname was supplied" whenever a connection describes itself.
+_BROKER = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_BROKER_URL = _BROKER or "memory://localhost/"
+CELERY_TASK_ALWAYS_EAGER = not _BROKER
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL or None
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or _BROKER or None
 # Tasks a worker enqueues itself (ingest → plan → aggregate) go to this queue.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

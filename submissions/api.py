@@ -12,13 +12,19 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from .models import Submission
+from .models import State, Submission
 from .serializers import (
     SubmissionCreateSerializer,
     SubmissionDetailSerializer,
     SubmissionSerializer,
 )
-from .services import LimitExceeded, TransitionError, create_submission, withdraw
+from .services import (
+    DuplicateUpload,
+    LimitExceeded,
+    TransitionError,
+    create_submission,
+    withdraw,
+)
 from .uploads import upload_refused_message
 
 
@@ -48,8 +54,23 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     @extend_schema(
         summary="Upload a KB file (multipart)",
         request={"multipart/form-data": SubmissionCreateSerializer},
+        description=(
+            "Validation runs right after the upload. Without a separate worker it finishes "
+            "inside this request: a file it rejects is answered **422** with the "
+            "submission (state `rejected`, the line-by-line `report` and `report_counts`). "
+            "With a worker it runs asynchronously: the answer is **201** with state "
+            "`uploaded`; poll `GET /api/submissions/{id}/` (every few seconds) until "
+            "`state` leaves `uploaded`/`validating` — `rejected` carries the same report, "
+            "`ingested` and later states mean the file was accepted. An identical file "
+            "(same uncompressed content) already submitted by you to the same corpus and "
+            "not withdrawn is refused with **409** before it uses a slot."),
         responses={201: SubmissionDetailSerializer,
                    400: OpenApiResponse(description="Field errors, keyed by field name."),
+                   409: OpenApiResponse(description="Duplicate of one of your submissions "
+                                                    "(`duplicate_of` gives its id)."),
+                   422: OpenApiResponse(SubmissionDetailSerializer,
+                                        description="Rejected by validation; the body is "
+                                                    "the submission with its line report."),
                    429: OpenApiResponse(description="Submission limit reached.")})
     def create(self, request: Request) -> Response:
         payload = request.data  # parsing runs the upload handlers
@@ -68,11 +89,17 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                 method_description=data.get("method_description", ""),
                 paper_url=data.get("paper_url", ""), public=data.get("public", False),
                 run_id=check.run_id)
+        except DuplicateUpload as exc:
+            return Response({"detail": str(exc), "code": "duplicate",
+                             "duplicate_of": exc.existing.pk}, status=status.HTTP_409_CONFLICT)
         except LimitExceeded as exc:
             return Response({"detail": str(exc), "code": "limit_exceeded"},
                             status=status.HTTP_429_TOO_MANY_REQUESTS)
         sub.refresh_from_db()
-        return Response(SubmissionDetailSerializer(sub).data, status=status.HTTP_201_CREATED)
+        rejected = sub.state == State.REJECTED
+        return Response(SubmissionDetailSerializer(sub).data,
+                        status=(status.HTTP_422_UNPROCESSABLE_ENTITY if rejected
+                                else status.HTTP_201_CREATED))
 
     @extend_schema(summary="Withdraw a submission (owner or staff)", request=None,
                    responses={200: SubmissionDetailSerializer,

@@ -83,6 +83,9 @@ class Submission(models.Model):
     original_name = models.CharField(max_length=255, blank=True)
     compressed = models.BooleanField(default=False)
     file_size = models.BigIntegerField(default=0, help_text="Stored (possibly gzip) bytes.")
+    content_sha256 = models.CharField(
+        max_length=64, blank=True, db_index=True,
+        help_text="SHA-256 of the uncompressed KB: identical re-uploads are refused.")
     state = models.CharField(max_length=16, choices=State.choices, default=State.UPLOADED,
                              db_index=True)
     state_changed_at = models.DateTimeField(auto_now_add=True)

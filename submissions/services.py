@@ -7,6 +7,8 @@ writes the timeline event in the same transaction as the state, under a row lock
 from __future__ import annotations
 
 import datetime as dt
+import gzip
+import hashlib
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -67,6 +69,34 @@ submission_ingested = Signal()
 
 class TransitionError(Exception):
     """A state change the graph does not allow."""
+
+
+class DuplicateUpload(Exception):
+    """The same KB (by content) is already a submission of this owner on this corpus."""
+
+    def __init__(self, existing: Submission) -> None:
+        self.existing = existing
+        super().__init__(
+            f"This file is identical to your submission #{existing.pk} ({existing.name}, "
+            f"{existing.state}) on corpus {existing.corpus.tag}; it was not uploaded again "
+            "and used no slot. Withdraw that one first to resubmit it.")
+
+
+def content_sha256(fh: IO[bytes], compressed: bool) -> str:
+    """SHA-256 of the uncompressed content, so a gzip and a plain copy hash alike."""
+    fh.seek(0)
+    digest = hashlib.sha256()
+    try:
+        stream: IO[bytes] = gzip.GzipFile(fileobj=fh) if compressed else fh  # type: ignore[assignment]
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    except (OSError, EOFError):  # a damaged gzip: ingestion reports it; hash the bytes
+        fh.seek(0)
+        digest = hashlib.sha256()
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    fh.seek(0)
+    return digest.hexdigest()
 
 
 class LimitExceeded(Exception):
@@ -143,8 +173,15 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
     The owner's user row is locked while counting, so two parallel uploads can never
     both take the last slot.
     """
+    digest = content_sha256(file, compressed)
     with transaction.atomic():
         get_user_model().objects.select_for_update().get(pk=owner.pk)
+        # Before the limits: an identical re-upload must not cost a slot.
+        existing = (Submission.objects.filter(owner=owner, corpus=corpus,
+                                              content_sha256=digest)
+                    .exclude(state=S.WITHDRAWN).select_related("corpus").first())
+        if existing is not None:
+            raise DuplicateUpload(existing)
         if enforce_limits:
             q = quota(owner, corpus)
             if q.left_today <= 0:
@@ -161,7 +198,8 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
         sub = Submission(owner=owner, corpus=corpus, name=name, description=description,
                          method_description=method_description, paper_url=paper_url,
                          public=public, original_name=original_name[:255],
-                         compressed=compressed, file_size=size, run_id=run_id[:200])
+                         compressed=compressed, file_size=size, run_id=run_id[:200],
+                         content_sha256=digest)
         sub.file.save(_storage_name(original_name, compressed), File(file), save=False)
         sub.save()
         SubmissionEvent.objects.create(submission=sub, from_state="", to_state=S.UPLOADED,

@@ -9,6 +9,7 @@ import json
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import (
     FileResponse,
     Http404,
@@ -29,10 +30,19 @@ from kbpo.core.security import csv_safe
 from .forms import SubmissionForm
 from .kbformat import CODES
 from .models import FINAL_STATES, State, Submission
-from .services import NEXT_STEP, LimitExceeded, TransitionError, create_submission, quota, withdraw
+from .services import (
+    NEXT_STEP,
+    DuplicateUpload,
+    LimitExceeded,
+    TransitionError,
+    create_submission,
+    quota,
+    withdraw,
+)
 from .uploads import upload_refused_message
 
 REPORT_COLUMNS = ("line", "code", "severity", "message", "hint")
+REPORT_PAGE_ROWS = 50
 
 
 def _visible(request: HttpRequest, pk: int) -> Submission:
@@ -52,7 +62,15 @@ def _managed(request: HttpRequest, pk: int) -> Submission:
 
 @login_required
 def submission_list(request: HttpRequest) -> HttpResponse:
-    subs = Submission.objects.filter(owner=request.user).select_related("corpus")
+    subs = list(Submission.objects.filter(owner=request.user).select_related("corpus"))
+    for sub in subs:
+        # The newest complete score of the draw scheme, through the reverse relation that
+        # the estimation app's SystemScore declares (no import upwards).
+        sub.latest_score = (sub.scores.filter(run__status="complete",
+                                              scheme=settings.KBPO_SAMPLING_SCHEME)
+                            .order_by("-run__finished_at", "-run_id")
+                            .values("p_joint", "r_joint", "f1_joint", "f1_joint_lo",
+                                    "f1_joint_hi").first())
     return render(request, "submissions/list.html", {"submissions": subs})
 
 
@@ -76,6 +94,8 @@ def submission_new(request: HttpRequest) -> HttpResponse:
                 description=data["description"],
                 method_description=data["method_description"], paper_url=data["paper_url"],
                 public=data["public"], run_id=form.check.run_id)
+        except DuplicateUpload as exc:
+            form.add_error("file", str(exc))
         except LimitExceeded as exc:
             form.add_error(None, str(exc))
         else:
@@ -92,8 +112,10 @@ def submission_new(request: HttpRequest) -> HttpResponse:
 def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
     sub = _visible(request, pk)
     stats = sub.stats or {}
+    # The problem table is paged; the downloads hold every listed problem.
+    problems = Paginator(sub.report or [], REPORT_PAGE_ROWS).get_page(request.GET.get("problems"))
     return render(request, "submissions/detail.html", {
-        "sub": sub,
+        "sub": sub, "problems": problems,
         "next_step": NEXT_STEP.get(sub.state, ""), "events": sub.events.all(),
         "can_manage": sub.can_manage(request.user),
         "can_withdraw": sub.can_manage(request.user) and sub.state != State.WITHDRAWN,

@@ -48,3 +48,12 @@ def _superuser():
     user.is_superuser = True
     user.save()
     return user
+
+
+def test_admin_names_read_as_english() -> None:
+    """No model is listed with a plural Django made by appending "s" to an "s" ("Bonuss")."""
+    for model in admin.site._registry:
+        meta = model._meta
+        singular, plural = str(meta.verbose_name), str(meta.verbose_name_plural)
+        if singular.endswith("s") and singular != plural:
+            assert plural != singular + "s", f"{model.__name__}: {plural!r}"

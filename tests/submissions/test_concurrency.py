@@ -65,7 +65,7 @@ def test_parallel_uploads_never_exceed_the_limit(user: User, corpus: Corpus, set
     def upload(i: int) -> object:
         return services.create_submission(
             owner=user, corpus=corpus, name=f"s{i}", file=SimpleUploadedFile(
-                "kb.tsv", to_bytes(valid_lines())), original_name="kb.tsv",
+                "kb.tsv", to_bytes([f"run_{i}", *valid_lines()[1:]])), original_name="kb.tsv",
             compressed=False)
 
     results = in_threads(5, upload)

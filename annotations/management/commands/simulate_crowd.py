@@ -98,6 +98,7 @@ class Command(BaseCommand):
         labels_before = PairLabel.objects.count()
         touched: set[int] = set()
         totals: Counter[str] = Counter()
+        before_round = labels_before
         # Score recomputations wait for the end of the command: one per corpus, not
         # one per aggregated HIT (eager mode ignores the debounce countdown).
         with jobs.coalesced():
@@ -108,10 +109,12 @@ class Command(BaseCommand):
                     aggregate(qids)
                 waiting = Question.objects.filter(pk__in=touched,
                                                   state=QuestionState.OPEN).count()
+                now = PairLabel.objects.count()
                 self.stdout.write(f"round {round_no}: {answered} assignments on "
                                   f"{len(set(qids))} questions; "
-                                  f"{PairLabel.objects.count() - labels_before} new labels; "
+                                  f"{now - before_round} new labels this round; "
                                   f"{waiting} questions still open")
+                before_round = now
                 if answered == 0:
                     break
         self._summary(key, touched, totals, labels_before, time.monotonic() - started, corpus)

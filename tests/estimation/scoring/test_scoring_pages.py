@@ -113,7 +113,8 @@ def test_report_visibility_and_contents(scored: World) -> None:
     Submission.objects.filter(pk=scored.a.pk).update(public=False)
     url = reverse("submission-evaluation", args=[scored.a.pk])
     assert _client(make_user("carol")).get(url).status_code == 404
-    assert _client().get(url).status_code == 302  # login first
+    # A private report does not exist for anyone else, signed in or not.
+    assert _client().get(url).status_code == 404
     resp = _client(make_user("ada")).get(url)
     assert resp.status_code == 200
     html = resp.content.decode()

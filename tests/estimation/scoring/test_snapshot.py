@@ -47,7 +47,8 @@ def test_every_board_matches_the_reference_for_every_viewer(scored: World) -> No
         snap = snapshot.load("t", scheme, metric, kind, "api")
         got = snapshot.api_dict(snapshot.visible(snap, user))
         assert got["systems"] == ref["systems"], (who, scheme, kind, metric)
-        assert got["run"]["id"] == ref["run"]["id"]
+        for key in ("id", "systems", "draws", "labels"):
+            assert got["run"][key] == ref["run"][key], (who, key)
     names = {who: [r["name"] for r in snapshot.api_dict(snapshot.visible(
         snapshot.load("t", "instance", "f1", "joint", "api"), u))["systems"]]
         for who, u in _viewers().items()}

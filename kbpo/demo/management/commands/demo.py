@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.test.utils import override_settings
 
 from kbpo.core import jobs
 from kbpo.core.models import Corpus, Profile
@@ -18,6 +19,9 @@ from submissions.models import State, Submission
 from submissions.services import create_submission
 
 DEMO_PASSWORD = "kbpo-demo-password"
+# The demo systems belong to their own account (no password, cannot log in), so the
+# researcher `demo` starts with every upload slot free.
+SYSTEMS_OWNER = "demo-systems"
 # States in which a submission is still moving through ingestion and sampling.
 PIPELINE_BUSY = (State.UPLOADED, State.VALIDATING, State.INGESTED, State.PLANNING)
 
@@ -40,6 +44,10 @@ class Command(BaseCommand):
                             help="seconds to wait for Celery workers (when not in eager mode)")
 
     def handle(self, *args: object, **opts: object) -> None:
+        with override_settings(EMAIL_BACKEND="kbpo.demo.mail.OneLineBackend"):
+            self._run(**opts)
+
+    def _run(self, **opts: object) -> None:
         if settings.PRODUCTION:
             raise CommandError("the demo creates accounts with known passwords: it refuses "
                                "to run with KBPO_ENV=production")
@@ -91,9 +99,14 @@ class Command(BaseCommand):
         researcher = self._user("demo", "demo@kbpo.local", staff=False)
         Profile.objects.get_or_create(user=researcher, defaults={"affiliation": "Demo Lab"})
         self._user("admin", "admin@kbpo.local", staff=True)
+        owner, _ = User.objects.get_or_create(username=SYSTEMS_OWNER,
+                                              defaults={"email": "systems@kbpo.local"})
+        if owner.has_usable_password():
+            owner.set_unusable_password()
+            owner.save()
         if not opts["skip_systems"]:
             corpus = Corpus.objects.get(tag="demo")
-            self._submit_systems(out, corpus, researcher)
+            self._submit_systems(out, corpus, owner)
             self._wait_for(corpus, PIPELINE_BUSY, int(opts["wait"]))  # type: ignore[arg-type]
             self._step("The simulated crowd answers every open question")
             # A careful crowd (5% errors, a few spammers): majority-vote labels are then

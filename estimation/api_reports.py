@@ -1,0 +1,292 @@
+"""API for what a submission's report page shows: scores, per-predicate scores, score
+history, judged samples and progress. Readable by whoever may read the report."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from submissions.models import Submission
+
+from . import leaderboard as lb
+from . import report
+from .models import KINDS, METRICS, ScoreRun, SystemScore
+
+SAMPLES_PER_PAGE = 50
+NOT_FOUND = "No such submission (or you may not see it)."
+
+
+def report_visible(sub: Submission, user: object) -> bool:
+    """A public submission's report is for everyone; a private one for owner and staff."""
+    return bool(sub.public or sub.can_view(user))
+
+
+def visible_submission(pk: int, user: object) -> Submission | None:
+    sub = Submission.objects.select_related("corpus", "owner").filter(pk=pk).first()
+    return sub if sub is not None and report_visible(sub, user) else None
+
+
+def _interval(score: SystemScore, metric: str, kind: str) -> dict[str, float | None]:
+    est, lo, hi = score.interval(metric, kind)
+    return {"estimate": est, "lo": lo, "hi": hi}
+
+
+def scheme_scores(score: SystemScore) -> dict[str, Any]:
+    return {m: {k: _interval(score, m, k) for k in KINDS} for m in METRICS}
+
+
+def run_info(run: ScoreRun | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {"id": run.pk, "finished_at": run.finished_at, "confidence": run.confidence,
+            "draw_scheme": run.draw_scheme, "labels": run.n_labels}
+
+
+class IntervalSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True, help_text="null: not estimable yet.")
+    lo = serializers.FloatField(allow_null=True)
+    hi = serializers.FloatField(allow_null=True)
+
+
+class KindsSerializer(serializers.Serializer):
+    joint = IntervalSerializer(help_text="Using every label on the corpus.")
+    simple = IntervalSerializer(help_text="Using this submission's own draws only.")
+
+
+class MetricsSerializer(serializers.Serializer):
+    precision = KindsSerializer()
+    recall = KindsSerializer()
+    f1 = KindsSerializer()
+
+
+class SchemeScoresSerializer(MetricsSerializer):
+    scheme = serializers.ChoiceField(choices=list(lb.BOARD_SCHEMES))
+
+
+class ScoreRunInfoSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    finished_at = serializers.DateTimeField()
+    confidence = serializers.FloatField()
+    draw_scheme = serializers.CharField()
+    labels = serializers.IntegerField(help_text="Distinct labelled pairs the run used.")
+
+
+class PredicateSerializer(serializers.Serializer):
+    predicate = serializers.CharField()
+    instances = serializers.IntegerField(help_text="Predictions with this predicate.")
+    draws = serializers.IntegerField()
+    labelled = serializers.IntegerField(help_text="Draws with a crowd label.")
+    correct = serializers.IntegerField()
+    precision = IntervalSerializer(help_text="Simple precision: correct / labelled draws.")
+    exhaustive = serializers.IntegerField(
+        help_text="True instances of the predicate in the exhaustive sample.")
+    found = serializers.IntegerField(help_text="Of those, how many this submission predicted.")
+    recall = IntervalSerializer(help_text="Simple recall: found / exhaustive.")
+
+
+class ScoresSerializer(serializers.Serializer):
+    submission = serializers.IntegerField()
+    name = serializers.CharField()
+    state = serializers.CharField()
+    run = ScoreRunInfoSerializer(allow_null=True, help_text="null: not scored yet.")
+    labels_used = serializers.IntegerField(allow_null=True)
+    draws = serializers.IntegerField(allow_null=True, help_text="Draws with a label.")
+    pending_draws = serializers.IntegerField(allow_null=True)
+    cost_usd = serializers.CharField(allow_null=True)
+    schemes = SchemeScoresSerializer(many=True)
+    predicates = PredicateSerializer(many=True)
+
+
+class HistoryPointSerializer(MetricsSerializer):
+    run = serializers.IntegerField()
+    finished_at = serializers.DateTimeField()
+    labels = serializers.IntegerField(help_text="Labelled pairs on the corpus at that run.")
+
+
+class HistorySerializer(serializers.Serializer):
+    submission = serializers.IntegerField()
+    scheme = serializers.CharField()
+    points = HistoryPointSerializer(many=True)
+
+
+class SampleSerializer(serializers.Serializer):
+    instance = serializers.IntegerField()
+    predicate = serializers.CharField()
+    subject = serializers.CharField()
+    object = serializers.CharField()
+    sentence = serializers.CharField()
+    document = serializers.CharField()
+    times_drawn = serializers.IntegerField()
+    verdict = serializers.ChoiceField(choices=["correct", "wrong", "pending"])
+    label = serializers.ListField(child=serializers.CharField(), allow_null=True,
+                                  help_text="The crowd's relation(s) for the pair.")
+
+
+class SamplesSerializer(serializers.Serializer):
+    submission = serializers.IntegerField()
+    verdict = serializers.CharField()
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    next = serializers.IntegerField(allow_null=True, help_text="Next page number, or null.")
+    results = SampleSerializer(many=True)
+
+
+class ProgressSerializer(serializers.Serializer):
+    submission = serializers.IntegerField()
+    state = serializers.CharField()
+    drawn_pairs = serializers.IntegerField()
+    labelled_pairs = serializers.IntegerField()
+    draws = serializers.IntegerField()
+    answers_needed = serializers.IntegerField()
+    answers_received = serializers.IntegerField()
+    open_questions = serializers.IntegerField()
+    percent = serializers.IntegerField(help_text="Labelled share of the drawn pairs.")
+    run = serializers.IntegerField(allow_null=True, help_text="Newest run that scored it.")
+
+
+def predicate_dicts(sub: Submission, confidence: float) -> list[dict[str, Any]]:
+    return [{"predicate": p.predicate, "instances": p.instances, "draws": p.draws,
+             "labelled": p.labelled, "correct": p.correct,
+             "precision": {"estimate": p.precision, "lo": p.lo, "hi": p.hi},
+             "exhaustive": p.exhaustive, "found": p.found,
+             "recall": {"estimate": p.recall, "lo": p.r_lo, "hi": p.r_hi}}
+            for p in report.per_predicate(sub, confidence)]
+
+
+class _SubmissionAPIView(APIView):
+    permission_classes = [AllowAny]
+
+    def submission(self, request: Request, pk: int) -> Submission | None:
+        return visible_submission(pk, request.user)
+
+
+def _missing() -> Response:
+    return Response({"detail": NOT_FOUND}, status=404)
+
+
+def _scheme(request: Request) -> tuple[str | None, Response | None]:
+    scheme = request.query_params.get("scheme", settings.KBPO_SAMPLING_SCHEME)
+    if scheme not in lb.BOARD_SCHEMES:
+        return None, Response({"scheme": [str(lb.BadParameter("scheme", scheme,
+                                                             list(lb.BOARD_SCHEMES)))]},
+                              status=400)
+    return scheme, None
+
+
+class ScoresAPIView(_SubmissionAPIView):
+    @extend_schema(operation_id="submission_scores", summary="A submission's latest scores: "
+                   "every scheme, joint and simple, with intervals; per-predicate precision "
+                   "and recall", responses={200: ScoresSerializer,
+                                            404: OpenApiResponse(description=NOT_FOUND)})
+    def get(self, request: Request, pk: int) -> Response:
+        sub = self.submission(request, pk)
+        if sub is None:
+            return _missing()
+        run, scores = report.latest_scores(sub)
+        first = next(iter(scores.values()), None)
+        confidence = run.confidence if run else settings.KBPO_CONFIDENCE
+        return Response(ScoresSerializer({
+            "submission": sub.pk, "name": sub.name, "state": sub.state, "run": run_info(run),
+            "labels_used": first.labels_used if first else None,
+            "draws": first.draws if first else None,
+            "pending_draws": first.pending if first else None,
+            "cost_usd": str(first.cost_usd.quantize(Decimal("0.01"))) if first else None,
+            "schemes": [{"scheme": s, **scheme_scores(scores[s])} for s in lb.BOARD_SCHEMES
+                        if s in scores],
+            "predicates": predicate_dicts(sub, confidence)}).data)
+
+
+class HistoryAPIView(_SubmissionAPIView):
+    @extend_schema(operation_id="submission_score_history",
+                   summary="Every score run of a submission, oldest first (joint and simple)",
+                   parameters=[OpenApiParameter("scheme", OpenApiTypes.STR,
+                                                enum=list(lb.BOARD_SCHEMES))],
+                   responses={200: HistorySerializer, 400: OpenApiResponse(
+                       description="Unknown scheme."), 404: OpenApiResponse(
+                       description=NOT_FOUND)})
+    def get(self, request: Request, pk: int) -> Response:
+        sub = self.submission(request, pk)
+        if sub is None:
+            return _missing()
+        scheme, bad = _scheme(request)
+        if bad is not None:
+            return bad
+        qs = (SystemScore.objects.filter(submission=sub, scheme=scheme,
+                                         run__status=ScoreRun.Status.COMPLETE)
+              .select_related("run").order_by("run__finished_at", "run_id"))
+        points = [{"run": s.run_id, "finished_at": s.run.finished_at, "labels": s.run.n_labels,
+                   **scheme_scores(s)} for s in qs]
+        return Response(HistorySerializer({"submission": sub.pk, "scheme": scheme,
+                                           "points": points}).data)
+
+
+def _sample_dict(s: report.Sample) -> dict[str, Any]:
+    inst, pair = s.instance, s.instance.pair
+    text = pair.document.text
+    verdict = s.verdict
+    return {"instance": inst.pk, "predicate": inst.predicate,
+            "subject": text[pair.subject_begin:pair.subject_end],
+            "object": text[pair.object_begin:pair.object_end],
+            "sentence": "".join(seg for seg, _ in s.segments),
+            "document": pair.document.doc_id, "times_drawn": s.times_drawn,
+            "verdict": "pending" if verdict is None else ("correct" if verdict else "wrong"),
+            "label": list(s.label.predicates) if s.label else None}
+
+
+class SamplesAPIView(_SubmissionAPIView):
+    @extend_schema(operation_id="submission_samples",
+                   summary="The submission's judged (and pending) sampled predictions, paged",
+                   parameters=[OpenApiParameter("verdict", OpenApiTypes.STR,
+                                                enum=list(report.VERDICTS), default="all"),
+                               OpenApiParameter("page", OpenApiTypes.INT, default=1)],
+                   responses={200: SamplesSerializer, 400: OpenApiResponse(
+                       description="Unknown verdict or page."), 404: OpenApiResponse(
+                       description=NOT_FOUND)})
+    def get(self, request: Request, pk: int) -> Response:
+        sub = self.submission(request, pk)
+        if sub is None:
+            return _missing()
+        verdict = request.query_params.get("verdict", "all")
+        if verdict not in report.VERDICTS:
+            return Response({"verdict": [f"verdict={verdict!r} is not offered; use one of: "
+                                         f"{', '.join(report.VERDICTS)}"]}, status=400)
+        qs: QuerySet = report.sample_queryset(sub, verdict)
+        paginator = Paginator(qs, SAMPLES_PER_PAGE)
+        try:
+            page = paginator.page(request.query_params.get("page", 1))
+        except (EmptyPage, PageNotAnInteger):
+            return Response({"page": [f"page must be a whole number from 1 to "
+                                      f"{paginator.num_pages}"]}, status=400)
+        return Response(SamplesSerializer({
+            "submission": sub.pk, "verdict": verdict, "count": paginator.count,
+            "page": page.number, "pages": paginator.num_pages,
+            "next": page.next_page_number() if page.has_next() else None,
+            "results": [_sample_dict(s) for s in report.samples(list(page.object_list))],
+        }).data)
+
+
+class ProgressAPIView(_SubmissionAPIView):
+    @extend_schema(operation_id="submission_progress",
+                   summary="Labelling progress of a submission (what decides `scored`)",
+                   responses={200: ProgressSerializer,
+                              404: OpenApiResponse(description=NOT_FOUND)})
+    def get(self, request: Request, pk: int) -> Response:
+        sub = self.submission(request, pk)
+        if sub is None:
+            return _missing()
+        run, _ = report.latest_scores(sub)
+        return Response(ProgressSerializer({"submission": sub.pk, "state": sub.state,
+                                            **report.progress(sub).as_dict(),
+                                            "run": run.pk if run else None}).data)

@@ -1,0 +1,107 @@
+"""Compare two systems on a corpus: the difference in joint P, R and F1 with a paired
+interval (estimation/core/difference.py), for the compare page and its API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.cache import cache
+from django.db.models import Q
+
+from kbpo.core.models import Corpus
+from submissions.models import ACTIVE_STATES, Submission
+
+from .core.difference import compare
+from .data import load_corpus_data, system_name
+from .models import METRICS, ScoringState
+
+CACHE_SECONDS = 300
+
+
+class CompareError(ValueError):
+    """A request the comparison cannot serve; `field` names the query parameter."""
+
+    def __init__(self, field: str, message: str, status: int = 400) -> None:
+        self.field = field
+        self.status = status
+        super().__init__(message)
+
+
+def comparable(corpus: Corpus, user: object) -> list[Submission]:
+    """The active systems on ``corpus`` this viewer may compare (those they see ranked)."""
+    qs = Submission.objects.filter(corpus=corpus, state__in=ACTIVE_STATES).select_related("owner")
+    if not getattr(user, "is_staff", False):
+        q = Q(public=True)
+        if getattr(user, "is_authenticated", False):
+            q |= Q(owner_id=user.pk)  # type: ignore[attr-defined]
+        qs = qs.filter(q)
+    return list(qs.order_by("name", "pk"))
+
+
+def parse_id(value: str | None, field: str) -> int:
+    if value in (None, ""):
+        raise CompareError(field, f"{field} is required: the id of a submission to compare.")
+    try:
+        out = int(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise CompareError(field, f"{field}={value!r} is not a submission id (a whole "
+                                  "number).") from None
+    if out <= 0:
+        raise CompareError(field, f"{field}={value!r} is not a submission id.")
+    return out
+
+
+def pick(corpus: Corpus, user: object, a: int, b: int) -> tuple[Submission, Submission]:
+    if a == b:
+        raise CompareError("b", "a and b are the same submission; choose two different ones.")
+    visible = {s.pk: s for s in comparable(corpus, user)}
+    for field, pk in (("a", a), ("b", b)):
+        if pk not in visible:
+            # Hidden and missing look the same: a private system's existence is not leaked.
+            raise CompareError(field, f"{field}={pk}: no active submission with that id on "
+                                      f"corpus {corpus.tag} that you may see.", status=404)
+    return visible[a], visible[b]
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
+def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
+               draw_scheme: str, confidence: float) -> dict[str, Any]:
+    """The comparison as JSON-ready data (cached per label generation of the corpus)."""
+    generation = ScoringState.objects.filter(corpus=corpus).values_list(
+        "generation", flat=True).first() or 0
+    key = f"cmp:{corpus.pk}:{generation}:{scheme}:{draw_scheme}:{confidence}:{a.pk}:{b.pk}"
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    data = load_corpus_data(corpus)
+    pop = data.population
+    try:
+        ia, ib = pop.index_of(system_name(a.pk)), pop.index_of(system_name(b.pk))
+    except KeyError:  # withdrawn between the visibility check and the load
+        raise CompareError("a", "one of the two submissions is no longer active; "
+                                "reload the page.", status=404) from None
+    res = compare(pop, data.evidence(), ia, ib, draw_scheme, scheme, confidence)
+    block = res.estimates.results[scheme]
+    systems = []
+    for sub, i in ((a, ia), (b, ib)):
+        systems.append({"submission": sub.pk, "name": sub.name, **{
+            m: {"estimate": _num(_nan(block[m]["joint"].estimate[i])),
+                "lo": _num(block[m]["joint"].lo[i]), "hi": _num(block[m]["joint"].hi[i])}
+            for m in METRICS}})
+    diffs = {}
+    for m in METRICS:
+        d = res.differences[m]
+        diffs[m] = {"estimate": _num(d.estimate), "lo": _num(d.lo), "hi": _num(d.hi),
+                    "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
+                    "better": {1: "a", -1: "b", 0: None}[d.verdict]}
+    out = {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
+           "a": systems[0], "b": systems[1], "difference": diffs}
+    cache.set(key, out, CACHE_SECONDS)
+    return out
+
+
+def _nan(x: float) -> float | None:
+    return None if x != x else x

@@ -1,0 +1,86 @@
+"""The compare page and API: two visible systems, the difference and its verdict."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from estimation import scoring
+from submissions.models import Submission
+from tests.estimation.scoring.scoring_world import World, label
+from tests.factories import make_user
+
+
+@pytest.fixture
+def scored(world: World) -> World:
+    label(world.pairs["born"], "per:place_of_birth")
+    label(world.pairs["wed"], "per:spouse")
+    label(world.pairs["work"], "per:employee_or_member_of")
+    scoring.recompute(world.corpus)
+    return world
+
+
+def _api(user: object | None = None, tag: str = "t", **query: object):
+    c = Client()
+    if user is not None:
+        c.force_login(user)
+    return c.get(reverse("api-compare", args=[tag]), query)
+
+
+@pytest.mark.django_db
+def test_difference_matches_the_two_estimates_and_names_the_better(scored: World) -> None:
+    body = _api(a=scored.a.pk, b=scored.b.pk).json()
+    for metric in ("precision", "recall", "f1"):
+        d = body["difference"][metric]
+        a, b = body["a"][metric]["estimate"], body["b"][metric]["estimate"]
+        assert d["estimate"] == pytest.approx(a - b, abs=2e-6)  # each rounded to 1e-6
+        assert d["lo"] <= d["estimate"] <= d["hi"]
+        # "better" only when the interval excludes 0, and then the right side.
+        if d["lo"] > 0:
+            assert d["better"] == "a"
+        elif d["hi"] < 0:
+            assert d["better"] == "b"
+        else:
+            assert d["better"] is None
+    # Every sampled pair is labelled: Alpha's precision is exactly 1, Beta's exactly 1/2.
+    p = body["difference"]["precision"]
+    assert p["estimate"] == pytest.approx(0.5) and p["better"] == "a"
+    swapped = _api(a=scored.b.pk, b=scored.a.pk).json()["difference"]["precision"]
+    assert swapped["estimate"] == pytest.approx(-0.5) and swapped["better"] == "b"
+
+
+@pytest.mark.django_db
+def test_bad_requests_name_the_field(scored: World) -> None:
+    cases = [({"b": scored.b.pk}, "a", 400), ({"a": "x", "b": scored.b.pk}, "a", 400),
+             ({"a": scored.a.pk, "b": scored.a.pk}, "b", 400),
+             ({"a": scored.a.pk, "b": scored.b.pk, "scheme": "zzz"}, "scheme", 400),
+             ({"a": scored.a.pk, "b": 999_999}, "b", 404)]
+    for query, field, status in cases:
+        resp = _api(**query)
+        assert resp.status_code == status and field in resp.json(), (query, resp.content)
+    assert _api(tag="nope", a=1, b=2).status_code == 404
+
+
+@pytest.mark.django_db
+def test_private_systems_compare_only_for_owner_and_staff(scored: World) -> None:
+    Submission.objects.filter(pk=scored.a.pk).update(public=False)
+    eve = make_user("eve")
+    assert _api(a=scored.a.pk, b=scored.b.pk).status_code == 404
+    assert _api(eve, a=scored.a.pk, b=scored.b.pk).status_code == 404
+    assert _api(scored.a.owner, a=scored.a.pk, b=scored.b.pk).status_code == 200
+    assert _api(make_user("root", staff=True), a=scored.a.pk, b=scored.b.pk).status_code == 200
+    page = Client().get(reverse("compare", args=["t"])).content.decode()
+    assert "Beta" in page and "Alpha" not in page  # not even offered in the form
+
+
+@pytest.mark.django_db
+def test_compare_page_shows_the_verdict(scored: World) -> None:
+    url = reverse("compare", args=["t"])
+    resp = Client().get(url, {"a": scored.a.pk, "b": scored.b.pk, "scheme": "instance"})
+    html = resp.content.decode()
+    assert resp.status_code == 200 and 'id="compare-result"' in html
+    assert "<strong>Alpha</strong> is better" in html
+    bad = Client().get(url, {"a": scored.a.pk, "b": "oops"})
+    assert bad.status_code == 400 and "b=&#x27;oops&#x27; is not a submission id" in \
+        bad.content.decode()
