@@ -14,10 +14,13 @@ class EstimationConfig(AppConfig):
         from django.db.models.signals import post_save
 
         from annotations.signals import labels_changed
-        from submissions.models import State, SubmissionEvent
+        from submissions.models import State, Submission, SubmissionEvent
         from submissions.services import submission_ingested
 
-        from . import tasks  # noqa: F401  (registers the app's Celery tasks, queued by name)
+        from . import (
+            snapshot,
+            tasks,  # noqa: F401  (registers the app's Celery tasks, queued by name)
+        )
         from .scoring import request_recompute
 
         def on_labels_changed(sender: object, corpus_id: int, **kwargs: object) -> None:
@@ -33,10 +36,23 @@ class EstimationConfig(AppConfig):
                 reason = f"submission {instance.submission_id} {instance.to_state}"
                 transaction.on_commit(lambda: request_recompute(corpus_id, reason))
 
+        def on_submission_saved(sender: object, instance: Submission, created: bool,
+                                update_fields: frozenset[str] | None = None,
+                                **kwargs: object) -> None:
+            # Stored leaderboards bake in owner, baseline, paper and method: re-render
+            # them when an edit may have changed one (state changes name their fields).
+            if created or (update_fields is not None
+                           and not set(update_fields) & snapshot.DISPLAY_FIELDS):
+                return
+            corpus_id = instance.corpus_id
+            transaction.on_commit(lambda: snapshot.refresh_corpus(corpus_id))
+
         submission_ingested.connect(_plan_on_ingest, dispatch_uid="estimation-plan")
         labels_changed.connect(on_labels_changed, dispatch_uid="estimation.labels_changed")
         post_save.connect(on_event, sender=SubmissionEvent,
                           dispatch_uid="estimation.submission_event")
+        post_save.connect(on_submission_saved, sender=Submission,
+                          dispatch_uid="estimation.submission_saved")
 
 
 def _plan_on_ingest(sender: object, submission: object, **kwargs: object) -> None:

@@ -19,7 +19,6 @@ from kbpo.core.models import Corpus
 from submissions.models import ACTIVE_STATES, State, Submission
 
 from .models import METRIC_COLUMNS, METRICS, ScoreRun, SystemScore, is_exact
-from .scoring import latest_run
 
 # The schemes offered for sorting; entity_relation is stored too and served by the API.
 BOARD_SCHEMES: dict[str, str] = {
@@ -133,21 +132,29 @@ def _bar(m: Metric, leader: Metric | None) -> dict[str, float]:
     return bar
 
 
-def visible_filter(user: object) -> Q:
-    """Which submissions' rows a viewer sees: public ones, their own, all for staff."""
+def visible_filter(user: object, prefix: str = "submission__") -> Q:
+    """Which submissions' rows a viewer sees: public ones, their own, all for staff.
+
+    `prefix` is the path from the queried model to Submission ("" on Submission itself).
+    """
     if getattr(user, "is_staff", False):
         return Q()
-    q = Q(submission__public=True)
+    q = Q(**{f"{prefix}public": True})
     if getattr(user, "is_authenticated", False):
-        q |= Q(submission__owner_id=user.pk)  # type: ignore[attr-defined]
+        q |= Q(**{f"{prefix}owner_id": user.pk})  # type: ignore[attr-defined]
     return q
+
+
+def can_see(staff: bool, viewer_id: int | None, public: bool, owner_id: int) -> bool:
+    """`visible_filter` for one row already in memory (viewer_id None: anonymous)."""
+    return staff or public or (viewer_id is not None and viewer_id == owner_id)
 
 
 def build(corpus: Corpus, user: object, scheme: str = "instance", metric: str = "f1",
           kind: str = "joint", run: ScoreRun | None = None) -> Board:
     """The ranked leaderboard of `corpus` as `user` may see it."""
     validate(scheme, metric, kind)
-    run = run or latest_run(corpus)
+    run = run or ScoreRun.latest(corpus)
     board = Board(corpus, run, scheme, metric, kind, [])
     board.ticks = [{"x": _x(t), "label": f"{t:.2f}".rstrip("0").rstrip(".") or "0"}
                    for t in (0, 0.25, 0.5, 0.75, 1.0)]

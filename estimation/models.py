@@ -98,6 +98,12 @@ class ScoreRun(models.Model):
     def __str__(self) -> str:
         return f"run {self.pk} on {self.corpus_id} ({self.status})"
 
+    @classmethod
+    def latest(cls, corpus: object) -> ScoreRun | None:
+        """The newest complete run of a corpus (instance or id)."""
+        return (cls.objects.filter(corpus=corpus, status=cls.Status.COMPLETE)
+                .order_by("-finished_at", "-id").first())
+
 
 def _score_field() -> models.FloatField:
     return models.FloatField(null=True, blank=True)
@@ -149,3 +155,33 @@ class SystemScore(models.Model):
         """(estimate, lo, hi) of one metric."""
         stem = f"{METRIC_COLUMNS[metric]}_{kind}"
         return tuple(getattr(self, stem + b) for b in BOUNDS)
+
+
+class BoardSnapshot(models.Model):
+    """The leaderboard of one corpus × scheme × estimator × sort metric, ready to serve.
+
+    Written after every score run (and when a submission's displayed fields change) by
+    `estimation/snapshot.py`, so a request reads one row and does no estimation and
+    almost no formatting. Only what decides visibility and ranking among the visible
+    rows (public flag, owner, state, name) is read live at request time.
+    """
+
+    corpus = models.ForeignKey("kbpo.Corpus", on_delete=models.CASCADE,
+                               related_name="board_snapshots")
+    run = models.ForeignKey(ScoreRun, on_delete=models.CASCADE, related_name="snapshots")
+    scheme = models.CharField(max_length=16)
+    kind = models.CharField(max_length=8)
+    metric = models.CharField(max_length=16)
+    built_at = models.DateTimeField(auto_now=True)
+    head = models.JSONField(default=dict, help_text="Run facts shown above the table.")
+    rows = models.JSONField(default=list, help_text="Per system: ids, sort keys, pending.")
+    html = models.JSONField(default=list, help_text="Pre-rendered HTML pieces per row.")
+    api = models.JSONField(default=list, help_text="JSON API fields per row.")
+    csv = models.JSONField(default=list, help_text="Formatted CSV cells per row.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["corpus", "scheme", "kind", "metric"],
+                                               name="boardsnapshot_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id} {self.scheme}/{self.kind}/{self.metric} (run {self.run_id})"

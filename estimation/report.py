@@ -8,7 +8,8 @@ from decimal import Decimal
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce, Least
 
 from annotations.models import (
     Assignment,
@@ -18,6 +19,7 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
+    Response,
     SampleDraw,
     SubmissionBudget,
     TaskKind,
@@ -57,18 +59,20 @@ class Progress:
 
 def progress(sub: Submission) -> Progress:
     """Labelled / drawn pairs (what decides `scored`) and the crowd answers behind them."""
-    drawn = SampleDraw.objects.filter(submission=sub)
-    pair_ids = set(drawn.values_list("instance__pair_id", flat=True))
-    labelled = PairLabel.objects.filter(pair_id__in=pair_ids).count() if pair_ids else 0
-    questions = (Question.objects.filter(requested_by=sub, kind=TaskKind.RELATION)
-                 .exclude(state=QuestionState.CANCELLED)
-                 .annotate(got=Count("responses")).values_list("answers_needed", "got", "state"))
-    needed = received = open_q = 0
-    for need, got, state in questions:
-        needed += need
-        received += min(need, got)
-        open_q += state == QuestionState.OPEN
-    return Progress(len(pair_ids), labelled, drawn.count(), needed, received, open_q)
+    # One aggregate in the database: no list of drawn pair ids travels either way.
+    agg = SampleDraw.objects.filter(submission=sub).aggregate(
+        draws=Count("id"), pairs=Count("instance__pair_id", distinct=True),
+        labelled=Count("instance__pair_id", distinct=True,
+                       filter=Q(instance__pair__label__isnull=False)))
+    got = (Response.objects.filter(question=OuterRef("pk")).order_by().values("question")
+           .annotate(c=Count("id")).values("c"))
+    q = (Question.objects.filter(requested_by=sub, kind=TaskKind.RELATION)
+         .exclude(state=QuestionState.CANCELLED)
+         .annotate(got=Coalesce(Subquery(got), 0))
+         .aggregate(needed=Sum("answers_needed"), received=Sum(Least("answers_needed", "got")),
+                    open=Count("id", filter=Q(state=QuestionState.OPEN))))
+    needed, received, open_q = q["needed"] or 0, q["received"] or 0, q["open"]
+    return Progress(agg["pairs"], agg["labelled"], agg["draws"], needed, received, open_q)
 
 
 @dataclass
@@ -252,17 +256,19 @@ def per_predicate(sub: Submission, confidence: float = 0.9) -> list[PredicateRow
     """
     instances = dict(RelationInstance.objects.filter(submission=sub).values_list("predicate")
                      .annotate(n=Count("id")).order_by())
-    draws = Counter()
-    labelled = Counter()
-    correct = Counter()
-    rows = (SampleDraw.objects.filter(submission=sub)
-            .values_list("instance__predicate", "instance__pair__label__predicates"))
-    for predicate, label in rows.iterator(chunk_size=10_000):
-        draws[predicate] += 1
+    draws: Counter[str] = Counter()
+    labelled: Counter[str] = Counter()
+    correct: Counter[str] = Counter()
+    # Grouped in the database by (predicate, label): a few dozen groups, not every draw.
+    groups = (SampleDraw.objects.filter(submission=sub)
+              .values_list("instance__predicate", "instance__pair__label__predicates")
+              .annotate(n=Count("id")).order_by())
+    for predicate, label, n in groups:
+        draws[predicate] += n
         verdict = _correct(predicate, label)
         if verdict is not None:
-            labelled[predicate] += 1
-            correct[predicate] += int(verdict)
+            labelled[predicate] += n
+            correct[predicate] += n * int(verdict)
     z = z_value(confidence)
     total, found = _exhaustive_found(sub)
     out = []
@@ -359,12 +365,13 @@ def samples(page_rows: list[dict]) -> list[Sample]:
 
 def verdict_counts(sub: Submission) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
-    rows = (RelationInstance.objects.filter(draws__submission=sub).distinct()
-            .values_list("predicate", "pair__label__predicates"))
-    for predicate, label in rows:
+    groups = (RelationInstance.objects.filter(draws__submission=sub)
+              .values_list("predicate", "pair__label__predicates")
+              .annotate(n=Count("id", distinct=True)).order_by())
+    for predicate, label, n in groups:
         v = _correct(predicate, label)
-        counts["all"] += 1
-        counts["pending" if v is None else ("correct" if v else "wrong")] += 1
+        counts["all"] += n
+        counts["pending" if v is None else ("correct" if v else "wrong")] += n
     return {k: counts.get(k, 0) for k in VERDICTS}
 
 

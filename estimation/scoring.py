@@ -54,6 +54,7 @@ from .models import (
     interval_ends,
     is_exact,
 )
+from .snapshot import write_snapshots
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def score_schemes(draw_scheme: str) -> list[str]:
 
 
 def _enqueue(corpus_id: int, countdown: float) -> None:
-    jobs.send(RECOMPUTE_TASK, corpus_id, countdown=countdown)
+    jobs.send(RECOMPUTE_TASK, corpus_id, countdown=countdown, coalesce=True)
 
 
 def _locked_state(corpus_id: int) -> ScoringState:
@@ -278,6 +279,8 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             run.n_exhaustive_documents = data.exhaustive_documents
             run.n_exhaustive_instances = len(data.exhaustive_pairs)
             run.save()
+            # The stored boards move with the run: pages never see a run without them.
+            write_snapshots(run)
         say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
     except Exception as exc:
         run.status = ScoreRun.Status.FAILED
@@ -355,5 +358,4 @@ def notify_scored(submission_id: int, run_id: int) -> None:
 
 
 def latest_run(corpus: Corpus | int) -> ScoreRun | None:
-    return (ScoreRun.objects.filter(corpus=corpus, status=ScoreRun.Status.COMPLETE)
-            .order_by("-finished_at", "-id").first())
+    return ScoreRun.latest(corpus)

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import csv
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
+from django.utils.dateparse import parse_datetime
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
@@ -24,15 +24,13 @@ from rest_framework.views import APIView
 
 from kbpo.core.models import Corpus
 from kbpo.core.security import csv_safe
-from submissions.models import ACTIVE_STATES, Submission
+from submissions.models import Submission
 
 from . import leaderboard as lb
-from . import report
+from . import report, snapshot
 from .api_reports import IntervalSerializer, visible_submission
 from .models import METRICS, ScoringState, is_exact
 from .scoring import latest_run
-
-BOARD_CACHE_SECONDS = 60
 
 # --- Leaderboard pages ------------------------------------------------------------------
 
@@ -45,30 +43,27 @@ def _params(query: Any) -> tuple[str, str, str]:
 @require_GET
 def leaderboard_index(request: HttpRequest) -> HttpResponse:
     """Every corpus with its number of ranked systems and its current leader."""
-    corpora = Corpus.objects.annotate(
-        n_active=Count("submissions", filter=Q(submissions__state__in=ACTIVE_STATES)))
     entries = []
-    for corpus in corpora:
-        board = lb.build(corpus, request.user)
-        entries.append({"corpus": corpus, "board": board, "n_visible": len(board.rows)})
+    for corpus in Corpus.objects.order_by("tag"):
+        snap = snapshot.load(corpus.tag, "instance", "f1", "joint", "api")
+        view = snapshot.visible(snap, request.user) if snap else None
+        leader = None
+        if view is not None and view.leader is not None:
+            leader = {"name": view.leader.name, **view.snap.part[view.leader.i]["f1"]}
+        entries.append({"corpus": corpus, "leader": leader,
+                        "n_visible": len(view.rows) if view else 0,
+                        "finished_at": _finished(snap)})
     return render(request, "estimation/index.html", {"entries": entries})
 
 
-def _viewer_key(user: Any) -> str:
-    """What a cached board may be shared by: anonymous visitors, one user, or staff."""
-    if getattr(user, "is_staff", False):
-        return "staff"
-    return f"u{user.pk}" if getattr(user, "is_authenticated", False) else "anon"
-
-
-def _cache_key(kind_of: str, corpus: Corpus, run_id: int, user: Any, *parts: object) -> str:
-    return ":".join(str(p) for p in ("lb", kind_of, corpus.pk, run_id, _viewer_key(user),
-                                     *parts))
+def _finished(snap: snapshot.Stored | None) -> datetime | None:
+    if snap is None or not snap.head.get("run"):
+        return None
+    return parse_datetime(snap.head["run"]["finished_at"] or "")
 
 
 @require_GET
 def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
-    corpus = get_object_or_404(Corpus, tag=tag)
     scheme, metric, kind = _params(request.GET)
     notice = ""
     try:
@@ -76,21 +71,24 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     except lb.BadParameter as exc:
         notice = f"{exc}. Showing the default ordering instead."
         scheme, metric, kind = "instance", "f1", "joint"
-    state = ScoringState.objects.filter(corpus=corpus).first()
-    recomputing = bool(state and not state.up_to_date)
-    run = latest_run(corpus)
-    # The board only changes with a new run; a short TTL bounds staleness of names,
-    # visibility and withdrawals between runs (a withdrawal also triggers a run).
-    key = _cache_key("page", corpus, run.pk if run else 0, request.user, scheme, metric, kind,
-                     recomputing)
-    board_html = cache.get(key)
-    if board_html is None:
-        board = lb.build(corpus, request.user, scheme, metric, kind, run=run)
-        board_html = render_to_string("estimation/_board.html", {
-            "corpus": corpus, "board": board, "metrics": lb.METRIC_LABELS,
-            "recomputing": recomputing, "bar_width": lb.BAR_WIDTH,
-            "sort_label": lb.METRIC_LABELS[metric]}, request)
-        cache.set(key, board_html, BOARD_CACHE_SECONDS)
+    snap = snapshot.load(tag, scheme, metric, kind, "html")
+    if snap is None:  # no such corpus (404) or no scores yet
+        corpus = get_object_or_404(Corpus, tag=tag)
+        state = ScoringState.objects.filter(corpus=corpus).first()
+        recomputing = bool(state and not state.up_to_date)
+        context: dict[str, Any] = {"board": {"run": None}, "n_rows": 0}
+    else:
+        corpus, recomputing = snap.corpus, not snap.up_to_date
+        view = snapshot.visible(snap, request.user)
+        context = {
+            "board": {"run": snap.head["run"]}, "n_rows": len(view.rows),
+            "finished_at": _finished(snap),
+            # Stored, escaped when rendered (estimation/snapshot.py).
+            "table_open": mark_safe(snap.head["open"]),
+            "table_close": mark_safe(snap.head["close"]),
+            "rows_html": mark_safe(snapshot.rows_html(view))}
+    board_html = render_to_string("estimation/_board.html", {
+        "corpus": corpus, "recomputing": recomputing, **context}, request)
     return render(request, "estimation/leaderboard.html", {
         "corpus": corpus, "board_html": mark_safe(board_html),  # our own escaped rendering
         "notice": notice, "scheme": scheme, "metric": metric, "kind": kind,
@@ -100,31 +98,22 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
 
 @require_GET
 def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
-    corpus = get_object_or_404(Corpus, tag=tag)
     scheme, metric, kind = _params(request.GET)
     try:
-        board = lb.build(corpus, request.user, scheme, metric, kind)
+        lb.validate(scheme, metric, kind)
     except lb.BadParameter as exc:
+        get_object_or_404(Corpus, tag=tag)
         return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
-    resp = HttpResponse(content_type="text/csv; charset=utf-8")
+    snap = snapshot.load(tag, scheme, metric, kind, "csv")
+    if snap is None:
+        corpus = get_object_or_404(Corpus, tag=tag)
+        body = ",".join(snapshot.CSV_HEADER) + "\r\n"
+    else:
+        corpus = snap.corpus
+        body = snapshot.csv_text(snapshot.visible(snap, request.user))
+    resp = HttpResponse(body, content_type="text/csv; charset=utf-8")
     resp["Content-Disposition"] = (
         f'attachment; filename="leaderboard-{corpus.tag}-{scheme}-{kind}.csv"')
-    writer = csv.writer(resp)
-    header = ["rank", "submission", "name", "owner", "baseline", "public", "state", "refining",
-              "tied_with_leader"]
-    for m in METRICS:
-        header += [m, f"{m}_lo", f"{m}_hi", f"{m}_exact"]
-    header += ["labels_used", "draws", "pending_draws", "cost_usd", "paper_url"]
-    writer.writerow(header)
-    for row in board.rows:
-        d = lb.row_dict(row)
-        line = [d["rank"], d["submission"], _cell(d["name"]), _cell(d["owner"]), d["baseline"],
-                d["public"], d["state"], d["refining"], d["tied_with_leader"]]
-        for m in METRICS:
-            line += [_num(d[m]["estimate"]), _num(d[m]["lo"]), _num(d[m]["hi"]), d[m]["exact"]]
-        line += [d["labels_used"], d["draws"], d["pending_draws"], d["cost_usd"],
-                 _cell(d["paper_url"] or "")]
-        writer.writerow([csv_safe(v) for v in line])
     return resp
 
 
@@ -208,14 +197,10 @@ class LeaderboardAPIView(APIView):
             lb.validate(scheme, metric, kind)
         except lb.BadParameter as exc:
             return Response({exc.name: [str(exc)]}, status=400)
-        run = latest_run(corpus)
-        key = _cache_key("api", corpus, run.pk if run else 0, request.user, scheme, metric,
-                         kind)
-        data = cache.get(key)
-        if data is None:
-            board = lb.build(corpus, request.user, scheme, metric, kind, run=run)
-            data = LeaderboardSerializer(lb.board_dict(board)).data
-            cache.set(key, data, BOARD_CACHE_SECONDS)
+        snap = snapshot.load(tag, scheme, metric, kind, "api")
+        if snap is None:
+            return Response(lb.board_dict(lb.build(corpus, request.user, scheme, metric, kind)))
+        data = snapshot.api_dict(snapshot.visible(snap, request.user))
         return Response(data)
 
 

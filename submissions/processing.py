@@ -18,7 +18,7 @@ from kbpo.core.jobs import enqueue
 
 from .ingest import Ingestor, Outcome, Rejected
 from .kbformat import CODES
-from .models import State, Submission
+from .models import RelationInstance, State, Submission
 from .services import INGEST_TASK, TransitionError, on_ingested, transition
 
 logger = logging.getLogger(__name__)
@@ -177,7 +177,16 @@ def redrive_stuck() -> int:
 
 
 def delete_rows(submission: Submission) -> None:
-    """Remove a submission's ingested rows (shared mention pairs stay)."""
+    """Remove a submission's ingested rows (shared mention pairs stay).
+
+    Rows of other apps that point at its relation instances go first, through the
+    ORM: a submission re-run after a failure past planning still has sample draws
+    on the instances about to be replaced (they would break the foreign key).
+    Looked up through the model's relations, so this layer names no upper app.
+    """
+    for rel in RelationInstance._meta.related_objects:
+        (rel.related_model._base_manager
+         .filter(**{f"{rel.field.name}__submission": submission}).delete())
     with connection.cursor() as cursor:
         for table in ("submissions_relationinstance", "submissions_submissionmention",
                       "submissions_submissionentity"):

@@ -137,6 +137,28 @@ def test_rerun_is_idempotent_and_revalidation_reproduces(
 
 
 @pytest.mark.django_db
+def test_rerun_after_a_failure_past_planning_replaces_draws_and_rows(
+        stored: Callable[..., Submission], django_capture_on_commit_callbacks) -> None:
+    from django.db import connection
+
+    from annotations.models import SampleDraw
+
+    sub = ingested(stored)
+    transition(sub, "planning")
+    for i, inst in enumerate(RelationInstance.objects.filter(submission=sub)[:3]):
+        SampleDraw.objects.create(submission=sub, scheme="instance", index=i, instance=inst)
+    transition(sub, "failed", "Planning failed: simulated")
+    with connection.cursor() as cursor:  # check the foreign keys now, not at rollback
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    with django_capture_on_commit_callbacks(execute=True):
+        requeue(sub, "operator re-run")
+    sub.refresh_from_db()
+    assert sub.state == "ingested", sub.error
+    assert instances(sub) == EXPECTED
+    assert not SampleDraw.objects.filter(submission=sub).exists()
+
+
+@pytest.mark.django_db
 def test_withdrawn_rows_stay_but_stop_counting(stored: Callable[..., Submission]) -> None:
     sub = ingested(stored)
     assert list(Submission.objects.active()) == [sub]

@@ -43,6 +43,7 @@ from annotations.models import (
     TaskKind,
 )
 from annotations.quality.workers import update_worker_quality
+from kbpo.core import jobs
 from kbpo.core.models import Corpus
 
 
@@ -98,20 +99,24 @@ class Command(BaseCommand):
         touched: set[int] = set()
         totals: Counter[str] = Counter()
         before_round = labels_before
-        for round_no in range(1, int(opts["max_rounds"]) + 1):  # type: ignore[arg-type]
-            answered, qids = self._round(hits, pool, key, seed, round_no, totals)
-            touched.update(qids)
-            if qids:
-                aggregate(qids)
-            waiting = Question.objects.filter(pk__in=touched, state=QuestionState.OPEN).count()
-            now = PairLabel.objects.count()
-            self.stdout.write(f"round {round_no}: {answered} assignments on "
-                              f"{len(set(qids))} questions; "
-                              f"{now - before_round} new labels this round; "
-                              f"{waiting} questions still open")
-            before_round = now
-            if answered == 0:
-                break
+        # Score recomputations wait for the end of the command: one per corpus, not
+        # one per aggregated HIT (eager mode ignores the debounce countdown).
+        with jobs.coalesced():
+            for round_no in range(1, int(opts["max_rounds"]) + 1):  # type: ignore[arg-type]
+                answered, qids = self._round(hits, pool, key, seed, round_no, totals)
+                touched.update(qids)
+                if qids:
+                    aggregate(qids)
+                waiting = Question.objects.filter(pk__in=touched,
+                                                  state=QuestionState.OPEN).count()
+                now = PairLabel.objects.count()
+                self.stdout.write(f"round {round_no}: {answered} assignments on "
+                                  f"{len(set(qids))} questions; "
+                                  f"{now - before_round} new labels this round; "
+                                  f"{waiting} questions still open")
+                before_round = now
+                if answered == 0:
+                    break
         self._summary(key, touched, totals, labels_before, time.monotonic() - started, corpus)
 
     def _round(self, hits, pool, key: GoldKey, seed: int, round_no: int,

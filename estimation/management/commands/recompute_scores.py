@@ -7,6 +7,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from estimation.scoring import request_recompute, run_scheduled
+from kbpo.core import jobs
 from kbpo.core.models import Corpus
 
 
@@ -25,9 +26,14 @@ class Command(BaseCommand):
         if corpus is None:
             known = ", ".join(Corpus.objects.values_list("tag", flat=True)) or "none loaded"
             raise CommandError(f"--corpus {tag!r}: no such corpus (known: {known})")
-        # Count as a change, so the run is recorded against a fresh generation.
-        request_recompute(corpus.pk, "recompute_scores command")
-        deadline = time.monotonic() + float(opts["wait"])  # type: ignore[arg-type]
+        # Count as a change, so the run is recorded against a fresh generation; the
+        # task that request queues finds the scores up to date (no second run).
+        with jobs.coalesced():
+            request_recompute(corpus.pk, "recompute_scores command")
+            self._run(corpus, float(opts["wait"]))  # type: ignore[arg-type]
+
+    def _run(self, corpus: Corpus, wait: float) -> None:
+        deadline = time.monotonic() + wait
         while True:
             out = run_scheduled(corpus.pk, force=True, trigger="recompute_scores command",
                                 progress=lambda msg: self.stdout.write(f"  {msg}"))
@@ -40,7 +46,7 @@ class Command(BaseCommand):
             time.sleep(2)
         run = out.run
         if run is None:
-            self.stdout.write(f"Scores of {tag} are up to date.")
+            self.stdout.write(f"Scores of {corpus.tag} are up to date.")
             return
         self.stdout.write(self.style.SUCCESS(
             f"Run {run.pk}: {run.n_systems} systems, {run.n_labels} labels, "
