@@ -13,7 +13,7 @@ from submissions.models import ACTIVE_STATES, Submission
 
 from .core.difference import compare
 from .data import load_corpus_data, system_name
-from .models import METRICS, ScoringState
+from .models import METRICS, ScoringState, is_exact
 
 CACHE_SECONDS = 300
 
@@ -88,9 +88,7 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
     systems = []
     for sub, i in ((a, ia), (b, ib)):
         systems.append({"submission": sub.pk, "name": sub.name, **{
-            m: {"estimate": _num(_nan(block[m]["joint"].estimate[i])),
-                "lo": _num(block[m]["joint"].lo[i]), "hi": _num(block[m]["joint"].hi[i])}
-            for m in METRICS}})
+            m: _interval(block[m]["joint"], i) for m in METRICS}})
     diffs = {}
     for m in METRICS:
         d = res.differences[m]
@@ -105,3 +103,9 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
 
 def _nan(x: float) -> float | None:
     return None if x != x else x
+
+
+def _interval(est: Any, i: int) -> dict[str, Any]:
+    lo, hi = _num(est.lo[i]), _num(est.hi[i])
+    return {"estimate": _num(_nan(est.estimate[i])), "lo": lo, "hi": hi,
+            "exact": is_exact(lo, hi)}

@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from estimation.cli import main
+from estimation.validation import SCENARIOS, UNCORRECTED
 from tests import ROOT
 
 PROBLEM = {
@@ -200,8 +201,9 @@ def test_simulate_and_bench_name_what_is_accepted(tmp_path, capsys):
         [sys.executable, "bench/bench_validate.py", "--scenario", "nope", "--trials", "2"],
         capture_output=True, text=True, check=False, cwd=ROOT)
     assert bench.returncode == 2 and bench.stdout == ""
-    assert bench.stderr == ("error: --scenario: unknown scenario 'nope'; expected one of "
-                            "paper, tiny, novel, subset, heavy_tail, clustered\n")
+    known = ", ".join({**SCENARIOS, **UNCORRECTED})
+    assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, crowd")
+    assert bench.stderr == f"error: --scenario: unknown scenario 'nope'; expected one of {known}\n"
 
 
 def test_plan_unknown_system_and_missing_file(tmp_path, capsys):
