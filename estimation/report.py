@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -22,6 +23,7 @@ from annotations.models import (
     SubmissionBudget,
     TaskKind,
 )
+from annotations.quality import accuracy
 from kbpo.core.schema import NO_RELATION
 from submissions.models import RelationInstance, Submission
 
@@ -106,6 +108,15 @@ def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemSco
         return None, {}
     rows = SystemScore.objects.filter(run=score.run, submission=sub)
     return score.run, {r.scheme: r for r in rows}
+
+
+def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore]) -> dict[str, Any]:
+    """The crowd's measured agreement and accuracy on the submission's corpus, and
+    whether the latest scores used soft labels (they then carry hard-label twins)."""
+    acc = accuracy.crowd_accuracy(sub.corpus_id, confidence)
+    soft = any(s.p_joint_hard is not None or s.r_joint_hard is not None
+               for s in scores.values())
+    return {**acc.as_dict(), "soft_labels": soft}
 
 
 # --- History plot (server-rendered SVG) -----------------------------------------------

@@ -22,3 +22,9 @@ def pct(value: float | None) -> str:
 def lookup(mapping: dict, key: str) -> object:
     """mapping[key] in a template (None when absent)."""
     return mapping.get(key)
+
+
+@register.filter
+def signed(value: float | None) -> str:
+    """A shift with its sign: 0.0213 → '+0.021'; None → '—'."""
+    return "—" if value is None else f"{value:+.3f}"
