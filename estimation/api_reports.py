@@ -146,6 +146,8 @@ class ScoresSerializer(serializers.Serializer):
     draws = serializers.IntegerField(allow_null=True, help_text="Draws with a label.")
     pending_draws = serializers.IntegerField(allow_null=True)
     cost_usd = serializers.CharField(allow_null=True)
+    control_cost_usd = serializers.CharField(
+        help_text="Part of the committed crowd cost spent on control questions.")
     schemes = SchemeScoresSerializer(many=True)
     predicates = PredicateSerializer(many=True)
     crowd = CrowdSerializer(help_text="The crowd's measured accuracy on this corpus.")
@@ -246,6 +248,7 @@ class ScoresAPIView(_SubmissionAPIView):
             "draws": first.draws if first else None,
             "pending_draws": first.pending if first else None,
             "cost_usd": str(first.cost_usd.quantize(Decimal("0.01"))) if first else None,
+            "control_cost_usd": str(report.control_cost(sub)),
             "schemes": [{"scheme": s, **scheme_scores(scores[s]),
                          "correction": correction(scores[s])}
                         for s in lb.BOARD_SCHEMES if s in scores],

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from annotations.models import (
     Assignment,
@@ -30,7 +30,7 @@ from submissions.models import RelationInstance, Submission
 from .core.intervals import wilson, z_value
 from .data import PREDICATES, load_exhaustive
 from .models import METRICS, ScoreRun, SystemScore
-from .scoring import attributed_costs
+from .scoring import CHARGED_HIT_STATES, attributed_costs
 
 VERDICTS = ("all", "correct", "wrong", "pending")
 
@@ -78,6 +78,7 @@ class Spend:
     committed: Decimal
     paid: Decimal
     cap: Decimal
+    controls: Decimal = Decimal("0")  # the control questions' share of `committed`
 
     @property
     def percent_of_cap(self) -> int:
@@ -97,7 +98,18 @@ def spend(sub: Submission) -> Spend:
         glob = BudgetSettings.objects.filter(pk=1).values_list(
             "per_submission_default_usd", flat=True).first()
         cap = glob if glob is not None else Decimal(str(settings.KBPO_BUDGET_PER_SUBMISSION_USD))
-    return Spend(committed, paid, cap)
+    return Spend(committed, paid, cap, control_cost(sub))
+
+
+def control_cost(sub: Submission) -> Decimal:
+    """The control questions' part of the committed cost: each charged HIT's cost
+    estimate times the share of its questions that are controls."""
+    rows = (Hit.objects.filter(submission=sub, state__in=CHARGED_HIT_STATES)
+            .annotate(n=Count("items"), c=Count("items", filter=Q(
+                items__question__control_answer__isnull=False)))
+            .filter(c__gt=0).values_list("cost_estimate", "n", "c"))
+    total = sum((cost * c / n for cost, n, c in rows), Decimal("0"))
+    return total.quantize(Decimal("0.01"))
 
 
 def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemScore]]:

@@ -8,6 +8,8 @@ import json
 from decimal import Decimal
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from annotations.crowd import controls, workers
 from annotations.interfaces.views import task_data
@@ -23,7 +25,9 @@ from annotations.models import (
 )
 from annotations.quality import workers as quality_workers
 from estimation import planning
+from estimation import report as report_page
 from tests.annotations.crowd.helpers import PREDICATE, answer, small_world, system
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -120,6 +124,16 @@ def test_spammer_blocked_on_controls_and_controls_never_become_labels(
     assert by_id["spam"].blocked and "control questions" in by_id["spam"].blocked_reason
     assert not CrowdWorker.objects.filter(external_id__in=["a", "b"], blocked=True).exists()
     assert workers.block_control_outliers() == []  # already blocked: once
+    # Their cost is shown: half of every HIT's cost went to its control.
+    charged = sum(h.cost_estimate for h in Hit.objects.filter(submission=sub))
+    assert report_page.control_cost(sub) == (charged / 2).quantize(Decimal("0.01")) > 0
+    staff = make_user("ops", staff=True)
+    client = Client()
+    client.force_login(staff)
+    page = client.get(reverse("submission-evaluation", args=[sub.pk])).content.decode()
+    assert 'id="control-cost"' in page
+    body = client.get(reverse("api-submission-scores", args=[sub.pk])).json()
+    assert Decimal(body["control_cost_usd"]) == report_page.control_cost(sub)
 
 
 def test_pool_knows_absent_relations_and_skips_tested_pairs(world) -> None:
