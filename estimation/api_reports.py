@@ -21,7 +21,7 @@ from submissions.models import Submission
 
 from . import leaderboard as lb
 from . import report
-from .models import KINDS, METRICS, ScoreRun, SystemScore
+from .models import KINDS, METRICS, ScoreRun, SystemScore, is_exact
 
 SAMPLES_PER_PAGE = 50
 NOT_FOUND = "No such submission (or you may not see it)."
@@ -39,7 +39,7 @@ def visible_submission(pk: int, user: object) -> Submission | None:
 
 def _interval(score: SystemScore, metric: str, kind: str) -> dict[str, float | None]:
     est, lo, hi = score.interval(metric, kind)
-    return {"estimate": est, "lo": lo, "hi": hi}
+    return {"estimate": est, "lo": lo, "hi": hi, "exact": is_exact(lo, hi)}
 
 
 def scheme_scores(score: SystemScore) -> dict[str, Any]:
@@ -64,6 +64,9 @@ class IntervalSerializer(serializers.Serializer):
     estimate = serializers.FloatField(allow_null=True, help_text="null: not estimable yet.")
     lo = serializers.FloatField(allow_null=True)
     hi = serializers.FloatField(allow_null=True)
+    exact = serializers.BooleanField(
+        help_text="true: known exactly from the labels (every prediction of the system is "
+                  "labelled), so lo == hi == estimate.")
 
 
 class KindsSerializer(serializers.Serializer):
@@ -204,9 +207,11 @@ class ProgressSerializer(serializers.Serializer):
 def predicate_dicts(sub: Submission, confidence: float) -> list[dict[str, Any]]:
     return [{"predicate": p.predicate, "instances": p.instances, "draws": p.draws,
              "labelled": p.labelled, "correct": p.correct,
-             "precision": {"estimate": p.precision, "lo": p.lo, "hi": p.hi},
+             "precision": {"estimate": p.precision, "lo": p.lo, "hi": p.hi,
+                           "exact": is_exact(p.lo, p.hi)},
              "exhaustive": p.exhaustive, "found": p.found,
-             "recall": {"estimate": p.recall, "lo": p.r_lo, "hi": p.r_hi}}
+             "recall": {"estimate": p.recall, "lo": p.r_lo, "hi": p.r_hi,
+                        "exact": is_exact(p.r_lo, p.r_hi)}}
             for p in report.per_predicate(sub, confidence)]
 
 

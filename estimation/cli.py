@@ -103,21 +103,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _schemes(value: str, option: str) -> list[str]:
+def _schemes(value: str, option: str, allow_all: bool = True) -> list[str]:
     from .core.problem import ProblemError
     from .core.schemes import SCHEMES
 
-    schemes = list(SCHEMES) if value == "all" else value.split(",")
+    schemes = list(SCHEMES) if value == "all" and allow_all else value.split(",")
+    accepted = ("'all' or one of " if allow_all else "one of ") + ", ".join(SCHEMES)
     for s in schemes:
         if s not in SCHEMES:
-            raise ProblemError(
-                f"{option}: unknown scheme {s!r}; expected 'all' or one of {', '.join(SCHEMES)}"
-            )
+            raise ProblemError(f"{option}: unknown scheme {s!r}; expected {accepted}")
     return schemes
 
 
 def _validate(args: argparse.Namespace) -> int:
     from .core.problem import ProblemError
+    from .core.schemes import SCHEMES
     from .validation import (
         SCENARIOS,
         UNCORRECTED,
@@ -129,30 +129,33 @@ def _validate(args: argparse.Namespace) -> int:
     )
 
     if args.list:
-        for name, scenario in SCENARIOS.items():
-            print(f"{name:11s} {scenario.description}")
-        for name, scenario in UNCORRECTED.items():
-            print(f"{name:11s} {scenario.description} [only when named]")
+        for name, spec in SCENARIOS.items():
+            print(f"{name:11s} {spec.description}")
+        for name, spec in UNCORRECTED.items():
+            print(f"{name:11s} {spec.description} [only when named]")
         return 0
     names = args.scenario or list(SCENARIOS)
     known = {**SCENARIOS, **UNCORRECTED}
-    for name in names:
-        if name not in known:
-            raise ProblemError(
-                f"--scenario: unknown scenario {name!r}; expected one of {', '.join(known)}"
-            )
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ProblemError(f"--scenario: unknown scenario {unknown[0]!r}; expected one of "
+                           f"{', '.join(known)}")
+    chosen = [known[name] for name in names]
     if args.trials < 2:
-        raise ProblemError("--trials: at least 2")
-    draw_scheme = _schemes(args.draw_scheme, "--draw-scheme")
+        raise ProblemError(f"--trials: expected an integer of at least 2, got {args.trials}")
+    draw_scheme = _schemes(args.draw_scheme, "--draw-scheme", allow_all=False)
     if len(draw_scheme) != 1:
-        raise ProblemError("--draw-scheme: expected one scheme")
+        raise ProblemError(
+            f"--draw-scheme: expected one scheme of {', '.join(SCHEMES)}, "
+            f"got {args.draw_scheme!r}"
+        )
     schemes = _schemes(args.schemes, "--schemes")
     verdicts, ok = [], True
-    for name in names:
-        scenario = known[name].small() if args.small else known[name]
-        run = run_scenario(scenario, args.trials, args.seed, schemes, draw_scheme[0])
+    for name, spec in zip(names, chosen, strict=True):
+        spec = spec.small() if args.small else spec
+        run = run_scenario(spec, args.trials, args.seed, schemes, draw_scheme[0])
         rows = summarise(run)
-        print(f"== {name}: {scenario.description}")
+        print(f"== {name}: {spec.description}")
         print(format_table(rows))
         for r in rows:
             for message, good in r.checks:

@@ -45,6 +45,9 @@ class CorpusData:
     exhaustive_pairs: np.ndarray
     exhaustive_preds: np.ndarray
     exhaustive_subjects: np.ndarray
+    # Document of each exhaustive instance (same order), so that recall variances are
+    # document-level (Ŷ0 is a cluster sample); None: every instance its own cluster.
+    exhaustive_docs: np.ndarray | None = None
     n_labels: int = 0
     exhaustive_documents: int = 0
     extra: dict = field(default_factory=dict)
@@ -53,7 +56,8 @@ class CorpusData:
     def evidence(self) -> Evidence:
         ev = prepare_evidence(
             self.population, self.draws, self.label_pairs, self.label_preds,
-            self.exhaustive_pairs, self.exhaustive_preds, self.exhaustive_subjects)
+            self.exhaustive_pairs, self.exhaustive_preds, self.exhaustive_subjects,
+            self.exhaustive_docs)
         if self.soft is None or not len(self.soft.pairs):
             return ev
         return self_consistent(self.population,
@@ -144,6 +148,29 @@ def _lenient_pair(d: int, sentence: int | None, sb: int, se: int, ob: int, oe: i
     return None if best is None else best[1]
 
 
+def _complete_documents(corpus: Corpus) -> list[int]:
+    return list(ExhaustiveDocument.objects.filter(
+        corpus=corpus, state=ExhaustiveDocument.State.COMPLETE).values_list("document_id",
+                                                                            flat=True))
+
+
+def _gold_rows(doc_ids: list[int]) -> list[tuple]:
+    """The gold relations of these documents that enter Ŷ0, in Ŷ0's order."""
+    rows = GoldRelation.objects.filter(document_id__in=doc_ids).values_list(
+        "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
+        "predicate", "subject_entity", "sentence_id").order_by("id")
+    return [r for r in rows if r[5] in PREDICATE_CODE]
+
+
+def exhaustive_documents(corpus: Corpus) -> np.ndarray:
+    """The document id of each instance of Ŷ0, in the order `load_exhaustive` returns.
+
+    The recall variances treat documents as clusters (docs/estimation.md §4.3).
+    """
+    rows = _gold_rows(_complete_documents(corpus))
+    return np.asarray([r[0] for r in rows], np.int64)
+
+
 def load_exhaustive(corpus: Corpus, match: str = "exact"
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The true-instance sample Ŷ0 from completed exhaustive documents.
@@ -157,16 +184,11 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
     """
     if match not in MATCH_MODES:
         raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
-    docs = ExhaustiveDocument.objects.filter(
-        corpus=corpus, state=ExhaustiveDocument.State.COMPLETE).values_list("document_id",
-                                                                            flat=True)
-    doc_ids = list(docs)
+    doc_ids = _complete_documents(corpus)
     if not doc_ids:
         z = np.zeros(0, np.int64)
         return z, z, z, 0
-    gold = list(GoldRelation.objects.filter(document_id__in=doc_ids).values_list(
-        "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
-        "predicate", "subject_entity", "sentence_id").order_by("id"))
+    gold = _gold_rows(doc_ids)
     pair_rows = list(MentionPair.objects.filter(document_id__in=doc_ids).values_list(
         "pk", "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
         "sentence_id").iterator(chunk_size=CHUNK))
@@ -183,8 +205,6 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
     pairs, preds, subjects = [], [], []
     subject_code: dict[tuple[int, str], int] = {}
     for k, (d, sb, se, ob, oe, predicate, subj, sent) in enumerate(gold):
-        if predicate not in PREDICATE_CODE:
-            continue
         pair = spans.get((d, sb, se, ob, oe))
         if pair is None and match == "lenient":
             pair = _lenient_pair(d, sent, sb, se, ob, oe, predicate, by_doc, predicted)
@@ -217,11 +237,15 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         draws[system_name(sub_id)].append(pair_id)
     label_pairs, label_preds = load_labels(corpus)
     y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
+    y_docs = exhaustive_documents(corpus) if len(y_pairs) else None
+    if y_docs is not None and len(y_docs) != len(y_pairs):
+        raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
+                           "instances: the exhaustive sample changed while loading")
     return CorpusData(
         corpus=corpus, submissions=submissions, population=population,
         draws={k: np.asarray(v, np.int64) for k, v in draws.items()},
         label_pairs=label_pairs, label_preds=label_preds, exhaustive_pairs=y_pairs,
-        exhaustive_preds=y_preds, exhaustive_subjects=y_subjects,
+        exhaustive_preds=y_preds, exhaustive_subjects=y_subjects, exhaustive_docs=y_docs,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
         soft=load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None)
 
@@ -233,5 +257,6 @@ def unlabelled_pairs(pair_ids: Iterable[int]) -> set[int]:
     return ids - labelled
 
 
-__all__ = ["MATCH_MODES", "PREDICATES", "PREDICATE_CODE", "CorpusData", "load_corpus_data",
-           "load_exhaustive", "load_labels", "system_name", "unlabelled_pairs"]
+__all__ = ["MATCH_MODES", "PREDICATES", "PREDICATE_CODE", "CorpusData",
+           "exhaustive_documents", "load_corpus_data", "load_exhaustive", "load_labels",
+           "system_name", "unlabelled_pairs"]

@@ -18,7 +18,7 @@ from django.db.models import Q
 from kbpo.core.models import Corpus
 from submissions.models import ACTIVE_STATES, State, Submission
 
-from .models import METRIC_COLUMNS, METRICS, ScoreRun, SystemScore
+from .models import METRIC_COLUMNS, METRICS, ScoreRun, SystemScore, is_exact
 from .scoring import latest_run
 
 # The schemes offered for sorting; entity_relation is stored too and served by the API.
@@ -55,8 +55,13 @@ class Metric:
             return False
         return self.lo <= other.hi and other.lo <= self.hi  # type: ignore[operator]
 
-    def as_dict(self) -> dict[str, float | None]:
-        return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi}
+    @property
+    def exact(self) -> bool:
+        """The labels decide the value: lo == hi (not an interval of width 0 by chance)."""
+        return is_exact(self.lo, self.hi)
+
+    def as_dict(self) -> dict[str, float | bool | None]:
+        return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi, "exact": self.exact}
 
 
 @dataclass
@@ -196,6 +201,7 @@ def row_dict(row: Row, with_owner: bool = True) -> dict:
         "baseline": sub.is_baseline,
         "public": sub.public,
         "state": sub.state,
+        "lines_dropped": sub.n_dropped if sub.drop_invalid else None,
         "refining": row.refining,
         "leader": row.is_leader,
         "tied_with_leader": row.tied_with_leader,

@@ -15,6 +15,27 @@ KINDS = ("joint", "simple")
 BOUNDS = ("", "_lo", "_hi")
 # Short column stems: p_joint, p_joint_lo, ... f1_simple_hi.
 METRIC_COLUMNS = {"precision": "p", "recall": "r", "f1": "f1"}
+# What pages say about a zero-width interval (docs/estimation.md §4.1).
+EXACT_NOTE = "known exactly: every prediction of the system has a crowd label"
+
+
+def is_exact(lo: float | None, hi: float | None) -> bool:
+    """Whether an interval is a single point: the labels decide the value exactly.
+
+    The estimators give a zero-width interval only then (docs/estimation.md §4.1), so
+    pages show "exact" instead of an interval that would look like a bug.
+    """
+    return lo is not None and hi is not None and hi - lo <= 1e-12
+
+
+def interval_ends(lo: float, hi: float, decimals: int = 3) -> tuple[str, str]:
+    """The two ends as text, with more decimals (up to 6) where three would print the
+    same number twice: a recall of 0.0008–0.0017 must not read as "0.001–0.001"."""
+    for d in range(decimals, 7):
+        a, b = f"{lo:.{d}f}", f"{hi:.{d}f}"
+        if a != b:
+            break
+    return a, b
 
 
 class ScoringState(models.Model):

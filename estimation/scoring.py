@@ -45,7 +45,15 @@ from submissions.services import TransitionError, transition
 
 from .core import SCHEMES, Estimates, estimate
 from .data import CorpusData, load_corpus_data
-from .models import METRIC_COLUMNS, METRICS, ScoreRun, ScoringState, SystemScore
+from .models import (
+    METRIC_COLUMNS,
+    METRICS,
+    ScoreRun,
+    ScoringState,
+    SystemScore,
+    interval_ends,
+    is_exact,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -307,8 +315,9 @@ def mark_scored(sub: Submission, run: ScoreRun) -> bool:
              .first())
     message = "All sampled predictions are labelled."
     if score is not None:
-        parts = [f"{m} {est:.3f} [{lo:.3f}, {hi:.3f}]" for m in METRICS
-                 for est, lo, hi in [score.interval(m)] if est is not None]
+        parts = [f"{m} {est:.3f} " + ("(exact)" if is_exact(lo, hi)
+                                       else "[{}, {}]".format(*interval_ends(lo, hi)))
+                 for m in METRICS for est, lo, hi in [score.interval(m)] if est is not None]
         if parts:
             message += f" {run.draw_scheme} scheme: " + ", ".join(parts) + "."
     with transaction.atomic():
@@ -324,7 +333,9 @@ def fmt_interval(est: float | None, lo: float | None, hi: float | None) -> str:
     if lo is None or hi is None:
         return "not estimable yet"
     head = "—" if est is None else f"{est:.3f}"
-    return f"{head}  (90% interval {lo:.3f}–{hi:.3f})"
+    if is_exact(lo, hi):
+        return f"{head}  (exact: every prediction is labelled)"
+    return "{}  (90% interval {}–{})".format(head, *interval_ends(lo, hi))
 
 
 def report_url(submission_id: int) -> str:

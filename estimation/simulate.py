@@ -139,7 +139,7 @@ def truth(world: World, scheme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def pooled(world: World, scheme: str) -> tuple[np.ndarray, np.ndarray]:
-    """Leave-team-out pooled precision and recall (DESIGN §1).
+    """Leave-team-out pooled precision and recall (the classic pooling baseline).
 
     The pool is every other team's predictions, fully judged; a system's
     predictions outside it count as wrong and the pool's true instances stand in

@@ -29,7 +29,7 @@ from submissions.models import ACTIVE_STATES, Submission
 from . import leaderboard as lb
 from . import report
 from .api_reports import IntervalSerializer, visible_submission
-from .models import METRICS, ScoringState
+from .models import METRICS, ScoringState, is_exact
 from .scoring import latest_run
 
 BOARD_CACHE_SECONDS = 60
@@ -113,7 +113,7 @@ def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
     header = ["rank", "submission", "name", "owner", "baseline", "public", "state", "refining",
               "tied_with_leader"]
     for m in METRICS:
-        header += [m, f"{m}_lo", f"{m}_hi"]
+        header += [m, f"{m}_lo", f"{m}_hi", f"{m}_exact"]
     header += ["labels_used", "draws", "pending_draws", "cost_usd", "paper_url"]
     writer.writerow(header)
     for row in board.rows:
@@ -121,7 +121,7 @@ def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
         line = [d["rank"], d["submission"], _cell(d["name"]), _cell(d["owner"]), d["baseline"],
                 d["public"], d["state"], d["refining"], d["tied_with_leader"]]
         for m in METRICS:
-            line += [_num(d[m]["estimate"]), _num(d[m]["lo"]), _num(d[m]["hi"])]
+            line += [_num(d[m]["estimate"]), _num(d[m]["lo"]), _num(d[m]["hi"]), d[m]["exact"]]
         line += [d["labels_used"], d["draws"], d["pending_draws"], d["cost_usd"],
                  _cell(d["paper_url"] or "")]
         writer.writerow([csv_safe(v) for v in line])
@@ -280,7 +280,7 @@ def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonRespons
     if main is not None:
         for m in METRICS:
             est, lo, hi = main.interval(m)
-            body[m] = {"estimate": est, "lo": lo, "hi": hi}
+            body[m] = {"estimate": est, "lo": lo, "hi": hi, "exact": is_exact(lo, hi)}
     return JsonResponse(body)
 
 

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from kbpo.core import views
+from kbpo.core import sentences, views
 
 SWAGGER_CDN = "https://cdn.jsdelivr.net"
 
@@ -13,6 +13,9 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/", include("kbpo.core.urls")),
     path("admin/", admin.site.urls),
+    path("corpora/<slug:tag>/sentences.tsv", sentences.sentences_tsv, name="corpus-sentences-tsv"),
+    path("api/corpora/<slug:tag>/sentences/", sentences.CorpusSentencesView.as_view(),
+         name="api-corpus-sentences"),
     path("exhaustive/", include("annotations.exhaustive.urls")),
     path("annotate/", include("annotations.interfaces.urls")),
     path("", include("submissions.urls")),

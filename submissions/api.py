@@ -88,7 +88,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                 compressed=check.compressed, description=data.get("description", ""),
                 method_description=data.get("method_description", ""),
                 paper_url=data.get("paper_url", ""), public=data.get("public", False),
-                run_id=check.run_id)
+                run_id=check.run_id, drop_invalid=data.get("drop_invalid", False))
         except DuplicateUpload as exc:
             return Response({"detail": str(exc), "code": "duplicate",
                              "duplicate_of": exc.existing.pk}, status=status.HTTP_409_CONFLICT)

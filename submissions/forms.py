@@ -24,10 +24,17 @@ class SubmissionForm(forms.ModelForm):
                   "is your run id. See the <a href=\"/submissions/format/\">format and "
                   "validation rules</a>.")
 
+    drop_invalid = forms.BooleanField(
+        required=False, label="Drop invalid lines",
+        help_text="Accept the valid lines of a file that has errors: every invalid line is "
+                  "dropped and listed in the report (an entity whose type line is invalid "
+                  "is dropped with its mentions and relations). Unchecked, a file with any "
+                  "error is rejected whole.")
+
     class Meta:
         model = Submission
         fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
-                  "public")
+                  "public", "drop_invalid")
         labels = {"method_description": "Method", "public": "Public"}
         widgets = {"description": forms.Textarea(attrs={"rows": 3}),
                    "method_description": forms.Textarea(attrs={"rows": 4})}

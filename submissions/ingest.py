@@ -1,13 +1,18 @@
-"""Validate a KB file against its corpus and ingest it, all or nothing.
+"""Validate a KB file against its corpus and ingest it.
+
+A file is accepted whole or refused whole, unless its owner chose drop-invalid:
+`processing` then re-runs the ingestor leaving out the lines (and the entities) that
+had errors, until what is left is clean.
 
 The file is streamed twice. Pass 1 reads entity lines (types, mentions, links) into
 a compact per-entity index of mention spans and checks mention text against the
-documents. Pass 2 reads relation lines, resolves each argument to the one mention of
-its entity inside the provenance, folds the predicate into canonical direction and
-streams the row out. Rows go to temporary staging tables (Postgres COPY, elsewhere
-executemany); the checks that need the whole file (type consistency across
-entities, conflicting relations for a pair) and deduplication run in SQL. Nothing
-but the entity index grows with the file.
+documents. Pass 2 reads relation lines, resolves each argument to a mention of its
+entity inside the provenance (the closest subject/object pair when there are several),
+folds the predicate into canonical direction and streams the row out. Rows go to
+temporary staging tables (Postgres COPY, elsewhere executemany); the checks that need
+the whole file (type consistency across entities, conflicting relations for a pair) and
+deduplication run in SQL (`ingest_sql`). Nothing but the entity index grows with the
+file.
 
 `Ingestor.run` must be called inside a transaction: it raises `Rejected` when the
 file has errors, and the caller's rollback removes every staged row.
@@ -16,7 +21,6 @@ file has errors, and the caller's rollback removes every staged row.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,8 +30,10 @@ from django.conf import settings
 from django.db import connection
 
 from kbpo.core import schema
+from kbpo.core.gold import closest_pair
 
 from .indexes import MASK, DocumentIndex, Entity
+from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, submission_stats
 from .kbformat import (
     IGNORED_KINDS,
     MENTION_KINDS,
@@ -52,44 +58,28 @@ FILLER_TYPES = (schema.DATE, schema.TITLE)
 # TAC entity types outside the reduced schema: skipped with a warning, not rejected.
 SKIPPED_TYPES = frozenset({"FAC", "LOC"})
 ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
+# Problems about the file as a whole: dropping lines cannot cure them.
+FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
+                        "NO_RELATIONS"})
+DROPPED_WITH_ENTITY = "DROPPED_WITH_ENTITY"
 
-
-
-
-def _conflicting_pairs() -> frozenset[tuple[str, str]]:
-    """Canonical predicate combinations that cannot both hold for one mention pair.
-
-    1. Both directions of an asymmetric relation between arguments of the same type
-       (A parent of B and B parent of A: canonically `per:parents` + `per:children`;
-       likewise subsidiaries/parents, member_of/members, holds_shares_in/shareholders,
-       organizations_founded/founded_by between organisations).
-    2. Two different family relations between the same two people (parent, child,
-       spouse, sibling, other family are mutually exclusive).
-    """
-    pairs: set[tuple[str, str]] = set()
-    for (stype, otype), preds in schema.CANONICAL.items():
-        if stype != otype:
-            continue
-        for pred in preds:
-            inv = schema.inverse(pred, stype, otype)
-            if inv and inv != pred and inv in preds:
-                pairs.add(tuple(sorted((pred, inv))))  # type: ignore[arg-type]
-    family = sorted(schema.CANONICAL[(schema.PER, schema.PER)])
-    pairs.update(itertools.combinations(family, 2))
-    return frozenset(pairs)
-
-
-CONFLICTS = _conflicting_pairs()
 
 
 class Rejected(Exception):
     """The file has errors; carries the report (the caller rolls back)."""
 
-    def __init__(self, report: Report, stats: dict[str, Any], run_id: str) -> None:
+    def __init__(self, report: Report, stats: dict[str, Any], run_id: str,
+                 bad_nodes: frozenset[str] = frozenset()) -> None:
         super().__init__(f"{report.errors} errors")
         self.report = report
         self.stats = stats
         self.run_id = run_id
+        self.bad_nodes = bad_nodes  # entities whose type is missing or invalid
+
+    @property
+    def curable(self) -> bool:
+        """Whether dropping the offending lines could make the file acceptable."""
+        return not FILE_CODES & set(self.report.counts)
 
 
 @dataclass
@@ -100,6 +90,8 @@ class Outcome:
     n_entities: int
     n_mentions: int
     n_relations: int
+    # line -> (code, message) of lines dropped with an entity (drop mode only)
+    cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
 # ---- the ingestor -------------------------------------------------------------------
@@ -115,8 +107,15 @@ class _Counts:
 class Ingestor:
     """Validates one submission's file and, if it is clean, writes its rows."""
 
-    def __init__(self, submission: Submission) -> None:
+    def __init__(self, submission: Submission, drop_lines: frozenset[int] = frozenset(),
+                 drop_nodes: frozenset[str] = frozenset()) -> None:
+        """`drop_lines` and `drop_nodes` (every line of those entities, and every
+        relation using them) are left out: the partial acceptance of `processing`."""
         self.sub = submission
+        self.drop_lines = drop_lines
+        self.drop_nodes = drop_nodes
+        self.bad_nodes: set[str] = set()
+        self.cascaded: dict[int, tuple[str, str]] = {}
         self.report = Report(settings.KBPO_SUBMISSION_REPORT_MAX)
         self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
         self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
@@ -160,16 +159,18 @@ class Ingestor:
         for pair in sorted(CONFLICTS):
             stager.add("kbpo_stage_conflict", pair)
         stager.flush_all()
-        self._check_types_sql(cursor)
-        self._check_conflicts_sql(cursor)
+        check_types(cursor, self.report, {pk: d for d, (pk, _) in self.docs.ids.items()})
+        check_conflicts(cursor, self.report)
         if self.report.errors == 0 and self.staged_relations == 0:
             self.report.add(self.counts.lines, "NO_RELATIONS",
                             "the file contains no valid relation line to evaluate")
         if self.report.errors:
             raise self._rejected()
-        n_entities, n_mentions, n_relations = self._insert(cursor)
-        stats = self._stats(cursor)
-        return Outcome(self.report, stats, self.run_id, n_entities, n_mentions, n_relations)
+        n_entities, n_mentions, n_relations = insert_rows(cursor, self.sub.pk)
+        stats = submission_stats(cursor, self.sub.pk, self._base_stats(),
+                                 self.staged_relations, len(self.docs.ids))
+        return Outcome(self.report, stats, self.run_id, n_entities, n_mentions, n_relations,
+                       self.cascaded)
 
     @contextlib.contextmanager
     def _open(self) -> Iterator[IO[bytes]]:
@@ -178,13 +179,16 @@ class Ingestor:
             yield stream
 
     def _rejected(self) -> Rejected:
-        return Rejected(self.report, self._base_stats(), self.run_id)
+        return Rejected(self.report, self._base_stats(), self.run_id,
+                        frozenset(self.bad_nodes))
 
     def _lines(self, raw: IO[bytes], report: bool) -> Iterator[tuple[int, list[str]]]:
         """Split KB lines into columns; with `report`, record line-level problems."""
         for number, data in iter_lines(raw, self.max_bytes, self.max_line):
             if report:
                 self.counts.lines = number
+            if number in self.drop_lines:
+                continue
             if data is None:
                 if report:
                     self.report.add(number, "LINE_TOO_LONG",
@@ -229,12 +233,19 @@ class Ingestor:
                 self.counts.relation_lines += 1
                 continue
             self.counts.entity_lines += 1
+            if cols[0] in self.drop_nodes:
+                self._cascade(number, cols[0])
+                continue
             ent = self.entities.get(cols[0])
             if ent is None:
                 ent = self.entities[cols[0]] = Entity(number)
             try:
                 if kind == "type":
-                    self._type_line(number, cols, ent)
+                    try:
+                        self._type_line(number, cols, ent)
+                    except SyntaxProblem:
+                        self.bad_nodes.add(cols[0])
+                        raise
                 elif kind == "link":
                     if len(cols) not in (3, 4):
                         raise SyntaxProblem("MALFORMED_LINE",
@@ -326,6 +337,7 @@ class Ingestor:
                     continue
                 self.report.add(ent.line, "ENTITY_WITHOUT_TYPE",
                                 f"entity {node} has no type line")
+                self.bad_nodes.add(node)
                 continue
             canon = ent.canonical or ent.first()
             cdoc, cb, ce = ((canon >> 64, (canon >> 32) & MASK, canon & MASK) if canon
@@ -338,10 +350,19 @@ class Ingestor:
         for number, cols in self._lines(raw, report=False):
             if cols[1] in ENTITY_KINDS:
                 continue
+            dropped = next((n for n in (cols[0], cols[2]) if n in self.drop_nodes), None)
+            if dropped is not None:
+                self._cascade(number, dropped)
+                continue
             try:
                 self._relation_line(number, cols, stager)
             except SyntaxProblem as exc:
                 self.report.add(number, exc.code, exc.message)
+
+    def _cascade(self, number: int, node: str) -> None:
+        self.cascaded[number] = (DROPPED_WITH_ENTITY,
+                                 f"dropped with entity {clip(node)}, whose type line or "
+                                 "type was invalid")
 
     def _entity(self, node: str, role: str) -> Entity | None:
         """The entity for a node; None when it is skipped (reason counted)."""
@@ -429,17 +450,27 @@ class Ingestor:
             # The first provenance is the filler; the rest (or its sentence) the context.
             region = [(b, e) for _, b, e in spans[1:]] or [(sentence[1], sentence[2])]
 
-        s_span = self._find(subj, pk, region, "SUBJECT_NOT_IN_PROVENANCE", cols[0], doc_id)
+        s_spans = self._find(subj, pk, region, "SUBJECT_NOT_IN_PROVENANCE", cols[0], doc_id)
         if obj_is_node:
             assert obj is not None
-            o_span = self._find(obj, pk, region, "OBJECT_NOT_IN_PROVENANCE", obj_col, doc_id)
+            o_spans = self._find(obj, pk, region, "OBJECT_NOT_IN_PROVENANCE", obj_col,
+                                 doc_id)
         else:
             assert filler is not None
-            o_span = filler
+            o_spans = [filler]
+        s_span, o_span = closest_pair(s_spans, o_spans)
         if s_span == o_span:
             raise SyntaxProblem("SELF_RELATION",
                                 f"subject and object are the same span {doc_id}:"
                                 f"{s_span[0]}-{s_span[1] - 1}")
+        if len(s_spans) > 1 or len(o_spans) > 1:
+            text = self.docs.text(pk)
+            self.report.add(number, "AMBIGUOUS_MENTION",
+                            f"{cols[0]} has {len(s_spans)} and the object {len(o_spans)} "
+                            "mention(s) inside the provenance; chose the closest pair: "
+                            f"{clip(text[s_span[0]:s_span[1]])} at {doc_id}:{s_span[0]}-"
+                            f"{s_span[1] - 1} and {clip(text[o_span[0]:o_span[1]])} at "
+                            f"{doc_id}:{o_span[0]}-{o_span[1] - 1}")
         canon = schema.canonicalize((doc_id, *s_span), stype, pred, (doc_id, *o_span), otype)
         subj_node, obj_node = cols[0], (obj_col if obj_is_node else None)
         if canon.subject[1:] != s_span:
@@ -453,102 +484,15 @@ class Ingestor:
             stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number))
 
     def _find(self, ent: Entity, pk: int, region: Iterable[tuple[int, int]], code: str,
-              node: str, doc_id: str) -> tuple[int, int]:
-        """The single mention of `ent` inside the provenance region."""
+              node: str, doc_id: str) -> list[tuple[int, int]]:
+        """The mentions of `ent` inside the provenance region, in text order."""
         region = list(region)
         hits = {m for m in ent.in_document(pk)
                 if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)}
-        where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
         if not hits:
+            where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
-        if len(hits) > 1:
-            found = ", ".join(f"{(m >> 32) & MASK}-{(m & MASK) - 1}" for m in sorted(hits))
-            raise SyntaxProblem("AMBIGUOUS_MENTION",
-                                f"{node} has {len(hits)} mentions inside {where} ({found})")
-        m = hits.pop()
-        return (m >> 32) & MASK, m & MASK
-
-    # -- whole-file checks in SQL --
-
-    def _check_types_sql(self, cursor: Any) -> None:
-        cursor.execute("""
-            SELECT m.doc, m.b, m.e, MAX(m.line)
-            FROM kbpo_stage_mention m LEFT JOIN kbpo_stage_entity e ON e.node = m.node
-            GROUP BY m.doc, m.b, m.e
-            HAVING COUNT(DISTINCT COALESCE(e.type, m.type)) > 1
-            ORDER BY 4 LIMIT %s""", [self.report.cap])
-        names = {pk: doc_id for doc_id, (pk, _) in self.docs.ids.items()}
-        for doc, b, e, line in cursor.fetchall():
-            self.report.add(line, "INCONSISTENT_ENTITY_TYPE",
-                            f"span {names.get(doc, doc)}:{b}-{e - 1} is used with different "
-                            "types (in different entities or as a string filler)")
-
-    def _check_conflicts_sql(self, cursor: Any) -> None:
-        cursor.execute("""
-            SELECT a.line, b.line, a.predicate, b.predicate
-            FROM kbpo_stage_relation a
-            JOIN kbpo_stage_relation b ON a.doc = b.doc AND a.sb = b.sb AND a.se = b.se
-                 AND a.ob = b.ob AND a.oe = b.oe AND a.predicate < b.predicate
-            JOIN kbpo_stage_conflict c ON c.p1 = a.predicate AND c.p2 = b.predicate
-            ORDER BY 1, 2 LIMIT %s""", [self.report.cap])
-        for la, lb, pa, pb in cursor.fetchall():
-            first, second = sorted((la, lb))
-            self.report.add(second, "CONFLICTING_RELATIONS",
-                            f"{pa if first == la else pb} (line {first}) and "
-                            f"{pb if first == la else pa} (line {second}) cannot both hold "
-                            "for the same pair of mentions (after folding to canonical "
-                            "direction)")
-
-    # -- writing --
-
-    def _insert(self, cursor: Any) -> tuple[int, int, int]:
-        sid = self.sub.pk
-        cursor.execute("""
-            INSERT INTO submissions_submissionentity
-                (submission_id, node, type, link, canonical_document_id, canonical_begin,
-                 canonical_end)
-            SELECT %s, node, type, link, cdoc, cb, ce FROM kbpo_stage_entity ORDER BY ord""",
-                       [sid])
-        n_entities = cursor.rowcount
-        cursor.execute("""
-            INSERT INTO submissions_submissionmention
-                (submission_id, entity_id, document_id, "begin", "end", type, is_canonical)
-            SELECT %s, e.id, m.doc, m.b, m.e, e.type, MAX(m.canon) = 1
-            FROM kbpo_stage_mention m
-            JOIN submissions_submissionentity e ON e.submission_id = %s AND e.node = m.node
-            GROUP BY e.id, m.doc, m.b, m.e, e.type
-            UNION ALL
-            SELECT %s, NULL, doc, b, e, type, MAX(canon) = 1
-            FROM kbpo_stage_mention WHERE node IS NULL
-            GROUP BY doc, b, e, type""", [sid, sid, sid])
-        n_mentions = cursor.rowcount
-        # Sorted so concurrent ingestions lock shared pairs in the same order.
-        cursor.execute("""
-            INSERT INTO submissions_mentionpair
-                (document_id, sentence_id, subject_begin, subject_end, object_begin,
-                 object_end, subject_type, object_type)
-            SELECT doc, MIN(sent), sb, se, ob, oe, MIN(stype), MIN(otype)
-            FROM kbpo_stage_relation WHERE 1 = 1
-            GROUP BY doc, sb, se, ob, oe
-            ORDER BY doc, sb, se, ob, oe
-            ON CONFLICT (document_id, subject_begin, subject_end, object_begin, object_end)
-            DO NOTHING""")
-        cursor.execute("""
-            INSERT INTO submissions_relationinstance
-                (submission_id, pair_id, predicate, subject_entity_id, object_entity_id,
-                 confidence, line)
-            SELECT %s, p.id, r.predicate, es.id, eo.id, r.conf, r.line
-            FROM (SELECT doc, sb, se, ob, oe, predicate, MIN(subj) AS subj, MIN(obj) AS obj,
-                         MAX(conf) AS conf, MIN(line) AS line
-                  FROM kbpo_stage_relation GROUP BY doc, sb, se, ob, oe, predicate) r
-            JOIN submissions_mentionpair p ON p.document_id = r.doc AND p.subject_begin = r.sb
-                 AND p.subject_end = r.se AND p.object_begin = r.ob AND p.object_end = r.oe
-            JOIN submissions_submissionentity es ON es.submission_id = %s AND es.node = r.subj
-            LEFT JOIN submissions_submissionentity eo
-                 ON eo.submission_id = %s AND eo.node = r.obj
-            ORDER BY r.line""", [sid, sid, sid])
-        n_relations = cursor.rowcount
-        return n_entities, n_mentions, n_relations
+        return [((m >> 32) & MASK, m & MASK) for m in sorted(hits)]
 
     def _base_stats(self) -> dict[str, Any]:
         return {
@@ -558,39 +502,3 @@ class Ingestor:
             "skipped": dict(self.counts.skipped),
             "problems_by_code": dict(self.report.counts),
         }
-
-    def _stats(self, cursor: Any) -> dict[str, Any]:
-        sid = self.sub.pk
-        stats = self._base_stats()
-
-        def grouped(sql: str) -> dict[str, int]:
-            cursor.execute(sql, [sid])
-            return {str(k): int(v) for k, v in cursor.fetchall()}
-
-        stats["instances_by_predicate"] = grouped(
-            "SELECT predicate, COUNT(*) FROM submissions_relationinstance "
-            "WHERE submission_id = %s GROUP BY predicate ORDER BY predicate")
-        stats["instances_by_types"] = grouped(
-            "SELECT p.subject_type || '-' || p.object_type, COUNT(*) "
-            "FROM submissions_relationinstance r JOIN submissions_mentionpair p "
-            "ON p.id = r.pair_id WHERE r.submission_id = %s GROUP BY 1 ORDER BY 1")
-        stats["mentions_by_type"] = grouped(
-            "SELECT type, COUNT(*) FROM submissions_submissionmention "
-            "WHERE submission_id = %s GROUP BY type ORDER BY type")
-        stats["entities_by_type"] = grouped(
-            "SELECT type, COUNT(*) FROM submissions_submissionentity "
-            "WHERE submission_id = %s GROUP BY type ORDER BY type")
-        cursor.execute(
-            "SELECT COUNT(DISTINCT p.document_id), COUNT(DISTINCT r.pair_id) "
-            "FROM submissions_relationinstance r JOIN submissions_mentionpair p "
-            "ON p.id = r.pair_id WHERE r.submission_id = %s", [sid])
-        docs, pairs = cursor.fetchone()
-        cursor.execute("SELECT COUNT(DISTINCT document_id) FROM submissions_submissionmention "
-                       "WHERE submission_id = %s", [sid])
-        stats["documents_covered"] = int(docs)
-        stats["mention_pairs"] = int(pairs)
-        stats["documents_with_mentions"] = int(cursor.fetchone()[0])
-        stats["documents_in_corpus"] = len(self.docs.ids)
-        n_instances = sum(stats["instances_by_predicate"].values())
-        stats["duplicates_merged"] = self.staged_relations - n_instances
-        return stats

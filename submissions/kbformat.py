@@ -66,10 +66,13 @@ CODES: dict[str, tuple[str, str]] = {
                                          "the subject entity; add that mention to the entity."),
     "OBJECT_NOT_IN_PROVENANCE": (ERROR, "The provenance must contain exactly one mention of "
                                         "the object entity; add that mention to the entity."),
-    "AMBIGUOUS_MENTION": (ERROR, "Narrow the provenance span so it contains only one mention "
-                                 "of each argument entity."),
+    "AMBIGUOUS_MENTION": (WARNING, "An argument has several mentions inside the provenance; "
+                                   "the closest subject/object pair was used. Narrow the "
+                                   "provenance to choose the mentions yourself."),
     "CONFLICTING_RELATIONS": (ERROR, "Keep only the relation your system is most confident "
                                      "about for this pair of mentions."),
+    "DROPPED_WITH_ENTITY": (ERROR, "Only with drop-invalid: the line belongs to, or relates, "
+                                   "an entity whose type line was dropped or missing."),
     "NO_RELATIONS": (ERROR, "A KB is evaluated on its relations: include at least one valid "
                             "relation line."),
 }
@@ -96,6 +99,8 @@ class Report:
         self.counts: Counter[str] = Counter()
         self.errors = 0
         self.warnings = 0
+        # line -> (code, message) of its first error, uncapped: what drop-invalid drops.
+        self.error_lines: dict[int, tuple[str, str]] = {}
 
     def add(self, line: int, code: str, message: str, hint: str | None = None,
             always: bool = False) -> None:
@@ -104,6 +109,7 @@ class Report:
         self.counts[code] += 1
         if severity == ERROR:
             self.errors += 1
+            self.error_lines.setdefault(line, (code, message))
         else:
             self.warnings += 1
         if always or len(self.problems) < self.cap:

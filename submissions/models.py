@@ -102,6 +102,12 @@ class Submission(models.Model):
     n_relations = models.PositiveIntegerField(default=0)
     n_warnings = models.PositiveIntegerField(default=0)
     n_errors = models.PositiveIntegerField(default=0)
+    drop_invalid = models.BooleanField(
+        default=False, help_text="Accept the valid lines of a file with errors, dropping "
+                                 "the invalid ones (every dropped line is listed).")
+    n_dropped = models.PositiveIntegerField(default=0, help_text="Lines dropped as invalid.")
+    dropped = models.JSONField(default=list, blank=True,
+                               help_text="Every dropped line: [line, code, message].")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = SubmissionQuerySet.as_manager()

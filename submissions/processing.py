@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from kbpo.core.jobs import enqueue
 
-from .ingest import Ingestor, Rejected
+from .ingest import Ingestor, Outcome, Rejected
+from .kbformat import CODES
 from .models import State, Submission
 from .services import INGEST_TASK, TransitionError, on_ingested, transition
 
@@ -46,16 +47,23 @@ def run_ingestion(submission_id: int) -> str:
             if sub.state != State.VALIDATING:
                 return f"skipped ({sub.state})"
             delete_rows(sub)
-            out = Ingestor(sub).run()
+            if sub.drop_invalid:
+                out, dropped = ingest_dropping_invalid(sub)
+            else:
+                out, dropped = Ingestor(sub).run(), {}
             warnings = out.report.warnings
+            kept = (f" {len(dropped):,} invalid line(s) dropped." if sub.drop_invalid
+                    else "")
             transition(
                 sub, State.INGESTED,
                 f"Accepted: {out.n_relations:,} relations, {out.n_mentions:,} mentions, "
-                f"{warnings:,} warning(s).",
-                run_id=out.run_id, report=out.report.as_list(),
+                f"{warnings:,} warning(s).{kept}",
+                run_id=out.run_id, report=_with_dropped(out, dropped),
                 report_counts=dict(out.report.counts), stats=out.stats,
                 n_entities=out.n_entities, n_mentions=out.n_mentions,
-                n_relations=out.n_relations, n_warnings=warnings, n_errors=0, error="")
+                n_relations=out.n_relations, n_warnings=warnings, n_errors=0, error="",
+                n_dropped=len(dropped),
+                dropped=[[line, code, msg] for line, (code, msg) in sorted(dropped.items())])
     except Rejected as rej:
         try:
             transition(
@@ -83,6 +91,52 @@ def run_ingestion(submission_id: int) -> str:
         # The submission is ingested and committed; the next stage owns its own errors.
         logger.exception("on_ingested hook failed for submission %s", submission_id)
     return "ingested"
+
+
+# Each round drops the lines the previous one found invalid; dropping a line can only
+# expose errors in lines that depended on it, so a few rounds reach a clean file.
+MAX_DROP_ROUNDS = 6
+
+
+def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[str, str]]]:
+    """Ingest the valid lines of a file: re-run the ingestor without the lines (and the
+    entities) that had errors until it passes. Raises `Rejected` when a problem of the
+    whole file remains (empty, corrupt, no relation left), or after MAX_DROP_ROUNDS.
+
+    Returns the outcome and every dropped line as line -> (code, message).
+    """
+    dropped: dict[int, tuple[str, str]] = {}
+    nodes: set[str] = set()
+    last: Rejected | None = None
+    for _round in range(MAX_DROP_ROUNDS):
+        try:
+            with transaction.atomic():  # a savepoint: a rejected round leaves nothing
+                out = Ingestor(sub, frozenset(dropped), frozenset(nodes)).run()
+        except Rejected as rej:
+            new_lines = set(rej.report.error_lines) - set(dropped)
+            if not rej.curable or not (new_lines or rej.bad_nodes - nodes):
+                raise
+            for line in new_lines:
+                dropped[line] = rej.report.error_lines[line]
+            nodes |= rej.bad_nodes
+            last = rej
+            continue
+        for line, why in out.cascaded.items():
+            dropped.setdefault(line, why)
+        return out, dropped
+    assert last is not None
+    raise last
+
+
+def _with_dropped(out: Outcome, dropped: dict[int, tuple[str, str]]) -> list[dict]:
+    """The report: warnings of the accepted file, then the dropped lines (capped; the
+    full list is the submission's `dropped`, downloadable as dropped.tsv)."""
+    cap = settings.KBPO_SUBMISSION_REPORT_MAX
+    rows = out.report.as_list()
+    for line, (code, message) in sorted(dropped.items())[:cap]:
+        rows.append({"line": line, "code": code, "severity": "dropped", "message": message,
+                     "hint": CODES[code][1]})
+    return sorted(rows, key=lambda p: (p["line"], p["code"]))
 
 
 REDRIVE_MESSAGE = "Re-queued automatically: no progress for {minutes} minutes (attempt {n})."

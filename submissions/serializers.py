@@ -36,7 +36,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
                   "paper_url", "public", "is_baseline", "run_id", "original_name",
                   "compressed", "file_size", "state", "state_changed_at", "next_step",
                   "n_entities", "n_mentions", "n_relations", "n_warnings", "n_errors",
-                  "created_at")
+                  "drop_invalid", "n_dropped", "created_at")
         read_only_fields = fields
 
     def get_next_step(self, obj: Submission) -> str:
@@ -48,7 +48,7 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 
     class Meta(SubmissionSerializer.Meta):
         fields = (*SubmissionSerializer.Meta.fields, "report", "report_counts", "stats",
-                  "events")
+                  "dropped", "events")
         read_only_fields = fields
 
 
@@ -56,11 +56,15 @@ class SubmissionCreateSerializer(serializers.ModelSerializer):
     corpus = serializers.SlugRelatedField(slug_field="tag", queryset=Corpus.objects.all(),
                                           help_text="Corpus tag, e.g. `demo`.")
     file = serializers.FileField(help_text="TAC KB file, plain or gzip.")
+    drop_invalid = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Accept the valid lines of a file with errors; every dropped line is "
+                  "listed in `dropped`. Without it a file with any error is rejected whole.")
 
     class Meta:
         model = Submission
         fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
-                  "public")
+                  "public", "drop_invalid")
 
     def validate_file(self, upload: Any) -> Any:
         limit = settings.KBPO_SUBMISSION_MAX_BYTES

@@ -167,7 +167,8 @@ def quota(user: AbstractBaseUser, corpus: Corpus) -> Quota:
 def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, file: IO[bytes],
                       original_name: str, compressed: bool, description: str = "",
                       method_description: str = "", paper_url: str = "", public: bool = False,
-                      run_id: str = "", enforce_limits: bool = True) -> Submission:
+                      run_id: str = "", enforce_limits: bool = True,
+                      drop_invalid: bool = False) -> Submission:
     """Store an upload as `uploaded` and enqueue its ingestion once committed.
 
     The owner's user row is locked while counting, so two parallel uploads can never
@@ -199,7 +200,7 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
                          method_description=method_description, paper_url=paper_url,
                          public=public, original_name=original_name[:255],
                          compressed=compressed, file_size=size, run_id=run_id[:200],
-                         content_sha256=digest)
+                         drop_invalid=drop_invalid, content_sha256=digest)
         sub.file.save(_storage_name(original_name, compressed), File(file), save=False)
         sub.save()
         SubmissionEvent.objects.create(submission=sub, from_state="", to_state=S.UPLOADED,

@@ -19,6 +19,8 @@ urlpatterns = [
          name="submission-report-tsv"),
     path("submissions/<int:pk>/report.json", views.submission_report, {"fmt": "json"},
          name="submission-report-json"),
+    path("submissions/<int:pk>/dropped.tsv", views.submission_dropped,
+         name="submission-dropped-tsv"),
     path("submissions/<int:pk>/file/", views.submission_file, name="submission-file"),
     path("submissions/<int:pk>/withdraw/", views.submission_withdraw,
          name="submission-withdraw"),

@@ -93,7 +93,8 @@ def submission_new(request: HttpRequest) -> HttpResponse:
                 original_name=upload.name, compressed=form.check.compressed,
                 description=data["description"],
                 method_description=data["method_description"], paper_url=data["paper_url"],
-                public=data["public"], run_id=form.check.run_id)
+                public=data["public"], run_id=form.check.run_id,
+                drop_invalid=data["drop_invalid"])
         except DuplicateUpload as exc:
             form.add_error("file", str(exc))
         except LimitExceeded as exc:
@@ -139,6 +140,7 @@ def submission_status(request: HttpRequest, pk: int) -> JsonResponse:
         "state_changed_at": sub.state_changed_at.isoformat(),
         "next_step": NEXT_STEP.get(sub.state, ""), "n_relations": sub.n_relations,
         "n_mentions": sub.n_mentions, "n_warnings": sub.n_warnings, "n_errors": sub.n_errors,
+        "n_dropped": sub.n_dropped,
     })
 
 
@@ -160,6 +162,21 @@ def submission_report(request: HttpRequest, pk: int, fmt: str) -> HttpResponse:
                              for c in REPORT_COLUMNS])
         resp = HttpResponse(buf.getvalue(), content_type="text/tab-separated-values")
     resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-report.{fmt}"'
+    return resp
+
+
+@login_required
+@require_GET
+def submission_dropped(request: HttpRequest, pk: int) -> HttpResponse:
+    """Every line dropped by drop-invalid, with its code and message (TSV)."""
+    sub = _visible(request, pk)
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    writer.writerow(["line", "code", "message"])
+    for line, code, message in sub.dropped or []:
+        writer.writerow([line, code, csv_safe(str(message).replace("\t", " "))])
+    resp = HttpResponse(buf.getvalue(), content_type="text/tab-separated-values")
+    resp["Content-Disposition"] = f'attachment; filename="submission-{sub.pk}-dropped.tsv"'
     return resp
 
 
@@ -195,4 +212,5 @@ def format_help(request: HttpRequest) -> HttpResponse:
         "unsupported": sorted(schema.UNSUPPORTED),
         "folded": sorted(schema.FOLDED.items()),
         "upload_url": reverse("submission-new"),
+        "corpora": Corpus.objects.order_by("tag"),
     })

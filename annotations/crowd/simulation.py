@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbpo.core.gold import GoldProblem, canonical_relations
+
 NO_RELATION = "no_relation"
 PairSpans = tuple[str, int, int, int, int]  # doc id, subject begin/end, object begin/end
 
@@ -30,7 +32,9 @@ class SimWorker:
 
 def make_pool(n_workers: int, error_rate: float, seed: int,
               spammer_fraction: float = 0.1) -> list[SimWorker]:
-    """A deterministic pool: honest accuracies ~ 1 - error_rate ± 0.05, some spammers."""
+    """A deterministic pool: honest accuracies ~ 1 - error_rate ± min(0.05, error_rate / 2),
+    some spammers. The spread shrinks with the error rate so that a perfect crowd
+    (error_rate 0) is exactly perfect: with a fixed spread half its workers would err."""
     if n_workers < 1:
         raise ValueError("the pool needs at least one worker")
     if not 0.0 <= error_rate < 1.0:
@@ -40,13 +44,18 @@ def make_pool(n_workers: int, error_rate: float, seed: int,
     pool = []
     for i in range(n_workers):
         spammer = i >= n_workers - n_spam
-        acc = min(1.0, max(0.0, rng.gauss(1.0 - error_rate, 0.05)))
+        acc = min(1.0, max(0.0, rng.gauss(1.0 - error_rate, min(0.05, error_rate / 2))))
         pool.append(SimWorker(f"sim-{i:03d}", 0.0 if spammer else acc, spammer))
     return pool
 
 
 class GoldKey:
-    """The true predicates of every gold mention pair, read from gold.jsonl."""
+    """The true predicates of every gold mention pair, read from gold.jsonl.
+
+    Relations are canonicalized exactly as ingestion canonicalizes submissions
+    (`kbpo.core.gold`): gold may state a fact in either direction or with an inverse or
+    fine-grained predicate, and the crowd still answers for the pair it is shown.
+    """
 
     def __init__(self, relations: dict[PairSpans, frozenset[str]],
                  mentions: dict[str, list[dict]]) -> None:
@@ -65,10 +74,13 @@ class GoldKey:
                     doc = json.loads(line)
                     doc_id = doc["doc"]
                     mentions[doc_id] = doc.get("mentions", [])
-                    for rel in doc.get("relations", []):
-                        (sb, se), (ob, oe) = rel["subject"], rel["object"]
-                        relations.setdefault((doc_id, sb, se, ob, oe), set()).add(
-                            rel["predicate"])
+                    types = {tuple(m["span"]): m["type"] for m in mentions[doc_id]}
+                    stated = [(tuple(r["subject"]), r["predicate"], tuple(r["object"]))
+                              for r in doc.get("relations", [])]
+                    for pair, preds in canonical_relations(doc_id, types, stated).items():
+                        relations.setdefault((doc_id, *pair), set()).update(preds)
+                except GoldProblem as exc:
+                    raise ValueError(f"{path}: line {number}: {exc}") from exc
                 except (ValueError, KeyError, TypeError) as exc:
                     raise ValueError(f"{path}: line {number}: not a gold.jsonl record "
                                      f"({exc}); see docs/demo-world.md") from exc

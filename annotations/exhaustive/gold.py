@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,8 +33,10 @@ from annotations.models import (
     TaskKind,
 )
 from annotations.signals import labels_changed
+from kbpo.core.docred import MentionIn, RelationIn, longest_first
+from kbpo.core.gold import GoldProblem, canonical_relation
 from kbpo.core.models import Corpus, Document, Sentence
-from kbpo.core.schema import ENTITY_TYPES, canonicalize
+from kbpo.core.schema import ENTITY_TYPES
 
 MAX_MESSAGES = 200
 
@@ -86,24 +87,6 @@ class ImportReport:
             top = ", ".join(f"{p} ({n})" for p, n in self.unmapped_properties.most_common(12))
             lines.append(f"  unmapped properties (most frequent): {top}")
         return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class MentionIn:
-    begin: int
-    end: int
-    type: str
-    entity: str
-    canonical: bool
-    link: str = ""
-
-
-@dataclass(frozen=True)
-class RelationIn:
-    subject: tuple[int, int]
-    object: tuple[int, int]
-    predicate: str
-    subject_entity: str
 
 
 class GoldImportError(Exception):
@@ -166,16 +149,6 @@ def store_document_gold(corpus: Corpus, document: Document, mentions: list[Menti
                                                    max(r.subject[1], r.object[1])),
                          source="import") for r in relations)
     return True
-
-
-def longest_first(mentions: Iterable[MentionIn]) -> dict[str, tuple[int, int]]:
-    """The canonical span per entity: the longest mention, the earliest on ties."""
-    best: dict[str, tuple[int, int]] = {}
-    for m in mentions:
-        cur = best.get(m.entity)
-        if cur is None or (m.end - m.begin, -m.begin) > (cur[1] - cur[0], -cur[0]):
-            best[m.entity] = (m.begin, m.end)
-    return best
 
 
 def finish_import(report: ImportReport, corpus: Corpus) -> ImportReport:
@@ -282,6 +255,7 @@ def _kbpo_document(doc: Document, raw_mentions: object, raw_relations: object, n
     mentions = [MentionIn(m.begin, m.end, m.type, m.entity, (m.begin, m.end) in canon, m.link)
                 for m in sorted(plain, key=lambda m: (m.begin, m.end))]
     relations: dict[tuple, RelationIn] = {}
+    types = {span: typ for span, (typ, _, _) in by_span.items()}
     for i, r in enumerate(raw_relations):
         try:
             s, o, predicate = tuple(r["subject"]), tuple(r["object"]), r["predicate"]
@@ -289,21 +263,15 @@ def _kbpo_document(doc: Document, raw_mentions: object, raw_relations: object, n
             report.skipped_labels["malformed relation"] += 1
             report.note(f"{where}: relations[{i}] needs subject, object and predicate")
             continue
-        if s not in by_span or o not in by_span:
-            report.skipped_labels["argument is not a gold mention"] += 1
-            report.note(f"{where}: relations[{i}] argument {s if s not in by_span else o} "
-                        "is not among the document's mentions")
-            continue
-        st, ot = by_span[s][0], by_span[o][0]
         try:
-            c = canonicalize((doc.doc_id, *s), st, predicate, (doc.doc_id, *o), ot)
-        except (ValueError, KeyError):
-            report.skipped_labels["predicate does not fit the argument types"] += 1
-            report.note(f"{where}: relations[{i}] {predicate} between {st} and {ot}")
+            c = canonical_relation(doc.doc_id, s, predicate, o, types)
+        except GoldProblem as exc:
+            reason = ("argument is not a gold mention" if s not in by_span or o not in by_span
+                      else "predicate does not fit the argument types")
+            report.skipped_labels[reason] += 1
+            report.note(f"{where}: relations[{i}]: {exc}")
             continue
-        subj_entity = by_span[(c.subject[1], c.subject[2])][1]
-        rel = RelationIn((c.subject[1], c.subject[2]), (c.object[1], c.object[2]), c.predicate,
-                         subj_entity)
+        rel = RelationIn(c.subject, c.object, c.predicate, by_span[c.subject][1])
         key = (rel.subject, rel.object, rel.predicate)
         if key in relations:
             report.merged_instances += 1

@@ -3,8 +3,8 @@
 Pure numpy (no Django): the crowd app loads answers into arrays and stores results.
 
 An answer to a relation question is a *set* of predicates (workers may mark more than
-one when two relations hold, DESIGN §2) or the set {"no_relation"}. The majority label
-of a question is every predicate a strict majority of its workers marked; when none
+one when two relations hold between the same mentions) or the set {"no_relation"}. The
+majority label of a question is every predicate a strict majority of its workers marked; when none
 reaches a majority, the question is *tied* and deserves another assignment.
 
 Dawid–Skene is fitted on the answers as categorical values (each distinct answer set is

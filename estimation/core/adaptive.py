@@ -1,4 +1,4 @@
-"""Adaptive sample size for a new system (DESIGN §6.4, docs/estimation.md §5).
+"""Adaptive sample size for a new system (docs/estimation.md §5).
 
 The planner bounds the variance the joint precision estimate of system k will have
 once k has n draws of its own, and returns the smallest n that meets the target.
@@ -112,7 +112,7 @@ class _PlanProblem:
         b0 = np.bincount(col, weights=ph * zr, minlength=m)
         pz = (self.pfree if sel is None else self.pfree[sel]) * zr
         pz2 = pz * zr
-        if self.bound == "second_moment":  # DESIGN's cruder bound: f = 1 where unknown
+        if self.bound == "second_moment":  # the paper's cruder bound: f = 1 where unknown
             worst = a0 + np.bincount(col, weights=pz2, minlength=m)
         else:
             pj = self.pj if sel is None else self.pj[sel]
@@ -199,7 +199,7 @@ def plan_sample_size(
     ≥ 95% (for small systems, labelling all their pairs is the cheaper way). The variance
     bound uses the known labels and, on every unlabelled pair, the worst case over
     labels (bound="worst_case") or the cruder second moment with f = 1
-    (bound="second_moment", DESIGN §6.4). target_variance overrides
+    (bound="second_moment", the paper's). target_variance overrides
     target_halfwidth (half-width of the ``confidence`` normal interval).
     Existing draws of ``name`` itself are ignored: the result is its total n.
     Returns n_max when even n_max draws do not reach the target.

@@ -1,8 +1,11 @@
-"""Template filters for scores: fixed three decimals, percentages."""
+"""Template filters for scores: fixed three decimals, percentages, intervals."""
 
 from __future__ import annotations
 
 from django import template
+from django.utils.html import format_html
+
+from ..models import EXACT_NOTE, interval_ends, is_exact
 
 register = template.Library()
 
@@ -28,3 +31,14 @@ def lookup(mapping: dict, key: str) -> object:
 def signed(value: float | None) -> str:
     """A shift with its sign: 0.0213 → '+0.021'; None → '—'."""
     return "—" if value is None else f"{value:+.3f}"
+
+
+@register.simple_tag
+def ci(lo: float | None, hi: float | None) -> str:
+    """The interval under a score: 'lo–hi', or 'exact' when the labels decide the value
+    (a zero-width interval, which would otherwise look like a bug)."""
+    if lo is None or hi is None:
+        return ""
+    if is_exact(lo, hi):
+        return format_html('<span class="ci exact" title="{}">exact</span>', EXACT_NOTE)
+    return format_html('<span class="ci">{}–{}</span>', *interval_ends(lo, hi))

@@ -8,6 +8,7 @@ from .battery import (
     format_table,
     passed,
     run_scenario,
+    scenario,
     summarise,
     verdict,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "make_world",
     "passed",
     "run_scenario",
+    "scenario",
     "summarise",
     "verdict",
 ]

@@ -18,6 +18,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ..core import Population, estimate, plan_sample_size, prepare_evidence
+from ..core.schemes import check_scheme
 from . import reference
 from .crowd import CrowdLabeller, CrowdSpec
 from .worlds import World, WorldSpec, make_world
@@ -90,6 +91,13 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def scenario(name: str) -> Scenario:
+    """The scenario called ``name``; an unknown name is a ValueError naming the known ones."""
+    if name not in SCENARIOS:
+        raise ValueError(f"unknown scenario {name!r}; expected one of {', '.join(SCENARIOS)}")
+    return SCENARIOS[name]
+
+
 @dataclass
 class Run:
     """Everything one scenario's trials produced."""
@@ -137,7 +145,16 @@ def run_scenario(
     draw_scheme: str = "instance",
     progress: Callable[[int, int], None] | None = None,
 ) -> Run:
-    """Run ``trials`` independent trials of one scenario (seeded: trial t uses [seed, t])."""
+    """Run ``trials`` independent trials of one scenario (seeded: trial t uses [seed, t]).
+
+    Unknown schemes and fewer than 2 trials (no coverage or bias can be measured) are a
+    ValueError naming what is accepted.
+    """
+    check_scheme(draw_scheme)
+    for s in schemes:
+        check_scheme(s)
+    if not isinstance(trials, int) or trials < 2:
+        raise ValueError(f"trials: expected an integer of at least 2, got {trials!r}")
     start = time.perf_counter()
     world = make_world(scenario.world, np.random.default_rng(scenario.world_seed))
     schemes = [draw_scheme] + [s for s in schemes if s != draw_scheme]

@@ -1,8 +1,11 @@
 """Loading a corpus from JSON Lines: validation, sentence/token splitting, idempotence.
 
-Each line is `{"id": ..., "title": ..., "text": ..., "date": "YYYY-MM-DD"?}`. A bad
-line is reported with its number and skipped; good lines are loaded. Re-loading the
-same file changes nothing; a different text under an existing id is refused, since
+Each line is `{"id": ..., "title": ..., "text": ..., "date": "YYYY-MM-DD"?,
+"sentences": [[begin, end], ...]?}`. With `sentences` (the source's own sentence
+boundaries) the text is not re-split: only tokens come from the tokenizer, inside each
+given sentence. A bad line is reported with its number and skipped; good lines are
+loaded. Re-loading the same file changes nothing (sentences included: they are fixed at
+the first load); a different text under an existing id is refused, since
 every submission refers to character offsets in that text.
 """
 
@@ -21,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from syntok import segmenter
+from syntok.tokenizer import Tokenizer
 
 from .models import Corpus, Document, Sentence
 
@@ -65,6 +69,7 @@ class DocumentRecord:
     text: str
     date: dt.date | None
     sha256: str
+    sentences: list[tuple[int, int]] | None = None
 
 
 def split_text(text: str) -> list[tuple[int, int, list[int]]]:
@@ -85,6 +90,58 @@ def split_text(text: str) -> list[tuple[int, int, list[int]]]:
             if flat:
                 out.append((flat[0], flat[-1], flat))
     return out
+
+
+def tokenize_sentences(text: str, sentences: list[tuple[int, int]]
+                       ) -> list[tuple[int, int, list[int]]]:
+    """Tokens inside given sentence boundaries, in the same shape as `split_text`.
+
+    The sentence spans stay exactly as given (they are the source's), even when
+    they start or end with spaces, so that provenance aligned to them is accepted.
+    """
+    tokenizer = Tokenizer()
+    out: list[tuple[int, int, list[int]]] = []
+    for begin, end in sentences:
+        flat: list[int] = []
+        for token in tokenizer.tokenize(text[begin:end]):
+            if not token.value.strip():
+                continue
+            flat.append(begin + token.offset)
+            flat.append(begin + token.offset + len(token.value))
+        out.append((begin, end, flat))
+    return out
+
+
+def split_record(record: DocumentRecord) -> list[tuple[int, int, list[int]]]:
+    """Sentences and tokens of one record: the given sentences, else the splitter's."""
+    if record.sentences is not None:
+        return tokenize_sentences(record.text, record.sentences)
+    return split_text(record.text)
+
+
+def parse_sentences(value: object, length: int) -> list[tuple[int, int]]:
+    """Validate a `sentences` field: half-open spans, in order, disjoint, in the text."""
+    example = "e.g. [[0, 42], [43, 97]]"
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"'sentences' must be a non-empty list of [begin, end] pairs, {example}")
+    spans: list[tuple[int, int]] = []
+    previous_end = 0
+    for i, item in enumerate(value):
+        if (not isinstance(item, list) or len(item) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in item)):
+            raise ValueError(f"sentences[{i}] must be a pair of integers [begin, end], {example}")
+        begin, end = item
+        if not 0 <= begin < end <= length:
+            raise ValueError(f"sentences[{i}] = [{begin}, {end}] must satisfy 0 <= begin < end "
+                             f"<= {length} (the text length); offsets are half-open "
+                             "character offsets")
+        if begin < previous_end:
+            raise ValueError(f"sentences[{i}] = [{begin}, {end}] starts before the previous "
+                             f"sentence ends ({previous_end}); sentences must be in order and "
+                             "must not overlap")
+        spans.append((begin, end))
+        previous_end = end
+    return spans
 
 
 def open_lines(path: Path) -> Iterator[bytes]:
@@ -127,10 +184,11 @@ def parse_line(number: int, raw: bytes, max_bytes: int) -> DocumentRecord | Line
     doc_id, text, title = obj.get("id"), obj.get("text"), obj.get("title", "")
     if not isinstance(doc_id, str) or not doc_id.strip():
         return LineError(number, "'id' is missing or not a non-empty string")
-    if len(doc_id) > MAX_ID_LENGTH or any(c.isspace() for c in doc_id) or ":" in doc_id:
+    if (len(doc_id) > MAX_ID_LENGTH or any(c.isspace() for c in doc_id) or ":" in doc_id
+            or "," in doc_id):
         return LineError(number, f"'id' {doc_id[:60]!r} must be at most {MAX_ID_LENGTH} "
-                                 "characters without spaces or colons (submissions write "
-                                 "DOCID:begin-end)")
+                                 "characters without spaces, colons or commas (submissions "
+                                 "write DOCID:begin-end, several separated by commas)")
     if not isinstance(text, str) or not text.strip():
         return LineError(number, f"document {doc_id}: 'text' is missing or empty")
     if title is None:
@@ -143,8 +201,14 @@ def parse_line(number: int, raw: bytes, max_bytes: int) -> DocumentRecord | Line
             date = _parse_date(obj["date"])
         except ValueError as exc:
             return LineError(number, f"document {doc_id}: {exc}")
+    sentences = None
+    if obj.get("sentences") is not None:
+        try:
+            sentences = parse_sentences(obj["sentences"], len(text))
+        except ValueError as exc:
+            return LineError(number, f"document {doc_id}: {exc}")
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return DocumentRecord(number, doc_id, title, text, date, sha)
+    return DocumentRecord(number, doc_id, title, text, date, sha, sentences)
 
 
 def read_records(path: Path, report: LoadReport) -> Iterator[DocumentRecord]:
@@ -220,9 +284,8 @@ def load_corpus(tag: str, path: Path, description: str = "",
             if workers > 1 and total >= 2 * BATCH_DOCS else None)
     try:
         for batch in _batches(to_create, BATCH_DOCS):
-            texts = [r.text for r in batch]
-            splits = (pool.map(split_text, texts, chunksize=25) if pool
-                      else [split_text(t) for t in texts])
+            splits = (pool.map(split_record, batch, chunksize=25) if pool
+                      else [split_record(r) for r in batch])
             _insert_batch(corpus, batch, splits, report)
             if progress:
                 progress(report, total)

@@ -5,6 +5,7 @@ import sys
 import pytest
 
 from estimation.cli import main
+from tests import ROOT
 
 PROBLEM = {
     "scheme": "instance",
@@ -150,6 +151,57 @@ def test_malformed_input_names_the_field(tmp_path, capsys, problem, message):
     assert out == ""
     assert err.startswith("error: ") and message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["estimate", "--schemes", "macro"],
+         "--schemes: unknown scheme 'macro'; expected 'all' or one of instance, predicate, "
+         "entity, entity_relation"),
+        (["plan", "--system", "A", "--target-halfwidth", "-1"],
+         "--target-halfwidth: must be positive"),
+        (["plan", "--system", "A", "--bound", "exact"],
+         "argument --bound: invalid choice: 'exact' (choose from 'worst_case', "
+         "'second_moment')"),
+    ],
+)
+def test_bad_options_name_what_is_accepted(tmp_path, capsys, args, message):
+    code, out, err = run(tmp_path, capsys, PROBLEM, *args)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "invalid JSON at line 1 column 1"),
+        (b"\xff\xfe{}", "not UTF-8 text"),
+        (b'"systems"', "problem: expected a JSON object"),
+        (b'{"systems": [{"name": "A", "instances": [[1.5, "per:title"]]}]}',
+         "systems[0].instances[0][0]: expected pair_key (a non-empty string), got 1.5"),
+        (b'{"systems": [], "labels": []}',
+         "labels: expected an object {pair_key: predicate or 'no_relation'}"),
+    ],
+)
+def test_malformed_problem_files(tmp_path, capsys, content, message):
+    path = tmp_path / "problem.json"
+    path.write_bytes(content)
+    assert main(["estimate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_simulate_and_bench_name_what_is_accepted(tmp_path, capsys):
+    assert main(["simulate", "--out", str(tmp_path), "--draw-scheme", "macro"]) == 2
+    assert "--draw-scheme: unknown scheme 'macro'; expected one of instance" in \
+        capsys.readouterr().err
+    bench = subprocess.run(
+        [sys.executable, "bench/bench_validate.py", "--scenario", "nope", "--trials", "2"],
+        capture_output=True, text=True, check=False, cwd=ROOT)
+    assert bench.returncode == 2 and bench.stdout == ""
+    assert bench.stderr == ("error: --scenario: unknown scenario 'nope'; expected one of "
+                            "paper, tiny, novel, subset, heavy_tail, clustered\n")
 
 
 def test_plan_unknown_system_and_missing_file(tmp_path, capsys):

@@ -12,11 +12,11 @@ from annotations.models import (
     PairLabel,
     SampleDraw,
 )
-from estimation.core import estimate
+from estimation.core import estimate, prepare_evidence
 from estimation.data import PREDICATE_CODE, load_corpus_data, system_name
 from kbpo.core.models import Document
-from submissions.models import RelationInstance, State
-from tests.factories import make_corpus, make_pair, make_submission, span
+from submissions.models import MentionPair, RelationInstance, State
+from tests.factories import TEXT, make_corpus, make_pair, make_submission, span
 
 
 @pytest.mark.django_db
@@ -87,3 +87,51 @@ def test_soft_labels_from_the_quality_pass(settings) -> None:
     # System A: born (soft, under A's own precision as prior) and wed (certain).
     assert 0.5 < simple.estimate[0] < 1.0
     assert simple.lo[0] < simple.estimate[0] < simple.hi[0]
+
+
+@pytest.mark.django_db
+def test_recall_variances_from_the_database_are_document_level() -> None:
+    """The production loader passes each exhaustive instance's document to the
+    estimators: a system that finds every relation of two documents and none of two
+    others gets the (wider) cluster-robust recall interval, not the i.i.d. one."""
+    corpus = make_corpus(texts={f"D{i}": TEXT for i in range(1, 5)})
+    docs = list(Document.objects.filter(corpus=corpus).order_by("doc_id"))
+    facts = [("Ada Byron", 0, "PER", "London", 0, "GPE", "per:place_of_birth"),
+             ("Ada Byron", 1, "PER", "Tom King", 0, "PER", "per:spouse"),
+             ("Tom King", 1, "PER", "Acme", 0, "ORG", "per:employee_or_member_of")]
+    pairs = {(d.doc_id, f[6]): make_pair(d, span(d, f[0], f[1]), f[2], span(d, f[3], f[4]), f[5])
+             for d in docs for f in facts}
+    found = [(pairs[d.doc_id, f[6]], f[6]) for d in docs[:2] for f in facts]
+    sub = make_submission(corpus, found, name="A")
+    for i, inst in enumerate(RelationInstance.objects.filter(submission=sub).order_by("pk")):
+        SampleDraw.objects.create(submission=sub, scheme="instance", index=i, instance=inst)
+        PairLabel.objects.create(pair=inst.pair, predicates=[inst.predicate], support=1,
+                                 n_answers=3)
+    for d in docs:
+        ExhaustiveDocument.objects.create(corpus=corpus, document=d, stage=ExhaustiveStage.SEED,
+                                          state=ExhaustiveDocument.State.COMPLETE)
+    # Interleaved across documents, with a predicate outside the schema that Ŷ0 skips:
+    # the document ids must stay aligned with the instances.
+    for f in facts:
+        for d in docs:
+            p = pairs[d.doc_id, f[6]]
+            for predicate in (f[6], "per:not_in_schema"):
+                GoldRelation.objects.create(
+                    document=d, subject_begin=p.subject_begin, subject_end=p.subject_end,
+                    object_begin=p.object_begin, object_end=p.object_end, predicate=predicate,
+                    subject_entity=f[0])
+
+    data = load_corpus_data(corpus)
+    assert len(data.exhaustive_pairs) == 12
+    pair_doc = dict(MentionPair.objects.filter(document__corpus=corpus)
+                    .values_list("pk", "document_id"))
+    assert data.exhaustive_docs.tolist() == [pair_doc[p] for p in data.exhaustive_pairs]
+    ev = data.evidence()
+    assert ev.n_docs == 4
+    stored = estimate(data.population, ev).results["instance"]["recall"]
+    iid = estimate(data.population, prepare_evidence(
+        data.population, data.draws, data.label_pairs, data.label_preds, data.exhaustive_pairs,
+        data.exhaustive_preds, data.exhaustive_subjects)).results["instance"]["recall"]
+    for kind in ("simple", "joint"):
+        np.testing.assert_allclose(stored[kind].estimate, 0.5)
+        assert stored[kind].hi[0] - stored[kind].lo[0] > iid[kind].hi[0] - iid[kind].lo[0] + 0.1

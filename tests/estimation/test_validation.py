@@ -14,6 +14,7 @@ from estimation.validation import (
     UNCORRECTED,
     passed,
     run_scenario,
+    scenario,
     summarise,
     verdict,
 )
@@ -130,8 +131,14 @@ def test_validate_command(capsys):
     [
         (["--scenario", "nope"], "--scenario: unknown scenario 'nope'; expected one of paper"),
         (["--schemes", "macro"], "--schemes: unknown scheme 'macro'; expected 'all' or one of"),
-        (["--draw-scheme", "x"], "--draw-scheme: unknown scheme 'x'"),
-        (["--trials", "1"], "--trials: at least 2"),
+        (["--scenario", "paper", "--scenario", "Paper"],
+         "--scenario: unknown scenario 'Paper'; expected one of paper, tiny, novel, subset"),
+        (["--draw-scheme", "x"],
+         "--draw-scheme: unknown scheme 'x'; expected one of instance, predicate"),
+        (["--draw-scheme", "instance,entity"],
+         "--draw-scheme: expected one scheme of instance, predicate, entity, entity_relation, "
+         "got 'instance,entity'"),
+        (["--trials", "1"], "--trials: expected an integer of at least 2, got 1"),
         (["--trials", "many"], "argument --trials: invalid int value"),
     ],
 )
@@ -140,3 +147,18 @@ def test_validate_bad_input(capsys, args, message):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_battery_api_rejects_unknown_names():
+    """The library entry points (used by the CLI and by code adding scenarios) name
+    what they accept."""
+    with pytest.raises(ValueError, match="unknown scenario 'nope'; expected one of paper, tiny"):
+        scenario("nope")
+    assert scenario("tiny") is SCENARIOS["tiny"]
+    small = SCENARIOS["tiny"].small()
+    with pytest.raises(ValueError, match="unknown scheme 'macro'; expected one of instance"):
+        run_scenario(small, 2, 0, ["macro"])
+    with pytest.raises(ValueError, match="unknown scheme 'x'; expected one of instance"):
+        run_scenario(small, 2, 0, ["instance"], "x")
+    with pytest.raises(ValueError, match="trials: expected an integer of at least 2, got 1"):
+        run_scenario(small, 1, 0)

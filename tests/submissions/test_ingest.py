@@ -163,10 +163,10 @@ def test_transition_graph_is_enforced(stored: Callable[..., Submission]) -> None
 def test_internal_error_fails_keeps_error_and_can_be_rerun(
         stored: Callable[..., Submission], monkeypatch, django_capture_on_commit_callbacks
 ) -> None:
-    def boom(self: object, cursor: object) -> None:
+    def boom(cursor: object, sid: int) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(ingest_mod.Ingestor, "_insert", boom)
+    monkeypatch.setattr(ingest_mod, "insert_rows", boom)
     sub = stored(to_bytes(valid_lines()))
     assert run_ingestion(sub.pk) == "failed"
     sub.refresh_from_db()

@@ -79,8 +79,6 @@ ERROR_CASES: list[tuple[str, Callable[[], bytes], int]] = [
      lambda: plus(f':E4\tper:title\t"engineer"\t{prov("D1", "engineer")}'), N + 1),
     ("OBJECT_NOT_IN_PROVENANCE",
      lambda: plus(f":E1\tper:place_of_residence\t:E2\t{sentence('D1', 2)}"), N + 1),
-    ("AMBIGUOUS_MENTION",  # :E3 now has two mentions in the provenance of line 23
-     lambda: plus(mention(":E3", "D1", "Acme", 0)), 23),
     ("PROVENANCE_CROSSES_SENTENCES",
      lambda: plus(":E1\tper:place_of_residence\t:E2\tD1:0-80"), N + 1),
     ("PROVENANCE_CROSSES_SENTENCES",

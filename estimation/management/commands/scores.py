@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.serializers.json import DjangoJSONEncoder
 
 from estimation import leaderboard as lb
-from estimation.models import METRICS
+from estimation.models import METRICS, interval_ends
 from kbpo.core.models import Corpus
 
 
@@ -60,7 +60,8 @@ class Command(BaseCommand):
             for m in METRICS:
                 v = row.metrics[m]
                 est = "  n/a" if v.estimate is None else f"{v.estimate:.3f}"
-                ci = "" if v.lo is None else f"[{v.lo:.3f},{v.hi:.3f}]"
+                ci = ("" if v.lo is None else "exact" if v.exact
+                      else "[{},{}]".format(*interval_ends(v.lo, v.hi)))
                 cells.append(f"{est:>5} {ci:>15}")
             notes = [n for n, on in [("baseline", row.submission.is_baseline),
                                      ("tied with #1", row.tied_with_leader),

@@ -28,6 +28,9 @@ class Command(BaseCommand):
         parser.add_argument("--method", default="", help="Method description.")
         parser.add_argument("--paper-url", default="")
         parser.add_argument("--public", action="store_true")
+        parser.add_argument("--drop-invalid", action="store_true",
+                            help="Accept the valid lines of a file with errors, dropping "
+                                 "(and listing) the invalid ones.")
         parser.add_argument("--ignore-limits", action="store_true",
                             help="Operators: do not apply the per-user limits.")
 
@@ -56,14 +59,19 @@ class Command(BaseCommand):
                         description=opts["description"],
                         method_description=opts["method"], paper_url=opts["paper_url"],
                         public=opts["public"], run_id=check.run_id,
-                        enforce_limits=not opts["ignore_limits"])
+                        enforce_limits=not opts["ignore_limits"],
+                        drop_invalid=opts["drop_invalid"])
             except LimitExceeded as exc:
                 raise CommandError(str(exc)) from None
         sub = Submission.objects.get(pk=sub.pk)
         self.stdout.write(f"submission {sub.pk}: {sub.state}")
         if sub.state in ("ingested", "rejected"):
             self.stdout.write(f"  {sub.n_relations} relations, {sub.n_mentions} mentions, "
-                              f"{sub.n_warnings} warnings, {sub.n_errors} errors")
+                              f"{sub.n_warnings} warnings, {sub.n_errors} errors"
+                              + (f", {sub.n_dropped} lines dropped" if sub.drop_invalid
+                                 else ""))
+            for line, code, message in sub.dropped[:20]:
+                self.stdout.write(f"  line {line}: dropped {code}: {message}")
             for p in sub.report[:20]:
                 self.stdout.write(f"  line {p['line']}: {p['severity']} {p['code']}: "
                                   f"{p['message']}")

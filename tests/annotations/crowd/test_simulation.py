@@ -51,7 +51,9 @@ def test_assign_workers_distinct_and_excluding() -> None:
 
 def test_gold_key_reads_demo_world_format(tmp_path: Path) -> None:
     path = tmp_path / "gold.jsonl"
-    path.write_text(json.dumps({"doc": "D1", "mentions": [], "relations": [
+    mentions = [{"span": [0, 3], "type": "PER", "entity": "a"},
+                {"span": [10, 15], "type": "ORG", "entity": "b"}]
+    path.write_text(json.dumps({"doc": "D1", "mentions": mentions, "relations": [
         {"subject": [0, 3], "object": [10, 15], "predicate": "per:organizations_founded",
          "sentence": [0, 20]},
         {"subject": [0, 3], "object": [10, 15], "predicate": "per:employee_or_member_of",
@@ -63,3 +65,48 @@ def test_gold_key_reads_demo_world_format(tmp_path: Path) -> None:
     path.write_text('{"doc": "D1", "relations": [{"subject": 5}]}\n')
     with pytest.raises(ValueError, match="line 1"):
         GoldKey.load(path)
+
+
+# Gold written in the other direction, with inverse, symmetric and folded predicates:
+# (stated relation, the canonical pair and predicate ingestion would store).
+BOTH_WAYS = [
+    (([30, 40], "per:parents", [0, 10]), (0, 10, 30, 40, "per:children")),
+    (([0, 10], "per:children", [30, 40]), (0, 10, 30, 40, "per:children")),
+    (([30, 40], "per:siblings", [0, 10]), (0, 10, 30, 40, "per:siblings")),
+    (([30, 40], "per:spouse", [0, 10]), (0, 10, 30, 40, "per:spouse")),
+    (([50, 60], "org:founded_by", [0, 10]), (0, 10, 50, 60, "per:organizations_founded")),
+    (([70, 80], "gpe:births_in_city", [0, 10]), (0, 10, 70, 80, "per:place_of_birth")),
+    (([0, 10], "per:city_of_birth", [70, 80]), (0, 10, 70, 80, "per:place_of_birth")),
+    (([50, 60], "org:employees_or_members", [30, 40]),
+     (30, 40, 50, 60, "per:employee_or_member_of")),
+]
+MENTIONS = [{"span": [0, 10], "type": "PER", "entity": "a"},
+            {"span": [30, 40], "type": "PER", "entity": "b"},
+            {"span": [50, 60], "type": "ORG", "entity": "c"},
+            {"span": [70, 80], "type": "GPE", "entity": "d"}]
+
+
+@pytest.mark.parametrize(("stated", "canonical"), BOTH_WAYS)
+def test_gold_key_canonicalizes_gold_written_either_way(
+        tmp_path: Path, stated: tuple, canonical: tuple) -> None:
+    subject, predicate, obj = stated
+    path = tmp_path / "gold.jsonl"
+    path.write_text(json.dumps({"doc": "D1", "mentions": MENTIONS, "relations": [
+        {"subject": subject, "object": obj, "predicate": predicate}]}) + "\n")
+    key = GoldKey.load(path)
+    *pair, want = canonical
+    assert key.truth(("D1", *pair)) == {want}
+    assert key.relations == {("D1", *pair): frozenset({want})}
+
+
+def test_gold_key_refuses_a_relation_it_cannot_orient(tmp_path: Path) -> None:
+    path = tmp_path / "gold.jsonl"
+    path.write_text(json.dumps({"doc": "D1", "mentions": MENTIONS, "relations": [
+        {"subject": [0, 10], "object": [50, 60], "predicate": "per:spouse"}]}) + "\n")
+    with pytest.raises(ValueError, match="line 1: per:spouse does not relate a PER subject"):
+        GoldKey.load(path)
+
+
+def test_a_perfect_crowd_is_exactly_perfect() -> None:
+    pool = make_pool(10, 0.0, seed=1, spammer_fraction=0)
+    assert {w.accuracy for w in pool} == {1.0}

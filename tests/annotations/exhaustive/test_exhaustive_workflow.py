@@ -31,6 +31,7 @@ from annotations.models import (
 )
 from annotations.signals import labels_changed
 from kbpo.core.corpus import load_corpus
+from kbpo.core.gold import canonical_relations
 from kbpo.core.models import Corpus, Sentence
 from tests.factories import make_corpus, span
 
@@ -47,8 +48,15 @@ def relations_of(corpus: Corpus, stage: str) -> set[tuple]:
 
 
 def truth_of(gold: dict[str, dict], doc_ids: set[str]) -> set[tuple]:
-    return {(d, *r["subject"], *r["object"], r["predicate"]) for d in doc_ids
-            for r in gold[d]["relations"]}
+    """The gold relations of some documents, canonical as the crowd's labels are."""
+    out = set()
+    for d in doc_ids:
+        types = {tuple(m["span"]): m["type"] for m in gold[d]["mentions"]}
+        stated = [(tuple(r["subject"]), r["predicate"], tuple(r["object"]))
+                  for r in gold[d]["relations"]]
+        out |= {(d, *pair, p) for pair, preds in
+                canonical_relations(d, types, stated).items() for p in preds}
+    return out
 
 
 # reset_sequences: the simulated crowd seeds each answer with the question's primary key,

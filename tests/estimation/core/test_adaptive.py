@@ -57,7 +57,7 @@ def test_disjoint_system_needs_the_binomial_worst_case():
     # No reuse possible: the worst case p(1-p) = 1/4 at a 0.05 half-width.
     expected = int(np.ceil(0.25 * (1.6448536 / 0.05) ** 2))
     assert plan_sample_size(pop, ev, "new", target_halfwidth=0.05) == expected
-    # DESIGN's cruder bound (f = 1, second moment) asks for four times as many.
+    # The paper's cruder bound (f = 1, second moment) asks for four times as many.
     n = plan_sample_size(pop, ev, "new", target_halfwidth=0.05, bound="second_moment")
     assert n == int(np.ceil((1.6448536 / 0.05) ** 2))
 

@@ -33,7 +33,7 @@ def test_unbiased_instance_scheme(world, fixed_instance, metric, kind):
 
 
 def test_recall_unbiased_for_the_disjoint_system(world, fixed_instance):
-    # DESIGN §6.3: a proposal tailored to system i misses the disjoint system's
+    # A proposal tailored to system i misses the disjoint system's
     # pool instances and overstates everyone's recall; the mixture of all draws does not.
     est, _, _ = _split(fixed_instance[("instance", "recall", "joint")])
     t = _truth(world, "instance", "recall")

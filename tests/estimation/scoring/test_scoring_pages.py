@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from estimation import scoring
+from estimation.models import interval_ends
 from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World, label
 from tests.factories import make_user
@@ -78,12 +79,15 @@ def test_api_json_and_csv(scored: World) -> None:
     assert data["corpus"] == "t" and data["sort"] == "precision" and data["confidence"] == 0.9
     first = data["systems"][0]
     assert first["rank"] == 1 and first["leader"] and first["name"] == "Alpha"
-    assert set(first["precision"]) == {"estimate", "lo", "hi"}
+    assert set(first["precision"]) == {"estimate", "lo", "hi", "exact"}
     assert first["precision"]["lo"] <= first["precision"]["estimate"] <= first["precision"]["hi"]
+    # Every pair is labelled: precision is exact, recall (2 of 3 gold found) is not.
+    assert first["precision"]["exact"] is True and first["recall"]["exact"] is False
     resp = _client().get(reverse("leaderboard-csv", args=["t"]))
     assert resp["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(resp.content.decode())))
     assert [r["name"] for r in rows] == ["Alpha", "Beta"] and rows[0]["f1"]
+    assert rows[0]["precision_exact"] == "True" and rows[0]["recall_exact"] == "False"
 
 
 @pytest.mark.django_db
@@ -162,3 +166,29 @@ def test_recompute_scores_command(world: World) -> None:
     call_command("recompute_scores", "--corpus", "t", stdout=out)
     assert "2 active systems" in out.getvalue() and "Run " in out.getvalue()
     assert scoring.latest_run(world.corpus) is not None
+
+
+@pytest.mark.django_db
+def test_exact_values_read_exact_not_a_zero_width_interval(scored: World) -> None:
+    """Labels on every pair decide precision: pages, API, CSV, the command and the
+    e-mail say "exact" instead of showing an interval like 1.000–1.000."""
+    board = _client().get(reverse("leaderboard", args=["t"]) + "?sort=precision")
+    html = board.content.decode()
+    assert 'class="ci exact"' in html and "1.000–1.000" not in html and "0.500–0.500" not in html
+    assert '<span class="ci">' in html  # recall and F1 are still intervals
+    report = _client(make_user("ada")).get(
+        reverse("submission-evaluation", args=[scored.a.pk])).content.decode()
+    assert 'class="ci exact"' in report and "1.000–1.000" not in report
+    prog = _client(make_user("ada")).get(
+        reverse("submission-evaluation-progress", args=[scored.a.pk])).json()
+    assert prog["precision"]["exact"] is True and prog["recall"]["exact"] is False
+    out = io.StringIO()
+    call_command("scores", "--corpus", "t", stdout=out)
+    alpha = next(line for line in out.getvalue().splitlines() if "Alpha" in line)
+    assert "exact" in alpha and "[1.000,1.000]" not in alpha
+    assert scoring.fmt_interval(1.0, 1.0, 1.0) == "1.000  (exact: every prediction is labelled)"
+    assert "interval 0.200–0.700" in scoring.fmt_interval(0.5, 0.2, 0.7)
+    # Narrow but not exact (a tiny system's recall): enough decimals to tell the ends apart.
+    assert "interval 0.0006–0.0014" in scoring.fmt_interval(0.001, 0.0006, 0.0014)
+    assert interval_ends(0.00121, 0.00124) == ("0.00121", "0.00124")
+    assert interval_ends(0.25, 0.5) == ("0.250", "0.500")

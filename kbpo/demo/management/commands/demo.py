@@ -12,7 +12,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.utils import override_settings
 
+from estimation import leaderboard as lb
 from kbpo.core.models import Corpus, Profile
+from kbpo.demo.world import docred as docred_world
 from kbpo.demo.world import generate as demo_world
 from submissions.models import State, Submission
 from submissions.services import create_submission
@@ -21,20 +23,39 @@ DEMO_PASSWORD = "kbpo-demo-password"
 # The demo systems belong to their own account (no password, cannot log in), so the
 # researcher `demo` starts with every upload slot free.
 SYSTEMS_OWNER = "demo-systems"
+
+
+class _Operator:
+    """The comparison with truth reads every row, private ones included."""
+
+    is_staff = True
+    is_authenticated = True
+    pk = None
 # States in which a submission is still moving through ingestion and sampling.
 PIPELINE_BUSY = (State.UPLOADED, State.VALIDATING, State.INGESTED, State.PLANNING)
 
 
 class Command(BaseCommand):
-    help = ("Run the whole KBPO loop on the demo world: migrate, generate the world (unless "
-            "already there), load its corpus as 'demo', build the exhaustive sample from gold, "
+    help = ("Run the whole KBPO loop on a demo world: migrate, generate the world (unless "
+            "already there; --world docred builds it from a Re-DocRED file given with "
+            "--source), load its corpus as 'demo' (or 'docred'), build the exhaustive "
+            "sample from gold, "
             "create the accounts 'demo' (researcher) and 'admin' (operator), submit every "
             "demo system, let the simulated crowd answer, and compute the scores. "
             "Development only; safe to re-run.")
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--out", type=Path, default=Path("demo"))
-        parser.add_argument("--docs", type=int, default=300)
+        parser.add_argument("--world", choices=["synthetic", "docred"], default="synthetic",
+                            help="synthetic: the generated news world (corpus 'demo'); "
+                                 "docred: real Wikipedia text from a Re-DocRED file given "
+                                 "with --source (corpus 'docred')")
+        parser.add_argument("--source", type=Path, default=None,
+                            help="docred: the DocRED / Re-DocRED JSON file "
+                                 "(e.g. dev_revised.json); read, never copied")
+        parser.add_argument("--out", type=Path, default=None,
+                            help="world directory (default demo/ or demo-docred/)")
+        parser.add_argument("--docs", type=int, default=None,
+                            help="documents (default 300 synthetic, 150 docred)")
         parser.add_argument("--systems", type=int, default=6)
         parser.add_argument("--seed", type=int, default=2017)
         parser.add_argument("--skip-systems", action="store_true",
@@ -50,8 +71,17 @@ class Command(BaseCommand):
         if settings.PRODUCTION:
             raise CommandError("the demo creates accounts with known passwords: it refuses "
                                "to run with KBPO_ENV=production")
-        out: Path = opts["out"]  # type: ignore[assignment]
+        docred = opts["world"] == "docred"
+        source = Path(str(opts["source"])) if opts["source"] else None
+        if docred and (source is None or not source.is_file()):
+            raise CommandError("--world docred needs --source FILE, a DocRED / Re-DocRED JSON "
+                               "file such as dev_revised.json")
+        out = Path(str(opts["out"] or ("demo-docred" if docred else "demo")))
+        tag = "docred" if docred else "demo"
+        opts["docs"] = opts["docs"] or (150 if docred else 300)
         params = {k: opts[k] for k in ("docs", "systems", "seed")}
+        if docred:
+            params["source"] = str(source.resolve())  # type: ignore[union-attr]
         self._step("Applying database migrations")
         call_command("migrate", verbosity=0)
 
@@ -59,23 +89,32 @@ class Command(BaseCommand):
         if stamp.exists() and json.loads(stamp.read_text()) == params:
             self._step(f"Demo world already in {out}/ (delete it to regenerate)")
         else:
-            self._step(f"Generating the demo world in {out}/ ({params['docs']} documents, "
-                       f"{params['systems']} systems)")
-            demo_world.generate(out, progress=demo_world.stderr_progress,
-                                **params)  # type: ignore[arg-type]
+            self._step(f"Generating the {opts['world']} demo world in {out}/ "
+                       f"({params['docs']} documents, {params['systems']} systems)")
+            if docred:
+                try:
+                    docred_world.generate(source, out, params["docs"], params["systems"],
+                                          params["seed"], demo_world.stderr_progress)
+                except ValueError as exc:
+                    raise CommandError(str(exc)) from None
+            else:
+                demo_world.generate(out, progress=demo_world.stderr_progress,
+                                    **params)  # type: ignore[arg-type]
             stamp.write_text(json.dumps(params))
 
-        self._step("Loading the demo corpus")
-        call_command("load_corpus", str(out / "corpus.jsonl"), tag="demo", quiet_progress=True,
-                     description="Synthetic news about fictional people, organisations "
-                                 "and places (KBPO demo world)")
+        self._step(f"Loading the demo corpus '{tag}'")
+        call_command("load_corpus", str(out / "corpus.jsonl"), tag=tag, quiet_progress=True,
+                     description=("Wikipedia introductions from Re-DocRED (real text, its "
+                                  "own sentences; KBPO real-text demo)" if docred else
+                                  "Synthetic news about fictional people, organisations "
+                                  "and places (KBPO demo world)"))
 
         self._step("Building the exhaustive sample for recall (two stages, answered from gold)")
-        sample = {"corpus": "demo", "docs": min(100, max(1, params["docs"] // 3)),
+        sample = {"corpus": tag, "docs": min(100, max(1, params["docs"] // 3)),
                   "seed_fraction": 0.2, "seed": params["seed"], "no_tasks": True}
         for _stage in (1, 2):
             call_command("plan_exhaustive", **sample, stdout=self.stdout)
-            call_command("import_gold", str(out / "gold.jsonl"), format="kbpo", corpus="demo",
+            call_command("import_gold", str(out / "gold.jsonl"), format="kbpo", corpus=tag,
                          only_planned=True, stdout=self.stdout)
 
         self._step("Creating demo accounts")
@@ -88,23 +127,26 @@ class Command(BaseCommand):
             owner.set_unusable_password()
             owner.save()
         if not opts["skip_systems"]:
-            corpus = Corpus.objects.get(tag="demo")
-            self._submit_systems(out, corpus, owner)
+            corpus = Corpus.objects.get(tag=tag)
+            # Real-text systems write a few invalid lines, as real systems do.
+            self._submit_systems(out, corpus, owner, drop_invalid=docred)
             self._wait_for(corpus, PIPELINE_BUSY, int(opts["wait"]))  # type: ignore[arg-type]
             self._step("The simulated crowd answers every open question")
             # A careful crowd (5% errors, a few spammers): majority-vote labels are then
             # about 99% right, so the demo's scores sit close to truth.json.
-            call_command("simulate_crowd", gold=str(out / "gold.jsonl"), corpus="demo",
+            call_command("simulate_crowd", gold=str(out / "gold.jsonl"), corpus=tag,
                          seed=params["seed"], error_rate=0.05, stdout=self.stdout)
             self._step("Computing joint scores for every system")
-            call_command("recompute_scores", corpus="demo", stdout=self.stdout)
+            call_command("recompute_scores", corpus=tag, stdout=self.stdout)
             self._summary(corpus)
+            self._against_truth(corpus, out / "truth.json")
         self.stdout.write(self.style.SUCCESS(
             "\nThe demo is ready.\n"
             f"  researcher: demo / {DEMO_PASSWORD}\n"
             f"  operator:   admin / {DEMO_PASSWORD}  (Django admin at /admin/)\n"))
 
-    def _submit_systems(self, out: Path, corpus: Corpus, owner: User) -> None:
+    def _submit_systems(self, out: Path, corpus: Corpus, owner: User,
+                        drop_invalid: bool = False) -> None:
         index = json.loads((out / "systems" / "index.json").read_text())
         roles = {s["name"]: s for s in index["systems"]}
         kbs = sorted((out / "systems").glob("*.kb"))
@@ -120,6 +162,7 @@ class Command(BaseCommand):
                 sub = create_submission(
                     owner=owner, corpus=corpus, name=name, file=fh, original_name=kb.name,
                     compressed=False, public=True, enforce_limits=False,
+                    drop_invalid=drop_invalid,
                     description=f"Demo-world system ({profile.get('role', 'system')}).",
                     method_description=(
                         f"Simulated extractor with recall about {profile.get('recall', '?')} "
@@ -127,8 +170,9 @@ class Command(BaseCommand):
             if profile.get("role") == "baseline":
                 Submission.objects.filter(pk=sub.pk).update(is_baseline=True)
             sub.refresh_from_db()
+            dropped = f", {sub.n_dropped} invalid lines dropped" if drop_invalid else ""
             self.stdout.write(f"    {name}: {sub.state}, {sub.n_relations} relations, "
-                              f"{sub.draws.count()} draws")
+                              f"{sub.draws.count()} draws{dropped}")
 
     def _wait_for(self, corpus: Corpus, busy: tuple[str, ...], seconds: int) -> None:
         """With real workers, wait until no submission is still being ingested or planned."""
@@ -148,7 +192,37 @@ class Command(BaseCommand):
         self._step("Submissions")
         for sub in rows:
             self.stdout.write(f"    {sub.name:28s} {sub.state}")
-        self.stdout.write("    leaderboard: /leaderboard/demo/")
+        self.stdout.write(f"    leaderboard: /leaderboard/{corpus.tag}/")
+
+    def _against_truth(self, corpus: Corpus, truth_path: Path) -> None:
+        """Every system's instance-scheme P and R next to truth.json: interval coverage and
+        absolute error, for joint and simple estimates."""
+        truth = json.loads(truth_path.read_text())["systems"]
+        self._step("Estimates against truth.json (instance scheme, 90% intervals)")
+        for kind in lb.KINDS:
+            board = lb.build(corpus, _Operator(), "instance", "f1", kind)
+            covered = total = 0
+            errors: list[float] = []
+            for row in sorted(board.rows, key=lambda r: r.submission.name):
+                exact = truth.get(row.submission.name, {}).get("instance")
+                if exact is None:
+                    continue
+                cells = []
+                for metric in ("precision", "recall"):
+                    m, t = row.metrics[metric], exact[metric]
+                    if m.estimate is None or m.lo is None or m.hi is None:
+                        cells.append(f"{metric[0].upper()} n/a (truth {t:.3f})")
+                        continue
+                    inside = m.lo <= t <= m.hi
+                    covered += inside
+                    total += 1
+                    errors.append(abs(m.estimate - t))
+                    cells.append(f"{metric[0].upper()} {m.estimate:.3f} [{m.lo:.3f}, "
+                                 f"{m.hi:.3f}] truth {t:.3f}{'' if inside else ' MISSED'}")
+                self.stdout.write(f"    {kind:6s} {row.submission.name:20s} " + "; ".join(cells))
+            mae = sum(errors) / len(errors) if errors else float("nan")
+            self.stdout.write(f"    {kind}: {covered}/{total} intervals contain the truth; "
+                              f"mean absolute error {mae:.3f}")
 
     def _step(self, text: str) -> None:
         self.stdout.write(f"==> {text}")
