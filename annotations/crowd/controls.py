@@ -28,15 +28,27 @@ from submissions.models import MentionPair
 from ..quality.aggregation import NO_RELATION
 
 
-def controls_for(n_test: int, share: float | None = None) -> int:
-    """Controls to add to a HIT of `n_test` test questions so that they are about
-    `share` of its questions (rounded; none when the share is 0)."""
+def expected_controls(n_test: int, share: float | None = None) -> float:
+    """Controls owed to a HIT of `n_test` test questions so that they are `share` of
+    its questions (fractional: the planner carries the remainder to the next HIT)."""
     share = settings.KBPO_CONTROL_SHARE if share is None else share
     if share <= 0 or n_test <= 0:
-        return 0
+        return 0.0
     if share >= 1:
         raise ValueError(f"KBPO_CONTROL_SHARE={share}: must be below 1 (a share of each HIT)")
-    return round(share * n_test / (1 - share))
+    return share * n_test / (1 - share)
+
+
+def spread(sizes: list[int], share: float | None = None) -> list[int]:
+    """Whole controls per HIT for HITs of these sizes, the fractions carried over so
+    that the batch as a whole meets the share (5 questions a HIT at 0.1: every other
+    HIT has one control)."""
+    owed, out = 0.5, []
+    for k in sizes:
+        owed += expected_controls(k, share)
+        out.append(int(owed))
+        owed -= out[-1]
+    return out
 
 
 def control_pool(corpus_id: int) -> list[tuple[int, list[str]]]:

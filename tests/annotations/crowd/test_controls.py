@@ -64,11 +64,16 @@ def world(django_capture_on_commit_callbacks):
     return sub, pairs
 
 
-def test_share_rounds_to_whole_questions() -> None:
-    assert controls.controls_for(9, 0.1) == 1 and controls.controls_for(18, 0.1) == 2
-    assert controls.controls_for(4, 0.1) == 0 and controls.controls_for(5, 0.0) == 0
+def test_share_spread_over_the_batch() -> None:
+    assert controls.expected_controls(9, 0.1) == pytest.approx(1.0)
+    assert controls.spread([9, 9, 9], 0.1) == [1, 1, 1]
+    # Five questions a HIT at 0.1: 5/9 of a control each, so 5 controls over 9 HITs.
+    five = controls.spread([5] * 9, 0.1)
+    assert sum(five) == 5 and set(five) == {0, 1}
+    assert sum(controls.spread([5] * 90, 0.1)) / (90 * 5 + 50) == pytest.approx(0.1)
+    assert controls.spread([5, 5], 0.0) == [0, 0]
     with pytest.raises(ValueError, match="KBPO_CONTROL_SHARE"):
-        controls.controls_for(5, 1.0)
+        controls.expected_controls(5, 1.0)
 
 
 def test_controls_inserted_at_the_share_from_the_gold_and_paid(world) -> None:
