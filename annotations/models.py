@@ -44,6 +44,10 @@ class CrowdWorker(models.Model):
     accuracy_ds = models.FloatField(null=True, blank=True,
                                     help_text="Accuracy estimated by Dawid–Skene.")
     n_answers = models.PositiveIntegerField(default=0)
+    control_answers = models.PositiveIntegerField(default=0,
+                                                  help_text="Answers to control questions.")
+    control_right = models.PositiveIntegerField(
+        default=0, help_text="Of those, how many equal the known answer.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -79,11 +83,19 @@ class Question(models.Model):
         related_name="questions", help_text="The submission whose sample first needed it.")
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # A control question's known answer (sorted predicates or ['no_relation'], from the
+    # exhaustive gold); null for a pair under test. Controls measure the workers and
+    # anchor the worker model; they never become a PairLabel.
+    control_answer = models.JSONField(null=True, blank=True,
+                                      help_text="Known answer of a control question.")
 
     class Meta:
         constraints = [
             # One open question per pair: a second submission drawing it waits for it.
-            models.UniqueConstraint(fields=["pair"], condition=Q(state="open", kind="relation"),
+            # Controls are outside it: they ask about pairs under no test, never for a label.
+            models.UniqueConstraint(fields=["pair"],
+                                    condition=Q(state="open", kind="relation",
+                                                control_answer__isnull=True),
                                     name="question_one_open_per_pair"),
         ]
 

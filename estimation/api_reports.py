@@ -46,6 +46,13 @@ def scheme_scores(score: SystemScore) -> dict[str, Any]:
     return {m: {k: _interval(score, m, k) for k in KINDS} for m in METRICS}
 
 
+def correction(score: SystemScore) -> dict[str, Any] | None:
+    """Per metric: the hard-label joint estimate and how far soft labels moved it."""
+    if all(score.correction(m)[0] is None for m in METRICS):
+        return None
+    return {m: dict(zip(("hard", "shift"), score.correction(m), strict=True)) for m in METRICS}
+
+
 def run_info(run: ScoreRun | None) -> dict[str, Any] | None:
     if run is None:
         return None
@@ -73,8 +80,43 @@ class MetricsSerializer(serializers.Serializer):
     f1 = KindsSerializer()
 
 
+class ShiftSerializer(serializers.Serializer):
+    hard = serializers.FloatField(allow_null=True,
+                                  help_text="Joint estimate from the 0/1 majority labels.")
+    shift = serializers.FloatField(allow_null=True,
+                                   help_text="Reported (soft-label) estimate minus `hard`.")
+
+
+class CorrectionSerializer(serializers.Serializer):
+    precision = ShiftSerializer()
+    recall = ShiftSerializer()
+    f1 = ShiftSerializer()
+
+
 class SchemeScoresSerializer(MetricsSerializer):
     scheme = serializers.ChoiceField(choices=list(lb.BOARD_SCHEMES))
+    correction = CorrectionSerializer(
+        allow_null=True, help_text="How far the crowd-noise correction (soft labels) moved "
+        "each joint score; null when the run used hard labels.")
+
+
+class ShareSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(allow_null=True, help_text="null: no answers yet.")
+    lo = serializers.FloatField(allow_null=True)
+    hi = serializers.FloatField(allow_null=True)
+    answers = serializers.IntegerField()
+    workers = serializers.IntegerField()
+    effective_answers = serializers.FloatField(
+        help_text="Answers divided by the design effect of clustering by worker.")
+
+
+class CrowdSerializer(serializers.Serializer):
+    agreement = ShareSerializer(help_text="Share of answers equal to their pair's aggregated "
+                                "label: agreement with the crowd, not accuracy.")
+    accuracy = ShareSerializer(help_text="Mean probability that an answer is right under "
+                               "the worker model of the quality pass; the interval covers "
+                               "sampling of answers and workers, not model misfit.")
+    soft_labels = serializers.BooleanField(help_text="Scores use soft labels.")
 
 
 class ScoreRunInfoSerializer(serializers.Serializer):
@@ -107,8 +149,11 @@ class ScoresSerializer(serializers.Serializer):
     draws = serializers.IntegerField(allow_null=True, help_text="Draws with a label.")
     pending_draws = serializers.IntegerField(allow_null=True)
     cost_usd = serializers.CharField(allow_null=True)
+    control_cost_usd = serializers.CharField(
+        help_text="Part of the committed crowd cost spent on control questions.")
     schemes = SchemeScoresSerializer(many=True)
     predicates = PredicateSerializer(many=True)
+    crowd = CrowdSerializer(help_text="The crowd's measured accuracy on this corpus.")
 
 
 class HistoryPointSerializer(MetricsSerializer):
@@ -208,9 +253,12 @@ class ScoresAPIView(_SubmissionAPIView):
             "draws": first.draws if first else None,
             "pending_draws": first.pending if first else None,
             "cost_usd": str(first.cost_usd.quantize(Decimal("0.01"))) if first else None,
-            "schemes": [{"scheme": s, **scheme_scores(scores[s])} for s in lb.BOARD_SCHEMES
-                        if s in scores],
-            "predicates": predicate_dicts(sub, confidence)}).data)
+            "control_cost_usd": str(report.control_cost(sub)),
+            "schemes": [{"scheme": s, **scheme_scores(scores[s]),
+                         "correction": correction(scores[s])}
+                        for s in lb.BOARD_SCHEMES if s in scores],
+            "predicates": predicate_dicts(sub, confidence),
+            "crowd": report.crowd(sub, confidence, scores)}).data)
 
 
 class HistoryAPIView(_SubmissionAPIView):

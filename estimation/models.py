@@ -141,6 +141,11 @@ class SystemScore(models.Model):
     draws = models.PositiveIntegerField(default=0, help_text="Draws with a label.")
     pending = models.PositiveIntegerField(default=0, help_text="Draws still unlabelled.")
     cost_usd = models.DecimalField(max_digits=10, decimal_places=2, default=Decimal("0"))
+    # With soft labels on: the joint estimates the hard (0/1) labels give, so the report
+    # can show how far the noise correction moved each score. Null when soft labels are off.
+    p_joint_hard = _score_field()
+    r_joint_hard = _score_field()
+    f1_joint_hard = _score_field()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "submission", "scheme"],
@@ -155,6 +160,14 @@ class SystemScore(models.Model):
         """(estimate, lo, hi) of one metric."""
         stem = f"{METRIC_COLUMNS[metric]}_{kind}"
         return tuple(getattr(self, stem + b) for b in BOUNDS)
+
+    def correction(self, metric: str) -> tuple[float | None, float | None]:
+        """(hard-label joint estimate, soft minus hard); (None, None) without soft labels."""
+        hard = getattr(self, f"{METRIC_COLUMNS[metric]}_joint_hard")
+        soft = getattr(self, f"{METRIC_COLUMNS[metric]}_joint")
+        if hard is None or soft is None:
+            return hard, None
+        return hard, soft - hard
 
 
 class BoardSnapshot(models.Model):

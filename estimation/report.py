@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -24,13 +25,14 @@ from annotations.models import (
     SubmissionBudget,
     TaskKind,
 )
+from annotations.quality import accuracy
 from kbpo.core.schema import NO_RELATION
 from submissions.models import RelationInstance, Submission
 
 from .core.intervals import wilson, z_value
 from .data import PREDICATES, load_exhaustive
 from .models import METRICS, ScoreRun, SystemScore
-from .scoring import attributed_costs
+from .scoring import CHARGED_HIT_STATES, attributed_costs
 
 VERDICTS = ("all", "correct", "wrong", "pending")
 
@@ -80,6 +82,7 @@ class Spend:
     committed: Decimal
     paid: Decimal
     cap: Decimal
+    controls: Decimal = Decimal("0")  # the control questions' share of `committed`
 
     @property
     def percent_of_cap(self) -> int:
@@ -99,7 +102,18 @@ def spend(sub: Submission) -> Spend:
         glob = BudgetSettings.objects.filter(pk=1).values_list(
             "per_submission_default_usd", flat=True).first()
         cap = glob if glob is not None else Decimal(str(settings.KBPO_BUDGET_PER_SUBMISSION_USD))
-    return Spend(committed, paid, cap)
+    return Spend(committed, paid, cap, control_cost(sub))
+
+
+def control_cost(sub: Submission) -> Decimal:
+    """The control questions' part of the committed cost: each charged HIT's cost
+    estimate times the share of its questions that are controls."""
+    rows = (Hit.objects.filter(submission=sub, state__in=CHARGED_HIT_STATES)
+            .annotate(n=Count("items"), c=Count("items", filter=Q(
+                items__question__control_answer__isnull=False)))
+            .filter(c__gt=0).values_list("cost_estimate", "n", "c"))
+    total = sum((cost * c / n for cost, n, c in rows), Decimal("0"))
+    return total.quantize(Decimal("0.01"))
 
 
 def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemScore]]:
@@ -110,6 +124,15 @@ def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemSco
         return None, {}
     rows = SystemScore.objects.filter(run=score.run, submission=sub)
     return score.run, {r.scheme: r for r in rows}
+
+
+def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore]) -> dict[str, Any]:
+    """The crowd's measured agreement and accuracy on the submission's corpus, and
+    whether the latest scores used soft labels (they then carry hard-label twins)."""
+    acc = accuracy.crowd_accuracy(sub.corpus_id, confidence)
+    soft = any(s.p_joint_hard is not None or s.r_joint_hard is not None
+               for s in scores.values())
+    return {**acc.as_dict(), "soft_labels": soft}
 
 
 # --- History plot (server-rendered SVG) -----------------------------------------------

@@ -27,7 +27,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from django.conf import settings
@@ -43,8 +43,8 @@ from kbpo.core.models import Corpus
 from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
-from .core import SCHEMES, estimate
-from .data import load_corpus_data
+from .core import SCHEMES, Estimates, estimate
+from .data import CorpusData, load_corpus_data
 from .models import (
     METRIC_COLUMNS,
     METRICS,
@@ -208,6 +208,16 @@ def _consistent_snapshot() -> None:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
 
+def _hard_estimates(data: CorpusData, draw_scheme: str, schemes: list[str],
+                    confidence: float) -> Estimates | None:
+    """With soft labels in use, the same estimates from the 0/1 labels (for the report's
+    "the correction moved it by"); None when the scores already are the hard ones."""
+    if data.soft is None or not len(data.soft.pairs):
+        return None
+    return estimate(data.population, replace(data, soft=None).evidence(),
+                    draw_scheme=draw_scheme, schemes=schemes, confidence=confidence)
+
+
 def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "",
               progress: Progress | None = None) -> ScoreRun:
     """Estimate every active system on `corpus` under every scheme and store the history.
@@ -250,6 +260,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                 res.results.update(part.results)
             timings.append(f"{scheme} {time.monotonic() - t1:.2f} s")
         say(f"estimated {', '.join(timings)} ({time.monotonic() - t0:.2f} s)")
+        hard = _hard_estimates(data, draw_scheme, schemes, confidence)
         costs = attributed_costs(ids)
         rows = []
         for scheme in schemes:
@@ -263,6 +274,10 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                         values[f"{stem}_{kind}"] = _num(iv.estimate[i])
                         values[f"{stem}_{kind}_lo"] = _num(iv.lo[i])
                         values[f"{stem}_{kind}_hi"] = _num(iv.hi[i])
+                if hard is not None:
+                    for metric in METRICS:
+                        est = hard.results[scheme][metric]["joint"].estimate[i]
+                        values[f"{METRIC_COLUMNS[metric]}_joint_hard"] = _num(est)
                 rows.append(SystemScore(
                     run=run, submission_id=sid, scheme=scheme, **values,
                     labels_used=int(res.labels_used[i]), draws=int(res.n[i]),

@@ -232,9 +232,12 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
             sc = scores[s]
             score_rows.append({"scheme": s, "label": lb.BOARD_SCHEMES[s], "metrics": [
                 {"name": lb.METRIC_LABELS[m], "joint": sc.interval(m, "joint"),
-                 "simple": sc.interval(m, "simple")} for m in METRICS]})
+                 "simple": sc.interval(m, "simple"), "correction": sc.correction(m)}
+                for m in METRICS]})
     main = scores.get(scheme)
+    confidence = run.confidence if run else settings.KBPO_CONFIDENCE
     return render(request, "estimation/report.html", {
+        "crowd": report.crowd(sub, confidence, scores),
         "sub": sub, "run": run, "scores": score_rows, "main": main,
         "progress": report.progress(sub), "spend": report.spend(sub),
         "history": report.history(sub, scheme), "scheme": scheme,
@@ -242,7 +245,7 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         "predicates": report.per_predicate(sub), "page": page,
         "samples": report.samples(list(page.object_list)), "verdict": verdict,
         "verdicts": report.verdict_counts(sub),
-        "confidence_pct": round(100 * (run.confidence if run else settings.KBPO_CONFIDENCE)),
+        "confidence_pct": round(100 * confidence),
     })
 
 

@@ -405,6 +405,12 @@ KBPO_BUDGET_PER_SUBMISSION_USD = env_float("KBPO_BUDGET_PER_SUBMISSION_USD", 100
 # Workers agreeing with the others less often than this (after enough answers) are flagged.
 KBPO_WORKER_FLAG_AGREEMENT = env_float("KBPO_WORKER_FLAG_AGREEMENT", 0.5)
 KBPO_WORKER_FLAG_MIN_ANSWERS = env_int("KBPO_WORKER_FLAG_MIN_ANSWERS", 20)
+# Control questions (known answers from the exhaustive gold): a worker with at least
+# this many control answers whose 90% upper bound on control accuracy is more than the
+# margin below the rest of the crowd's is blocked by the quality pass.
+KBPO_CONTROL_SHARE = env_float("KBPO_CONTROL_SHARE", 0.1)
+KBPO_CONTROL_BLOCK_MIN_ANSWERS = env_int("KBPO_CONTROL_BLOCK_MIN_ANSWERS", 5)
+KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
 # Estimation: the scheme draws come from, and the target 90% half-width for planning.
 KBPO_SAMPLING_SCHEME = os.environ.get("KBPO_SAMPLING_SCHEME", "instance")
 KBPO_TARGET_HALFWIDTH = env_float("KBPO_TARGET_HALFWIDTH", 0.05)

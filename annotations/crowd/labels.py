@@ -42,6 +42,7 @@ AGGREGATE_TASK = "annotations.aggregate"  # crowd/tasks.py
 @dataclass
 class AggregateResult:
     labelled: list[int] = field(default_factory=list)      # question ids
+    controls: list[int] = field(default_factory=list)      # control questions completed
     extra_requested: list[int] = field(default_factory=list)
     waiting: int = 0
     scoring: list[int] = field(default_factory=list)       # submission ids
@@ -92,6 +93,13 @@ def aggregate(question_ids: Iterable[int]) -> AggregateResult:
             answers = [list(c) for c in q.responses.values_list("choices", flat=True)]
             if len(answers) < q.answers_needed:
                 out.waiting += 1
+                continue
+            if q.control_answer is not None:
+                # A control's answers measure the workers (quality pass): no label.
+                q.state = QuestionState.COMPLETE
+                q.completed_at = timezone.now()
+                q.save(update_fields=["state", "completed_at"])
+                out.controls.append(q.pk)
                 continue
             vote = aggregation.majority_vote(answers)
             if vote.tied and q.answers_needed - base < settings.KBPO_MAX_EXTRA_ANSWERS:

@@ -8,6 +8,7 @@ race simply owns it, and its answers serve every submission that drew the pair.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -27,7 +28,7 @@ from annotations.models import (
 )
 from submissions.models import Submission
 
-from . import budget
+from . import budget, controls
 from .backends import post_hit
 from .mturk import MTurkError
 
@@ -50,7 +51,7 @@ def open_questions(sub: Submission, pair_ids: set[int]) -> QuestionPlan:
     labelled = set(PairLabel.objects.filter(pair_id__in=pair_ids)
                    .values_list("pair_id", flat=True))
     open_ = set(Question.objects.filter(pair_id__in=pair_ids, state=QuestionState.OPEN,
-                                        kind=TaskKind.RELATION)
+                                        kind=TaskKind.RELATION, control_answer__isnull=True)
                 .values_list("pair_id", flat=True))
     created = sum(_open_question(p, sub) for p in sorted(pair_ids - labelled - open_))
     _, n_hits = _group_into_hits(sub)
@@ -92,10 +93,17 @@ def _group_into_hits(sub: Submission) -> tuple[int, int]:
                                     kind=TaskKind.RELATION, n_questions=len(orphans))
     total = Decimal("0")
     n_hits = 0
-    for start in range(0, len(orphans), per_hit):
+    rng = random.Random(batch.pk)
+    starts = range(0, len(orphans), per_hit)
+    owed = controls.spread([len(orphans[s:s + per_hit]) for s in starts])
+    pool = controls.control_pool(sub.corpus_id) if sum(owed) else []
+    rng.shuffle(pool)
+    for start, n_controls in zip(starts, owed, strict=True):
         chunk = orphans[start:start + per_hit]
+        chosen = [pool.pop() for _ in range(min(n_controls, len(pool)))]
         assignments = max(1, max(q.answers_needed - answered[q.pk] for q in chunk))
-        reward = per_question * len(chunk)
+        # Controls are paid like any question: the reward and cost include them.
+        reward = per_question * (len(chunk) + len(chosen))
         cost = budget.hit_cost(backend, reward, assignments)
         hit = Hit.objects.create(corpus_id=sub.corpus_id, kind=TaskKind.RELATION,
                                  backend=backend, submission=sub, batch=batch,
@@ -103,6 +111,7 @@ def _group_into_hits(sub: Submission) -> tuple[int, int]:
                                  cost_estimate=cost)
         HitQuestion.objects.bulk_create(
             HitQuestion(hit=hit, question=q, position=i) for i, q in enumerate(chunk))
+        controls.add_controls(hit, chosen, rng)
         total += cost
         n_hits += 1
     batch.cost_estimate = total

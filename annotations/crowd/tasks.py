@@ -13,7 +13,7 @@ from celery import shared_task
 
 from annotations.quality.workers import update_worker_quality
 
-from . import labels, periodic, review, sync
+from . import labels, periodic, review, sync, workers
 
 
 @shared_task(name=labels.AGGREGATE_TASK, acks_late=True, reject_on_worker_lost=True)
@@ -52,7 +52,9 @@ def confirm_page_post_task(post_id: int) -> str:
 @shared_task(name="annotations.worker_quality", acks_late=True, reject_on_worker_lost=True)
 def worker_quality_task() -> dict:
     report = update_worker_quality()
-    return {"answers": report.answers, "workers": report.workers, "flagged": report.flagged}
+    blocked = workers.block_control_outliers()
+    return {"answers": report.answers, "workers": report.workers, "flagged": report.flagged,
+            "blocked": blocked}
 
 
 @shared_task(name="annotations.redrive", acks_late=True, reject_on_worker_lost=True)

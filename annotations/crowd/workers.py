@@ -7,6 +7,7 @@ from annotations.models import (
     CrowdWorker,
 )
 
+from ..quality.workers import control_outliers
 from . import backends, mturk
 
 
@@ -28,3 +29,15 @@ def unblock_worker(worker: CrowdWorker, reason: str = "unblocked by an operator"
                 raise
     CrowdWorker.objects.filter(pk=worker.pk).update(blocked=False, blocked_reason="")
 
+
+
+def block_control_outliers() -> list[str]:
+    """Block every worker far below the crowd on control questions (the quality pass
+    has counted them); the names of those blocked."""
+    blocked = []
+    for worker in control_outliers():
+        rate = worker.control_right / worker.control_answers
+        block_worker(worker, f"right on {worker.control_right} of {worker.control_answers} "
+                             f"control questions ({rate:.0%}), far below the crowd")
+        blocked.append(str(worker))
+    return blocked

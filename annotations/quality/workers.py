@@ -34,6 +34,8 @@ class QualityReport:
     ds_labels: dict[int, list[str]] = field(default_factory=dict)      # question -> DS label
     coin_labels: dict[int, list[str]] = field(default_factory=dict)    # question -> one-coin
     soft_labels: int = 0                                               # PairLabels updated
+    control_answers: int = 0                                           # answers to controls
+    control_right: int = 0                                             # ... equal to the truth
 
 
 def _arrays(rows: list[tuple[int, int, list[str]]]) -> tuple[np.ndarray, np.ndarray, list[str],
@@ -58,6 +60,8 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
     agree_sum: Counter[int] = Counter()
     agree_n: Counter[int] = Counter()
     answered: Counter[int] = Counter()
+    ctrl_n: Counter[int] = Counter()
+    ctrl_right: Counter[int] = Counter()
     for cid in corpora:
         rows = list(Response.objects.filter(question__corpus_id=cid,
                                             question__kind=TaskKind.RELATION)
@@ -65,6 +69,8 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         if not rows:
             continue
         items, workers, answers, qids, wids = _arrays(rows)
+        known = _controls(qids)
+        _count_controls(items, workers, answers, wids, known, ctrl_n, ctrl_right, report)
         fit = aggregation.dawid_skene(items, workers, answers, len(qids), len(wids))
         rate, total = aggregation.worker_agreement(items, workers, answers, len(wids))
         counts = np.bincount(workers, minlength=len(wids))
@@ -76,7 +82,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
                 agree_n[wid] += int(total[k])
         report.ds_labels.update({q: fit.labels[i].split("|") for i, q in enumerate(qids)})
         report.soft_labels += _store_soft_labels(items, workers, answers, qids, len(wids),
-                                                 report)
+                                                 report, known)
         report.alpha[cid] = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
                                                            len(wids))
         report.answers += len(rows)
@@ -91,7 +97,10 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         worker.n_answers = worker.responses.count()
         worker.flagged = bool(agreement is not None and agree_n[worker.pk] >= minimum
                               and agreement < threshold)
-        worker.save(update_fields=["accuracy_ds", "agreement", "n_answers", "flagged"])
+        worker.control_answers = ctrl_n[worker.pk]
+        worker.control_right = ctrl_right[worker.pk]
+        worker.save(update_fields=["accuracy_ds", "agreement", "n_answers", "flagged",
+                                   "control_answers", "control_right"])
         if worker.flagged:
             report.flagged.append(str(worker))
     report.workers = len(answered)
@@ -112,14 +121,62 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
     return report
 
 
+def _controls(qids: list[int]) -> dict[int, str]:
+    """Item index → known answer key of the control questions among `qids`."""
+    index = {q: i for i, q in enumerate(qids)}
+    return {index[q]: aggregation.answer_key(answer) for q, answer in
+            Question.objects.filter(pk__in=qids, control_answer__isnull=False)
+            .values_list("pk", "control_answer")}
+
+
+def _count_controls(items: np.ndarray, workers: np.ndarray, answers: list[str],
+                    wids: list[int], known: dict[int, str], n: Counter[int],
+                    right: Counter[int], report: QualityReport) -> None:
+    for i, w, a in zip(items.tolist(), workers.tolist(), answers, strict=True):
+        if i in known:
+            n[wids[w]] += 1
+            right[wids[w]] += int(a == known[i])
+            report.control_answers += 1
+            report.control_right += int(a == known[i])
+
+
+def control_outliers(min_answers: int | None = None,
+                     margin: float | None = None) -> list[CrowdWorker]:
+    """Unblocked workers far below the crowd on control questions.
+
+    "Far below": with at least `min_answers` control answers, the upper end of the
+    worker's 90% Wilson interval lies more than `margin` below the crowd's pooled
+    control accuracy. A worker's own answers are left out of the crowd's figure.
+    """
+    from .accuracy import _wilson
+
+    min_answers = settings.KBPO_CONTROL_BLOCK_MIN_ANSWERS if min_answers is None \
+        else min_answers
+    margin = settings.KBPO_CONTROL_BLOCK_MARGIN if margin is None else margin
+    rows = list(CrowdWorker.objects.filter(control_answers__gt=0))
+    total = sum(w.control_answers for w in rows)
+    right = sum(w.control_right for w in rows)
+    out = []
+    for w in rows:
+        if w.blocked or w.control_answers < min_answers or total - w.control_answers <= 0:
+            continue
+        crowd = (right - w.control_right) / (total - w.control_answers)
+        _, hi = _wilson(w.control_right / w.control_answers, w.control_answers, 1.6448536)
+        if hi < crowd - margin:
+            out.append(w)
+    return out
+
+
 def _store_soft_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
-                       qids: list[int], n_workers: int, report: QualityReport) -> int:
+                       qids: list[int], n_workers: int, report: QualityReport,
+                       known: dict[int, str] | None = None) -> int:
     """Fit the lopsided one-coin model and store each label's posterior on it.
 
     An answer key holding two relations ("a|b") gives its probability to both.
+    Control questions (`known`) anchor the workers' rates; they have no label.
     """
     fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
-                               none=aggregation.NO_RELATION)
+                               known=known or None, none=aggregation.NO_RELATION)
     report.coin_labels.update({q: str(fit.labels[i]).split("|") for i, q in enumerate(qids)})
     prior: dict[str, float] = {}
     for key, share in zip(fit.categories, fit.priors, strict=True):

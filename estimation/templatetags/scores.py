@@ -27,6 +27,12 @@ def lookup(mapping: dict, key: str) -> object:
     return mapping.get(key)
 
 
+@register.filter
+def signed(value: float | None) -> str:
+    """A shift with its sign: 0.0213 → '+0.021'; None → '—'."""
+    return "—" if value is None else f"{value:+.3f}"
+
+
 @register.simple_tag
 def ci(lo: float | None, hi: float | None) -> str:
     """The interval under a score: 'lo–hi', or 'exact' when the labels decide the value

@@ -1,0 +1,131 @@
+"""The crowd's measured accuracy on a corpus, for the evaluation report.
+
+Two figures, and what each measures:
+
+- *agreement*: the share of answers equal to the aggregated label of their pair. It
+  measures agreement with the crowd's own verdict, not with the truth: a crowd
+  that errs together agrees perfectly.
+- *model accuracy*: the mean, over answers, of the probability that the answer is
+  right under the quality pass's worker model (the posterior stored on the labels).
+  It is an estimate of accuracy against the truth, as good as the model; its
+  interval covers the sampling of answers and workers, not the model's misfit.
+
+The interval is a Wilson interval on an effective number of answers: a worker's
+answers are not independent (their errors are systematic), so the answers are
+treated as clustered by worker and the count is divided by the measured design
+effect, and the quantile is Student's t on (workers − 1) degrees of freedom. With a
+single worker nothing separates the worker from the crowd and the effective count
+is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import t as student_t
+
+from annotations.models import PairLabel, Response, TaskKind
+
+from .aggregation import NO_RELATION, answer_key
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """A share measured on answers clustered by worker, with its interval."""
+
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    answers: int
+    workers: int
+    effective_answers: float
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi,
+                "answers": self.answers, "workers": self.workers,
+                "effective_answers": round(self.effective_answers, 1)}
+
+
+@dataclass(frozen=True)
+class CrowdAccuracy:
+    agreement: Proportion      # answers equal to their pair's aggregated label
+    accuracy: Proportion       # mean P(answer right) under the worker model
+
+    def as_dict(self) -> dict[str, dict]:
+        return {"agreement": self.agreement.as_dict(), "accuracy": self.accuracy.as_dict()}
+
+
+def clustered_share(values: Iterable[float], clusters: Iterable[int],
+                    confidence: float = 0.9) -> Proportion:
+    """Mean of values in [0, 1] with a Wilson interval on the clustered effective n.
+
+    The design effect is the cluster-robust variance of the mean over the variance it
+    would have with independent answers (at least 1).
+    """
+    x = np.asarray(list(values), dtype=float)
+    g = np.asarray(list(clusters))
+    n = len(x)
+    if n == 0:
+        return Proportion(None, None, None, 0, 0, 0.0)
+    _, idx = np.unique(g, return_inverse=True)
+    n_g = int(idx.max()) + 1
+    m = float(x.mean())
+    if n_g < 2:
+        n_eff = 1.0
+    else:
+        resid = np.bincount(idx, weights=x - m, minlength=n_g)
+        v_cluster = float((resid ** 2).sum()) / n ** 2 * n_g / (n_g - 1)
+        v_srs = m * (1 - m) / n
+        deff = max(1.0, v_cluster / v_srs) if v_srs > 0 else 1.0
+        n_eff = n / deff
+    # Student's t on the workers' degrees of freedom: with a dozen workers the
+    # cluster variance is itself uncertain and the normal quantile under-covers.
+    z = float(student_t.ppf(0.5 + confidence / 2, max(n_g - 1, 1)))
+    lo, hi = _wilson(m, n_eff, z)
+    return Proportion(m, lo, hi, n, n_g, n_eff)
+
+
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    z2n = z * z / n
+    center = (p + z2n / 2) / (1 + z2n)
+    half = z * np.sqrt(p * (1 - p) / n + z2n / (4 * n)) / (1 + z2n)
+    lo = 0.0 if p <= 0 else float(np.clip(center - half, 0, 1))
+    hi = 1.0 if p >= 1 else float(np.clip(center + half, 0, 1))
+    return lo, hi
+
+
+def p_right(choices: list[str], posterior: dict[str, float]) -> float:
+    """P(an answer is right) from a label's stored posterior (per predicate).
+
+    The posterior is stored per predicate, so for an answer naming two relations the
+    smallest of their probabilities is used (an upper bound on both holding).
+    """
+    names = [NO_RELATION] if answer_key(choices) == NO_RELATION else list(choices)
+    return min(float(posterior.get(name, 0.0)) for name in names)
+
+
+def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
+    """The crowd's agreement and model accuracy over the corpus's labelled answers.
+
+    Only answers to relation questions whose label the quality pass has given a
+    posterior count in the model accuracy; agreement counts every labelled answer.
+    """
+    labels = {q: (answer_key(preds), post) for q, preds, post in
+              PairLabel.objects.filter(question__corpus_id=corpus_id)
+              .values_list("question_id", "predicates", "posterior")}
+    rows = (Response.objects.filter(question__corpus_id=corpus_id,
+                                    question__kind=TaskKind.RELATION,
+                                    question_id__in=list(labels))
+            .values_list("question_id", "worker_id", "choices").order_by())
+    agree, agree_w, right, right_w = [], [], [], []
+    for qid, wid, choices in rows.iterator(chunk_size=5000):
+        key, post = labels[qid]
+        agree.append(1.0 if answer_key(choices) == key else 0.0)
+        agree_w.append(wid)
+        if post:
+            right.append(p_right(choices, post))
+            right_w.append(wid)
+    return CrowdAccuracy(clustered_share(agree, agree_w, confidence),
+                         clustered_share(right, right_w, confidence))

@@ -1,0 +1,94 @@
+"""The crowd accuracy the report shows: the clustered share and its interval, and the
+figures computed from stored answers and soft labels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import t as student_t
+
+from annotations.models import (
+    Assignment,
+    Backend,
+    CrowdWorker,
+    HitQuestion,
+    PairLabel,
+    Response,
+)
+from annotations.quality import accuracy
+from tests.factories import make_corpus, make_hit, make_pair, span
+from tests.stat_checks import assert_coverage
+
+
+def test_independent_answers_give_the_wilson_interval() -> None:
+    # 20 workers, 5 answers each, every worker right 4 times: no between-worker spread.
+    values = [1.0, 1.0, 1.0, 1.0, 0.0] * 20
+    clusters = np.repeat(np.arange(20), 5)
+    share = accuracy.clustered_share(values, clusters)
+    assert share.estimate == pytest.approx(0.8)
+    assert share.effective_answers == pytest.approx(100)  # design effect floored at 1
+    lo, hi = accuracy._wilson(0.8, 100, student_t.ppf(0.95, 19))  # t on 19 df
+    assert (share.lo, share.hi) == pytest.approx((lo, hi))
+    assert share.lo < 0.8 < share.hi
+
+
+def test_clustered_errors_widen_the_interval_and_one_worker_counts_once() -> None:
+    # Half the workers always right, half always wrong: 100 answers are worth ~10.
+    values = np.repeat([1.0, 0.0] * 5, 10)
+    clusters = np.repeat(np.arange(10), 10)
+    share = accuracy.clustered_share(values, clusters)
+    assert share.effective_answers == pytest.approx(100 / (10 * 10 / 9), rel=1e-6)
+    assert share.hi - share.lo > 0.4
+    single = accuracy.clustered_share([1.0] * 50, [7] * 50)
+    assert single.effective_answers == 1 and single.workers == 1 and single.lo < 0.3
+    empty = accuracy.clustered_share([], [])
+    assert empty.estimate is None and empty.answers == 0
+
+
+def test_interval_covers_the_crowds_accuracy_with_systematic_workers() -> None:
+    """Workers differ in accuracy (Beta-distributed); the target is the mean accuracy
+    of the answers' population, which a binomial interval over answers under-covers."""
+    rng = np.random.default_rng(1701)
+    trials, workers, per_worker = 400, 12, 25
+    hits = np.zeros(trials, dtype=bool)
+    naive = np.zeros(trials, dtype=bool)
+    for t in range(trials):
+        acc = rng.beta(8, 2, size=workers)       # mean 0.8, systematic per worker
+        right = rng.random((workers, per_worker)) < acc[:, None]
+        share = accuracy.clustered_share(right.ravel().astype(float),
+                                         np.repeat(np.arange(workers), per_worker))
+        hits[t] = share.lo <= 0.8 <= share.hi
+        lo, hi = accuracy._wilson(share.estimate, right.size, 1.6448536)
+        naive[t] = lo <= 0.8 <= hi
+    assert_coverage("crowd accuracy (clustered Wilson)", hits)
+    assert naive.mean() < 0.8  # what the answer-level interval would claim
+
+
+@pytest.mark.django_db
+def test_crowd_accuracy_from_answers_and_posteriors() -> None:
+    corpus = make_corpus("acc")
+    doc = corpus.documents.get(doc_id="D1")
+    pairs = [make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE"),
+             make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")]
+    hit = make_hit(corpus, pairs)
+    questions = [hq.question for hq in HitQuestion.objects.filter(hit=hit).order_by("position")]
+    truth = [["per:place_of_birth"], ["no_relation"]]
+    answers = {"a": truth, "b": truth, "c": [["no_relation"], ["no_relation"]]}
+    for name, given in answers.items():
+        worker = CrowdWorker.objects.create(backend=Backend.SIMULATED, external_id=name)
+        asg = Assignment.objects.create(hit=hit, worker=worker, external_id=f"as-{name}")
+        for q, choice in zip(questions, given, strict=True):
+            Response.objects.create(assignment=asg, question=q, worker=worker, choices=choice)
+    PairLabel.objects.create(pair=pairs[0], question=questions[0], predicates=truth[0],
+                             support=2 / 3, n_answers=3,
+                             posterior={"per:place_of_birth": 0.9, "no_relation": 0.1})
+    PairLabel.objects.create(pair=pairs[1], question=questions[1], predicates=truth[1],
+                             support=1.0, n_answers=3)  # no posterior yet
+    acc = accuracy.crowd_accuracy(corpus.pk)
+    assert acc.agreement.answers == 6 and acc.agreement.workers == 3
+    assert acc.agreement.estimate == pytest.approx(5 / 6)
+    # Only the first pair has a posterior: two answers right with P 0.9, one with 0.1.
+    assert acc.accuracy.answers == 3
+    assert acc.accuracy.estimate == pytest.approx((0.9 + 0.9 + 0.1) / 3)
+    assert acc.accuracy.lo < acc.accuracy.estimate < acc.accuracy.hi
+    assert accuracy.p_right(["a", "b"], {"a": 0.7, "b": 0.4}) == 0.4

@@ -1,0 +1,112 @@
+"""The report's crowd section: measured accuracy with its interval, and how far the
+soft-label correction moved each score (page and API)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotations.models import (
+    Assignment,
+    Backend,
+    CrowdWorker,
+    HitQuestion,
+    PairLabel,
+    Response,
+)
+from estimation import scoring
+from estimation.models import SystemScore
+from tests.estimation.scoring.scoring_world import World
+from tests.factories import make_hit
+
+TRUTH = {"born": "per:place_of_birth", "wed": "per:spouse",
+         "work": "per:employee_or_member_of"}
+# P(truth) the quality pass would store: "born" is doubtful (one of three said none).
+POSTERIOR = {"born": 0.6, "wed": 0.97, "work": 0.97}
+
+
+def _crowd(world: World) -> None:
+    """Three workers answer the three pairs; "c" says none on "born"; soft labels."""
+    keys = list(TRUTH)
+    hit = make_hit(world.corpus, [world.pairs[k] for k in keys])
+    questions = {keys[hq.position]: hq.question for hq in HitQuestion.objects.filter(hit=hit)}
+    for name in ("a", "b", "c"):
+        worker = CrowdWorker.objects.create(backend=Backend.SIMULATED, external_id=name)
+        asg = Assignment.objects.create(hit=hit, worker=worker, external_id=f"as-{name}")
+        for key, q in questions.items():
+            choice = ["no_relation"] if (name, key) == ("c", "born") else [TRUTH[key]]
+            Response.objects.create(assignment=asg, question=q, worker=worker, choices=choice)
+    for key, q in questions.items():
+        p = POSTERIOR[key]
+        PairLabel.objects.create(pair=world.pairs[key], question=q, predicates=[TRUTH[key]],
+                                 support=2 / 3 if key == "born" else 1.0, n_answers=3,
+                                 posterior={TRUTH[key]: p, "no_relation": round(1 - p, 6)},
+                                 prior={TRUTH[key]: 0.5, "no_relation": 0.5}, p_correct=p)
+
+
+def _scores(pk: int) -> dict:
+    return Client().get(reverse("api-submission-scores", args=[pk])).json()
+
+
+@pytest.mark.django_db
+def test_hard_labels_report_accuracy_and_no_correction(world: World, settings) -> None:
+    settings.KBPO_SOFT_LABELS = False
+    _crowd(world)
+    scoring.recompute(world.corpus)
+    body = _scores(world.a.pk)
+    crowd = body["crowd"]
+    assert crowd["soft_labels"] is False
+    assert crowd["agreement"]["answers"] == 9 and crowd["agreement"]["workers"] == 3
+    assert crowd["agreement"]["estimate"] == pytest.approx(8 / 9)
+    # Model accuracy: every answer's P(right) from the stored posteriors.
+    expected = (2 * 0.6 + 0.4 + 6 * 0.97) / 9
+    acc = crowd["accuracy"]
+    assert acc["estimate"] == pytest.approx(expected)
+    assert acc["lo"] < expected < acc["hi"] and acc["hi"] <= 1
+    assert acc["effective_answers"] <= 9
+    assert all(s["correction"] is None for s in body["schemes"])
+    assert not SystemScore.objects.filter(p_joint_hard__isnull=False).exists()
+    page = Client().get(reverse("submission-evaluation", args=[world.a.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="crowd-accuracy"' in html
+    assert "Agreement with the label" in html and "89%" in html
+    assert f"{100 * expected:.0f}%" in html and "no noise correction" in html
+    assert 'id="correction"' not in html
+
+
+@pytest.mark.django_db
+def test_soft_labels_show_how_far_the_correction_moved_each_score(world: World,
+                                                                 settings) -> None:
+    _crowd(world)
+    settings.KBPO_SOFT_LABELS = False
+    scoring.recompute(world.corpus)
+    hard = {s["scheme"]: s for s in _scores(world.a.pk)["schemes"]}
+    settings.KBPO_SOFT_LABELS = True
+    scoring.recompute(world.corpus)
+    body = _scores(world.a.pk)
+    assert body["crowd"]["soft_labels"] is True
+    for s in body["schemes"]:
+        for metric in ("precision", "recall", "f1"):
+            shift = s["correction"][metric]
+            # The stored hard twin is what a hard-label run reports.
+            assert shift["hard"] == pytest.approx(hard[s["scheme"]][metric]["joint"]["estimate"])
+            assert shift["shift"] == pytest.approx(s[metric]["joint"]["estimate"] - shift["hard"])
+    inst = next(s for s in body["schemes"] if s["scheme"] == "instance")
+    # Alpha's "born" is doubtful: soft precision falls below the hard 1.0 (only a little:
+    # the estimator re-weights Alpha's instances to its own, high, precision as prior).
+    assert inst["correction"]["precision"]["hard"] == pytest.approx(1.0)
+    assert inst["correction"]["precision"]["shift"] < 0
+    html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
+    assert 'id="correction"' in html and "From majority labels" in html
+    shift = inst["correction"]["precision"]["shift"]
+    assert f"{shift:+.3f}" in html
+
+
+@pytest.mark.django_db
+def test_crowd_section_without_answers(world: World) -> None:
+    body = _scores(world.a.pk)
+    assert body["run"] is None and body["crowd"]["agreement"]["estimate"] is None
+    assert body["crowd"]["accuracy"]["answers"] == 0 and body["crowd"]["soft_labels"] is False
+    html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
+    assert "No crowd answers on labelled pairs yet." in html
