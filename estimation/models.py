@@ -198,3 +198,27 @@ class BoardSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.corpus_id} {self.scheme}/{self.kind}/{self.metric} (run {self.run_id})"
+
+
+class BoardBody(models.Model):
+    """A whole response body of one stored board as an anonymous visitor gets it.
+
+    Stored by the first anonymous request after the board is written
+    (`estimation/stored_pages.py`) and served from then on without rendering. `key` is
+    an MD5 over everything else the body shows (the corpus's live submission rows, its
+    description, whether a recompute is pending, the templates' version): a request
+    whose key differs renders afresh. A new score run replaces the board and with it
+    (cascade) its bodies.
+    """
+
+    board = models.ForeignKey(BoardSnapshot, on_delete=models.CASCADE, related_name="bodies")
+    part = models.CharField(max_length=8, help_text="html, csv or api")
+    key = models.CharField(max_length=32)
+    body = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["board", "part"],
+                                               name="boardbody_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.board_id} {self.part}"

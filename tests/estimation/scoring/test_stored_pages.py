@@ -1,0 +1,148 @@
+"""Stored anonymous bodies of the leaderboard page and CSV: served byte for byte once
+stored, never to a logged-in visitor, and never after anything they show has changed."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from django.urls import reverse
+
+from annotations.models import PairLabel
+from estimation import scoring
+from estimation.models import BoardBody, ScoringState
+from kbpo.core.models import Corpus
+from submissions.models import State, Submission
+from tests.estimation.scoring.scoring_world import World, label
+from tests.factories import make_user
+
+PAGE = reverse("leaderboard", args=["t"])
+CSV = reverse("leaderboard-csv", args=["t"])
+
+
+@pytest.fixture
+def scored(world: World) -> World:
+    label(world.pairs["born"], "per:place_of_birth")
+    label(world.pairs["wed"], "per:spouse")
+    label(world.pairs["work"], "per:employee_or_member_of")
+    scoring.recompute(world.corpus)
+    Submission.objects.filter(pk=world.b.pk).update(public=False)
+    return world
+
+
+def _poison(part: str) -> None:
+    """Mark the stored body, so a test can tell a stored answer from a fresh one."""
+    body = BoardBody.objects.get(part=part)
+    BoardBody.objects.filter(pk=body.pk).update(body=body.body.replace("Alpha", "STORED"))
+
+
+@pytest.mark.django_db
+def test_anonymous_page_is_stored_once_and_served_as_rendered(scored: World) -> None:
+    first = Client().get(PAGE)
+    assert first.status_code == 200 and BoardBody.objects.filter(part="html").count() == 1
+    second = Client().get(PAGE)
+    assert second.content == first.content
+    assert second["Content-Type"] == "text/html; charset=utf-8"
+    # Middleware still runs: security headers are there, and caches are told the
+    # answer depends on the cookie.
+    for h in ("Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options"):
+        assert second.has_header(h), h
+    assert "Cookie" in second["Vary"]
+    assert not second.cookies and b"csrfmiddlewaretoken" not in second.content
+    page = second.content.decode()
+    assert "Alpha" in page and "Beta" not in page and "Log in" in page
+    _poison("html")
+    assert "STORED" in Client().get(PAGE).content.decode()
+    # Another sort is another board, stored separately.
+    assert "STORED" not in Client().get(PAGE + "?sort=recall").content.decode()
+    assert BoardBody.objects.filter(part="html").count() == 2
+
+
+@pytest.mark.django_db
+def test_logged_in_visitors_never_get_the_stored_body(scored: World) -> None:
+    Client().get(PAGE)
+    _poison("html")
+    owner = Submission.objects.get(pk=scored.b.pk).owner
+    for user, sees_beta in ((owner, True), (make_user("carol"), False),
+                            (make_user("staff", staff=True), True)):
+        c = Client()
+        c.force_login(user)
+        page = c.get(PAGE).content.decode()
+        assert "STORED" not in page and "Alpha" in page, user.username
+        assert ("Beta" in page) == sees_beta and user.username in page, user.username
+        assert "Log out" in page and "csrfmiddlewaretoken" in page
+    # A session cookie alone (logged out, say) takes the per-viewer path too.
+    c = Client()
+    c.cookies[settings.SESSION_COOKIE_NAME] = "no-such-session"
+    assert "STORED" not in c.get(PAGE).content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("change", ["private", "rename", "withdraw", "description",
+                                    "recomputing", "public"])
+def test_a_change_of_what_the_page_shows_is_never_served_stale(
+        scored: World, change: str) -> None:
+    Client().get(PAGE)
+    _poison("html")
+    assert "STORED" in Client().get(PAGE).content.decode()
+    subs = Submission.objects.filter(pk=scored.a.pk)
+    if change == "private":
+        subs.update(public=False)
+    elif change == "rename":
+        subs.update(name="Alpha two")
+    elif change == "withdraw":
+        subs.update(state=State.WITHDRAWN)
+    elif change == "description":
+        Corpus.objects.filter(pk=scored.corpus.pk).update(description="New text")
+    elif change == "recomputing":
+        ScoringState.objects.update_or_create(corpus=scored.corpus, defaults={
+            "generation": 5, "scored_generation": 4})
+    elif change == "public":
+        Submission.objects.filter(pk=scored.b.pk).update(public=True)
+    page = Client().get(PAGE).content.decode()
+    assert "STORED" not in page
+    expect = {"private": ("Alpha" not in page and "Beta" not in page),
+              "rename": "Alpha two" in page, "withdraw": "Alpha" not in page,
+              "description": "New text" in page, "recomputing": 'id="recomputing"' in page,
+              "public": "Beta" in page}
+    assert expect[change], page
+    # The fresh body is stored under the new key and served from then on.
+    assert Client().get(PAGE).content.decode() == page
+
+
+@pytest.mark.django_db
+def test_a_new_score_run_replaces_the_stored_bodies(scored: World) -> None:
+    Client().get(PAGE)
+    Client().get(CSV)
+    assert BoardBody.objects.count() == 2
+    PairLabel.objects.filter(pair=scored.pairs["born"]).update(predicates=["per:spouse"])
+    scoring.recompute(scored.corpus)
+    assert BoardBody.objects.count() == 0
+    assert Client().get(PAGE).status_code == 200 and BoardBody.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_anonymous_csv_is_stored_and_keeps_private_rows_out(scored: World) -> None:
+    first = Client().get(CSV)
+    second = Client().get(CSV)
+    assert second.content == first.content and b"Beta" not in second.content
+    assert second["Content-Disposition"] == \
+        'attachment; filename="leaderboard-t-instance-joint.csv"'
+    assert second["Content-Type"] == "text/csv; charset=utf-8"
+    _poison("csv")
+    assert b"STORED" in Client().get(CSV).content
+    owner = Submission.objects.get(pk=scored.b.pk).owner
+    c = Client()
+    c.force_login(owner)
+    body = c.get(CSV).content
+    assert b"STORED" not in body and b"Beta" in body
+    Submission.objects.filter(pk=scored.b.pk).update(public=True)
+    assert b"Beta" in Client().get(CSV).content
+
+
+@pytest.mark.django_db
+def test_bad_parameters_and_unknown_corpora_are_not_stored(scored: World) -> None:
+    assert Client().get(PAGE + "?sort=nope").status_code == 400
+    assert Client().get(reverse("leaderboard", args=["nope"])).status_code == 404
+    assert Client().get(reverse("leaderboard-csv", args=["nope"])).status_code == 404
+    assert not BoardBody.objects.exists()
