@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
+from django.utils.cache import patch_vary_headers
 from django.utils.dateparse import parse_datetime
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
@@ -27,10 +28,9 @@ from kbpo.core.security import csv_safe
 from submissions.models import Submission
 
 from . import leaderboard as lb
-from . import report, snapshot
+from . import report, report_progress, snapshot, stored_pages
 from .api_reports import IntervalSerializer, visible_submission
-from .models import METRICS, ScoringState, is_exact
-from .scoring import latest_run
+from .models import METRICS, ScoringState
 
 # --- Leaderboard pages ------------------------------------------------------------------
 
@@ -62,6 +62,24 @@ def _finished(snap: snapshot.Stored | None) -> datetime | None:
     return parse_datetime(snap.head["run"]["finished_at"] or "")
 
 
+def _stored(request: HttpRequest, tag: str, scheme: str, metric: str, kind: str,
+            part: str) -> tuple[HttpResponse | None, stored_pages.Lookup | None]:
+    """An anonymous visitor's stored body, or what to store it under once rendered."""
+    if not stored_pages.anonymous_request(request):
+        return None, None
+    found = stored_pages.lookup(tag, scheme, metric, kind, part)
+    if found is not None and found.body is not None:
+        return stored_pages.response(found.body, part), None
+    return None, found
+
+
+def _keep(found: stored_pages.Lookup | None, resp: HttpResponse, part: str) -> HttpResponse:
+    if found is not None and resp.status_code == 200:
+        stored_pages.store(found, part, resp.content.decode())
+        patch_vary_headers(resp, ["Cookie"])
+    return resp
+
+
 @require_GET
 def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     scheme, metric, kind = _params(request.GET)
@@ -71,6 +89,16 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     except lb.BadParameter as exc:
         notice = f"{exc}. Showing the default ordering instead."
         scheme, metric, kind = "instance", "f1", "joint"
+    found = None
+    if not notice:
+        served, found = _stored(request, tag, scheme, metric, kind, "html")
+        if served is not None:
+            return served
+    return _keep(found, _render_page(request, tag, scheme, metric, kind, notice), "html")
+
+
+def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind: str,
+                 notice: str) -> HttpResponse:
     snap = snapshot.load(tag, scheme, metric, kind, "html")
     if snap is None:  # no such corpus (404) or no scores yet
         corpus = get_object_or_404(Corpus, tag=tag)
@@ -104,17 +132,23 @@ def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
     except lb.BadParameter as exc:
         get_object_or_404(Corpus, tag=tag)
         return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+    served, found = _stored(request, tag, scheme, metric, kind, "csv")
+    if served is None:
+        served = _keep(found, _render_csv(request, tag, scheme, metric, kind), "csv")
+    served["Content-Disposition"] = (
+        f'attachment; filename="leaderboard-{tag}-{scheme}-{kind}.csv"')
+    return served
+
+
+def _render_csv(request: HttpRequest, tag: str, scheme: str, metric: str,
+                kind: str) -> HttpResponse:
     snap = snapshot.load(tag, scheme, metric, kind, "csv")
     if snap is None:
-        corpus = get_object_or_404(Corpus, tag=tag)
+        get_object_or_404(Corpus, tag=tag)
         body = ",".join(snapshot.CSV_HEADER) + "\r\n"
     else:
-        corpus = snap.corpus
         body = snapshot.csv_text(snapshot.visible(snap, request.user))
-    resp = HttpResponse(body, content_type="text/csv; charset=utf-8")
-    resp["Content-Disposition"] = (
-        f'attachment; filename="leaderboard-{corpus.tag}-{scheme}-{kind}.csv"')
-    return resp
+    return HttpResponse(body, content_type="text/csv; charset=utf-8")
 
 
 def _num(v: float | None) -> str:
@@ -251,23 +285,12 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonResponse:
-    """Small JSON polled by the report page: progress, state and the newest run."""
-    sub = _visible(request, pk)
-    prog = report.progress(sub)
-    run, scores = report.latest_scores(sub)
-    main = scores.get(run.draw_scheme) if run else None
-    corpus_run = latest_run(sub.corpus_id)
-    body: dict[str, Any] = {
-        "submission": sub.pk, "state": sub.state, **prog.as_dict(),
-        "run": run.pk if run else None,
-        "corpus_run": corpus_run.pk if corpus_run else None,
-    }
-    if main is not None:
-        for m in METRICS:
-            est, lo, hi = main.interval(m)
-            body[m] = {"estimate": est, "lo": lo, "hi": hi, "exact": is_exact(lo, hi)}
+    """Small JSON polled by the report page: progress, state and the newest run
+    (one query: estimation/report_progress.py)."""
+    body = report_progress.progress_body(pk, request.user)
+    if body is None:
+        raise Http404("No such submission.")
     return JsonResponse(body)
-
 
 
 @require_GET

@@ -1,0 +1,94 @@
+"""The body of a report's progress.json, which every open report polls, in one query.
+
+It says the same as `report.progress`, `report.latest_scores` and `scoring.latest_run`
+put together (tests compare them), but the database does all of it in one round trip
+with no ORM compilation: the submission's visibility fields, the draw and label
+counts, the crowd questions' answers, the newest run that scored it (its draw scheme's
+joint intervals) and the corpus's newest run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+
+from annotations.models import (
+    PairLabel,
+    Question,
+    QuestionState,
+    Response,
+    SampleDraw,
+    TaskKind,
+)
+from submissions.models import RelationInstance, Submission
+
+from .models import BOUNDS, METRIC_COLUMNS, METRICS, ScoreRun, SystemScore, is_exact
+from .report import Progress
+
+_COLUMNS = [f"{METRIC_COLUMNS[m]}_joint{b}" for m in METRICS for b in BOUNDS]
+
+
+def _sql() -> str:
+    sub, draw, inst = (Submission._meta.db_table, SampleDraw._meta.db_table,
+                       RelationInstance._meta.db_table)
+    label, question, response = (PairLabel._meta.db_table, Question._meta.db_table,
+                                 Response._meta.db_table)
+    run, score = ScoreRun._meta.db_table, SystemScore._meta.db_table
+    scores = ", ".join(f"ss.{c}" for c in _COLUMNS)
+    return (
+        "WITH s AS (SELECT id, owner_id, public, state, corpus_id "
+        f"FROM {sub} WHERE id = %(pk)s), "
+        "d AS (SELECT count(sd.id) AS draws, count(DISTINCT ri.pair_id) AS pairs, "
+        "count(DISTINCT ri.pair_id) FILTER (WHERE pl.id IS NOT NULL) AS labelled "
+        f"FROM {draw} sd JOIN {inst} ri ON ri.id = sd.instance_id "
+        f"LEFT JOIN {label} pl ON pl.pair_id = ri.pair_id WHERE sd.submission_id = %(pk)s), "
+        "q AS (SELECT coalesce(sum(q.answers_needed), 0) AS needed, "
+        "coalesce(sum(least(q.answers_needed, r.got)), 0) AS received, "
+        "count(*) FILTER (WHERE q.state = %(open)s) AS open "
+        f"FROM {question} q CROSS JOIN LATERAL (SELECT count(*) AS got FROM {response} "
+        "WHERE question_id = q.id) r "
+        "WHERE q.requested_by_id = %(pk)s AND q.kind = %(relation)s "
+        "AND q.state <> %(cancelled)s), "
+        f"lr AS (SELECT r.id, r.draw_scheme FROM {score} ss JOIN {run} r ON r.id = ss.run_id "
+        "WHERE ss.submission_id = %(pk)s AND r.status = %(complete)s "
+        "ORDER BY r.finished_at DESC, r.id DESC LIMIT 1) "
+        "SELECT s.owner_id, s.public, s.state, d.draws, d.pairs, d.labelled, q.needed, "
+        "q.received, q.open, lr.id, "
+        f"(SELECT id FROM {run} cr WHERE cr.corpus_id = s.corpus_id "
+        "AND cr.status = %(complete)s ORDER BY cr.finished_at DESC, cr.id DESC LIMIT 1), "
+        f"ss.id, {scores} "
+        "FROM s CROSS JOIN d CROSS JOIN q LEFT JOIN lr ON true "
+        f"LEFT JOIN {score} ss ON ss.run_id = lr.id AND ss.submission_id = s.id "
+        "AND ss.scheme = lr.draw_scheme")
+
+
+def progress_body(pk: int, user: object) -> dict[str, Any] | None:
+    """progress.json for `user`; None when there is no such submission or they may not
+    see its report (the rule of `api_reports.report_visible`)."""
+    with connection.cursor() as cur:
+        cur.execute(_sql(), {"pk": pk, "open": QuestionState.OPEN,
+                             "relation": TaskKind.RELATION,
+                             "cancelled": QuestionState.CANCELLED,
+                             "complete": ScoreRun.Status.COMPLETE})
+        got = cur.fetchone()
+    if got is None:
+        return None
+    owner, public, state, draws, pairs, labelled, needed, received, open_q, run, corpus_run = \
+        got[:11]
+    me = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+    if not (public or getattr(user, "is_staff", False) or (me is not None and me == owner)):
+        return None
+    body: dict[str, Any] = {
+        "submission": pk, "state": state,
+        **Progress(pairs, labelled, draws, int(needed), int(received), open_q).as_dict(),
+        "run": run, "corpus_run": corpus_run}
+    main, values = got[11], got[12:]
+    if main is not None:  # the run scored it under its draw scheme
+        for i, m in enumerate(METRICS):
+            est, lo, hi = values[3 * i:3 * i + 3]
+            body[m] = {"estimate": est, "lo": lo, "hi": hi, "exact": is_exact(lo, hi)}
+    return body
+
+
+__all__ = ["progress_body"]

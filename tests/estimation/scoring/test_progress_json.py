@@ -1,0 +1,94 @@
+"""progress.json in one query says what the report's own functions say, and only to
+those who may see the report."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.test import Client
+from django.urls import reverse
+
+from annotations.models import Assignment, CrowdWorker, Question, QuestionState, Response
+from estimation import report, scoring
+from estimation.models import METRICS, is_exact
+from estimation.report_progress import progress_body
+from submissions.models import RelationInstance, Submission
+from tests.estimation.scoring.scoring_world import World, label
+from tests.factories import make_hit, make_user
+
+
+def _reference(sub: Submission) -> dict:
+    """The body as the view computed it before (report.progress, latest_scores, ...)."""
+    run, scores = report.latest_scores(sub)
+    main = scores.get(run.draw_scheme) if run else None
+    corpus_run = scoring.latest_run(sub.corpus_id)
+    body = {"submission": sub.pk, "state": sub.state, **report.progress(sub).as_dict(),
+            "run": run.pk if run else None, "corpus_run": corpus_run.pk if corpus_run else None}
+    if main is not None:
+        for m in METRICS:
+            est, lo, hi = main.interval(m)
+            body[m] = {"estimate": est, "lo": lo, "hi": hi, "exact": is_exact(lo, hi)}
+    return body
+
+
+def _crowd(world: World) -> None:
+    """Draws drawn twice, labels on some pairs, over- and under-answered questions and
+    a cancelled one."""
+    a = world.a
+    first = RelationInstance.objects.filter(submission=a).order_by("pk").first()
+    from annotations.models import SampleDraw
+
+    for i in (10, 11):
+        SampleDraw.objects.create(submission=a, scheme="instance", index=i, instance=first)
+    label(world.pairs["born"], "per:place_of_birth")
+    hit = make_hit(world.corpus, [world.pairs["wed"], world.pairs["work"]], submission=a)
+    qs = list(Question.objects.filter(requested_by=a).order_by("pk"))
+    for i in range(4):
+        w = CrowdWorker.objects.create(backend="simulated", external_id=f"sim-{i}")
+        asg = Assignment.objects.create(hit=hit, worker=w, external_id=f"asg-{i}")
+        Response.objects.create(assignment=asg, question=qs[0], worker=w, choices=["x"])
+        if i == 0:
+            Response.objects.create(assignment=asg, question=qs[1], worker=w, choices=["x"])
+    Question.objects.create(corpus=world.corpus, pair=world.pairs["born"], requested_by=a,
+                            state=QuestionState.CANCELLED)
+
+
+@pytest.mark.django_db
+def test_one_query_body_equals_the_reference_through_a_submission_life(
+        world: World, django_assert_num_queries) -> None:
+    staff = make_user("staff", staff=True)
+    for sub in (world.a, world.b):  # nothing scored yet
+        assert progress_body(sub.pk, staff) == _reference(sub)
+    _crowd(world)
+    got = progress_body(world.a.pk, staff)
+    assert got == _reference(world.a)
+    assert got["answers_received"] == 4 and got["run"] is None and "precision" not in got
+    scoring.recompute(world.corpus)
+    label(world.pairs["wed"], "per:spouse")
+    scoring.recompute(world.corpus)
+    for sub in (world.a, world.b):
+        sub.refresh_from_db()
+        got = progress_body(sub.pk, staff)
+        assert got == _reference(sub) and got["run"] is not None and "f1" in got, sub.name
+    with django_assert_num_queries(1):
+        progress_body(world.a.pk, staff)
+
+
+@pytest.mark.django_db
+def test_visibility_is_that_of_the_report(world: World) -> None:
+    owner = Submission.objects.get(pk=world.a.pk).owner
+    viewers = {"anonymous": AnonymousUser(), "other": make_user("carol"), "owner": owner,
+               "staff": make_user("staff", staff=True)}
+    for public, allowed in ((True, set(viewers)), (False, {"owner", "staff"})):
+        Submission.objects.filter(pk=world.a.pk).update(public=public)
+        for who, user in viewers.items():
+            assert (progress_body(world.a.pk, user) is not None) == (who in allowed), \
+                (public, who)
+    assert progress_body(10**9, viewers["staff"]) is None
+    url = reverse("submission-evaluation-progress", args=[world.a.pk])
+    assert Client().get(url).status_code == 404
+    c = Client()
+    c.force_login(owner)
+    assert c.get(url).json()["submission"] == world.a.pk
+    assert Client().get(reverse("submission-evaluation-progress",
+                                args=[10**9])).status_code == 404
