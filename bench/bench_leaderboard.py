@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -33,38 +31,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-
-def scratch_db(base_url: str, name: str) -> str:
-    import dj_database_url
-    import psycopg2
-
-    cfg = dj_database_url.parse(base_url)
-    conn = psycopg2.connect(dbname="postgres", user=cfg["USER"] or "postgres",
-                            host=cfg["HOST"] or "127.0.0.1", port=cfg["PORT"] or 5432,
-                            password=cfg.get("PASSWORD") or None)
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        cur.execute(f'CREATE DATABASE "{name}"')
-    conn.close()
-    user = cfg["USER"] or "postgres"
-    pw = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
-    return f"postgres://{user}{pw}@{cfg['HOST'] or '127.0.0.1'}:{cfg['PORT'] or 5432}/{name}"
-
-
-def drop_db(base_url: str, name: str) -> None:
-    import dj_database_url
-    import psycopg2
-
-    cfg = dj_database_url.parse(base_url)
-    conn = psycopg2.connect(dbname="postgres", user=cfg["USER"] or "postgres",
-                            host=cfg["HOST"] or "127.0.0.1", port=cfg["PORT"] or 5432,
-                            password=cfg.get("PASSWORD") or None)
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    conn.close()
+# scratch_db and drop_db are imported from here by bench_recompute.py.
+from bench_common import (  # noqa: E402
+    drop_db,
+    gunicorn,
+    ratio_line,
+    scratch_db,
+    server_env,
+)
 
 
 def populate(n_systems: int, per_system: int, n_runs: int) -> str:
@@ -104,19 +80,6 @@ def populate(n_systems: int, per_system: int, n_runs: int) -> str:
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
-def wait_up(url: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.3)
-
-
 def drive(url: str, clients: int, requests: int, cookie: str = "") -> dict[str, float]:
     latencies: list[float] = []
     errors = 0
@@ -146,6 +109,16 @@ def drive(url: str, clients: int, requests: int, cookie: str = "") -> dict[str, 
             "rps": requests / wall, "errors": errors}
 
 
+ENDPOINTS = [("healthz", "/healthz", False),
+             ("page", "/leaderboard/bench/", False),
+             ("page sort=precision", "/leaderboard/bench/?sort=precision", False),
+             ("page, logged in", "/leaderboard/bench/", True),
+             ("API JSON", "/api/leaderboard/bench/", False),
+             ("CSV", "/leaderboard/bench/leaderboard.csv", False),
+             ("report page", "/submissions/{report}/report/", True),
+             ("progress.json", "/submissions/{report}/report/progress.json", True)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -153,29 +126,20 @@ def main() -> None:
     parser.add_argument("--per-system", type=int, default=2_000,
                         help="predictions per system (the page cost does not depend on it)")
     parser.add_argument("--runs", type=int, default=5, help="score runs in the history")
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=50, help="at most 200")
+    parser.add_argument("--requests", type=int, default=2000, help="at most 20000")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
-    parser.add_argument("--port", type=int, default=0, help="default: a free port")
     args = parser.parse_args()
+    if not (0 < args.clients <= 200 and 0 < args.requests <= 20_000):
+        sys.exit("--clients must be in 1..200 and --requests in 1..20000 (a bounded test)")
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
         sys.exit("set DATABASE_URL to a Postgres server (a scratch database is created)")
-    if not args.port:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            args.port = sock.getsockname()[1]
     name = f"kbpo_bench_lb_{os.getpid()}"
     url = scratch_db(base, name)
-    # Every cache off: no CACHE_URL (the default cache is then per-process memory,
-    # which no view uses), DEBUG off as in production.
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "kbpo.settings",
-           "CELERY_BROKER_URL": "", "CACHE_URL": "", "DEBUG": "0", "PYTHONPATH": str(ROOT),
-           # The API's rate limit would answer most of this load with 429.
-           "KBPO_API_RATE_ANON": "1000000/min", "KBPO_API_RATE_USER": "1000000/min"}
-    os.environ.update({"DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "kbpo.settings",
-                       "CACHE_URL": "", "CELERY_BROKER_URL": ""})
-    server = None
+    env = server_env(url)
+    os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE",
+                                           "CELERY_BROKER_URL", "CACHE_URL")})
     try:
         t = time.monotonic()
         import django
@@ -183,6 +147,7 @@ def main() -> None:
         django.setup()
         cookie_value = populate(args.systems, args.per_system, args.runs)
         from django.conf import settings
+        from django.db import connections
 
         from submissions.models import Submission
 
@@ -191,43 +156,29 @@ def main() -> None:
                      .values_list("pk", flat=True).first())
         print(f"database: {name}, {args.systems} systems × {args.per_system} predictions, "
               f"{args.runs} score runs ({time.monotonic() - t:.1f} s to fill)")
-        from django.db import connections
-
         connections.close_all()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "kbpo.wsgi", "-b", f"127.0.0.1:{args.port}",
-             "-w", str(args.workers), "--log-level", "warning"],
-            cwd=ROOT, env=env)
-        host = f"http://127.0.0.1:{args.port}"
-        wait_up(f"{host}/leaderboard/bench/")
-        print(f"gunicorn: {args.workers} workers on {os.cpu_count()} cores; "
-              f"{args.clients} concurrent clients, {args.requests} requests per endpoint")
-        results = {}
-        for label, path, who in [
-                ("healthz", "/healthz", ""),
-                ("page", "/leaderboard/bench/", ""),
-                ("page sort=precision", "/leaderboard/bench/?sort=precision", ""),
-                ("page, logged in", "/leaderboard/bench/", cookie),
-                ("API JSON", "/api/leaderboard/bench/", ""),
-                ("CSV", "/leaderboard/bench/leaderboard.csv", ""),
-                ("report page", f"/submissions/{report_id}/report/", cookie),
-                ("progress.json", f"/submissions/{report_id}/report/progress.json",
-                 cookie)]:
-            drive(host + path, args.clients, min(200, args.requests), who)  # warm up
-            r = results[label] = drive(host + path, args.clients, args.requests, who)
-            print(f"{label:<20} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
-                  f"p99 {r['p99']:7.1f} ms  {r['rps']:6.1f} req/s  errors {r['errors']}")
-        health = results["healthz"]["p95"]
+        with gunicorn(env, args.workers, "/leaderboard/bench/") as server:
+            print(f"gunicorn: {args.workers} workers on {os.cpu_count()} cores; "
+                  f"{args.clients} concurrent clients, {args.requests} requests per endpoint"
+                  "; CPU = gunicorn workers' CPU per request (the machine may be shared)")
+            results = {}
+            for label, path, logged_in in ENDPOINTS:
+                who = cookie if logged_in else ""
+                full = server.host + path.format(report=report_id)
+                drive(full, args.clients, min(200, args.requests), who)  # warm up
+                cpu = server.cpu_seconds()
+                r = results[label] = drive(full, args.clients, args.requests, who)
+                r["cpu"] = (server.cpu_seconds() - cpu) / args.requests * 1000
+                print(f"{label:<20} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
+                      f"p99 {r['p99']:7.1f} ms  {r['rps']:6.1f} req/s  "
+                      f"CPU {r['cpu']:5.2f} ms/req  errors {r['errors']}")
+        health = results["healthz"]
         for label, r in results.items():
             if label != "healthz":
-                print(f"  {label:<20} p95 / healthz p95 = {r['p95'] / health:.1f}")
-        page = results["page"]["p95"]
-        print(f"leaderboard p95 {page:.0f} ms, healthz p95 {health:.0f} ms, "
-              f"ratio {page / health:.1f}")
+                print(f"  {label:<20} p95 / healthz p95 = {r['p95'] / health['p95']:5.1f}   "
+                      f"CPU / healthz CPU = {r['cpu'] / max(health['cpu'], 1e-9):5.1f}")
+        print(ratio_line(results["page"]["p95"], health["p95"]))
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=20)
         drop_db(base, name)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_leaderboard import drop_db, populate, scratch_db, wait_up  # noqa: E402
+from bench_common import drop_db, gunicorn, ratio_line, scratch_db, server_env  # noqa: E402
+from bench_leaderboard import populate  # noqa: E402
 
 
 def main() -> None:
@@ -48,17 +48,11 @@ def main() -> None:
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
         sys.exit("set DATABASE_URL to a Postgres server (a scratch database is created)")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     name = f"kbpo_bench_locust_{os.getpid()}"
     url = scratch_db(base, name)
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "kbpo.settings",
-           "CELERY_BROKER_URL": "", "CACHE_URL": "", "DEBUG": "0", "PYTHONPATH": str(ROOT),
-           "KBPO_API_RATE_ANON": "1000000/min", "KBPO_API_RATE_USER": "1000000/min"}
+    env = server_env(url)
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE",
                                            "CELERY_BROKER_URL", "CACHE_URL")})
-    server = None
     try:
         import django
 
@@ -72,16 +66,12 @@ def main() -> None:
         report = (Submission.objects.filter(owner__username="team0").order_by("pk")
                   .values_list("pk", flat=True).first())
         connections.close_all()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "kbpo.wsgi", "-b", f"127.0.0.1:{port}",
-             "-w", str(args.workers), "--log-level", "warning"], cwd=ROOT, env=env)
-        host = f"http://127.0.0.1:{port}"
-        wait_up(f"{host}/healthz")
-        with tempfile.TemporaryDirectory() as tmp:
+        with gunicorn(env, args.workers) as server, \
+                tempfile.TemporaryDirectory() as tmp:
             prefix = str(Path(tmp) / "locust")
             subprocess.run(
                 [sys.executable, "-m", "locust", "-f", str(ROOT / "bench/locust_leaderboard.py"),
-                 "--headless", "--host", host, "--users", str(args.users),
+                 "--headless", "--host", server.host, "--users", str(args.users),
                  "--spawn-rate", str(args.spawn_rate), "--run-time", f"{args.seconds}s",
                  "--stop-timeout", "10", "--csv", prefix, "--only-summary",
                  "--loglevel", "WARNING"],
@@ -95,13 +85,9 @@ def main() -> None:
             if n in p95 and n != "Aggregated":
                 print(f"{n:<16} {r['Request Count']:>6} requests, {r['Failure Count']} "
                       f"failures, p50 {r['50%']} ms, p95 {r['95%']} ms")
-        page, health = p95.get("page", float("nan")), p95.get("healthz", float("nan"))
-        print(f"locust: {args.users} users, {args.seconds} s; leaderboard p95 {page:.0f} ms, "
-              f"healthz p95 {health:.0f} ms, ratio {page / health:.1f}")
+        print(ratio_line(p95.get("page", float("nan")), p95.get("healthz", float("nan")),
+                         f"locust: {args.users} users, {args.seconds} s; "))
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=20)
         drop_db(base, name)
 
 
