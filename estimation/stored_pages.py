@@ -1,4 +1,4 @@
-"""Whole stored response bodies for anonymous visitors: the leaderboard page and CSV.
+"""Whole stored response bodies for anonymous visitors: the leaderboard page, CSV, JSON.
 
 A board (`estimation/snapshot.py`) still needs per-request work: the viewer's rows
 filtered, ranked and joined, then Django's templates around them. Most traffic is
@@ -25,6 +25,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import rest_framework
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.http import HttpRequest, HttpResponse
@@ -37,7 +38,8 @@ from submissions.models import ACTIVE_STATES, Submission
 
 from .models import BoardBody, BoardSnapshot, ScoringState
 
-PARTS = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8"}
+PARTS = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8",
+         "api": "application/json"}
 # What renders a stored body: a change to any of these (a deploy) changes every key.
 _TEMPLATES = ("base.html", "estimation/leaderboard.html", "estimation/_board.html")
 _SOURCES = ("snapshot.py", "views.py", "stored_pages.py", "leaderboard.py")
@@ -57,7 +59,8 @@ def render_version() -> str:
         h.update((here / name).read_bytes())
     for name in _STATIC:
         h.update(static(name).encode())
-    h.update(f"{settings.KBPO_CROWD_BACKEND}|{settings.KBPO_ENV}".encode())
+    h.update(f"{settings.KBPO_CROWD_BACKEND}|{settings.KBPO_ENV}|{rest_framework.VERSION}"
+             .encode())
     return h.hexdigest()
 
 

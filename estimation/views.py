@@ -19,6 +19,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -231,11 +232,26 @@ class LeaderboardAPIView(APIView):
             lb.validate(scheme, metric, kind)
         except lb.BadParameter as exc:
             return Response({exc.name: [str(exc)]}, status=400)
+        found = None
+        if _plain_json(request):  # an anonymous visitor's stored body, as for the page
+            served, found = _stored(request._request, tag, scheme, metric, kind, "api")
+            if served is not None:
+                return served
         snap = snapshot.load(tag, scheme, metric, kind, "api")
         if snap is None:
             return Response(lb.board_dict(lb.build(corpus, request.user, scheme, metric, kind)))
         data = snapshot.api_dict(snapshot.visible(snap, request.user))
-        return Response(data)
+        if found is None:
+            return Response(data)
+        body = JSONRenderer().render(data, "application/json", {"request": request})
+        return _keep(found, HttpResponse(body, content_type="application/json"), "api")
+
+
+def _plain_json(request: Request) -> bool:
+    """Anonymous, and asking for plain JSON (not the browsable API, no indent)."""
+    return (not request.user.is_authenticated
+            and request.META.get("HTTP_ACCEPT", "*/*") in ("*/*", "application/json")
+            and "format" not in request.query_params)
 
 
 # --- Submission evaluation report -------------------------------------------------------

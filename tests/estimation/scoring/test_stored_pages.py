@@ -146,3 +146,26 @@ def test_bad_parameters_and_unknown_corpora_are_not_stored(scored: World) -> Non
     assert Client().get(reverse("leaderboard", args=["nope"])).status_code == 404
     assert Client().get(reverse("leaderboard-csv", args=["nope"])).status_code == 404
     assert not BoardBody.objects.exists()
+
+
+@pytest.mark.django_db
+def test_anonymous_json_is_stored_only_for_plain_json(scored: World) -> None:
+    api = reverse("api-leaderboard", args=["t"])
+    first = Client().get(api)
+    assert BoardBody.objects.filter(part="api").count() == 1
+    second = Client().get(api)
+    assert second.content == first.content and second["Content-Type"] == "application/json"
+    assert [s["name"] for s in second.json()["systems"]] == ["Alpha"]
+    assert second.json()["run"]["systems"] == 1
+    _poison("api")
+    assert b"STORED" in Client().get(api, HTTP_ACCEPT="application/json").content
+    # The browsable API, an indent, a signed-in visitor or a token: never the stored body.
+    assert b"STORED" not in Client().get(api, HTTP_ACCEPT="text/html").content
+    assert b"STORED" not in Client().get(
+        api, HTTP_ACCEPT="application/json; indent=2").content
+    c = Client()
+    c.force_login(Submission.objects.get(pk=scored.b.pk).owner)
+    body = c.get(api).json()
+    assert sorted(s["name"] for s in body["systems"]) == ["Alpha", "Beta"]
+    Submission.objects.filter(pk=scored.a.pk).update(name="Alpha two")
+    assert Client().get(api).json()["systems"][0]["name"] == "Alpha two"
