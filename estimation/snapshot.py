@@ -208,6 +208,11 @@ def write_snapshots(run: ScoreRun) -> int:
     boards = [b for scheme, rows in by_scheme.items() if scheme in lb.BOARD_SCHEMES
               for kind in lb.KINDS for b in _render_kind(run, scheme, kind, rows, subs)]
     with transaction.atomic():
+        # Lock the old boards first: a stored body (estimation/stored_pages.py) inserted
+        # for one of them now waits and then fails, instead of slipping in after the
+        # cascade collected the bodies and breaking this commit's foreign key check.
+        list(BoardSnapshot.objects.select_for_update().filter(corpus_id=run.corpus_id)
+             .values_list("pk", flat=True))
         BoardSnapshot.objects.filter(corpus_id=run.corpus_id).delete()
         BoardSnapshot.objects.bulk_create(boards)
     return len(boards)
