@@ -42,7 +42,8 @@ PARTS = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8",
          "api": "application/json"}
 # What renders a stored body: a change to any of these (a deploy) changes every key.
 _TEMPLATES = ("base.html", "estimation/leaderboard.html", "estimation/_board.html")
-_SOURCES = ("snapshot.py", "views.py", "stored_pages.py", "leaderboard.py")
+_SOURCES = ("estimation/snapshot.py", "estimation/views.py", "estimation/stored_pages.py",
+            "estimation/leaderboard.py", "estimation/urls.py", "kbpo/urls.py")
 _STATIC = ("css/kbpo.css", "css/scores.css", "img/logo.svg")
 
 
@@ -54,9 +55,9 @@ def render_version() -> str:
     for name in _TEMPLATES:
         origin = get_template(name).origin.name
         h.update(Path(origin).read_bytes())
-    here = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent
     for name in _SOURCES:
-        h.update((here / name).read_bytes())
+        h.update((root / name).read_bytes())
     for name in _STATIC:
         h.update(static(name).encode())
     h.update(f"{settings.KBPO_CROWD_BACKEND}|{settings.KBPO_ENV}|{rest_framework.VERSION}"

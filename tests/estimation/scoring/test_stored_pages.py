@@ -169,3 +169,15 @@ def test_anonymous_json_is_stored_only_for_plain_json(scored: World) -> None:
     assert sorted(s["name"] for s in body["systems"]) == ["Alpha", "Beta"]
     Submission.objects.filter(pk=scored.a.pk).update(name="Alpha two")
     assert Client().get(api).json()["systems"][0]["name"] == "Alpha two"
+
+
+@pytest.mark.django_db
+def test_a_deploy_changes_every_key(scored: World, monkeypatch) -> None:
+    from estimation import stored_pages
+
+    assert len(stored_pages.render_version()) == 32
+    Client().get(PAGE)
+    _poison("html")
+    assert "STORED" in Client().get(PAGE).content.decode()
+    monkeypatch.setattr(stored_pages, "render_version", lambda: "templates of a new deploy")
+    assert "STORED" not in Client().get(PAGE).content.decode()
