@@ -8,6 +8,7 @@ scratch database).
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +49,12 @@ def scratch_db(base_url: str, name: str) -> str:
 
 def drop_db(base_url: str, name: str) -> None:
     _admin(base_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM (`timeout`, a killed job) into SystemExit, so `finally` blocks stop
+    the server and drop the scratch database."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 def free_port() -> int:
@@ -125,5 +132,5 @@ def ratio_line(page_p95: float, health_p95: float, prefix: str = "") -> str:
             f"ratio {ratio:.1f}")
 
 
-__all__ = ["ROOT", "Server", "drop_db", "free_port", "gunicorn", "ratio_line", "scratch_db",
-           "server_env", "wait_up"]
+__all__ = ["ROOT", "Server", "drop_db", "exit_on_sigterm", "free_port", "gunicorn",
+           "ratio_line", "scratch_db", "server_env", "wait_up"]

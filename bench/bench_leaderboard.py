@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 # scratch_db and drop_db are imported from here by bench_recompute.py.
 from bench_common import (  # noqa: E402
     drop_db,
+    exit_on_sigterm,
     gunicorn,
     ratio_line,
     scratch_db,
@@ -135,6 +136,7 @@ def main() -> None:
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
         sys.exit("set DATABASE_URL to a Postgres server (a scratch database is created)")
+    exit_on_sigterm()
     name = f"kbpo_bench_lb_{os.getpid()}"
     url = scratch_db(base, name)
     env = server_env(url)

@@ -26,7 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_common import drop_db, gunicorn, ratio_line, scratch_db, server_env  # noqa: E402
+from bench_common import (  # noqa: E402
+    drop_db,
+    exit_on_sigterm,
+    gunicorn,
+    ratio_line,
+    scratch_db,
+    server_env,
+)
 from bench_leaderboard import populate  # noqa: E402
 
 
@@ -48,6 +55,7 @@ def main() -> None:
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
         sys.exit("set DATABASE_URL to a Postgres server (a scratch database is created)")
+    exit_on_sigterm()
     name = f"kbpo_bench_locust_{os.getpid()}"
     url = scratch_db(base, name)
     env = server_env(url)
