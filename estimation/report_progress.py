@@ -23,8 +23,10 @@ from annotations.models import (
 )
 from submissions.models import RelationInstance, Submission
 
+from . import report
 from .models import BOUNDS, METRIC_COLUMNS, METRICS, ScoreRun, SystemScore, is_exact
 from .report import Progress
+from .scoring import latest_run
 
 _COLUMNS = [f"{METRIC_COLUMNS[m]}_joint{b}" for m in METRICS for b in BOUNDS]
 
@@ -63,9 +65,34 @@ def _sql() -> str:
         "AND ss.scheme = lr.draw_scheme")
 
 
+def _may_see(user: object, owner: int | None, public: bool) -> bool:
+    me = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
+    return bool(public or getattr(user, "is_staff", False) or (me is not None and me == owner))
+
+
+def _portable_body(pk: int, user: object) -> dict[str, Any] | None:
+    # SQLite (make demo) has no LATERAL: the same body through the report's functions.
+    sub = Submission.objects.filter(pk=pk).first()
+    if sub is None or not _may_see(user, sub.owner_id, sub.public):
+        return None
+    run, scores = report.latest_scores(sub)
+    main = scores.get(run.draw_scheme) if run else None
+    corpus_run = latest_run(sub.corpus_id)
+    body: dict[str, Any] = {
+        "submission": sub.pk, "state": sub.state, **report.progress(sub).as_dict(),
+        "run": run.pk if run else None, "corpus_run": corpus_run.pk if corpus_run else None}
+    if main is not None:
+        for m in METRICS:
+            est, lo, hi = main.interval(m)
+            body[m] = {"estimate": est, "lo": lo, "hi": hi, "exact": is_exact(lo, hi)}
+    return body
+
+
 def progress_body(pk: int, user: object) -> dict[str, Any] | None:
     """progress.json for `user`; None when there is no such submission or they may not
     see its report (the rule of `api_reports.report_visible`)."""
+    if connection.vendor != "postgresql":
+        return _portable_body(pk, user)
     with connection.cursor() as cur:
         cur.execute(_sql(), {"pk": pk, "open": QuestionState.OPEN,
                              "relation": TaskKind.RELATION,
@@ -76,8 +103,7 @@ def progress_body(pk: int, user: object) -> dict[str, Any] | None:
         return None
     owner, public, state, draws, pairs, labelled, needed, received, open_q, run, corpus_run = \
         got[:11]
-    me = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
-    if not (public or getattr(user, "is_staff", False) or (me is not None and me == owner)):
+    if not _may_see(user, owner, public):
         return None
     body: dict[str, Any] = {
         "submission": pk, "state": state,

@@ -248,15 +248,19 @@ def _read(tag: str, scheme: str, metric: str, kind: str, part: str) -> Stored | 
     # One round trip, no ORM compilation: this is the whole cost of a request.
     snap, corpus = BoardSnapshot._meta.db_table, Corpus._meta.db_table
     state, sub = ScoringState._meta.db_table, Submission._meta.db_table
+    # Postgres in production; SQLite (make demo) spells the JSON aggregate differently.
+    agg = ("json_agg(json_build_array" if connection.vendor == "postgresql"
+           else "json_group_array(json_array")
+    states = ", ".join(["%s"] * len(ACTIVE_STATES))
     sql = (f"SELECT c.id, c.tag, c.description, st.generation, st.scored_generation, "
            f"b.head, b.rows, b.{part}, "
-           f"(SELECT json_agg(json_build_array(s.id, s.name, s.public, s.owner_id, s.state)) "
-           f"FROM {sub} s WHERE s.corpus_id = c.id AND s.state = ANY(%s)) "
+           f"(SELECT {agg}(s.id, s.name, s.public, s.owner_id, s.state)) "
+           f"FROM {sub} s WHERE s.corpus_id = c.id AND s.state IN ({states})) "
            f"FROM {snap} b JOIN {corpus} c ON c.id = b.corpus_id "
            f"LEFT JOIN {state} st ON st.corpus_id = c.id "
            "WHERE c.tag = %s AND b.scheme = %s AND b.kind = %s AND b.metric = %s")
     with connection.cursor() as cur:
-        cur.execute(sql, [list(ACTIVE_STATES), tag, scheme, kind, metric])
+        cur.execute(sql, [*ACTIVE_STATES, tag, scheme, kind, metric])
         got = cur.fetchone()
     if got is None:
         return None
@@ -315,7 +319,7 @@ def visible(snap: Stored, user: object) -> View:
     """Filter, rank and mark the snapshot's rows for `user` (the rules of `lb.build`)."""
     me = getattr(user, "pk", None) if getattr(user, "is_authenticated", False) else None
     staff = bool(getattr(user, "is_staff", False))
-    live = {pk: (name, public, owner, state) for pk, name, public, owner, state in snap.live
+    live = {pk: (name, bool(public), owner, state) for pk, name, public, owner, state in snap.live
             if lb.can_see(staff, me, public, owner)}
     seen = []
     for i, r in enumerate(snap.rows):
