@@ -71,6 +71,9 @@ def test_quality_pass_moves_the_hard_label_and_records_it(
     def receiver(sender: object, corpus_id: int, **kwargs: object) -> None:
         sent.append(corpus_id)
 
+    from estimation.models import ScoringState
+
+    assert not ScoringState.objects.filter(corpus=corpus, generation__gt=0).exists()
     labels_changed.connect(receiver)
     try:
         with django_capture_on_commit_callbacks(execute=True):
@@ -79,6 +82,8 @@ def test_quality_pass_moves_the_hard_label_and_records_it(
         assert {(old, new) for _, old, new in report.relabelled} == \
             {("no_relation", "per:place_of_birth")}
         assert sent == [corpus.pk]  # the scores are recomputed on the moved labels
+        generation = ScoringState.objects.get(corpus=corpus).generation
+        assert generation >= 1  # estimation's receiver asked for a recompute
         for p in targets:
             label = PairLabel.objects.get(pair_id=p)
             assert label.predicates == BORN and label.majority == NONE
@@ -94,6 +99,7 @@ def test_quality_pass_moves_the_hard_label_and_records_it(
         with django_capture_on_commit_callbacks(execute=True):
             again = quality_workers.update_worker_quality(corpus.pk)
         assert again.relabelled == [] and sent == []
+        assert ScoringState.objects.get(corpus=corpus).generation == generation
         # Back to the majority vote: the labels return, and the scores are recomputed.
         settings.KBPO_LABEL_AGGREGATION = "majority"
         with django_capture_on_commit_callbacks(execute=True):
