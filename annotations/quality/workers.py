@@ -24,6 +24,7 @@ from annotations.models import (
     TaskKind,
 )
 from annotations.signals import labels_changed
+from kbpo.core.schema import predicates_for
 
 from . import aggregation
 
@@ -179,6 +180,16 @@ def control_outliers(min_answers: int | None = None,
     return out
 
 
+def _options(qids: list[int]) -> np.ndarray:
+    """Per item, the answers its question offered: the relations its pair's types allow,
+    and no_relation. A wrong answer is spread over these, not over every answer seen on
+    the corpus (which would make one odd answer look far less likely than it is)."""
+    types = {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=qids).values_list(
+        "pk", "pair__subject_type", "pair__object_type")}
+    return np.array([len(predicates_for(*types[q])) + 1 if types.get(q, (None,))[0] else 2
+                     for q in qids], dtype=float)
+
+
 def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
                  qids: list[int], n_workers: int, report: QualityReport,
                  known: dict[int, str] | None = None) -> int:
@@ -188,14 +199,15 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
     An answer key holding two relations ("a|b") gives its probability to both.
     Control questions (`known`) anchor the workers' rates; they have no label.
     """
-    fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
+    k = _options(qids)
+    fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers, n_options=k,
                                known=known or None, none=aggregation.NO_RELATION)
     report.coin_labels.update({q: str(fit.labels[i]).split("|") for i, q in enumerate(qids)})
     method = settings.KBPO_LABEL_AGGREGATION
     hard = fit if method == "lopsided" else None
     if method == "one_coin":
         hard = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
-                                    known=known or None)
+                                    n_options=k, known=known or None)
     prior: dict[str, float] = {}
     for key, share in zip(fit.categories, fit.priors, strict=True):
         for name in str(key).split("|"):

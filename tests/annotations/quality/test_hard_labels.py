@@ -139,7 +139,8 @@ def test_hard_labels_switch_only_past_the_margin() -> None:
 def test_stored_labels_are_at_least_as_accurate_as_majority(systematic: bool) -> None:
     """20% worker error (random, or blind spots), 10% spammers, 3 in 4 pairs without a
     relation, ties asking for up to two more answers (estimation.validation.crowd).
-    The fit and the switch rule are called as the quality pass calls them."""
+    The fit (with the answers each question offered) and the switch rule are called as
+    the quality pass calls them."""
     from estimation.validation import crowd
 
     rng = np.random.default_rng(2024 + systematic)
@@ -153,7 +154,8 @@ def test_stored_labels_are_at_least_as_accurate_as_majority(systematic: bool) ->
         return aggregation.NO_RELATION if code < 0 else f"p{code}"
 
     fit = aggregation.one_coin(got.items, got.workers, [key(a) for a in got.answers], n,
-                               spec.n_workers, none=aggregation.NO_RELATION)
+                               spec.n_workers, n_options=got.n_options,
+                               none=aggregation.NO_RELATION)
     majority = [key(c) for c in got.labels]
     stored = aggregation.hard_labels(fit.posterior, fit.categories, majority, 0.2)
     right = [key(c) for c in truth]
