@@ -313,7 +313,8 @@ class CrowdWorkerAdmin(admin.ModelAdmin):
     def recompute_quality(self, request: HttpRequest, queryset: QuerySet) -> None:
         report = update_worker_quality()
         _report(self, request, report.workers,
-                f"Recomputed workers ({len(report.flagged)} flagged)", [])
+                f"Recomputed workers ({len(report.flagged)} flagged, "
+                f"{len(report.relabelled)} label(s) changed)", [])
 
 
 @admin.register(Question)
@@ -327,7 +328,8 @@ class QuestionAdmin(admin.ModelAdmin):
 
 @admin.register(PairLabel)
 class PairLabelAdmin(admin.ModelAdmin):
-    list_display = ("pair", "predicates", "method", "support", "n_answers", "created_at")
+    list_display = ("pair", "predicates", "majority", "method", "support", "n_answers",
+                    "created_at")
     list_filter = ("method",)
     raw_id_fields = ("pair", "question")
     search_fields = ("pair__document__doc_id",)

@@ -282,8 +282,13 @@ class PairLabel(models.Model):
 
     pair = models.OneToOneField("submissions.MentionPair", on_delete=models.CASCADE,
                                 related_name="label")
-    predicates = models.JSONField(help_text="Predicates a majority marked, or ['no_relation'].")
+    predicates = models.JSONField(help_text="The stored label: predicates, or ['no_relation'].")
+    # How `predicates` was decided: "majority"/"plurality" when the answers came in,
+    # then the quality pass's aggregator ("lopsided", "one_coin") if it moved the label.
     method = models.CharField(max_length=16, default="majority")
+    majority = models.JSONField(default=list, blank=True,
+                                help_text="The majority (or plurality) vote of the answers, "
+                                          "kept when the quality pass moves the label.")
     support = models.FloatField(help_text="Share of workers who gave exactly this answer.")
     n_answers = models.PositiveSmallIntegerField()
     question = models.ForeignKey(Question, null=True, blank=True, on_delete=models.SET_NULL,

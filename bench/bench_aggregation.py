@@ -9,7 +9,9 @@ estimation/validation/crowd.py). Three answers per question, ties ask for up to 
 more (the production rule). Prints per method the share of questions labelled
 right, and for the posterior methods the mean P(label right) they claim next to it
 (calibration: the two should agree). One-coin + controls also gets 10% control
-questions with known answers, which anchor the workers' accuracies.
+questions with known answers, which anchor the workers' accuracies. The stored:*
+columns are the hard label the quality pass stores with that model
+(annotations.quality.aggregation.hard_labels, starting from the majority label).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from annotations.quality import aggregation as agg
 from estimation.validation import crowd
 
 PREDICATES = 20
-METHODS = ("majority", "dawid_skene", "ds_smoothed", "one_coin", "lopsided", "lopsided+controls")
+METHODS = ("majority", "dawid_skene", "ds_smoothed", "one_coin", "lopsided", "lopsided+controls",
+           "stored:one_coin", "stored:lopsided")
 
 
 def _truth(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -35,7 +38,8 @@ def _truth(n: int, rng: np.random.Generator) -> np.ndarray:
     return np.where(rng.random(n) < 0.25, rng.choice(PREDICATES, n, p=zipf), -1)
 
 
-def trial(n_items: int, spec: crowd.CrowdSpec, seed: int) -> dict[str, tuple[float, float]]:
+def trial(n_items: int, spec: crowd.CrowdSpec, seed: int,
+          margin: float = 0.2) -> dict[str, tuple[float, float]]:
     """(accuracy, mean claimed P(right)) per method on one simulated crowd."""
     rng = np.random.default_rng(seed)
     n_ctrl = round(n_items * spec.control_share / (1 - spec.control_share))
@@ -65,6 +69,12 @@ def trial(n_items: int, spec: crowd.CrowdSpec, seed: int) -> dict[str, tuple[flo
         post = fit.posterior[:n_items]
         lab = np.asarray(fit.categories)[post.argmax(axis=1)]
         out[name] = (float((lab == right).mean()), float(post.max(axis=1).mean()))
+    # What the quality pass stores: the majority label, moved to the model's answer
+    # where its posterior beats the majority's by `margin` (KBPO_LABEL_SWITCH_MARGIN).
+    for name, fit in (("stored:one_coin", coin), ("stored:lopsided", lopsided)):
+        lab = np.asarray(agg.hard_labels(fit.posterior[:n_items], fit.categories,
+                                         got.labels[:n_items].tolist(), margin))
+        out[name] = (float((lab == right).mean()), float("nan"))
     return out
 
 
@@ -72,13 +82,16 @@ def run(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=3000)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--margin", type=float, default=0.2,
+                        help="KBPO_LABEL_SWITCH_MARGIN for the stored:* columns")
     args, _ = parser.parse_known_args(argv)
-    print(f"{args.items} questions, {args.seeds} seeds; accuracy (mean claimed P(right))")
+    print(f"{args.items} questions, {args.seeds} seeds, switch margin {args.margin}; "
+          "accuracy (mean claimed P(right))")
     print(f"{'error':>5s} {'kind':10s} " + " ".join(f"{m:>18s}" for m in METHODS))
     for error in (0.0, 0.1, 0.2):
         for systematic in (False, True):
             spec = crowd.CrowdSpec(error_rate=error, systematic=systematic)
-            rows = [trial(args.items, spec, seed) for seed in range(args.seeds)]
+            rows = [trial(args.items, spec, seed, args.margin) for seed in range(args.seeds)]
             cells = []
             for m in METHODS:
                 acc = np.mean([r[m][0] for r in rows])

@@ -82,7 +82,7 @@ class MetricsSerializer(serializers.Serializer):
 
 class ShiftSerializer(serializers.Serializer):
     hard = serializers.FloatField(allow_null=True,
-                                  help_text="Joint estimate from the 0/1 majority labels.")
+                                  help_text="Joint estimate from the 0/1 stored (hard) labels.")
     shift = serializers.FloatField(allow_null=True,
                                    help_text="Reported (soft-label) estimate minus `hard`.")
 
@@ -116,6 +116,16 @@ class CrowdSerializer(serializers.Serializer):
     accuracy = ShareSerializer(help_text="Mean probability that an answer is right under "
                                "the worker model of the quality pass; the interval covers "
                                "sampling of answers and workers, not model misfit.")
+    majority_agreement = ShareSerializer(help_text="Share of answers equal to their pair's "
+                                         "majority vote (the same figure as agreement, "
+                                         "against the other aggregator).")
+    aggregator = serializers.ChoiceField(
+        choices=["lopsided", "one_coin", "majority"],
+        help_text="What decides the stored labels after the quality pass "
+        "(KBPO_LABEL_AGGREGATION).")
+    labels = serializers.IntegerField(help_text="Labelled pairs with crowd answers.")
+    differs_from_majority = serializers.IntegerField(
+        help_text="Labelled pairs whose stored label is not their majority vote.")
     soft_labels = serializers.BooleanField(help_text="Scores use soft labels.")
 
 

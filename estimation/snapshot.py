@@ -47,7 +47,9 @@ CSV_HEADER = ["rank", "submission", "name", "owner", "baseline", "public", "stat
               "refining", "tied_with_leader"]
 for _m in METRICS:
     CSV_HEADER += [_m, f"{_m}_lo", f"{_m}_hi", f"{_m}_exact"]
-CSV_HEADER += ["labels_used", "draws", "pending_draws", "cost_usd", "paper_url"]
+# lines_dropped: empty unless the owner chose partial acceptance (as in the JSON).
+CSV_HEADER += ["labels_used", "draws", "pending_draws", "cost_usd", "paper_url",
+               "lines_dropped"]
 
 
 def _score(v: float | None) -> str:
@@ -145,18 +147,19 @@ def _render_kind(run: ScoreRun, scheme: str, kind: str, scores: list[SystemScore
         metrics_of.append(metrics)
         cells_of.append({m: _cell_html(metrics[m]) for m in METRICS})
         cost = str(sc.cost_usd.quantize(Decimal("0.01")))
+        dropped = sub.n_dropped if sub.drop_invalid else None
         api.append({"owner": info.owner, "baseline": sub.is_baseline,
                     "paper_url": sub.paper_url or None, "method": sub.method_description or None,
                     "labels_used": sc.labels_used, "draws": sc.draws,
                     "pending_draws": sc.pending, "cost_usd": cost,
-                    "lines_dropped": sub.n_dropped if sub.drop_invalid else None,
+                    "lines_dropped": dropped,
                     **{m: metrics[m].as_dict() for m in METRICS}})
         csv_cells.append(
             [str(csv_safe(info.owner)), str(sub.is_baseline)]
             + [str(v) if isinstance(v, bool) else _csv_num(v) for m in METRICS
                for v in (metrics[m].estimate, metrics[m].lo, metrics[m].hi, metrics[m].exact)]
             + [str(sc.labels_used), str(sc.draws), str(sc.pending), cost,
-               str(csv_safe(sub.paper_url or ""))])
+               str(csv_safe(sub.paper_url or "")), "" if dropped is None else str(dropped)])
         tails[sc.pk] = f'</svg></td><td class="num">{intcomma(sc.labels_used)}</td></tr>\n'
     boards = []
     for metric in METRICS:

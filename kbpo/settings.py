@@ -398,6 +398,16 @@ KBPO_ANSWERS_PER_QUESTION = env_int("KBPO_ANSWERS_PER_QUESTION", 3)
 KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", False)
 # Extra assignments requested for a question whose answers tie, at most this many.
 KBPO_MAX_EXTRA_ANSWERS = env_int("KBPO_MAX_EXTRA_ANSWERS", 2)
+# The stored (hard) label after the quality pass: the answer of this aggregator
+# (lopsided one-coin, one-coin, or the majority vote; chosen by the accuracy
+# bench/bench_aggregation.py measured, docs/noisy-crowds.md). A label moves off its
+# current answer only when the model's answer beats it by the switch margin in
+# posterior probability, so refits do not make labels flip back and forth.
+KBPO_LABEL_AGGREGATION = os.environ.get("KBPO_LABEL_AGGREGATION", "lopsided").strip().lower()
+if KBPO_LABEL_AGGREGATION not in ("lopsided", "one_coin", "majority"):
+    raise ImproperlyConfigured("KBPO_LABEL_AGGREGATION must be lopsided, one_coin or majority, "
+                               f"got {KBPO_LABEL_AGGREGATION!r}")
+KBPO_LABEL_SWITCH_MARGIN = env_float("KBPO_LABEL_SWITCH_MARGIN", 0.2)
 KBPO_QUESTIONS_PER_HIT = env_int("KBPO_QUESTIONS_PER_HIT", 5)
 KBPO_REWARD_PER_QUESTION_USD = env_float("KBPO_REWARD_PER_QUESTION_USD", 0.05)
 KBPO_BUDGET_GLOBAL_USD = env_float("KBPO_BUDGET_GLOBAL_USD", 500.0)

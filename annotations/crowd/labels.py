@@ -1,7 +1,9 @@
 """From answers to labels: a relation question with its `answers_needed` answers gets
 the majority label; a tie asks for one more answer (up to `KBPO_MAX_EXTRA_ANSWERS`,
 budget permitting; on MTurk the HIT gets another assignment), after which the
-plurality wins. Labels are `PairLabel` rows shared by every submission;
+plurality wins. The quality pass (quality/workers.py) later moves a label to the
+worker model's answer where the model is surer of it (`KBPO_LABEL_AGGREGATION`); the
+vote stays in `PairLabel.majority`. Labels are `PairLabel` rows shared by every submission;
 `labels_changed` goes out for the corpus on commit, and an `annotating` submission
 whose drawn pairs are all labelled moves to `scoring`."""
 
@@ -122,7 +124,7 @@ def aggregate(question_ids: Iterable[int]) -> AggregateResult:
             else:
                 labels, support, method = sorted(vote.labels), vote.support, "majority"
             PairLabel.objects.get_or_create(pair_id=q.pair_id, defaults={
-                "predicates": labels, "method": method, "support": support,
+                "predicates": labels, "majority": labels, "method": method, "support": support,
                 "n_answers": len(answers), "question": q})
             q.state = QuestionState.COMPLETE
             q.completed_at = timezone.now()

@@ -10,6 +10,11 @@ Two figures, and what each measures:
   It is an estimate of accuracy against the truth, as good as the model; its
   interval covers the sampling of answers and workers, not the model's misfit.
 
+Beside them, the labels: which aggregator decides them (`KBPO_LABEL_AGGREGATION`),
+how many labelled pairs there are, on how many the stored label differs from the
+majority vote, and the agreement figure computed against the majority vote, so the
+two aggregators can be compared on the same answers.
+
 The interval is a Wilson interval on an effective number of answers: a worker's
 answers are not independent (their errors are systematic), so the answers are
 treated as clustered by worker and the count is divided by the measured design
@@ -24,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from scipy.stats import t as student_t
 
 from annotations.models import PairLabel, Response, TaskKind
@@ -52,9 +58,16 @@ class Proportion:
 class CrowdAccuracy:
     agreement: Proportion      # answers equal to their pair's aggregated label
     accuracy: Proportion       # mean P(answer right) under the worker model
+    majority_agreement: Proportion  # answers equal to their pair's majority vote
+    aggregator: str = "majority"    # what decides the stored labels
+    labels: int = 0                 # labelled pairs with crowd answers
+    differs_from_majority: int = 0  # ... whose stored label is not the majority vote
 
-    def as_dict(self) -> dict[str, dict]:
-        return {"agreement": self.agreement.as_dict(), "accuracy": self.accuracy.as_dict()}
+    def as_dict(self) -> dict[str, object]:
+        return {"agreement": self.agreement.as_dict(), "accuracy": self.accuracy.as_dict(),
+                "majority_agreement": self.majority_agreement.as_dict(),
+                "aggregator": self.aggregator, "labels": self.labels,
+                "differs_from_majority": self.differs_from_majority}
 
 
 def clustered_share(values: Iterable[float], clusters: Iterable[int],
@@ -112,20 +125,29 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
     Only answers to relation questions whose label the quality pass has given a
     posterior count in the model accuracy; agreement counts every labelled answer.
     """
-    labels = {q: (answer_key(preds), post) for q, preds, post in
+    labels = {q: (answer_key(preds), answer_key(vote or preds), post)
+              for q, preds, vote, post in
               PairLabel.objects.filter(question__corpus_id=corpus_id)
-              .values_list("question_id", "predicates", "posterior")}
+              .values_list("question_id", "predicates", "majority", "posterior")}
     rows = (Response.objects.filter(question__corpus_id=corpus_id,
                                     question__kind=TaskKind.RELATION,
                                     question_id__in=list(labels))
             .values_list("question_id", "worker_id", "choices").order_by())
-    agree, agree_w, right, right_w = [], [], [], []
+    agree, vote_agree, agree_w, right, right_w = [], [], [], [], []
+    answered: set[int] = set()
     for qid, wid, choices in rows.iterator(chunk_size=5000):
-        key, post = labels[qid]
-        agree.append(1.0 if answer_key(choices) == key else 0.0)
+        key, vote, post = labels[qid]
+        answered.add(qid)
+        given = answer_key(choices)
+        agree.append(1.0 if given == key else 0.0)
+        vote_agree.append(1.0 if given == vote else 0.0)
         agree_w.append(wid)
         if post:
             right.append(p_right(choices, post))
             right_w.append(wid)
     return CrowdAccuracy(clustered_share(agree, agree_w, confidence),
-                         clustered_share(right, right_w, confidence))
+                         clustered_share(right, right_w, confidence),
+                         clustered_share(vote_agree, agree_w, confidence),
+                         aggregator=settings.KBPO_LABEL_AGGREGATION, labels=len(answered),
+                         differs_from_majority=sum(1 for q in answered
+                                                   if labels[q][0] != labels[q][1]))

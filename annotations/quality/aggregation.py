@@ -349,3 +349,31 @@ def _lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: 
     neg = np.where(said_none, np.log(spec), np.log1p(-spec) - np.log(np.maximum(k - 1, 1)))
     out[:, nc] = np.bincount(items, weights=neg, minlength=n_i)
     return out
+
+
+# ---- the stored hard label ------------------------------------------------------------
+
+AGGREGATORS = ("lopsided", "one_coin", "majority")
+
+
+def hard_labels(posterior: np.ndarray, categories: Sequence, current: Sequence,
+                margin: float) -> list:
+    """Each item's hard label: the posterior's argmax when it beats `current` by `margin`.
+
+    `current[i]` is the item's stored label (first the majority vote). An item moves to
+    the maximum a posteriori answer only when that answer's posterior exceeds the
+    current label's by at least `margin`; in between the current label stays. Refits
+    on a little more data shift posteriors a little, and without the margin a pair
+    near 50/50 would change label (and the scores) on every quality pass.
+    """
+    index = {c: i for i, c in enumerate(categories)}
+    best = posterior.argmax(axis=1) if len(posterior) else np.zeros(0, dtype=int)
+    out = []
+    for i, cur in enumerate(current):
+        top = categories[int(best[i])]
+        if top == cur:
+            out.append(cur)
+            continue
+        p_cur = float(posterior[i, index[cur]]) if cur in index else 0.0
+        out.append(top if float(posterior[i, best[i]]) - p_cur >= margin else cur)
+    return out

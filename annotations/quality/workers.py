@@ -1,7 +1,10 @@
 """Worker quality: Dawid–Skene per corpus, agreement with the other workers, flags,
-Krippendorff's alpha per batch, and the soft labels (P(right) of every label, from
-the lopsided one-coin model: bench/bench_aggregation.py measured it calibrated where
-full Dawid–Skene is not)."""
+Krippendorff's alpha per batch, the soft labels (P(right) of every label, from the
+lopsided one-coin model: bench/bench_aggregation.py measured it calibrated where
+full Dawid–Skene is not), and the hard labels: each label moves from the majority
+vote to the answer of `KBPO_LABEL_AGGREGATION` where that model is surer of it by
+`KBPO_LABEL_SWITCH_MARGIN` (the bench measured it more accurate than majority), and
+the corpus's scores are recomputed when a label moved."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
+from django.db import transaction
 
 from annotations.models import (
     CrowdWorker,
@@ -19,6 +23,8 @@ from annotations.models import (
     Response,
     TaskKind,
 )
+from annotations.signals import labels_changed
+from kbpo.core.schema import predicates_for
 
 from . import aggregation
 
@@ -36,6 +42,8 @@ class QualityReport:
     soft_labels: int = 0                                               # PairLabels updated
     control_answers: int = 0                                           # answers to controls
     control_right: int = 0                                             # ... equal to the truth
+    # Hard labels the pass moved: (pair id, old answer key, new answer key).
+    relabelled: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def _arrays(rows: list[tuple[int, int, list[str]]]) -> tuple[np.ndarray, np.ndarray, list[str],
@@ -81,8 +89,13 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
                 agree_sum[wid] += float(rate[k]) * float(total[k])
                 agree_n[wid] += int(total[k])
         report.ds_labels.update({q: fit.labels[i].split("|") for i, q in enumerate(qids)})
-        report.soft_labels += _store_soft_labels(items, workers, answers, qids, len(wids),
-                                                 report, known)
+        with transaction.atomic():
+            moved = len(report.relabelled)
+            report.soft_labels += _store_labels(items, workers, answers, qids, len(wids),
+                                                report, known)
+            if len(report.relabelled) > moved:  # the scores rest on the hard labels
+                transaction.on_commit(lambda c=cid: labels_changed.send(sender=PairLabel,
+                                                                        corpus_id=c))
         report.alpha[cid] = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
                                                            len(wids))
         report.answers += len(rows)
@@ -167,36 +180,75 @@ def control_outliers(min_answers: int | None = None,
     return out
 
 
-def _store_soft_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
-                       qids: list[int], n_workers: int, report: QualityReport,
-                       known: dict[int, str] | None = None) -> int:
-    """Fit the lopsided one-coin model and store each label's posterior on it.
+def _options(qids: list[int]) -> np.ndarray:
+    """Per item, the answers its question offered: the relations its pair's types allow,
+    and no_relation. A wrong answer is spread over these, not over every answer seen on
+    the corpus (which would make one odd answer look far less likely than it is)."""
+    types = {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=qids).values_list(
+        "pk", "pair__subject_type", "pair__object_type")}
+    return np.array([len(predicates_for(*types[q])) + 1 if types.get(q, (None,))[0] else 2
+                     for q in qids], dtype=float)
+
+
+def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
+                 qids: list[int], n_workers: int, report: QualityReport,
+                 known: dict[int, str] | None = None) -> int:
+    """Fit the lopsided one-coin model, store each label's posterior on it, and move
+    hard labels to the configured aggregator's answer.
 
     An answer key holding two relations ("a|b") gives its probability to both.
     Control questions (`known`) anchor the workers' rates; they have no label.
     """
-    fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
+    k = _options(qids)
+    fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers, n_options=k,
                                known=known or None, none=aggregation.NO_RELATION)
     report.coin_labels.update({q: str(fit.labels[i]).split("|") for i, q in enumerate(qids)})
+    method = settings.KBPO_LABEL_AGGREGATION
+    hard = fit if method == "lopsided" else None
+    if method == "one_coin":
+        hard = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
+                                    n_options=k, known=known or None)
     prior: dict[str, float] = {}
     for key, share in zip(fit.categories, fit.priors, strict=True):
         for name in str(key).split("|"):
             prior[name] = prior.get(name, 0.0) + float(share)
-    labels = {lab.question_id: lab for lab in PairLabel.objects.filter(question_id__in=qids)}
+    labels = {lab.question_id: lab for lab in
+              PairLabel.objects.select_for_update().filter(question_id__in=qids)}
+    rows = [i for i, q in enumerate(qids) if q in labels]
+    votes = [aggregation.answer_key(labels[qids[i]].majority or labels[qids[i]].predicates)
+             for i in rows]
+    if hard is None:
+        targets = votes
+    else:
+        current = [aggregation.answer_key(labels[qids[i]].predicates) for i in rows]
+        targets = aggregation.hard_labels(hard.posterior[rows], hard.categories, current,
+                                          settings.KBPO_LABEL_SWITCH_MARGIN)
+    given: dict[int, list[str]] = {}
+    for i, a in zip(items.tolist(), answers, strict=True):
+        given.setdefault(i, []).append(a)
     changed = []
-    for i, qid in enumerate(qids):
-        label = labels.get(qid)
-        if label is None:
-            continue
+    for i, vote, target in zip(rows, votes, targets, strict=True):
+        label = labels[qids[i]]
+        if not label.majority:
+            label.majority = label.predicates
+        old = aggregation.answer_key(label.predicates)
+        if target != old:
+            label.predicates = target.split("|")
+            answered = given.get(i, [])
+            label.support = answered.count(target) / len(answered) if answered else 0.0
+            label.method = method if target != vote else (
+                "plurality" if aggregation.majority_vote(
+                    [v.split("|") for v in answered]).tied else "majority")
+            report.relabelled.append((label.pair_id, old, target))
         post: dict[str, float] = {}
         for key, p in zip(fit.categories, fit.posterior[i], strict=True):
             for name in str(key).split("|"):
                 post[name] = post.get(name, 0.0) + float(p)
         label.posterior = {k: round(min(v, 1.0), 6) for k, v in post.items() if v > 1e-6}
         label.prior = {k: round(prior[k], 6) for k in label.posterior}
-        stored = aggregation.answer_key(label.predicates)
-        label.p_correct = float(fit.posterior[i][fit.categories.index(stored)]) \
-            if stored in fit.categories else 0.0
+        label.p_correct = float(fit.posterior[i][fit.categories.index(target)]) \
+            if target in fit.categories else 0.0
         changed.append(label)
-    PairLabel.objects.bulk_update(changed, ["posterior", "prior", "p_correct"], batch_size=500)
+    PairLabel.objects.bulk_update(changed, ["predicates", "majority", "method", "support",
+                                            "posterior", "prior", "p_correct"], batch_size=500)
     return len(changed)

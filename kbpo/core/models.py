@@ -30,7 +30,12 @@ class Document(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="documents")
     doc_id = models.CharField(
         max_length=200,
-        validators=[RegexValidator(r"^[^\s:]+$", "Document ids contain no spaces or colons.")])
+        # The same characters a submission's provenance (DOCID:begin-end, several
+        # separated by commas) cannot carry in a document id.
+        validators=[RegexValidator(
+            r"\A[^\s:,]+\Z",  # \Z: "$" would let a trailing newline through
+            "Document ids contain no spaces, colons or commas (provenance is written "
+            "DOCID:begin-end, several separated by commas).")])
     title = models.TextField(blank=True)
     text = models.TextField()
     date = models.DateField(null=True, blank=True)

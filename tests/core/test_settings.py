@@ -43,6 +43,11 @@ def test_bad_crowd_backend_is_refused() -> None:
     assert r.returncode != 0 and "KBPO_CROWD_BACKEND" in r.stderr
 
 
+def test_unknown_label_aggregation_is_refused() -> None:
+    r = run_check({"KBPO_LABEL_AGGREGATION": "dawid_skene"})
+    assert r.returncode != 0 and "KBPO_LABEL_AGGREGATION must be lopsided" in r.stderr
+
+
 @pytest.mark.django_db
 def test_healthz_answers_plain_http_from_any_host(client, settings) -> None:
     settings.ALLOWED_HOSTS = ["kbpo.example.org"]

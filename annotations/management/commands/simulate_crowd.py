@@ -13,6 +13,7 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count, F
 
@@ -154,16 +155,19 @@ class Command(BaseCommand):
                  labels_before: int, seconds: float, corpus: Corpus | None) -> None:
         questions = list(Question.objects.filter(pk__in=touched)
                          .select_related("pair__document"))
-        labels = dict(PairLabel.objects.filter(pair_id__in=[q.pair_id for q in questions])
-                      .values_list("pair_id", "predicates"))
         report = update_worker_quality(corpus.pk if corpus else None)
-        majority_ok = ds_ok = coin_ok = judged = 0
+        # After the quality pass: the stored label and the majority vote it started from.
+        labels = {p: (stored, vote or stored) for p, stored, vote in
+                  PairLabel.objects.filter(pair_id__in=[q.pair_id for q in questions])
+                  .values_list("pair_id", "predicates", "majority")}
+        majority_ok = stored_ok = ds_ok = coin_ok = judged = 0
         for q in questions:
             if q.pair_id not in labels:
                 continue
             truth = truth_for(key, q)
             judged += 1
-            majority_ok += frozenset(labels[q.pair_id]) == truth
+            stored_ok += frozenset(labels[q.pair_id][0]) == truth
+            majority_ok += frozenset(labels[q.pair_id][1]) == truth
             ds_ok += frozenset(report.ds_labels.get(q.pk, [])) == truth
             coin_ok += frozenset(report.coin_labels.get(q.pk, [])) == truth
         spend = budget.spend()
@@ -174,11 +178,16 @@ class Command(BaseCommand):
         if judged:
             self.stdout.write(f"accuracy against gold on {judged} labelled questions: "
                               f"majority {majority_ok / judged:.3f}, "
+                              f"stored ({settings.KBPO_LABEL_AGGREGATION}) "
+                              f"{stored_ok / judged:.3f}, "
                               f"Dawid–Skene {ds_ok / judged:.3f}, "
                               f"one-coin {coin_ok / judged:.3f}")
         for cid, alpha in report.alpha.items():
             shown = "n/a" if alpha is None else f"{alpha:.3f}"
             self.stdout.write(f"Krippendorff's alpha (corpus {cid}): {shown}")
+        if report.relabelled:
+            self.stdout.write(f"{len(report.relabelled)} label(s) changed by the quality pass "
+                              f"({settings.KBPO_LABEL_AGGREGATION})")
         if report.flagged:
             self.stdout.write(f"flagged workers (agreement below threshold): "
                               f"{', '.join(report.flagged)}")

@@ -98,7 +98,7 @@ def test_soft_labels_show_how_far_the_correction_moved_each_score(world: World,
     assert inst["correction"]["precision"]["hard"] == pytest.approx(1.0)
     assert inst["correction"]["precision"]["shift"] < 0
     html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
-    assert 'id="correction"' in html and "From majority labels" in html
+    assert 'id="correction"' in html and "From hard labels" in html
     shift = inst["correction"]["precision"]["shift"]
     assert f"{shift:+.3f}" in html
 
@@ -110,3 +110,25 @@ def test_crowd_section_without_answers(world: World) -> None:
     assert body["crowd"]["accuracy"]["answers"] == 0 and body["crowd"]["soft_labels"] is False
     html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
     assert "No crowd answers on labelled pairs yet." in html
+
+
+@pytest.mark.django_db
+def test_labels_moved_off_the_majority_vote_are_counted(world: World, settings) -> None:
+    settings.KBPO_SOFT_LABELS = False
+    settings.KBPO_LABEL_AGGREGATION = "lopsided"
+    _crowd(world)
+    for label in PairLabel.objects.all():  # the vote was the stored label...
+        label.majority = label.predicates
+        label.save(update_fields=["majority"])
+    # ... except "born", which the worker model moved to c's answer.
+    PairLabel.objects.filter(pair=world.pairs["born"]).update(
+        predicates=["no_relation"], method="lopsided")
+    scoring.recompute(world.corpus)
+    crowd = _scores(world.a.pk)["crowd"]
+    assert crowd["aggregator"] == "lopsided"
+    assert crowd["labels"] == 3 and crowd["differs_from_majority"] == 1
+    assert crowd["agreement"]["estimate"] == pytest.approx(7 / 9)
+    assert crowd["majority_agreement"]["estimate"] == pytest.approx(8 / 9)
+    html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
+    assert '<span id="differs-from-majority">1 of 3 labelled pairs</span>' in html
+    assert "lopsided one-coin" in html and "agreement with the majority vote 89%" in html

@@ -115,3 +115,17 @@ def test_corpus_without_scores_serves_empty_boards(world: World) -> None:
     assert c.get(reverse("api-leaderboard", args=["t"])).json()["systems"] == []
     body = c.get(reverse("leaderboard-csv", args=["t"])).content.decode()
     assert body.startswith("rank,submission,name") and body.count("\n") == 1
+
+
+@pytest.mark.django_db
+def test_csv_carries_the_dropped_lines_like_the_json(world: World) -> None:
+    Submission.objects.filter(pk=world.a.pk).update(drop_invalid=True, n_dropped=7)
+    label(world.pairs["born"], "per:place_of_birth")
+    scoring.recompute(world.corpus)
+    body = Client().get(reverse("leaderboard-csv", args=["t"])).content.decode()
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(body))}
+    assert rows["Alpha"]["lines_dropped"] == "7"
+    assert rows["Beta"]["lines_dropped"] == ""  # all-or-nothing: nothing was dropped
+    api = {s["name"]: s for s in Client().get(reverse("api-leaderboard", args=["t"]))
+           .json()["systems"]}
+    assert api["Alpha"]["lines_dropped"] == 7 and api["Beta"]["lines_dropped"] is None

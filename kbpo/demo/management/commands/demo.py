@@ -59,6 +59,8 @@ class Command(BaseCommand):
                             help="documents (default 300 synthetic, 150 docred)")
         parser.add_argument("--systems", type=int, default=6)
         parser.add_argument("--seed", type=int, default=2017)
+        parser.add_argument("--crowd-error", type=float, default=0.05,
+                            help="the simulated crowd's error rate (default 0.05)")
         parser.add_argument("--skip-systems", action="store_true",
                             help="stop after the corpus, the exhaustive sample and accounts")
         parser.add_argument("--wait", type=int, default=600,
@@ -152,10 +154,11 @@ class Command(BaseCommand):
             self._submit_systems(out, corpus, owner, drop_invalid=docred)
             self._wait_for(corpus, PIPELINE_BUSY, int(opts["wait"]))  # type: ignore[arg-type]
             self._step("The simulated crowd answers every open question")
-            # A careful crowd (5% errors, a few spammers): majority-vote labels are then
+            # By default a careful crowd (5% errors, a few spammers): labels are then
             # about 99% right, so the demo's scores sit close to truth.json.
             call_command("simulate_crowd", gold=str(out / "gold.jsonl"), corpus=tag,
-                         seed=params["seed"], error_rate=0.05, stdout=self.stdout)
+                         seed=params["seed"], error_rate=float(opts["crowd_error"]),
+                         stdout=self.stdout)
 
     def _submit_systems(self, out: Path, corpus: Corpus, owner: User,
                         drop_invalid: bool = False) -> None:
