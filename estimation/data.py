@@ -21,6 +21,7 @@ from submissions.models import MentionPair, RelationInstance, Submission
 
 from .core import Evidence, Population, prepare_evidence
 from .core.noise import SoftLabels, self_consistent, with_soft_labels
+from .correction import soft_label_replicates
 
 PREDICATES: tuple[str, ...] = tuple(sorted(CANONICAL_PREDICATES))
 PREDICATE_CODE: dict[str, int] = {p: i for i, p in enumerate(PREDICATES)}
@@ -52,6 +53,8 @@ class CorpusData:
     exhaustive_documents: int = 0
     extra: dict = field(default_factory=dict)
     soft: SoftLabels | None = None  # with KBPO_SOFT_LABELS, where the quality pass stored them
+    # With soft labels: refitted on a bootstrap over workers (estimation/correction.py).
+    soft_replicates: list[SoftLabels] = field(default_factory=list)
 
     def evidence(self) -> Evidence:
         ev = prepare_evidence(
@@ -238,6 +241,11 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
     label_pairs, label_preds = load_labels(corpus)
     y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
     y_docs = exhaustive_documents(corpus) if len(y_pairs) else None
+    soft = load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None
+    replicates = []
+    if soft is not None and len(soft.pairs):
+        replicates = soft_label_replicates(corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP,
+                                           PREDICATE_CODE)
     if y_docs is not None and len(y_docs) != len(y_pairs):
         raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
                            "instances: the exhaustive sample changed while loading")
@@ -247,7 +255,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         label_pairs=label_pairs, label_preds=label_preds, exhaustive_pairs=y_pairs,
         exhaustive_preds=y_preds, exhaustive_subjects=y_subjects, exhaustive_docs=y_docs,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
-        soft=load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None)
+        soft=soft, soft_replicates=replicates)
 
 
 def unlabelled_pairs(pair_ids: Iterable[int]) -> set[int]:

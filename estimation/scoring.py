@@ -44,6 +44,7 @@ from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
 from .core import SCHEMES, Estimates, estimate
+from .core.noise import correction_variance, widen
 from .data import CorpusData, load_corpus_data
 from .models import (
     METRIC_COLUMNS,
@@ -259,6 +260,10 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             else:
                 res.results.update(part.results)
             timings.append(f"{scheme} {time.monotonic() - t1:.2f} s")
+        if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
+            res = widen(res, correction_variance(data.population, evidence, data.soft_replicates,
+                                                 draw_scheme, schemes, confidence), confidence)
+            timings.append(f"{len(data.soft_replicates)} worker-bootstrap replicates")
         say(f"estimated {', '.join(timings)} ({time.monotonic() - t0:.2f} s)")
         hard = _hard_estimates(data, draw_scheme, schemes, confidence)
         costs = attributed_costs(ids)

@@ -23,6 +23,7 @@ from .core import (
     sample_draws,
     scheme_weights,
 )
+from .validation.worlds import another_run, weighted_choice
 
 
 @dataclass
@@ -42,16 +43,6 @@ class World:
         for name, pairs, preds in self.systems:
             pop.add_system(name, pairs, preds, self.subject[pairs])
         return pop
-
-
-def _weighted_choice(
-    rng: np.random.Generator, weights: np.ndarray, k: int
-) -> np.ndarray:
-    """k distinct indices, drawn with probability ∝ weights (Gumbel top-k)."""
-    k = min(k, int((weights > 0).sum()))
-    with np.errstate(divide="ignore"):
-        keys = np.log(weights) + rng.gumbel(size=len(weights))
-    return np.argpartition(-keys, k - 1)[:k] if k > 0 else np.zeros(0, np.int64)
 
 
 def make_world(
@@ -87,12 +78,12 @@ def make_world(
         precision = rng.uniform(0.25, 0.85)
         true_pool = pool[label[pool] >= 0]
         tp = true_pool[
-            _weighted_choice(rng, weight[true_pool], int(recall * len(true_pool)))
+            weighted_choice(rng, weight[true_pool], int(recall * len(true_pool)))
         ]
         n_fp = int(len(tp) * (1 - precision) / precision)
         fp_w = weight[pool].copy()
         fp_w[np.isin(pool, tp)] = 0
-        fp = pool[_weighted_choice(rng, fp_w, n_fp)]
+        fp = pool[weighted_choice(rng, fp_w, n_fp)]
         return np.concatenate([tp, fp]), np.concatenate(
             [label[tp], wrong_predicate(fp)]
         )
@@ -111,11 +102,7 @@ def make_world(
     for d in range(n_dup):
         # Another run of an existing team: most predictions kept, a few dropped or changed.
         src = int(rng.integers(0, n_base))
-        _, pairs, preds = systems[src]
-        keep = rng.random(len(pairs)) < 0.95
-        pairs, preds = pairs[keep].copy(), preds[keep].copy()
-        change = rng.random(len(pairs)) < 0.03
-        preds[change] = wrong_predicate(pairs[change])
+        pairs, preds = another_run(rng, *systems[src][1:], wrong_predicate)
         systems.append((f"team{src:02d}-run{d}", pairs, preds))
         team.append(src)
         disjoint.append(False)

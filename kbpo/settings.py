@@ -396,6 +396,9 @@ KBPO_ANSWERS_PER_QUESTION = env_int("KBPO_ANSWERS_PER_QUESTION", 3)
 # Estimate with soft labels (P(right) from the workers' measured rates) where the
 # quality pass has stored them (docs/estimation.md, noisy crowds).
 KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", False)
+# With soft labels, bootstrap replicates over workers whose refitted soft labels add the
+# correction's own uncertainty to the intervals (0 or 1: none; estimation/correction.py).
+KBPO_SOFT_LABEL_BOOTSTRAP = env_int("KBPO_SOFT_LABEL_BOOTSTRAP", 8)
 # Extra assignments requested for a question whose answers tie, at most this many.
 KBPO_MAX_EXTRA_ANSWERS = env_int("KBPO_MAX_EXTRA_ANSWERS", 2)
 # The stored (hard) label after the quality pass: the answer of this aggregator
@@ -417,8 +420,9 @@ KBPO_WORKER_FLAG_AGREEMENT = env_float("KBPO_WORKER_FLAG_AGREEMENT", 0.5)
 KBPO_WORKER_FLAG_MIN_ANSWERS = env_int("KBPO_WORKER_FLAG_MIN_ANSWERS", 20)
 # Control questions (known answers from the exhaustive gold): a worker with at least
 # this many control answers whose 90% upper bound on control accuracy is more than the
-# margin below the rest of the crowd's is blocked by the quality pass.
-KBPO_CONTROL_SHARE = env_float("KBPO_CONTROL_SHARE", 0.1)
+# margin below the rest of the crowd's is blocked by the quality pass. The share is of
+# all of a HIT's questions: 0.09 costs 0.09/0.91 = 9.9% extra questions (target ≤ 10%).
+KBPO_CONTROL_SHARE = env_float("KBPO_CONTROL_SHARE", 0.09)
 KBPO_CONTROL_BLOCK_MIN_ANSWERS = env_int("KBPO_CONTROL_BLOCK_MIN_ANSWERS", 5)
 KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
 # Estimation: the scheme draws come from, and the target 90% half-width for planning.

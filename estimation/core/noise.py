@@ -17,16 +17,28 @@ under the wrong prior is biased towards the crowd-wide share. So each system's
 instances are re-weighted to its own precision as prior (the answers' likelihood
 ratio is prior-free), and the precision is iterated to its fixed point: at the
 true precision the posteriors average to it (`self_consistent`).
+
+The posteriors rest on fitted worker rates, and a different crowd would have given
+other rates. ``correction_variance`` measures that: a bootstrap over workers
+(``resample_workers``: the workers drawn with replacement, the model refitted on
+their answers) gives replicate soft labels; the estimates are recomputed on each,
+and their between-replicate variance is added to the sampling variance (``widen``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .evidence import ALSO_TRUE_STRIDE, NO_RELATION, Evidence
+from . import intervals as ci
+from .evidence import ALSO_TRUE_STRIDE, NO_RELATION, Evidence, Interval
 from .population import Population
+
+if TYPE_CHECKING:
+    from .estimators import Estimates
 
 
 @dataclass(frozen=True)
@@ -95,18 +107,20 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
 
 
 def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance",
-                    rounds: int = 4, **kwargs: object) -> Evidence:
+                    rounds: int = 4, start: np.ndarray | None = None,
+                    **kwargs: object) -> Evidence:
     """The evidence with each system's precision as the prior of its instances.
 
     Starts from the crowd-wide posteriors and re-estimates each system's joint
     precision (under the instance scheme: the prior of a random instance) with its
     own prior, ``rounds`` times; a system without an estimate keeps the crowd's.
+    ``start``: the priors to start from instead (a replicate starts at the fit's).
     """
     from .estimators import estimate
 
     if ev.true_prob is None or ev.soft_prior is None:
         return ev
-    prior = np.full(len(pop), np.nan)
+    prior = np.full(len(pop), np.nan) if start is None else np.asarray(start, float)
     for _ in range(rounds):
         cur = replace(ev, system_prior=prior)
         res = estimate(pop, cur, draw_scheme, ["instance"], **kwargs)  # type: ignore[arg-type]
@@ -115,3 +129,84 @@ def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance"
             break
         prior = new
     return replace(ev, system_prior=prior)
+
+
+def resample_workers(workers: np.ndarray, n_workers: int,
+                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One bootstrap replicate over workers: (indices of the answers it holds, their
+    worker ids). ``n_workers`` workers are drawn with replacement; one drawn twice
+    gives its answers twice, as two workers (ids 0..n_workers−1 by draw)."""
+    workers = np.asarray(workers, dtype=np.int64)
+    order = np.argsort(workers, kind="stable")
+    bounds = np.searchsorted(workers[order], np.arange(n_workers + 1))
+    pick = rng.integers(0, n_workers, n_workers)
+    sizes = bounds[pick + 1] - bounds[pick]
+    idx = np.concatenate([order[bounds[w]:bounds[w + 1]] for w in pick]) if n_workers \
+        else np.zeros(0, np.int64)
+    return idx, np.repeat(np.arange(n_workers), sizes)
+
+
+def data_seed(*arrays: np.ndarray) -> int:
+    """A seed derived from the data, so that a bootstrap is reproducible run to run."""
+    h = 0
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a, dtype=np.int64))
+        h = (h * 1_000_003 + int(np.bitwise_xor.reduce(a * 2_654_435_761 + np.arange(len(a)),
+                                                        initial=len(a)))) % (1 << 63)
+    return h
+
+
+Key = tuple[str, str, str]  # (scheme, metric, kind)
+
+
+def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[SoftLabels],
+                        draw_scheme: str = "instance", schemes: Sequence[str] | None = None,
+                        confidence: float = 0.9) -> dict[Key, np.ndarray]:
+    """Between-replicate variance of every estimate over replicate soft labels.
+
+    ``ev``: the evidence with the fit's soft labels (its ``system_prior`` is where
+    each replicate's fixed-point iteration starts; one round moves it most of the way).
+    Fewer than 2 replicates: no variance (empty).
+    """
+    from .estimators import estimate
+
+    if len(replicates) < 2:
+        return {}
+    values: dict[Key, list[np.ndarray]] = {}
+    for soft in replicates:
+        rep = with_soft_labels(pop, ev, soft)
+        if ev.system_prior is not None:
+            rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior)
+        res = estimate(pop, rep, draw_scheme, schemes, confidence)
+        for s, metrics in res.results.items():
+            for metric, kinds in metrics.items():
+                for kind, iv in kinds.items():
+                    values.setdefault((s, metric, kind), []).append(iv.estimate)
+    out = {}
+    for key, vals in values.items():
+        arr = np.stack(vals)
+        ok = (~np.isnan(arr)).sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var = np.nanvar(np.where(ok[None, :] >= 2, arr, 0.0), axis=0, ddof=1)
+        out[key] = np.where(ok >= 2, var, 0.0)
+    return out
+
+
+def widen(res: Estimates, variance: dict[Key, np.ndarray], confidence: float = 0.9) -> Estimates:
+    """The intervals with ``variance`` added to each side's own (squared half-width / z²).
+
+    Each side keeps its shape: half-width h becomes √(h² + z² v). Clipped to [0, 1].
+    """
+    z = ci.z_value(confidence)
+    for (s, metric, kind), v in variance.items():
+        if s not in res.results:
+            continue
+        iv = res.results[s][metric][kind]
+        extra = z * z * np.nan_to_num(np.maximum(v, 0.0))
+        est = iv.estimate
+        lo = np.where(np.isnan(est), iv.lo,
+                      np.maximum(0.0, est - np.sqrt((est - iv.lo) ** 2 + extra)))
+        hi = np.where(np.isnan(est), iv.hi,
+                      np.minimum(1.0, est + np.sqrt((iv.hi - est) ** 2 + extra)))
+        res.results[s][metric][kind] = Interval(est, lo, hi)
+    return res

@@ -210,6 +210,9 @@ def run_scenario(
             ev = crowd.evidence(pop, draws, lab, *exhaustive)
             run.controls[t], run.answers[t] = crowd.controls, crowd.answers
         res = estimate(pop, ev, draw_scheme, schemes)
+        if crowd is not None:
+            res = crowd.widen(pop, ev, res, draw_scheme, schemes,
+                              np.random.default_rng([seed, t, 2]))
         for s in schemes:
             for metric in METRICS:
                 for kind in KINDS:

@@ -23,7 +23,15 @@ import numpy as np
 from annotations.quality.aggregation import one_coin
 
 from ..core import Evidence, Population, prepare_evidence
-from ..core.noise import from_posterior, self_consistent, with_soft_labels
+from ..core.estimators import Estimates
+from ..core.noise import (
+    correction_variance,
+    from_posterior,
+    resample_workers,
+    self_consistent,
+    widen,
+    with_soft_labels,
+)
 
 NO_RELATION = -1
 
@@ -37,7 +45,10 @@ class CrowdSpec:
     max_extra: int = 2
     n_options: int = 6  # relation types offered for a pair (its types allow), besides none
     systematic: bool = False
-    control_share: float = 0.1  # share of every HIT's questions with a known answer
+    # Share of every HIT's questions with a known answer (KBPO_CONTROL_SHARE): 0.09 is
+    # 0.09/0.91 = 9.9% questions on top of the labels.
+    control_share: float = 0.09
+    bootstrap: int = 8  # replicates over workers for the correction's uncertainty (0: none)
 
 
 @dataclass
@@ -190,13 +201,38 @@ class CrowdLabeller:
         items, workers, answers = self._answers_of(both)
         self.controls, self.answers = n_ctrl, len(answers)
         known = {len(pairs) + k: int(self.truth[u]) for k, u in enumerate(ctrl)}
-        fit = one_coin(items, workers, answers.tolist(), len(both), len(self.pool.accuracy),
-                       n_options=self.got.n_options[both], known=known,
-                       categories=list(range(-1, self.n_predicates)), none=NO_RELATION,
-                       tol=1e-6)
-        self.priors = fit.priors
+        self._last = (pairs, both, items, workers, answers, known)
+        fit = self._fit(both, items, workers, answers, known, len(self.pool.accuracy))
         self.priors = fit.priors
         return fit.posterior[: len(pairs)]
+
+    def _fit(self, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
+             answers: np.ndarray, known: dict[int, int], n_workers: int, tol: float = 1e-6):
+        return one_coin(items, workers, answers.tolist(), len(both), n_workers,
+                        n_options=self.got.n_options[both], known=known,
+                        categories=list(range(-1, self.n_predicates)), none=NO_RELATION,
+                        tol=tol)
+
+    def replicates(self, rng: np.random.Generator) -> list:
+        """Soft labels of the last ``soft`` call refitted on ``spec.bootstrap``
+        bootstrap replicates over workers (controls resampled with their workers)."""
+        pairs, both, items, workers, answers, known = self._last
+        cats = list(range(-1, self.n_predicates))
+        w = len(self.pool.accuracy)
+        out = []
+        for _ in range(self.spec.bootstrap):
+            idx, new = resample_workers(workers, w, rng)
+            fit = self._fit(both, items[idx], new, answers[idx], known, w, tol=1e-4)
+            out.append(from_posterior(pairs, cats, fit.posterior[: len(pairs)], fit.priors))
+        return out
+
+    def widen(self, pop: Population, ev: Evidence, res: Estimates, draw_scheme: str,
+              schemes: list[str], rng: np.random.Generator) -> Estimates:
+        """``res`` with the correction's uncertainty (the worker bootstrap) added."""
+        if not self.correct or self.spec.bootstrap < 2:
+            return res
+        var = correction_variance(pop, ev, self.replicates(rng), draw_scheme, schemes)
+        return widen(res, var)
 
     def evidence(self, pop: Population, draws: Mapping[str, np.ndarray], lab: np.ndarray,
                  *exhaustive: np.ndarray) -> Evidence:

@@ -11,6 +11,7 @@ nothing about the estimators.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,7 +60,7 @@ class World:
         return int(self.doc.max()) + 1 if len(self.doc) else 0
 
 
-def _weighted_choice(rng: np.random.Generator, weights: np.ndarray, k: int) -> np.ndarray:
+def weighted_choice(rng: np.random.Generator, weights: np.ndarray, k: int) -> np.ndarray:
     """k distinct indices drawn with probability ∝ weights (Gumbel top-k)."""
     k = min(k, int((weights > 0).sum()))
     if k <= 0:
@@ -67,6 +68,18 @@ def _weighted_choice(rng: np.random.Generator, weights: np.ndarray, k: int) -> n
     with np.errstate(divide="ignore"):
         keys = np.log(weights) + rng.gumbel(size=len(weights))
     return np.argpartition(-keys, k - 1)[:k]
+
+
+def another_run(rng: np.random.Generator, pairs: np.ndarray, preds: np.ndarray,
+                wrong_predicate: Callable[[np.ndarray], np.ndarray],
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Another run of a team's system: 95% of its predictions kept, 3% of those changed
+    to a wrong predicate (``wrong_predicate(pairs)``)."""
+    keep = rng.random(len(pairs)) < 0.95
+    pairs, preds = pairs[keep].copy(), preds[keep].copy()
+    change = rng.random(len(pairs)) < 0.03
+    preds[change] = wrong_predicate(pairs[change])
+    return pairs, preds
 
 
 def _documents(rng: np.random.Generator, n: int, mean: float, sigma: float) -> np.ndarray:
@@ -126,11 +139,11 @@ def make_world(spec: WorldSpec, rng: np.random.Generator) -> World:
         recall = rng.uniform(0.05, 0.3)
         precision = rng.uniform(0.25, 0.85)
         true_pool = pool[label[pool] >= 0]
-        tp = true_pool[_weighted_choice(rng, weight[true_pool], int(recall * len(true_pool)))]
+        tp = true_pool[weighted_choice(rng, weight[true_pool], int(recall * len(true_pool)))]
         n_fp = int(len(tp) * (1 - precision) / precision)
         fp_w = weight[pool].copy()
         fp_w[np.isin(pool, tp)] = 0
-        fp = pool[_weighted_choice(rng, fp_w, n_fp)]
+        fp = pool[weighted_choice(rng, fp_w, n_fp)]
         pairs = np.concatenate([tp, fp])
         return pairs, np.concatenate([label[tp], wrong_predicate(fp)])
 
@@ -152,11 +165,7 @@ def make_world(spec: WorldSpec, rng: np.random.Generator) -> World:
     for d in range(n_dup):
         # Another run of a team: most predictions kept, a few dropped or changed.
         src = int(rng.integers(0, n_base))
-        _, pairs, preds = systems[src]
-        keep = rng.random(len(pairs)) < 0.95
-        pairs, preds = pairs[keep].copy(), preds[keep].copy()
-        change = rng.random(len(pairs)) < 0.03
-        preds[change] = wrong_predicate(pairs[change])
+        pairs, preds = another_run(rng, *systems[src][1:], wrong_predicate)
         systems.append((f"team{src:02d}-run{d}", pairs, preds))
         team.append(src)
     roles: dict[str, list[int]] = {"disjoint": []}

@@ -9,7 +9,15 @@ import pytest
 
 from estimation.core import Population, estimate, prepare_evidence
 from estimation.core.evidence import reprior
-from estimation.core.noise import SoftLabels, from_posterior, self_consistent, with_soft_labels
+from estimation.core.noise import (
+    SoftLabels,
+    correction_variance,
+    from_posterior,
+    resample_workers,
+    self_consistent,
+    widen,
+    with_soft_labels,
+)
 from estimation.validation.worlds import WorldSpec, make_world
 
 CATS = list(range(-1, 20))
@@ -90,3 +98,66 @@ def test_soft_labels_reject_bad_probabilities():
         SoftLabels(np.array([1]), np.array([0]), np.array([1.5]))
     with pytest.raises(ValueError, match="differ in length"):
         SoftLabels(np.array([1, 2]), np.array([0]), np.array([0.5]))
+
+
+def test_resample_workers_keeps_each_drawn_workers_answers():
+    """A bootstrap replicate holds the answers of the drawn workers, once per draw."""
+    workers = np.array([0, 0, 1, 2, 2, 2, 3])
+    rng = np.random.default_rng(5)
+    seen = np.zeros(4)
+    for _ in range(400):
+        state = rng.bit_generator.state
+        idx, new = resample_workers(workers, 4, rng)
+        rng.bit_generator.state = state
+        pick = rng.integers(0, 4, 4)  # the same draw, to check against
+        assert len(idx) == len(new) == sum((workers == w).sum() for w in pick)
+        for slot, w in enumerate(pick):
+            assert sorted(idx[new == slot]) == list(np.flatnonzero(workers == w))
+        seen += np.bincount(pick, minlength=4)
+    assert np.all(np.abs(seen / 400 - 1) < 0.2)  # each worker once per replicate on average
+
+
+def _halved(world, lab, share):
+    """Posterior giving the truth ``share`` (the rest to another answer)."""
+    truth = world.label[lab]
+    post = np.zeros((len(lab), len(CATS)))
+    post[np.arange(len(lab)), truth + 1] = share
+    post[np.arange(len(lab)), np.where(truth >= 0, 0, 1)] += 1 - share
+    return from_posterior(lab, CATS, post)
+
+
+def test_correction_variance_is_the_replicates_spread(task):
+    """The added variance is the between-replicate variance of each estimate; equal
+    replicates add nothing and leave every interval as it was."""
+    world, pop, ev, lab = task
+    soft = with_soft_labels(pop, ev, _halved(world, lab, 0.8))
+    reps = [_halved(world, lab, s) for s in (0.7, 0.8, 0.9)]
+    var = correction_variance(pop, soft, reps)
+    got = [estimate(pop, with_soft_labels(pop, ev, r)).results["instance"] for r in reps]
+    for metric in ("precision", "recall"):
+        est = np.stack([g[metric]["joint"].estimate for g in got])
+        np.testing.assert_allclose(var[("instance", metric, "joint")],
+                                   np.var(est, axis=0, ddof=1), atol=1e-15)
+    assert np.nanmax(var[("instance", "precision", "joint")]) > 1e-4
+    same = correction_variance(pop, soft, [reps[1]] * 3)
+    assert all(np.all(v < 1e-20) for v in same.values())  # rounding only
+    _same(estimate(pop, soft), widen(estimate(pop, soft), same))
+    assert correction_variance(pop, soft, reps[:1]) == {}
+
+
+def test_widen_adds_the_variance_to_each_side(task):
+    _, pop, ev, _ = task
+    res = estimate(pop, ev)
+    before = res.results["instance"]["precision"]["joint"]
+    est, lo, hi = before.estimate.copy(), before.lo.copy(), before.hi.copy()
+    v = np.full(len(est), 1e-4)
+    after = widen(res, {("instance", "precision", "joint"): v}).results["instance"]
+    iv = after["precision"]["joint"]
+    z = 1.6448536269514722
+    ok = np.isfinite(est) & (est - np.sqrt((est - lo) ** 2 + z * z * 1e-4) > 0) & \
+        (est + np.sqrt((hi - est) ** 2 + z * z * 1e-4) < 1)
+    assert ok.sum() >= 3
+    np.testing.assert_allclose((est - iv.lo)[ok], np.sqrt((est - lo) ** 2 + z * z * v)[ok])
+    np.testing.assert_allclose((iv.hi - est)[ok], np.sqrt((hi - est) ** 2 + z * z * v)[ok])
+    assert np.all(iv.lo >= 0) and np.all(iv.hi <= 1)
+    np.testing.assert_array_equal(iv.estimate, est)

@@ -132,3 +132,40 @@ def test_labels_moved_off_the_majority_vote_are_counted(world: World, settings) 
     html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
     assert '<span id="differs-from-majority">1 of 3 labelled pairs</span>' in html
     assert "lopsided one-coin" in html and "agreement with the majority vote 89%" in html
+
+
+@pytest.mark.django_db
+def test_worker_bootstrap_widens_the_soft_label_intervals(world: World, settings) -> None:
+    """The correction's own uncertainty: soft labels refitted on a bootstrap over
+    workers (estimation/correction.py), reproducible, and only ever widening."""
+    from estimation.data import PREDICATE_CODE, load_corpus_data
+
+    _crowd(world)
+    settings.KBPO_SOFT_LABELS = True
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 0
+    assert load_corpus_data(world.corpus).soft_replicates == []
+    scoring.recompute(world.corpus)
+    plain = {s["scheme"]: s for s in _scores(world.a.pk)["schemes"]}
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
+    first = load_corpus_data(world.corpus).soft_replicates
+    again = load_corpus_data(world.corpus).soft_replicates
+    assert len(first) == 8
+    for a, b in zip(first, again, strict=True):  # seeded from the answers
+        assert list(a.pairs) == list(b.pairs) and list(a.probs) == list(b.probs)
+    labelled = {world.pairs[k].pk for k in TRUTH}
+    for rep in first:
+        assert set(rep.pairs) <= labelled
+        assert set(rep.predicates) <= {-1} | {PREDICATE_CODE[p] for p in TRUTH.values()}
+        assert all(0 <= p <= 1 for p in rep.probs)
+    scoring.recompute(world.corpus)
+    wide = {s["scheme"]: s for s in _scores(world.a.pk)["schemes"]}
+    widened = 0
+    for scheme, s in wide.items():
+        for metric in ("precision", "recall"):
+            iv, old = s[metric]["joint"], plain[scheme][metric]["joint"]
+            if old["estimate"] is None:
+                continue
+            assert iv["estimate"] == pytest.approx(old["estimate"])
+            assert iv["lo"] <= old["lo"] + 1e-12 and iv["hi"] >= old["hi"] - 1e-12
+            widened += (iv["hi"] - iv["lo"]) > (old["hi"] - old["lo"]) + 1e-9
+    assert widened > 0
