@@ -129,10 +129,11 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
             for p in ps:
                 t_ = truth[index_of[int(p)]]
                 yield (p, json.dumps(["no_relation"] if t_ < 0 else [PREDICATES[t_]]),
-                       "majority", 1.0, 3, now)
+                       "majority", 1.0, 3, now, "{}", "{}")
 
         copy(raw, "annotations_pairlabel",
-             ["pair_id", "predicates", "method", "support", "n_answers", "created_at"],
+             ["pair_id", "predicates", "method", "support", "n_answers", "created_at",
+              "posterior", "prior"],
              label_rows(labelled))
         ex_docs = rng.choice(args.docs, args.exhaustive, replace=False)
         copy(raw, "annotations_exhaustivedocument",

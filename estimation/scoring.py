@@ -32,7 +32,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, Sum
 from django.urls import reverse
 from django.utils import timezone
@@ -43,8 +43,9 @@ from kbpo.core.models import Corpus
 from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
+from . import instance_cache
 from .core import SCHEMES, Estimates, estimate
-from .data import CorpusData, load_corpus_data
+from .data import CorpusData, load_corpus_data, store_instance_cache
 from .models import (
     METRIC_COLUMNS,
     METRICS,
@@ -117,10 +118,11 @@ class RunOutcome:
 
 
 def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels changed",
-                  progress: Progress | None = None) -> RunOutcome:
+                  progress: Progress | None = None, full: bool = False) -> RunOutcome:
     """The body of the recompute task (also used by `recompute_scores`).
 
-    `force` recomputes even when nothing changed since the last run.
+    `force` recomputes even when nothing changed since the last run; `full` rebuilds
+    the stored instance arrays from the database (see `recompute`).
     """
     now = timezone.now()
     with transaction.atomic():
@@ -145,7 +147,8 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
     run = None
     try:
         corpus = Corpus.objects.get(pk=corpus_id)
-        run = recompute(corpus, generation=generation, trigger=trigger, progress=progress)
+        run = recompute(corpus, generation=generation, trigger=trigger, progress=progress,
+                        full=full)
         ok = True
     finally:
         with transaction.atomic():
@@ -218,12 +221,23 @@ def _hard_estimates(data: CorpusData, draw_scheme: str, schemes: list[str],
                     draw_scheme=draw_scheme, schemes=schemes, confidence=confidence)
 
 
+def _store_cache(data: CorpusData) -> None:
+    """Keep the rebuilt instance arrays for the next run; the run does not need them."""
+    try:
+        store_instance_cache(data)
+    except DatabaseError:
+        logger.exception("could not store the instance arrays of corpus %s", data.corpus.pk)
+
+
 def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "",
-              progress: Progress | None = None) -> ScoreRun:
+              progress: Progress | None = None, full: bool = False) -> ScoreRun:
     """Estimate every active system on `corpus` under every scheme and store the history.
 
     Writes a `ScoreRun` (first as `running`, so the attempt is visible) and its
     `SystemScore` rows; then moves finished submissions from `scoring` to `scored`.
+    Instances come from the stored per-submission arrays and, when this process built
+    the population for the same arrays before, from memory (`instance_cache`); `full`
+    drops both and reads every row again. The numbers are the same either way.
     """
     say = progress or (lambda _msg: None)
     draw_scheme = settings.KBPO_SAMPLING_SCHEME
@@ -238,9 +252,12 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                                   started_at=started)
     try:
         say(f"loading evaluation data of corpus {corpus.tag}")
+        if full:
+            instance_cache.clear(corpus)
         with transaction.atomic():
             _consistent_snapshot()
-            data = load_corpus_data(corpus)
+            data = load_corpus_data(corpus, hot=True)
+        _store_cache(data)
         ids = [s.pk for s in data.submissions]
         n_draws = int(sum(len(d) for d in data.draws.values()))
         say(f"{len(ids)} active systems, {n_draws} draws, {data.n_labels} labelled pairs, "
