@@ -41,7 +41,8 @@ from submissions.models import RelationInstance, State, SubmissionEvent
 from .core import Population
 from .models import InstanceCache
 
-Arrays = tuple[np.ndarray, np.ndarray, np.ndarray]  # pair ids, predicate codes, subjects
+# Instance ids (ascending), pair ids, predicate codes, subject entity ids.
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 CHUNK = 100_000
 # Populations kept in memory per process (one per corpus and set of systems).
 HOT_ENTRIES = 2
@@ -80,15 +81,16 @@ def _top_instance_id() -> int:
     return RelationInstance.objects.aggregate(top=Max("id"))["top"] or 0
 
 
-def _pack(arrays: Arrays) -> tuple[bytes, bytes, bytes]:
-    p, c, s = arrays
-    return (p.astype("<i8").tobytes(), c.astype("<i2").tobytes(), s.astype("<i8").tobytes())
+_DTYPES = ("<i8", "<i8", "<i2", "<i8")
 
 
-def _unpack(p: bytes, c: bytes, s: bytes) -> Arrays:
-    return (np.frombuffer(bytes(p), "<i8").astype(np.int64),
-            np.frombuffer(bytes(c), "<i2").astype(np.int64),
-            np.frombuffer(bytes(s), "<i8").astype(np.int64))
+def _pack(arrays: Arrays) -> list[bytes]:
+    return [a.astype(t).tobytes() for a, t in zip(arrays, _DTYPES, strict=True)]
+
+
+def _unpack(*blobs: bytes) -> Arrays:
+    return tuple(np.frombuffer(bytes(b), t).astype(np.int64)  # type: ignore[return-value]
+                 for b, t in zip(blobs, _DTYPES, strict=True))
 
 
 def copy_binary(sql: str, params: list, width: int) -> np.ndarray:
@@ -113,7 +115,8 @@ def copy_binary(sql: str, params: list, width: int) -> np.ndarray:
 
 
 def read_instances(ids: list[int], codes: dict[str, int]) -> dict[int, Arrays]:
-    """(pair ids, predicate codes, subject entity ids) per submission, in id order.
+    """(instance ids, pair ids, predicate codes, subject entity ids) per submission, in
+    instance id order.
 
     Predicates outside `codes` are skipped (they never reach ingestion anyway).
     """
@@ -123,34 +126,31 @@ def read_instances(ids: list[int], codes: dict[str, int]) -> dict[int, Arrays]:
     if connection.vendor == "postgresql":
         names = list(codes)
         table = copy_binary(
-            "SELECT submission_id::bigint, pair_id::bigint, "
+            "SELECT submission_id::bigint, id::bigint, pair_id::bigint, "
             "(array_position(%s::text[], predicate::text) - 1)::bigint, "
             "subject_entity_id::bigint FROM submissions_relationinstance "
             "WHERE submission_id = ANY(%s) AND predicate = ANY(%s) "
             "ORDER BY submission_id, id",
-            [names, list(ids), names], 4)
+            [names, list(ids), names], 5)
         code_map = np.array([codes[n] for n in names], np.int64)
-        table[:, 2] = code_map[table[:, 2]]
+        table[:, 3] = code_map[table[:, 3]]
         cut = np.searchsorted(table[:, 0], np.asarray(sorted(ids), np.int64), side="left")
         ends = np.append(cut[1:], len(table))
         for sid, a, b in zip(sorted(ids), cut, ends, strict=True):
             part = table[a:b]
-            out[sid] = (part[:, 1].copy(), part[:, 2].copy(), part[:, 3].copy())
+            out[sid] = tuple(part[:, k].copy() for k in range(1, 5))  # type: ignore[assignment]
         return out
-    rows: dict[int, tuple[list[int], list[int], list[int]]] = {i: ([], [], []) for i in ids}
+    rows: dict[int, list[tuple[int, int, int, int]]] = {i: [] for i in ids}
     qs = (RelationInstance.objects.filter(submission_id__in=ids)
-          .values_list("submission_id", "pair_id", "predicate", "subject_entity_id")
+          .values_list("submission_id", "id", "pair_id", "predicate", "subject_entity_id")
           .order_by("submission_id", "id"))
-    for sub_id, pair_id, predicate, subject in qs.iterator(chunk_size=CHUNK):
+    for sub_id, pk, pair_id, predicate, subject in qs.iterator(chunk_size=CHUNK):
         code = codes.get(predicate)
-        if code is None:
-            continue
-        p, c, s = rows[sub_id]
-        p.append(pair_id)
-        c.append(code)
-        s.append(subject)
-    return {i: (np.asarray(p, np.int64), np.asarray(c, np.int64), np.asarray(s, np.int64))
-            for i, (p, c, s) in rows.items()}
+        if code is not None:
+            rows[sub_id].append((pk, pair_id, code, subject))
+    return {i: tuple(np.asarray(col, np.int64).reshape(-1)  # type: ignore[misc]
+                     for col in (zip(*r, strict=True) if r else ([], [], [], [])))
+            for i, r in rows.items()}
 
 
 def load(corpus: Corpus, ids: list[int], codes: dict[str, int],
@@ -186,10 +186,10 @@ def load(corpus: Corpus, ids: list[int], codes: dict[str, int],
         return Loaded(None, token_key, pending, reloaded)
     arrays = dict(rebuilt)
     if fresh:
-        for sid, p, c, s in (InstanceCache.objects.filter(submission_id__in=fresh)
-                             .values_list("submission_id", "pairs", "predicates",
-                                          "subjects").iterator(chunk_size=10)):
-            arrays[sid] = _unpack(p, c, s)
+        for sid, *blobs in (InstanceCache.objects.filter(submission_id__in=fresh)
+                            .values_list("submission_id", "ids", "pairs", "predicates",
+                                         "subjects").iterator(chunk_size=10)):
+            arrays[sid] = _unpack(*blobs)
     return Loaded(arrays, token_key, pending, reloaded)
 
 
@@ -202,11 +202,11 @@ def store(pending: Pending) -> None:
             InstanceCache.objects.filter(submission_id__in=list(pending.rows)).delete()
             objs = []
             for sid, (key, token, arrays) in pending.rows.items():
-                p, c, s = _pack(arrays)
+                i, p, c, s = _pack(arrays)
                 objs.append(InstanceCache(
                     corpus_id=pending.corpus_id, submission_id=sid, ingest_key=key,
                     watermark=pending.watermark, token=token, n_instances=len(arrays[0]),
-                    pairs=p, predicates=c, subjects=s))
+                    ids=i, pairs=p, predicates=c, subjects=s))
             InstanceCache.objects.bulk_create(objs, batch_size=20)
         if pending.advance:
             # Monotone: a slower run never moves a watermark back.
@@ -225,23 +225,26 @@ def clear(corpus: Corpus) -> int:
 
 # ---- in-memory populations ----------------------------------------------------------
 _LOCK = threading.Lock()
-_HOT: OrderedDict[tuple, Population] = OrderedDict()
+# Per hot population: each submission's (instance ids, pair ids), to place draws.
+InstanceIndex = dict[int, tuple[np.ndarray, np.ndarray]]
+_HOT: OrderedDict[tuple, tuple[Population, InstanceIndex]] = OrderedDict()
 
 
-def hot_population(corpus_id: int, tokens: tuple[tuple[int, int], ...]) -> Population | None:
+def hot_population(corpus_id: int, tokens: tuple[tuple[int, int], ...]
+                   ) -> tuple[Population, InstanceIndex] | None:
     """The population this process built from exactly these stored rows, if any."""
     with _LOCK:
-        pop = _HOT.get((corpus_id, tokens))
-        if pop is not None:
+        entry = _HOT.get((corpus_id, tokens))
+        if entry is not None:
             _HOT.move_to_end((corpus_id, tokens))
-        return pop
+        return entry
 
 
 def keep_population(corpus_id: int, tokens: tuple[tuple[int, int], ...],
-                    pop: Population) -> None:
+                    pop: Population, index: InstanceIndex) -> None:
     with _LOCK:
         for key in [k for k in _HOT if k[0] == corpus_id]:
             del _HOT[key]  # one population per corpus: the older one is stale
-        _HOT[(corpus_id, tokens)] = pop
+        _HOT[(corpus_id, tokens)] = (pop, index)
         while len(_HOT) > HOT_ENTRIES:
             _HOT.popitem(last=False)

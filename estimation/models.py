@@ -219,7 +219,9 @@ class InstanceCache(models.Model):
     watermark = models.BigIntegerField(default=0)
     token = models.BigIntegerField()
     n_instances = models.PositiveIntegerField(default=0)
-    # Little-endian int64 pair ids, int16 predicate codes, int64 subject entity ids.
+    # Little-endian int64 instance ids (ascending) and pair ids, int16 predicate codes,
+    # int64 subject entity ids.
+    ids = models.BinaryField()
     pairs = models.BinaryField()
     predicates = models.BinaryField()
     subjects = models.BinaryField()
