@@ -283,7 +283,8 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
     def want_arrays(tokens: tuple) -> bool:
         return not (use_hot and instance_cache.hot_population(corpus.pk, tokens) is not None)
 
-    loaded = instance_cache.load(corpus, ids, PREDICATE_CODE, want_arrays)
+    loaded = instance_cache.load(corpus, ids, PREDICATE_CODE, want_arrays,
+                                 all_active=only is None)
     if loaded.arrays is None:
         entry = instance_cache.hot_population(corpus.pk, loaded.tokens)
         assert entry is not None

@@ -56,6 +56,7 @@ class Pending:
     watermark: int
     rows: dict[int, tuple[int, int, Arrays]] = field(default_factory=dict)  # sid -> key, token
     advance: list[int] = field(default_factory=list)  # checked rows whose watermark moves on
+    active: list[int] | None = None  # every active submission: others' rows are dropped
 
 
 @dataclass
@@ -154,11 +155,14 @@ def read_instances(ids: list[int], codes: dict[str, int]) -> dict[int, Arrays]:
 
 
 def load(corpus: Corpus, ids: list[int], codes: dict[str, int],
-         want_arrays: Callable[[tuple[tuple[int, int], ...]], bool]) -> Loaded:
+         want_arrays: Callable[[tuple[tuple[int, int], ...]], bool],
+         all_active: bool = False) -> Loaded:
     """Validated instance arrays of submissions `ids` (see the module docstring).
 
     Reads nothing but the stored rows' keys when `want_arrays(tokens)` says the caller
-    already holds a population for exactly these tokens (the hot cache).
+    already holds a population for exactly these tokens (the hot cache). `all_active`:
+    `ids` are all of the corpus's active submissions, so `store` drops the rows of
+    withdrawn ones.
     """
     keys = ingest_keys(ids)
     top = _top_instance_id()
@@ -171,7 +175,7 @@ def load(corpus: Corpus, ids: list[int], codes: dict[str, int],
         touched = set(RelationInstance.objects.filter(id__gt=low, submission_id__in=behind)
                       .values_list("submission_id", flat=True).distinct())
         stale |= {i for i in touched if meta[i][1] < top}
-    pending = Pending(corpus.pk, top)
+    pending = Pending(corpus.pk, top, active=list(ids) if all_active else None)
     fresh = [i for i in ids if i not in stale]
     # Checked above: nothing new for these, so their watermark moves on.
     pending.advance = [i for i in fresh if meta[i][1] < top]
@@ -195,9 +199,14 @@ def load(corpus: Corpus, ids: list[int], codes: dict[str, int],
 
 def store(pending: Pending) -> None:
     """Write the rebuilt rows and advance the watermarks (outside read-only loads)."""
-    if not pending.rows and not pending.advance:
+    gone = InstanceCache.objects.none()
+    if pending.active is not None:
+        gone = InstanceCache.objects.filter(corpus_id=pending.corpus_id).exclude(
+            submission_id__in=pending.active)
+    if not pending.rows and not pending.advance and not gone.exists():
         return
     with transaction.atomic():
+        gone.delete()
         if pending.rows:
             InstanceCache.objects.filter(submission_id__in=list(pending.rows)).delete()
             objs = []

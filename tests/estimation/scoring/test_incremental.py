@@ -159,6 +159,7 @@ def test_incremental_recompute_equals_full_rebuild_step_by_step() -> None:
         after = _check_equal_to_full(world)
         assert reads[0] == []
         assert world.subs[2].pk not in {k[0] for k in after}
+        assert not InstanceCache.objects.filter(submission=world.subs[2]).exists()
 
 
 @pytest.mark.django_db
