@@ -4,10 +4,12 @@ submission and a withdrawal; and a stale stored row is never used."""
 
 from __future__ import annotations
 
+import io
 from unittest import mock
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 
 from annotations.models import (
     ExhaustiveDocument,
@@ -191,3 +193,17 @@ def test_a_stale_stored_row_is_rebuilt() -> None:
     InstanceCache.objects.filter(submission=world.subs[3]).update(token=12345)
     data = load_corpus_data(world.corpus, hot=True)
     assert not data.extra["hot"] and data.extra["reloaded"] == []
+
+
+@pytest.mark.django_db
+def test_recompute_scores_full_rebuilds_the_stored_arrays() -> None:
+    world = World(seed=7)
+    world.label(10)
+    scoring.recompute(world.corpus)
+    before = dict(InstanceCache.objects.values_list("submission_id", "token"))
+    out = io.StringIO()
+    call_command("recompute_scores", corpus="inc", full=True, stdout=out)
+    after = dict(InstanceCache.objects.values_list("submission_id", "token"))
+    assert after.keys() == before.keys() == {s.pk for s in world.subs}
+    assert all(after[k] != before[k] for k in before)  # every row rewritten
+    assert "Run " in out.getvalue()
