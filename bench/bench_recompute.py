@@ -3,13 +3,16 @@
 Builds a synthetic corpus at service scale in a scratch Postgres database with COPY
 (default: 2,000 documents, 300,000 mention pairs, 100 systems × 10,000 predictions =
 1M relation instances, 500 draws per system, 100 exhaustively annotated documents),
-labels 90% of the drawn pairs, then adds label batches (default 5 × 200 labels) and
-times each `estimation.scoring.recompute` — loading the arrays from the database,
-estimating all four schemes, writing 400 score rows — the same code the Celery task
-runs. Prints the split and drops the database.
+labels 90% of the drawn pairs, then adds label batches (default 3 × 200 labels) and
+times `estimation.scoring.recompute` — the same code the Celery task runs — three ways
+per batch: incremental (stored instance arrays, population kept in memory), in a new
+worker (stored arrays only) and a full rebuild (`full=True`: every instance row read
+again), and checks that incremental and full store identical scores. Prints the split
+and drops the database; the last line is `incremental X s, full Y s, peak Z MB`
+(medians per batch; peak RSS of the process, the build included).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
-        [--systems 100] [--per-system 10000] [--batches 5] [--batch-size 200]
+        [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200]
 """
 
 from __future__ import annotations
@@ -162,7 +165,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=2_000)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--exhaustive", type=int, default=100)
-    parser.add_argument("--batches", type=int, default=5)
+    parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=200)
     args = parser.parse_args()
     base = os.environ.get("DATABASE_URL", "")
@@ -182,19 +185,35 @@ def main() -> None:
         from django.utils import timezone
 
         from annotations.models import PairLabel
-        from estimation.data import PREDICATES, load_corpus_data
+        from estimation import instance_cache
+        from estimation.data import PREDICATES
+        from estimation.models import SystemScore
         from estimation.scoring import recompute, score_schemes
 
         corpus = data["corpus"]
-        t = time.monotonic()
-        cd = load_corpus_data(corpus)
-        load_s = time.monotonic() - t
-        n_inst = len(cd.population.instances()["system"])
-        print(f"load_corpus_data: {load_s:.2f} s ({n_inst:,} instances, {cd.n_labels:,} "
-              f"labelled pairs)")
-        recompute(corpus, trigger="warm-up")
+
+        def scores(run) -> dict:
+            out = {}
+            for r in SystemScore.objects.filter(run=run).values():
+                del r["id"], r["run_id"]
+                out[(r["submission_id"], r["scheme"])] = r
+            return out
+
+        def timed(label: str, **kw) -> tuple[float, object]:
+            marks: list[tuple[float, str]] = []
+            t = time.monotonic()
+            run = recompute(corpus, trigger=label, **kw,
+                            progress=lambda m, marks=marks: marks.append((time.monotonic(), m)))
+            total = time.monotonic() - t
+            split = "; ".join(f"{m.split(' ')[0]} at {ts - t:.2f} s" for ts, m in marks[1:])
+            print(f"  {label}: {total:.2f} s ({split})")
+            return total, run
+
+        print("cold start (no stored arrays):")
+        timed("cold full", full=True)
         pending = list(data["pending"])
-        times = []
+        inc, full, restart = [], [], []
+        same = True
         for b in range(args.batches):
             batch, pending = pending[:args.batch_size], pending[args.batch_size:]
             PairLabel.objects.bulk_create(
@@ -202,23 +221,26 @@ def main() -> None:
                           predicates=["no_relation"] if data["truth"][data["index_of"][int(p)]]
                           < 0 else [PREDICATES[data["truth"][data["index_of"][int(p)]]]])
                 for p in batch)
-            marks: list[tuple[float, str]] = []
-            t = time.monotonic()
-            run = recompute(corpus, trigger=f"batch {b}",
-                            progress=lambda m, marks=marks: marks.append((time.monotonic(), m)))
-            total = time.monotonic() - t
-            times.append(total)
-            split = "; ".join(m.split(" (")[0] if "estimated" in m else
-                              f"{m.split(' ')[0]} at {ts - t:.2f} s"
-                              for ts, m in marks[1:4])
-            print(f"batch {b + 1}: +{len(batch)} labels → {run.n_labels:,} labelled pairs; "
-                  f"recompute {total:.2f} s ({split})")
+            print(f"batch {b + 1}: +{len(batch)} labels")
+            t_inc, run_inc = timed("incremental")
+            inc.append(t_inc)
+            # A fresh worker: the stored arrays, no population in memory.
+            instance_cache._HOT.clear()
+            t_restart, _ = timed("incremental, new worker")
+            restart.append(t_restart)
+            t_full, run_full = timed("full", full=True)
+            full.append(t_full)
+            same &= scores(run_inc) == scores(run_full)
         n_schemes = len(score_schemes(settings.KBPO_SAMPLING_SCHEME))
-        print(f"recompute per label batch at {args.systems} systems: median "
-              f"{np.median(times):.2f} s, max {max(times):.2f} s ({n_schemes} scheme(s), "
-              f"{args.systems * n_schemes} score rows written)")
+        print(f"per label batch at {args.systems} systems ({n_schemes} scheme(s), "
+              f"{args.systems * n_schemes} score rows): incremental median "
+              f"{np.median(inc):.2f} s (max {max(inc):.2f}), in a new worker "
+              f"{np.median(restart):.2f} s, full rebuild {np.median(full):.2f} s; incremental "
+              f"and full scores identical: {'yes' if same else 'NO'}")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak RSS of this process: {rss:.0f} MB; finished {timezone.now():%H:%M:%S}")
+        print(f"finished {timezone.now():%H:%M:%S}")
+        print(f"incremental {np.median(inc):.2f} s, full {np.median(full):.2f} s, "
+              f"peak {rss:.0f} MB")
         django.db.connections.close_all()
     finally:
         drop_db(base, name)

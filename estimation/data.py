@@ -8,17 +8,20 @@ canonical predicate list, so they are stable across runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
-from kbpo.core.models import Corpus
+from kbpo.core.models import Corpus, Document
 from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
 
+from . import instance_cache
 from .core import Evidence, Population, prepare_evidence
 from .core.noise import SoftLabels, self_consistent, with_soft_labels
 from .correction import soft_label_replicates
@@ -67,22 +70,9 @@ class CorpusData:
                                with_soft_labels(self.population, ev, self.soft))
 
 
-def _instances_by_submission(ids: list[int]) -> dict[int, tuple[np.ndarray, ...]]:
-    """(pair ids, predicate codes, subject entity ids) per submission, streamed."""
-    rows: dict[int, tuple[list[int], list[int], list[int]]] = {i: ([], [], []) for i in ids}
-    qs = (RelationInstance.objects.filter(submission_id__in=ids)
-          .values_list("submission_id", "pair_id", "predicate", "subject_entity_id")
-          .order_by())
-    for sub_id, pair_id, predicate, subject in qs.iterator(chunk_size=CHUNK):
-        code = PREDICATE_CODE.get(predicate)
-        if code is None:  # a predicate outside the schema never reaches ingestion
-            continue
-        p, c, s = rows[sub_id]
-        p.append(pair_id)
-        c.append(code)
-        s.append(subject)
-    return {i: (np.asarray(p, np.int64), np.asarray(c, np.int64), np.asarray(s, np.int64))
-            for i, (p, c, s) in rows.items()}
+def _label_codes(predicates: list[str]) -> list[int]:
+    codes = sorted(PREDICATE_CODE[p] for p in predicates if p in PREDICATE_CODE)
+    return [-1] if not codes or NO_RELATION in predicates else codes
 
 
 def load_labels(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
@@ -94,13 +84,28 @@ def load_labels(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
     preds: list[int] = []
     qs = PairLabel.objects.filter(pair__document__corpus=corpus).values_list(
         "pair_id", "predicates").order_by("pair_id")
+    if connection.vendor == "postgresql":
+        # The JSON as text, decoded once per distinct label (most labels share a few).
+        sql = (f'SELECT l.pair_id, l.predicates::text FROM "{PairLabel._meta.db_table}" l '
+               f'JOIN "{MentionPair._meta.db_table}" p ON p.id = l.pair_id '
+               f'JOIN "{Document._meta.db_table}" d ON d.id = p.document_id '
+               'WHERE d.corpus_id = %s ORDER BY l.pair_id')
+        params = [corpus.pk]
+        memo: dict[str, list[int]] = {}
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        for pair_id, text in rows:
+            codes = memo.get(text)
+            if codes is None:
+                codes = memo[text] = _label_codes(json.loads(text))
+            pairs.extend([pair_id] * len(codes))
+            preds.extend(codes)
+        return np.asarray(pairs, np.int64), np.asarray(preds, np.int64)
     for pair_id, predicates in qs.iterator(chunk_size=CHUNK):
-        codes = sorted(PREDICATE_CODE[p] for p in predicates if p in PREDICATE_CODE)
-        if not codes or NO_RELATION in predicates:
-            codes = [-1]
-        for code in codes:
-            pairs.append(pair_id)
-            preds.append(code)
+        codes = _label_codes(predicates)
+        pairs.extend([pair_id] * len(codes))
+        preds.extend(codes)
     return np.asarray(pairs, np.int64), np.asarray(preds, np.int64)
 
 
@@ -219,25 +224,83 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
             np.asarray(subjects, np.int64), len(doc_ids))
 
 
+def _load_draws(ids: list[int], index: dict[int, tuple[np.ndarray, np.ndarray]]
+                ) -> dict[str, np.ndarray]:
+    """Each submission's drawn pair ids, in draw order.
+
+    On Postgres the draws' instance ids are placed on pairs with the instance arrays
+    already in hand (`index`: instance ids, pair ids), sparing a join with a million
+    instance rows; a draw of an instance not in them falls back to the join.
+    """
+    out = {system_name(i): np.zeros(0, np.int64) for i in ids}
+    if not ids:
+        return out
+    if connection.vendor == "postgresql":
+        table = instance_cache.copy_binary(
+            f'SELECT submission_id::bigint, instance_id::bigint FROM "{SampleDraw._meta.db_table}"'
+            ' WHERE submission_id = ANY(%s) ORDER BY submission_id, "index"', [ids], 2)
+        cut = np.searchsorted(table[:, 0], np.asarray(ids, np.int64), side="left")
+        ends = np.append(cut[1:], len(table))
+        placed = True
+        for sid, a, b in zip(ids, cut, ends, strict=True):
+            inst_ids, pairs = index[sid]
+            drawn = table[a:b, 1]
+            pos = np.minimum(np.searchsorted(inst_ids, drawn), max(len(inst_ids) - 1, 0))
+            if len(drawn) and (not len(inst_ids) or (inst_ids[pos] != drawn).any()):
+                placed = False
+                break
+            out[system_name(sid)] = pairs[pos] if len(drawn) else np.zeros(0, np.int64)
+        if placed:
+            return out
+    qs = (SampleDraw.objects.filter(submission_id__in=ids)
+          .values_list("submission_id", "instance__pair_id").order_by("submission_id", "index"))
+    if connection.vendor == "postgresql":
+        table = instance_cache.copy_binary(
+            f'SELECT d.submission_id::bigint, r.pair_id::bigint FROM "{SampleDraw._meta.db_table}"'
+            f' d JOIN "{RelationInstance._meta.db_table}" r ON r.id = d.instance_id '
+            'WHERE d.submission_id = ANY(%s) ORDER BY d.submission_id, d."index"', [ids], 2)
+    else:
+        table = np.asarray(list(qs.iterator(chunk_size=CHUNK)), np.int64).reshape(-1, 2)
+    for sid in ids:
+        out[system_name(sid)] = table[table[:, 0] == sid, 1].copy()
+    return out
+
+
 def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
-                     match: str = "exact") -> CorpusData:
+                     match: str = "exact", hot: bool = False) -> CorpusData:
     """Load the active submissions (or `only` these ids) with their draws and labels.
 
     `match` chooses how true instances meet predicted pairs (see `load_exhaustive`).
+    Instances come from the stored per-submission arrays (`instance_cache`); the rows
+    that had to be rebuilt are in ``extra["instance_cache"]`` for `store_instance_cache`
+    (this load may run in a read-only transaction). `hot` reuses the population this
+    process last built for the same stored rows (recompute only: it is kept in memory).
     """
     qs = Submission.objects.active().filter(corpus=corpus).order_by("pk")
     if only is not None:
         qs = qs.filter(pk__in=list(only))
     submissions = list(qs)
     ids = [s.pk for s in submissions]
-    population = Population()
-    for sub_id, (pairs, codes, subjects) in _instances_by_submission(ids).items():
-        population.add_system(system_name(sub_id), pairs, codes, subjects)
-    draws: dict[str, list[int]] = {system_name(i): [] for i in ids}
-    for sub_id, pair_id in (SampleDraw.objects.filter(submission_id__in=ids)
-                            .values_list("submission_id", "instance__pair_id")
-                            .order_by("submission_id", "index").iterator(chunk_size=CHUNK)):
-        draws[system_name(sub_id)].append(pair_id)
+    use_hot = hot and only is None
+
+    def want_arrays(tokens: tuple) -> bool:
+        return not (use_hot and instance_cache.hot_population(corpus.pk, tokens) is not None)
+
+    loaded = instance_cache.load(corpus, ids, PREDICATE_CODE, want_arrays,
+                                 all_active=only is None)
+    if loaded.arrays is None:
+        entry = instance_cache.hot_population(corpus.pk, loaded.tokens)
+        assert entry is not None
+        population, index = entry
+    else:
+        population = Population()
+        for sub_id in ids:  # in id order, so every load builds the same population
+            _, pairs, codes, subjects = loaded.arrays[sub_id]
+            population.add_system(system_name(sub_id), pairs, codes, subjects)
+        index = {i: loaded.arrays[i][:2] for i in ids}
+        if use_hot:
+            instance_cache.keep_population(corpus.pk, loaded.tokens, population, index)
+    draws = _load_draws(ids, index)
     label_pairs, label_preds = load_labels(corpus)
     y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
     y_docs = exhaustive_documents(corpus) if len(y_pairs) else None
@@ -251,11 +314,13 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
                            "instances: the exhaustive sample changed while loading")
     return CorpusData(
         corpus=corpus, submissions=submissions, population=population,
-        draws={k: np.asarray(v, np.int64) for k, v in draws.items()},
+        draws=draws,
         label_pairs=label_pairs, label_preds=label_preds, exhaustive_pairs=y_pairs,
         exhaustive_preds=y_preds, exhaustive_subjects=y_subjects, exhaustive_docs=y_docs,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
-        soft=soft, soft_replicates=replicates)
+        soft=soft, soft_replicates=replicates,
+        extra={"instance_cache": loaded.pending, "reloaded": loaded.reloaded,
+               "hot": loaded.arrays is None})
 
 
 def unlabelled_pairs(pair_ids: Iterable[int]) -> set[int]:
@@ -265,6 +330,13 @@ def unlabelled_pairs(pair_ids: Iterable[int]) -> set[int]:
     return ids - labelled
 
 
+def store_instance_cache(data: CorpusData) -> None:
+    """Store the instance arrays a load had to rebuild (outside its read-only snapshot)."""
+    pending = data.extra.get("instance_cache")
+    if pending is not None:
+        instance_cache.store(pending)
+
+
 __all__ = ["MATCH_MODES", "PREDICATES", "PREDICATE_CODE", "CorpusData",
            "exhaustive_documents", "load_corpus_data", "load_exhaustive", "load_labels",
-           "system_name", "unlabelled_pairs"]
+           "store_instance_cache", "system_name", "unlabelled_pairs"]

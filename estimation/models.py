@@ -222,3 +222,34 @@ class BoardBody(models.Model):
 
     def __str__(self) -> str:
         return f"{self.board_id} {self.part}"
+
+
+class InstanceCache(models.Model):
+    """One active submission's relation instances as packed arrays, ready to estimate.
+
+    Instance rows of an ingested submission never change (re-ingestion passes through
+    a new `ingested` event), so loading them once per submission instead of once per
+    recompute is safe. `ingest_key` (the id of the submission's latest `ingested`
+    event, 0 without one) and `watermark` (the highest relation-instance id when the
+    row was checked) tell `estimation/instance_cache.py` when a row is stale;
+    `token` changes whenever the arrays are rewritten, so a worker's in-memory copy
+    can be checked against it without reading the arrays.
+    """
+
+    corpus = models.ForeignKey("kbpo.Corpus", on_delete=models.CASCADE, related_name="+")
+    submission = models.OneToOneField("submissions.Submission", on_delete=models.CASCADE,
+                                      related_name="+")
+    ingest_key = models.BigIntegerField(default=0)
+    watermark = models.BigIntegerField(default=0)
+    token = models.BigIntegerField()
+    n_instances = models.PositiveIntegerField(default=0)
+    # Little-endian int64 instance ids (ascending) and pair ids, int16 predicate codes,
+    # int64 subject entity ids.
+    ids = models.BinaryField()
+    pairs = models.BinaryField()
+    predicates = models.BinaryField()
+    subjects = models.BinaryField()
+    built_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"instances of {self.submission_id} ({self.n_instances})"

@@ -7,6 +7,8 @@ comes from the Population (notation of docs/estimation.md §3).
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -121,18 +123,25 @@ def importance_estimate(
         return sp.csr_matrix((vals, (m.row, m.col)), shape=m.shape)
 
     z, r = ratio(a), ratio(pf)
-    m1 = (counts_per_draw @ r.T).toarray()  # (j × i): mean of r_i under p_j
-    m2 = (counts_per_draw @ r.multiply(r).T).toarray()
+    cpd = sp.csr_matrix(counts_per_draw)
+
+    def means(x: sp.spmatrix) -> np.ndarray:
+        # (j × i): mean of x_i under p_j. Sparse times dense sums each entry over the
+        # pairs in the same order as sparse times sparse, and is far cheaper here.
+        return cpd @ x.T.toarray()
+
+    m1 = means(r)  # (j × i): mean of r_i under p_j
+    m2 = means(r.multiply(r))
     if label_var is not None:
         # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
         lv = label_var.tocoo()
         q2 = qt[lv.col, lv.row] ** 2
         vals = np.divide(lv.data, q2, out=np.zeros(len(q2)), where=q2 > 0)
         spread = sp.csr_matrix((vals, (lv.row, lv.col)), shape=lv.shape)
-        m2 += (counts_per_draw @ spread.T).toarray()
-    z1 = (counts_per_draw @ z.T).toarray()
-    z2 = (counts_per_draw @ z.multiply(z).T).toarray()
-    hits = (counts_per_draw @ (z > 0).astype(float).T).toarray()  # share of j's draws on X_i
+        m2 += means(spread)
+    z1 = means(z)
+    z2 = means(z.multiply(z))
+    hits = means((z > 0).astype(float))  # share of j's draws on X_i
     est = (w * m1.T).sum(axis=1)
     mass = (w * z1.T).sum(axis=1)
     landed = ((w > 0) * (hits * n[:, None]).T).sum(axis=1)
@@ -222,6 +231,58 @@ def _values_at(x: sp.csr_matrix, like: sp.csr_matrix, rows: np.ndarray) -> np.nd
     return np.where(keys[pos] == want, x.data[pos], 0.0)
 
 
+# Derived from a matrix's sparsity pattern only, keyed by its content, so repeated
+# estimates over one population (every label batch) skip two ~nnz conversions; the
+# values are always gathered afresh, so the results are the same floats.
+_PATTERNS: OrderedDict[tuple, tuple] = OrderedDict()
+_PATTERN_ENTRIES = 4
+
+
+def _pattern_key(x: sp.csr_matrix, *extra: object) -> tuple:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.ascontiguousarray(x.indptr).view(np.uint8))
+    digest.update(np.ascontiguousarray(x.indices).view(np.uint8))
+    return (x.shape, x.nnz, digest.digest(), *extra)
+
+
+def _remember(key: tuple, make) -> tuple:
+    hit = _PATTERNS.get(key)
+    if hit is None:
+        hit = _PATTERNS[key] = make()
+        while len(_PATTERNS) > _PATTERN_ENTRIES:
+            _PATTERNS.popitem(last=False)
+    else:
+        _PATTERNS.move_to_end(key)
+    return hit
+
+
+def _column_order(ps: sp.csr_matrix) -> tuple[sp.csc_matrix, np.ndarray]:
+    """ps's pattern in column order (data: each entry's position in CSR order), and the
+    column of each entry in that order."""
+
+    def make() -> tuple:
+        order = sp.csr_matrix(
+            (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
+        ).tocsc()
+        col = np.repeat(np.arange(ps.shape[1], dtype=np.int64), np.diff(order.indptr))
+        return order, col
+
+    return _remember(_pattern_key(ps, "order"), make)
+
+
+def _transposed_rows(pt: sp.csr_matrix, used: np.ndarray) -> sp.csr_matrix:
+    """pt[used].T as CSR, its pattern cached and its values gathered from pt."""
+
+    def make() -> tuple:
+        pos = sp.csr_matrix(
+            (np.arange(pt.nnz, dtype=np.int64), pt.indices, pt.indptr), shape=pt.shape
+        )[used].T.tocsr()
+        return pos.data, pos.indices, pos.indptr, pos.shape
+
+    perm, indices, indptr, shape = _remember(_pattern_key(pt, "rows", used.tobytes()), make)
+    return sp.csr_matrix((pt.data[perm], indices, indptr), shape=shape)
+
+
 def _products_at(
     ps: sp.csr_matrix, pt: sp.csr_matrix, lefts: Sequence[np.ndarray]
 ) -> list[np.ndarray]:
@@ -238,14 +299,10 @@ def _products_at(
     used = np.flatnonzero(np.any([(L != 0).any(axis=0) for L in lefts], axis=0))
     if len(used) == 0 or ps.nnz == 0:
         return out
-    # ps in column order; data holds each entry's position in CSR order.
-    order = sp.csr_matrix(
-        (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
-    ).tocsc()
-    ptt = pt[used].T.tocsr()  # pairs × used systems, ascending within a pair
+    order, col = _column_order(ps)
+    ptt = _transposed_rows(pt, used)  # pairs × used systems, ascending within a pair
     rhs = np.ascontiguousarray(np.hstack([L[:, used].T for L in lefts]))
     width = rhs.shape[1]
-    col = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(order.indptr))
     step = max(1, _BLOCK_BYTES // (8 * width))
     for c0 in range(0, n_cols, step):
         c1 = min(c0 + step, n_cols)

@@ -19,6 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--corpus", required=True, help="Corpus tag, e.g. demo.")
         parser.add_argument("--wait", type=float, default=600,
                             help="Seconds to wait for a run already in progress (default 600).")
+        parser.add_argument("--full", action="store_true",
+                            help="Rebuild the stored instance arrays from the database first "
+                                 "(the numbers are the same as an incremental run's).")
 
     def handle(self, *args: object, **opts: object) -> None:
         tag = opts["corpus"]
@@ -30,13 +33,13 @@ class Command(BaseCommand):
         # task that request queues finds the scores up to date (no second run).
         with jobs.coalesced():
             request_recompute(corpus.pk, "recompute_scores command")
-            self._run(corpus, float(opts["wait"]))  # type: ignore[arg-type]
+            self._run(corpus, float(opts["wait"]), bool(opts["full"]))  # type: ignore[arg-type]
 
-    def _run(self, corpus: Corpus, wait: float) -> None:
+    def _run(self, corpus: Corpus, wait: float, full: bool = False) -> None:
         deadline = time.monotonic() + wait
         while True:
             out = run_scheduled(corpus.pk, force=True, trigger="recompute_scores command",
-                                progress=lambda msg: self.stdout.write(f"  {msg}"))
+                                progress=lambda msg: self.stdout.write(f"  {msg}"), full=full)
             if out.status != "busy":
                 break
             if time.monotonic() > deadline:

@@ -143,8 +143,8 @@ def test_labels_arriving_during_a_run_schedule_the_next_one(
     scoring.request_recompute(world.corpus.pk)
     real_load = scoring.load_corpus_data
 
-    def load_then_new_label(corpus):
-        data = real_load(corpus)
+    def load_then_new_label(corpus, **kwargs):
+        data = real_load(corpus, **kwargs)
         label(world.pairs["born"], "per:place_of_birth")
         scoring.request_recompute(corpus.pk, "mid-run label")
         return data
