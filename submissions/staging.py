@@ -27,6 +27,13 @@ STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
                             ("predicate", "TEXT"), ("subj", "TEXT"), ("obj", "TEXT"),
                             ("conf", "DOUBLE PRECISION")),
     "kbpo_stage_conflict": (("p1", "TEXT"), ("p2", "TEXT")),
+    # Entity nodes' state across pass 1's batches (`ingest_nodes`).
+    "kbpo_stage_node": (("node", "TEXT PRIMARY KEY"), ("line", "INTEGER"), ("type", "TEXT"),
+                        ("skip", "INTEGER"), ("type_error", "INTEGER")),
+    "kbpo_stage_node_batch": (("node", "TEXT"), ("line", "INTEGER"), ("type", "TEXT"),
+                              ("skip", "INTEGER"), ("type_error", "INTEGER")),
+    "kbpo_stage_link": (("node", "TEXT"), ("link", "TEXT"), ("line", "INTEGER")),
+    "kbpo_stage_keys": (("node", "TEXT"), ("doc", "BIGINT")),
 }
 
 
@@ -82,10 +89,18 @@ class Stager:
     def flush_all(self) -> None:
         for table in STAGE_TABLES:
             self.flush(table)
+        for table in STAGE_TABLES:
+            self.analyze(table)
+
+    def analyze(self, table: str) -> None:
         if self.postgres:
-            # Temporary tables are never auto-analyzed; the joins below need row counts.
-            for table in STAGE_TABLES:
-                self.cursor.execute(f"ANALYZE {table}")
+            # Temporary tables are never auto-analyzed; the joins need row counts.
+            self.cursor.execute(f"ANALYZE {table}")
+
+    def clear(self, table: str) -> None:
+        """Empty a table reused batch after batch (TRUNCATE leaves no dead rows)."""
+        self.buffers[table].clear()
+        self.cursor.execute(f"{'TRUNCATE' if self.postgres else 'DELETE FROM'} {table}")
 
     def drop(self) -> None:
         for table in STAGE_TABLES:
