@@ -7,9 +7,10 @@ Builds (once) a corpus of synthetic documents loaded with `load_corpus`, writes 
 valid KB over it (the worst case: three new entities in every sentence), then
 ingests the first lines/4, lines/2 and all lines (`--steps` divisors), each in a fresh
 process (ingestion only: the planning that follows in eager mode is unhooked), and
-prints wall time, CPU time (user+sys of the ingesting process; Postgres' own CPU is
-not included) and peak RSS of each. The last line compares the peaks of the full file
-and the quarter: `ingest N lines X s, peak N Y MB, peak N/4 Z MB, ratio R`.
+prints wall time, CPU time (user+sys of the ingesting process, and of its Postgres
+backend when the server is local) and peak RSS of each. The last line compares the
+peaks of the full file and the quarter:
+`ingest N lines X s (CPU ...), peak N Y MB, peak N/4 Z MB, ratio R`.
 The database is migrated first; use a scratch database, not production.
 """
 
@@ -83,7 +84,7 @@ def write_kb(path: Path, docs: int, lines: int) -> int:
     return written
 
 
-def ingest_child(submission_id: int) -> None:
+def ingest_child(submission_id: int, profile: str | None = None) -> None:
     """Run in a fresh process: ingest and report time and peak RSS as JSON."""
     import django
 
@@ -96,19 +97,50 @@ def ingest_child(submission_id: int) -> None:
     # draw a sample inside this process (estimation/apps.py connects it).
     submission_ingested.disconnect(dispatch_uid="estimation-plan")
 
+    backend = _backend_pid()
     before = resource.getrusage(resource.RUSAGE_SELF)
+    db_before = _proc_cpu(backend)
     started = time.monotonic()
-    outcome = run_ingestion(submission_id)
+    if profile:
+        import cProfile
+
+        # CPU time of this process: the Postgres side is `db_cpu_seconds`.
+        profiler = cProfile.Profile(time.process_time)
+        outcome = profiler.runcall(run_ingestion, submission_id)
+        profiler.dump_stats(profile)
+    else:
+        outcome = run_ingestion(submission_id)
     seconds = time.monotonic() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime - before.ru_utime - before.ru_stime
+    db_cpu = _proc_cpu(backend) - db_before
     sub = Submission.objects.get(pk=submission_id)
     rss_mb = usage.ru_maxrss / 1024
     print(json.dumps({"outcome": outcome, "seconds": round(seconds, 1),
-                      "cpu_seconds": round(cpu, 1), "peak_rss_mb": round(rss_mb),
+                      "cpu_seconds": round(cpu, 1),
+                      "db_cpu_seconds": round(db_cpu, 1), "peak_rss_mb": round(rss_mb),
                       "relations": sub.n_relations,
                       "mentions": sub.n_mentions, "entities": sub.n_entities,
                       "errors": sub.n_errors, "report": sub.report[:3]}))
+
+
+def _backend_pid() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()" if connection.vendor == "postgresql"
+                       else "SELECT 0")
+        return int(cursor.fetchone()[0])
+
+
+def _proc_cpu(pid: int) -> float:
+    """user+sys seconds of a local process (the Postgres backend); nan if unreadable
+    (remote server, not Linux): the backend's CPU is the SQL half of the work."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -117,10 +149,12 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--steps", default="4,2,1",
                         help="ingest lines/k for each k (4 must be one: the ratio's base)")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="write cProfile stats of each step to PREFIX-<lines>.prof")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        ingest_child(args.child)
+        ingest_child(args.child, args.profile)
         return
 
     import django
@@ -166,14 +200,18 @@ def main() -> None:
                              original_name=kb.name, file_size=kb.stat().st_size)
             sub.file.save(kb.name, File(fh), save=False)
             sub.save()
-        proc = subprocess.run([sys.executable, __file__, "--child", str(sub.pk)],
+        child = [sys.executable, __file__, "--child", str(sub.pk)]
+        if args.profile:
+            child += ["--profile", f"{args.profile}-{n}.prof"]
+        proc = subprocess.run(child,
                               capture_output=True, text=True, cwd=ROOT, check=False)
         if proc.returncode:
             sys.exit(proc.stderr)
         res = json.loads(proc.stdout.strip().splitlines()[-1])
         results[label] = res
         print(f"{label}: {n:,} lines ({kb.stat().st_size / 1e6:.0f} MB) -> {res['outcome']} "
-              f"in {res['seconds']} s (CPU {res['cpu_seconds']} s), "
+              f"in {res['seconds']} s (CPU {res['cpu_seconds']} s + Postgres "
+              f"{res['db_cpu_seconds']} s), "
               f"peak RSS {res['peak_rss_mb']} MB; "
               f"{res['relations']:,} relations, {res['mentions']:,} mentions, "
               f"{res['entities']:,} entities")
@@ -183,7 +221,8 @@ def main() -> None:
     print(json.dumps(results))
     q, f = results["1/4"], results["full"]
     full, quarter = _short(args.lines), _short(args.lines // 4)
-    print(f"ingest {full} lines {f['seconds']} s (CPU {f['cpu_seconds']} s), peak {full} "
+    print(f"ingest {full} lines {f['seconds']} s (CPU {f['cpu_seconds']} s + Postgres "
+          f"{f['db_cpu_seconds']} s), peak {full} "
           f"{f['peak_rss_mb']} MB, peak {quarter} {q['peak_rss_mb']} MB, ratio "
           f"{f['peak_rss_mb'] / q['peak_rss_mb']:.2f}")
 

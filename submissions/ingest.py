@@ -132,6 +132,7 @@ class Ingestor:
         self.counts = _Counts()
         self.run_id = ""
         self.staged_relations = 0
+        self._chars = 0  # characters of the lines read into the current batch
 
     # -- driver --
 
@@ -224,7 +225,8 @@ class Ingestor:
                     continue
             if not line.strip():
                 continue
-            cols = [c.strip() for c in line.split("\t")]
+            self._chars += len(line)
+            cols = list(map(str.strip, line.split("\t")))
             if len(cols) < 3 or not is_node(cols[0]):
                 if report:
                     what = (f"found {len(cols)} tab-separated column(s), expected 3 to 5"
@@ -234,20 +236,18 @@ class Ingestor:
                 continue
             yield number, cols, None
 
-    @staticmethod
-    def _batches(items: Iterator[Item]) -> Iterator[list[Item]]:
-        """Group items into batches of bounded size; a file-level error (too large,
-        corrupt) is raised after the lines before it are handed out."""
+    def _batches(self, items: Iterator[Item]) -> Iterator[list[Item]]:
+        """Group items into batches of bounded size (lines, and characters counted by
+        `_lines`); a file-level error (too large, corrupt) is raised after the lines
+        before it are handed out."""
         batch: list[Item] = []
-        chars = 0
+        self._chars = 0
         try:
             for item in items:
                 batch.append(item)
-                if item[1] is not None:
-                    chars += sum(map(len, item[1]))
-                if len(batch) >= BATCH_LINES or chars >= BATCH_CHARS:
+                if len(batch) >= BATCH_LINES or self._chars >= BATCH_CHARS:
                     yield batch
-                    batch, chars = [], 0
+                    batch, self._chars = [], 0
         except (FileTooLarge, CorruptFile):
             if batch:
                 yield batch
