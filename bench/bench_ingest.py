@@ -1,12 +1,16 @@
 """Benchmark: ingest a synthetic 1,000,000-line TAC KB file; wall time and peak RSS.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo_bench \
-        python bench/bench_ingest.py [--docs 2000] [--lines 1000000]
+        python bench/bench_ingest.py [--docs 4200] [--lines 1000000] [--steps 4,2,1]
 
 Builds (once) a corpus of synthetic documents loaded with `load_corpus`, writes a
-valid KB over it, then ingests a quarter of it and the whole file, each in a fresh
+valid KB over it (the worst case: three new entities in every sentence), then
+ingests the first lines/4, lines/2 and all lines (`--steps` divisors), each in a fresh
 process (ingestion only: the planning that follows in eager mode is unhooked), and
-prints wall time and peak RSS of each; the last line compares the two peaks.
+prints wall time, CPU time (user+sys of the ingesting process, and of its Postgres
+backend when the server is local) and peak RSS of each. The last line compares the
+peaks of the full file and the quarter:
+`ingest N lines X s (CPU ...), peak N Y MB, peak N/4 Z MB, ratio R`.
 The database is migrated first; use a scratch database, not production.
 """
 
@@ -80,7 +84,7 @@ def write_kb(path: Path, docs: int, lines: int) -> int:
     return written
 
 
-def ingest_child(submission_id: int) -> None:
+def ingest_child(submission_id: int, profile: str | None = None) -> None:
     """Run in a fresh process: ingest and report time and peak RSS as JSON."""
     import django
 
@@ -93,25 +97,64 @@ def ingest_child(submission_id: int) -> None:
     # draw a sample inside this process (estimation/apps.py connects it).
     submission_ingested.disconnect(dispatch_uid="estimation-plan")
 
+    backend = _backend_pid()
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    db_before = _proc_cpu(backend)
     started = time.monotonic()
-    outcome = run_ingestion(submission_id)
+    if profile:
+        import cProfile
+
+        # CPU time of this process: the Postgres side is `db_cpu_seconds`.
+        profiler = cProfile.Profile(time.process_time)
+        outcome = profiler.runcall(run_ingestion, submission_id)
+        profiler.dump_stats(profile)
+    else:
+        outcome = run_ingestion(submission_id)
     seconds = time.monotonic() - started
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime - before.ru_utime - before.ru_stime
+    db_cpu = _proc_cpu(backend) - db_before
     sub = Submission.objects.get(pk=submission_id)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_mb = usage.ru_maxrss / 1024
     print(json.dumps({"outcome": outcome, "seconds": round(seconds, 1),
-                      "peak_rss_mb": round(rss_mb), "relations": sub.n_relations,
+                      "cpu_seconds": round(cpu, 1),
+                      "db_cpu_seconds": round(db_cpu, 1), "peak_rss_mb": round(rss_mb),
+                      "relations": sub.n_relations,
                       "mentions": sub.n_mentions, "entities": sub.n_entities,
                       "errors": sub.n_errors, "report": sub.report[:3]}))
+
+
+def _backend_pid() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()" if connection.vendor == "postgresql"
+                       else "SELECT 0")
+        return int(cursor.fetchone()[0])
+
+
+def _proc_cpu(pid: int) -> float:
+    """user+sys seconds of a local process (the Postgres backend); nan if unreadable
+    (remote server, not Linux): the backend's CPU is the SQL half of the work."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, default=4200)
     parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--steps", default="4,2,1",
+                        help="ingest lines/k for each k (4 must be one: the ratio's base)")
+    parser.add_argument("--profile", metavar="PREFIX",
+                        help="write cProfile stats of each step to PREFIX-<lines>.prof")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        ingest_child(args.child)
+        ingest_child(args.child, args.profile)
         return
 
     import django
@@ -145,7 +188,9 @@ def main() -> None:
 
     user, _ = User.objects.get_or_create(username="bench")
     results = {}
-    for label, n in (("quarter", args.lines // 4), ("full", args.lines)):
+    divisors = sorted({int(k) for k in args.steps.split(",")} | {1, 4}, reverse=True)
+    for k in divisors:
+        label, n = f"1/{k}" if k > 1 else "full", args.lines // k
         kb = OUT / f"kb_{n}.tsv"
         written = write_kb(kb, args.docs, n)
         if written < n:
@@ -155,24 +200,38 @@ def main() -> None:
                              original_name=kb.name, file_size=kb.stat().st_size)
             sub.file.save(kb.name, File(fh), save=False)
             sub.save()
-        proc = subprocess.run([sys.executable, __file__, "--child", str(sub.pk)],
+        child = [sys.executable, __file__, "--child", str(sub.pk)]
+        if args.profile:
+            child += ["--profile", f"{args.profile}-{n}.prof"]
+        proc = subprocess.run(child,
                               capture_output=True, text=True, cwd=ROOT, check=False)
         if proc.returncode:
             sys.exit(proc.stderr)
         res = json.loads(proc.stdout.strip().splitlines()[-1])
         results[label] = res
         print(f"{label}: {n:,} lines ({kb.stat().st_size / 1e6:.0f} MB) -> {res['outcome']} "
-              f"in {res['seconds']} s, peak RSS {res['peak_rss_mb']} MB; "
+              f"in {res['seconds']} s (CPU {res['cpu_seconds']} s + Postgres "
+              f"{res['db_cpu_seconds']} s), "
+              f"peak RSS {res['peak_rss_mb']} MB; "
               f"{res['relations']:,} relations, {res['mentions']:,} mentions, "
               f"{res['entities']:,} entities")
         delete_rows(sub)
         sub.file.delete(save=False)
         sub.delete()
     print(json.dumps(results))
-    q, f = results["quarter"], results["full"]
-    print(f"ingest {args.lines:,} lines {f['seconds']} s; peak RSS {f['peak_rss_mb']} MB vs "
-          f"{q['peak_rss_mb']} MB for {args.lines // 4:,} (ratio "
-          f"{f['peak_rss_mb'] / q['peak_rss_mb']:.2f})")
+    q, f = results["1/4"], results["full"]
+    full, quarter = _short(args.lines), _short(args.lines // 4)
+    print(f"ingest {full} lines {f['seconds']} s (CPU {f['cpu_seconds']} s + Postgres "
+          f"{f['db_cpu_seconds']} s), peak {full} "
+          f"{f['peak_rss_mb']} MB, peak {quarter} {q['peak_rss_mb']} MB, ratio "
+          f"{f['peak_rss_mb'] / q['peak_rss_mb']:.2f}")
+
+
+def _short(n: int) -> str:
+    """1000000 -> 1M, 250000 -> 250k."""
+    if n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    return f"{n // 1000}k" if n % 1000 == 0 else f"{n:,}"
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""What validation keeps in memory while it streams a KB file: a compact index of each
-entity's mention spans, and the corpus documents' texts and sentence bounds."""
+"""What validation keeps in memory while it streams a KB file: the current batch's
+entities with their mention spans (the rest wait in temporary tables, `ingest_nodes`),
+and the corpus documents' texts and sentence bounds (an LRU cache of DOC_CACHE)."""
 
 from __future__ import annotations
 

@@ -4,15 +4,18 @@ A file is accepted whole or refused whole, unless its owner chose drop-invalid:
 `processing` then re-runs the ingestor leaving out the lines (and the entities) that
 had errors, until what is left is clean.
 
-The file is streamed twice. Pass 1 reads entity lines (types, mentions, links) into
-a compact per-entity index of mention spans and checks mention text against the
-documents. Pass 2 reads relation lines, resolves each argument to a mention of its
-entity inside the provenance (the closest subject/object pair when there are several),
-folds the predicate into canonical direction and streams the row out. Rows go to
-temporary staging tables (Postgres COPY, elsewhere executemany); the checks that need
-the whole file (type consistency across entities, conflicting relations for a pair) and
-deduplication run in SQL (`ingest_sql`). Nothing but the entity index grows with the
-file.
+The file is streamed twice, in batches of lines. Pass 1 reads entity lines (types,
+mentions, links), checks mention text against the documents and stages the mentions;
+each entity's state (type, first line) lives in a temporary table that every batch
+reads and updates (`ingest_nodes`). Pass 2 reads relation lines, loads the batch's
+entities with their mentions in the cited documents, resolves each argument to a
+mention of its entity inside the provenance (the closest subject/object pair when
+there are several), folds the predicate into canonical direction and streams the row
+out. Rows go to temporary staging tables (Postgres COPY, elsewhere executemany); the
+checks that need the whole file (type consistency across entities, conflicting
+relations for a pair) and deduplication run in SQL (`ingest_sql`). Memory is bounded
+by the batch size and the document cache, whatever the number of entities; problems
+are still reported in file order, so the report is the same as a line-by-line pass.
 
 `Ingestor.run` must be called inside a transaction: it raises `Rejected` when the
 file has errors, and the caller's rollback removes every staged row.
@@ -33,6 +36,7 @@ from kbpo.core import schema
 from kbpo.core.gold import closest_pair
 
 from .indexes import MASK, DocumentIndex, Entity
+from .ingest_nodes import BATCH_CHARS, BATCH_LINES, NodeStore, report_untyped
 from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, submission_stats
 from .kbformat import (
     IGNORED_KINDS,
@@ -63,6 +67,9 @@ FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING
                         "NO_RELATIONS"})
 DROPPED_WITH_ENTITY = "DROPPED_WITH_ENTITY"
 
+# One item per read line: (number, columns, None), or (number, None, (code, message))
+# for a line-level problem.
+Item = tuple[int, list[str] | None, tuple[str, str] | None]
 
 
 class Rejected(Exception):
@@ -120,10 +127,12 @@ class Ingestor:
         self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
         self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
         self.docs = DocumentIndex(submission.corpus_id)
+        # The current batch's entities only (the rest are in `kbpo_stage_node`).
         self.entities: dict[str, Entity] = {}
         self.counts = _Counts()
         self.run_id = ""
         self.staged_relations = 0
+        self._chars = 0  # characters of the lines read into the current batch
 
     # -- driver --
 
@@ -137,15 +146,16 @@ class Ingestor:
             return outcome
 
     def _run(self, cursor: Any, stager: Stager) -> Outcome:
+        store = NodeStore(cursor, stager)
         try:
             with self._open() as raw:
-                self._pass1(raw, stager)
+                self._pass1(raw, stager, store)
             if self.counts.lines == 0:
                 self.report.add(1, "EMPTY_FILE", "the file is empty")
                 raise self._rejected()
-            self._finish_entities(stager)
+            self._finish_entities(store)
             with self._open() as raw:
-                self._pass2(raw, stager)
+                self._pass2(raw, stager, store)
         except FileTooLarge as exc:
             self.report.add(exc.line, "FILE_TOO_LARGE",
                             f"the file is larger than {exc.limit:,} bytes uncompressed "
@@ -182,8 +192,9 @@ class Ingestor:
         return Rejected(self.report, self._base_stats(), self.run_id,
                         frozenset(self.bad_nodes))
 
-    def _lines(self, raw: IO[bytes], report: bool) -> Iterator[tuple[int, list[str]]]:
-        """Split KB lines into columns; with `report`, record line-level problems."""
+    def _lines(self, raw: IO[bytes], report: bool) -> Iterator[Item]:
+        """Split KB lines into columns; with `report`, yield line-level problems too
+        (they are recorded in file order with the rest of the batch)."""
         for number, data in iter_lines(raw, self.max_bytes, self.max_line):
             if report:
                 self.counts.lines = number
@@ -191,14 +202,14 @@ class Ingestor:
                 continue
             if data is None:
                 if report:
-                    self.report.add(number, "LINE_TOO_LONG",
-                                    f"the line is longer than {self.max_line:,} bytes")
+                    yield number, None, ("LINE_TOO_LONG",
+                                         f"the line is longer than {self.max_line:,} bytes")
                 continue
             try:
                 line = decode_line(data)
             except SyntaxProblem as exc:
                 if report:
-                    self.report.add(number, exc.code, exc.message)
+                    yield number, None, (exc.code, exc.message)
                 continue
             if number == 1:
                 stripped = line.strip()
@@ -207,56 +218,90 @@ class Ingestor:
                     self.run_id = clean_run_id(stripped)
                     continue
                 if report:
-                    self.report.add(1, "MISSING_RUN_ID",
+                    yield 1, None, ("MISSING_RUN_ID",
                                     "the first line must be the run id, found "
                                     f"{clip(stripped) if stripped else 'an empty line'}")
                 if not looks_like_kb:
                     continue
             if not line.strip():
                 continue
-            cols = [c.strip() for c in line.split("\t")]
+            self._chars += len(line)
+            cols = list(map(str.strip, line.split("\t")))
             if len(cols) < 3 or not is_node(cols[0]):
                 if report:
                     what = (f"found {len(cols)} tab-separated column(s), expected 3 to 5"
                             if len(cols) < 3 else
                             f"the first column {clip(cols[0])} is not an entity node like :E1")
-                    self.report.add(number, "MALFORMED_LINE", what)
+                    yield number, None, ("MALFORMED_LINE", what)
                 continue
-            yield number, cols
+            yield number, cols, None
+
+    def _batches(self, items: Iterator[Item]) -> Iterator[list[Item]]:
+        """Group items into batches of bounded size (lines, and characters counted by
+        `_lines`); a file-level error (too large, corrupt) is raised after the lines
+        before it are handed out."""
+        batch: list[Item] = []
+        self._chars = 0
+        try:
+            for item in items:
+                batch.append(item)
+                if len(batch) >= BATCH_LINES or self._chars >= BATCH_CHARS:
+                    yield batch
+                    batch, self._chars = [], 0
+        except (FileTooLarge, CorruptFile):
+            if batch:
+                yield batch
+            raise
+        if batch:
+            yield batch
 
     # -- pass 1: entities --
 
-    def _pass1(self, raw: IO[bytes], stager: Stager) -> None:
-        for number, cols in self._lines(raw, report=True):
-            kind = cols[1]
-            if kind not in ENTITY_KINDS:
-                self.counts.relation_lines += 1
-                continue
-            self.counts.entity_lines += 1
-            if cols[0] in self.drop_nodes:
-                self._cascade(number, cols[0])
-                continue
-            ent = self.entities.get(cols[0])
-            if ent is None:
-                ent = self.entities[cols[0]] = Entity(number)
-            try:
-                if kind == "type":
-                    try:
-                        self._type_line(number, cols, ent)
-                    except SyntaxProblem:
-                        self.bad_nodes.add(cols[0])
-                        raise
-                elif kind == "link":
-                    if len(cols) not in (3, 4):
-                        raise SyntaxProblem("MALFORMED_LINE",
-                                            f"a link line has 3 columns, found {len(cols)}")
-                    ent.link = ent.link or cols[2][:500]
-                elif kind in MENTION_KINDS:
-                    self._mention_line(number, cols, ent, stager)
+    def _pass1(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
+        for batch in self._batches(self._lines(raw, report=True)):
+            nodes = {cols[0] for _, cols, _ in batch if cols is not None
+                     and cols[1] in ENTITY_KINDS and cols[0] not in self.drop_nodes}
+            self.entities, loaded = store.load(nodes)
+            for number, cols, problem in batch:
+                if cols is None:
+                    assert problem is not None
+                    self.report.add(number, *problem)
                 else:
-                    self.counts.skipped[f"{kind} lines (not used)"] += 1
-            except SyntaxProblem as exc:
-                self.report.add(number, exc.code, exc.message)
+                    self._entity_line(number, cols, stager)
+            store.save(self.entities, loaded)
+        self.entities = {}
+
+    def _entity_line(self, number: int, cols: list[str], stager: Stager) -> None:
+        kind = cols[1]
+        if kind not in ENTITY_KINDS:
+            self.counts.relation_lines += 1
+            return
+        self.counts.entity_lines += 1
+        if cols[0] in self.drop_nodes:
+            self._cascade(number, cols[0])
+            return
+        ent = self.entities.get(cols[0])
+        if ent is None:
+            ent = self.entities[cols[0]] = Entity(number)
+        try:
+            if kind == "type":
+                try:
+                    self._type_line(number, cols, ent)
+                except SyntaxProblem:
+                    self.bad_nodes.add(cols[0])
+                    raise
+            elif kind == "link":
+                if len(cols) not in (3, 4):
+                    raise SyntaxProblem("MALFORMED_LINE",
+                                        f"a link line has 3 columns, found {len(cols)}")
+                if cols[2][:500]:  # the first non-empty link is kept (ingest_nodes)
+                    stager.add("kbpo_stage_link", (cols[0], cols[2][:500], number))
+            elif kind in MENTION_KINDS:
+                self._mention_line(number, cols, stager)
+            else:
+                self.counts.skipped[f"{kind} lines (not used)"] += 1
+        except SyntaxProblem as exc:
+            self.report.add(number, exc.code, exc.message)
 
     def _type_line(self, number: int, cols: list[str], ent: Entity) -> None:
         if len(cols) != 3:
@@ -304,8 +349,7 @@ class Ingestor:
                                 f"the text at {doc_id}:{begin}-{end - 1} is {clip(actual)}, "
                                 f"not {clip(text)}")
 
-    def _mention_line(self, number: int, cols: list[str], ent: Entity,
-                      stager: Stager) -> None:
+    def _mention_line(self, number: int, cols: list[str], stager: Stager) -> None:
         if len(cols) == 3:
             raise SyntaxProblem("MENTION_WITHOUT_PROVENANCE",
                                 f"the {cols[1]} of {cols[0]} has no provenance span")
@@ -320,44 +364,49 @@ class Ingestor:
         doc_id, begin, end = spans[0]
         pk = self._resolve_span(doc_id, begin, end)
         self._check_text(pk, doc_id, begin, end, text)
-        packed = (pk << 64) | (begin << 32) | end
-        ent.add(packed)  # duplicates are harmless: lookups collect a set
+        # Pass 2 and the entity's canonical span read the staged row (ingest_nodes).
         canonical = cols[1] == "canonical_mention"
-        if canonical and not ent.canonical:
-            ent.canonical = packed
         stager.add("kbpo_stage_mention", (cols[0], pk, begin, end, None, int(canonical), number))
 
-    def _finish_entities(self, stager: Stager) -> None:
-        for order, (node, ent) in enumerate(self.entities.items()):
-            if ent.skip:
-                self.counts.skipped["entities of type FAC/LOC"] += 1
-                continue
-            if ent.type is None:
-                if ent.type_error:
-                    continue
-                self.report.add(ent.line, "ENTITY_WITHOUT_TYPE",
-                                f"entity {node} has no type line")
-                self.bad_nodes.add(node)
-                continue
-            canon = ent.canonical or ent.first()
-            cdoc, cb, ce = ((canon >> 64, (canon >> 32) & MASK, canon & MASK) if canon
-                            else (None, None, None))
-            stager.add("kbpo_stage_entity", (node, ent.type, ent.link, cdoc, cb, ce, order))
+    def _finish_entities(self, store: NodeStore) -> None:
+        skipped = store.skipped()
+        if skipped:
+            self.counts.skipped["entities of type FAC/LOC"] += skipped
+        report_untyped(store, self.report, self.bad_nodes)
+        store.stage_entities()
 
     # -- pass 2: relations --
 
-    def _pass2(self, raw: IO[bytes], stager: Stager) -> None:
-        for number, cols in self._lines(raw, report=False):
-            if cols[1] in ENTITY_KINDS:
-                continue
-            dropped = next((n for n in (cols[0], cols[2]) if n in self.drop_nodes), None)
-            if dropped is not None:
-                self._cascade(number, dropped)
-                continue
-            try:
-                self._relation_line(number, cols, stager)
-            except SyntaxProblem as exc:
-                self.report.add(number, exc.code, exc.message)
+    def _pass2(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
+        for batch in self._batches(self._lines(raw, report=False)):
+            lines = [(number, cols) for number, cols, _ in batch
+                     if cols is not None and cols[1] not in ENTITY_KINDS]
+            keys: set[tuple[str, int | None]] = set()
+            for _, cols in lines:
+                doc = self._first_document(cols)
+                keys.add((cols[0], doc))
+                if is_node(cols[2]):
+                    keys.add((cols[2], doc))
+            self.entities = store.lookup(keys)
+            for number, cols in lines:
+                dropped = next((n for n in (cols[0], cols[2]) if n in self.drop_nodes),
+                               None)
+                if dropped is not None:
+                    self._cascade(number, dropped)
+                    continue
+                try:
+                    self._relation_line(number, cols, stager)
+                except SyntaxProblem as exc:
+                    self.report.add(number, exc.code, exc.message)
+        self.entities = {}
+
+    def _first_document(self, cols: list[str]) -> int | None:
+        """The primary key of the document a relation line's provenance starts in
+        (where its arguments' mentions are looked up), if it names a known one."""
+        if len(cols) < 4:
+            return None
+        found = self.docs.ids.get(cols[3].split(",", 1)[0].strip().split(":", 1)[0])
+        return found[0] if found else None
 
     def _cascade(self, number: int, node: str) -> None:
         self.cascaded[number] = (DROPPED_WITH_ENTITY,

@@ -4,6 +4,7 @@ tables, so a rollback or the end of the connection removes them."""
 
 from __future__ import annotations
 
+import csv
 import io
 from collections import Counter
 from collections.abc import Sequence
@@ -27,16 +28,14 @@ STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
                             ("predicate", "TEXT"), ("subj", "TEXT"), ("obj", "TEXT"),
                             ("conf", "DOUBLE PRECISION")),
     "kbpo_stage_conflict": (("p1", "TEXT"), ("p2", "TEXT")),
+    # Entity nodes' state across pass 1's batches (`ingest_nodes`).
+    "kbpo_stage_node": (("node", "TEXT PRIMARY KEY"), ("line", "INTEGER"), ("type", "TEXT"),
+                        ("skip", "INTEGER"), ("type_error", "INTEGER")),
+    "kbpo_stage_node_batch": (("node", "TEXT"), ("line", "INTEGER"), ("type", "TEXT"),
+                              ("skip", "INTEGER"), ("type_error", "INTEGER")),
+    "kbpo_stage_link": (("node", "TEXT"), ("link", "TEXT"), ("line", "INTEGER")),
+    "kbpo_stage_keys": (("node", "TEXT"), ("doc", "BIGINT")),
 }
-
-
-def _copy_value(value: object) -> str:
-    if value is None:
-        return "\\N"
-    if isinstance(value, str):
-        return (value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
-                .replace("\r", "\\r"))
-    return str(value)
 
 
 class Stager:
@@ -66,12 +65,14 @@ class Stager:
             return
         cols = [c for c, _ in STAGE_TABLES[table]]
         if self.postgres:
+            # CSV is written in C. It writes None and "" alike as an empty unquoted
+            # field, which COPY reads as NULL: staged text is never empty (no column
+            # holds "" as a value), so nothing is lost.
             data = io.StringIO()
-            for row in buf:
-                data.write("\t".join(map(_copy_value, row)))
-                data.write("\n")
+            csv.writer(data, lineterminator="\n").writerows(buf)
             data.seek(0)
-            self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN", data)
+            self.cursor.copy_expert(
+                f"COPY {table} ({', '.join(cols)}) FROM STDIN WITH (FORMAT csv)", data)
         else:
             marks = ", ".join(["%s"] * len(cols))
             self.cursor.executemany(
@@ -82,10 +83,18 @@ class Stager:
     def flush_all(self) -> None:
         for table in STAGE_TABLES:
             self.flush(table)
+        for table in STAGE_TABLES:
+            self.analyze(table)
+
+    def analyze(self, table: str) -> None:
         if self.postgres:
-            # Temporary tables are never auto-analyzed; the joins below need row counts.
-            for table in STAGE_TABLES:
-                self.cursor.execute(f"ANALYZE {table}")
+            # Temporary tables are never auto-analyzed; the joins need row counts.
+            self.cursor.execute(f"ANALYZE {table}")
+
+    def clear(self, table: str) -> None:
+        """Empty a table reused batch after batch (TRUNCATE leaves no dead rows)."""
+        self.buffers[table].clear()
+        self.cursor.execute(f"{'TRUNCATE' if self.postgres else 'DELETE FROM'} {table}")
 
     def drop(self) -> None:
         for table in STAGE_TABLES:

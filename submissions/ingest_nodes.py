@@ -1,0 +1,146 @@
+"""Entity nodes of a file being ingested, kept in the database rather than in memory.
+
+Pass 1 reads the file in batches of lines: it loads the state of the batch's nodes
+(first line, type, FAC/LOC skip, invalid-type flag) from a temporary table, applies
+the batch's entity lines in file order, and writes back what changed. Pass 2 loads,
+per batch of relation lines, only the nodes those lines name and their mentions in the
+documents the lines cite. So the ingestor's memory is bounded by the batch size, not
+by the number of entities in the file (`Ingestor` drives this; `ingest_sql` owns the
+whole-file checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .indexes import Entity
+from .kbformat import Report
+from .staging import Stager
+
+# One batch holds at most this many lines, or about this many characters of them.
+BATCH_LINES = 20_000
+BATCH_CHARS = 4 << 20
+
+NodeState = tuple[str | None, bool, bool]  # type, skip (FAC/LOC), type_error
+
+
+def state_of(ent: Entity) -> NodeState:
+    return ent.type, ent.skip, ent.type_error
+
+
+class NodeStore:
+    """Reads and writes the per-node state of one ingestion (temporary tables)."""
+
+    def __init__(self, cursor: Any, stager: Stager) -> None:
+        self.cursor = cursor
+        self.stager = stager
+
+    def _keys(self, rows: Iterable[tuple[str, int | None]]) -> None:
+        """Replace the batch's keys: (node, document pk or NULL)."""
+        self.stager.clear("kbpo_stage_keys")
+        for row in rows:
+            self.stager.add("kbpo_stage_keys", row)
+        self.stager.flush("kbpo_stage_keys")
+        self.stager.analyze("kbpo_stage_keys")
+
+    # -- pass 1 --
+
+    def load(self, nodes: set[str]) -> tuple[dict[str, Entity], dict[str, NodeState]]:
+        """The known nodes among `nodes`, and their state as loaded (to spot changes)."""
+        if not nodes:
+            return {}, {}
+        self._keys((node, None) for node in nodes)
+        self.cursor.execute("""
+            SELECT node, line, type, skip, type_error FROM kbpo_stage_node
+            WHERE node IN (SELECT node FROM kbpo_stage_keys)""")
+        ents: dict[str, Entity] = {}
+        for node, line, typ, skip, type_error in self.cursor.fetchall():
+            ent = ents[node] = Entity(line)
+            ent.type, ent.skip, ent.type_error = typ, bool(skip), bool(type_error)
+        return ents, {node: state_of(ent) for node, ent in ents.items()}
+
+    def save(self, ents: dict[str, Entity], loaded: dict[str, NodeState]) -> None:
+        """Write back the nodes that are new or whose state changed."""
+        changed = False
+        for node, ent in ents.items():
+            if loaded.get(node) != state_of(ent):
+                self.stager.add("kbpo_stage_node_batch", (node, ent.line, ent.type,
+                                                          int(ent.skip), int(ent.type_error)))
+                changed = True
+        if not changed:
+            return
+        self.stager.flush("kbpo_stage_node_batch")
+        # `WHERE true` lets SQLite parse the upsert of an INSERT ... SELECT.
+        self.cursor.execute("""
+            INSERT INTO kbpo_stage_node (node, line, type, skip, type_error)
+            SELECT node, line, type, skip, type_error FROM kbpo_stage_node_batch WHERE true
+            ON CONFLICT (node) DO UPDATE SET type = excluded.type, skip = excluded.skip,
+                type_error = excluded.type_error""")
+        self.stager.clear("kbpo_stage_node_batch")
+
+    def skipped(self) -> int:
+        """How many entities are FAC/LOC (not evaluated)."""
+        self.cursor.execute("SELECT COUNT(*) FROM kbpo_stage_node WHERE skip = 1")
+        return int(self.cursor.fetchone()[0])
+
+    def untyped(self) -> Iterator[tuple[str, int]]:
+        """(node, first line) of entities without any type line, in file order."""
+        self.cursor.execute("""
+            SELECT node, line FROM kbpo_stage_node
+            WHERE type IS NULL AND skip = 0 AND type_error = 0 ORDER BY line""")
+        while rows := self.cursor.fetchmany(5000):
+            yield from rows
+
+    def stage_entities(self) -> None:
+        """Stage the typed, evaluated entities with their first non-empty link and
+        canonical span (the first canonical_mention, else the first mention)."""
+        self.stager.flush("kbpo_stage_mention")
+        self.stager.flush("kbpo_stage_link")
+        self.cursor.execute("""
+            INSERT INTO kbpo_stage_entity (node, type, link, cdoc, cb, ce, ord)
+            SELECT n.node, n.type, COALESCE(l.link, ''), c.doc, c.b, c.e, n.line
+            FROM kbpo_stage_node n
+            LEFT JOIN (SELECT node, link,
+                              ROW_NUMBER() OVER (PARTITION BY node ORDER BY line) AS r
+                       FROM kbpo_stage_link) l ON l.node = n.node AND l.r = 1
+            LEFT JOIN (SELECT node, doc, b, e, ROW_NUMBER() OVER (
+                                  PARTITION BY node ORDER BY canon DESC, line) AS r
+                       FROM kbpo_stage_mention WHERE node IS NOT NULL) c
+                 ON c.node = n.node AND c.r = 1
+            WHERE n.type IS NOT NULL AND n.skip = 0""")
+        # Pass 2 looks mentions up by node and document.
+        self.cursor.execute(
+            "CREATE INDEX kbpo_stage_mention_node ON kbpo_stage_mention (node, doc)")
+        for table in ("kbpo_stage_mention", "kbpo_stage_node"):
+            self.stager.analyze(table)
+
+    # -- pass 2 --
+
+    def lookup(self, keys: set[tuple[str, int | None]]) -> dict[str, Entity]:
+        """The nodes named in `keys` (node, document pk), each with its mentions in
+        the documents given for it; unknown nodes are absent."""
+        if not keys:
+            return {}
+        self._keys(keys)
+        self.cursor.execute("""
+            SELECT node, line, type, skip FROM kbpo_stage_node
+            WHERE node IN (SELECT node FROM kbpo_stage_keys)""")
+        ents: dict[str, Entity] = {}
+        for node, line, typ, skip in self.cursor.fetchall():
+            ent = ents[node] = Entity(line)
+            ent.type, ent.skip = typ, bool(skip)
+        self.cursor.execute("""
+            SELECT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
+            JOIN (SELECT DISTINCT node, doc FROM kbpo_stage_keys) k
+                 ON k.node = m.node AND k.doc = m.doc""")
+        for node, doc, b, e in self.cursor.fetchall():
+            ents[node].add((doc << 64) | (b << 32) | e)
+        return ents
+
+
+def report_untyped(store: NodeStore, report: Report, bad_nodes: set[str]) -> None:
+    """ENTITY_WITHOUT_TYPE for every entity with no type line (in file order)."""
+    for node, line in store.untyped():
+        report.add(line, "ENTITY_WITHOUT_TYPE", f"entity {node} has no type line")
+        bad_nodes.add(node)

@@ -1,0 +1,90 @@
+"""Ingestion reads the file in batches of lines, keeping entity state in the database:
+the outcome (rows, report and its order under the cap, stats, dropped lines) must not
+depend on where the batch boundaries fall."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from submissions import ingest as ingest_mod
+from submissions.models import RelationInstance, Submission, SubmissionEntity, SubmissionMention
+from submissions.processing import run_ingestion
+
+from .kb import mention, sentence, to_bytes, valid_lines
+
+
+def reordered() -> list[str]:
+    """The valid file with its relations first (entities used before their lines), a
+    type line after the entity's mentions, a repeated type line far from the first,
+    links, and a FAC entity in a relation."""
+    lines = valid_lines()
+    head, entities, relations = lines[0], lines[1:21], lines[21:]
+    e1 = [entities.pop(0)]  # :E1's type line goes last
+    return [head, *relations, ":E5\ttype\tFAC", mention(":E5", "D1", "London"),
+            f":E1\tper:place_of_birth\t:E5\t{sentence('D1', 0)}", *entities,
+            ":E3\tlink\tWikipedia:Acme", ":E3\tlink\tWikipedia:Other", *e1,
+            ":E2\ttype\tGPE"]
+
+
+def with_errors() -> list[str]:
+    """Errors of every pass across the file: entity types given twice differently (far
+    apart), an entity without type, an unknown type, FAC after PER, unknown nodes,
+    malformed lines, a bad mention."""
+    lines = reordered()
+    return [*lines[:5], ":E1\ttype\tORG", "E9\ttype\tPER", mention(":E6", "D1", "engineer"),
+            ":E7\ttype\tANIMAL", *lines[5:20], ":E4\ttype\tFAC", ":E4\ttype\tLOC",
+            f":E1\tper:siblings\t:E9\t{sentence('D2', 2)}", ':E1\tmention\t"Ada"\tD9:0-2',
+            *lines[20:], ":E1\ttype\tORG", ":E8\tlink\t", ":E8\ttype\tPER"]
+
+
+def snapshot(stored: Callable[..., Submission], data: bytes, batch: int,
+             monkeypatch: pytest.MonkeyPatch, **fields: object) -> dict[str, object]:
+    monkeypatch.setattr(ingest_mod, "BATCH_LINES", batch)
+    sub = stored(data, **fields)
+    run_ingestion(sub.pk)
+    sub.refresh_from_db()
+    entities = list(SubmissionEntity.objects.filter(submission=sub).order_by("id").values_list(
+        "node", "type", "link", "canonical_document_id", "canonical_begin", "canonical_end"))
+    mentions = sorted(SubmissionMention.objects.filter(submission=sub).values_list(
+        "entity__node", "document_id", "begin", "end", "type", "is_canonical"),
+        key=repr)
+    rels = sorted((r.pair.pair_key, r.predicate, r.subject_entity.node,
+                   r.object_entity.node if r.object_entity else None, r.confidence, r.line)
+                  for r in RelationInstance.objects.filter(submission=sub).select_related(
+                      "pair__document", "subject_entity", "object_entity"))
+    return {"state": sub.state, "report": sub.report, "counts": sub.report_counts,
+            "stats": sub.stats, "dropped": sub.dropped, "entities": entities,
+            "mentions": mentions, "relations": rels,
+            "n": (sub.n_entities, sub.n_mentions, sub.n_relations, sub.n_warnings,
+                  sub.n_errors)}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", ["accepted", "rejected", "dropped"])
+def test_outcome_does_not_depend_on_batch_boundaries(
+        stored: Callable[..., Submission], monkeypatch: pytest.MonkeyPatch, settings,
+        case: str) -> None:
+    settings.KBPO_SUBMISSION_REPORT_MAX = 6  # which problems are kept depends on order
+    lines = reordered() if case == "accepted" else with_errors()
+    data = to_bytes(lines)
+    fields = {"drop_invalid": True} if case == "dropped" else {}
+    whole = snapshot(stored, data, 100_000, monkeypatch, **fields)
+    expected_state = "rejected" if case == "rejected" else "ingested"
+    assert whole["state"] == expected_state, whole["report"]
+    if case == "accepted":
+        assert whole["n"] == (4, 16, 8, 3, 0), whole["report"]
+        ada = next(e for e in whole["entities"] if e[0] == ":E1")
+        assert ada[2] == "Wikipedia:Ada_Lovelace"
+        acme = next(e for e in whole["entities"] if e[0] == ":E3")
+        assert acme[2] == "Wikipedia:Acme"  # the first link line wins
+    elif case == "rejected":
+        assert whole["counts"]["INCONSISTENT_ENTITY_TYPE"] >= 1
+        assert len(whole["report"]) == 6 < whole["n"][4]  # the cap bites
+    else:
+        codes = [code for _, code, _ in whole["dropped"]]
+        assert "INCONSISTENT_ENTITY_TYPE" in codes and whole["n"][2] > 0
+        assert len(codes) > 6  # the report shows the first 6 dropped lines only
+    for batch in (1, 2, 3, 7, 16):
+        assert snapshot(stored, data, batch, monkeypatch, **fields) == whole, batch
