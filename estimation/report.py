@@ -118,12 +118,14 @@ def control_cost(sub: Submission) -> Decimal:
 
 def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemScore]]:
     """The newest complete run that scored this submission, with its rows per scheme."""
-    score = (SystemScore.objects.filter(submission=sub, run__status=ScoreRun.Status.COMPLETE)
-             .select_related("run").order_by("-run__finished_at", "-run_id").first())
-    if score is None:
+    newest = (SystemScore.objects.filter(submission=sub, run__status=ScoreRun.Status.COMPLETE)
+              .order_by("-run__finished_at", "-run_id").values("run_id")[:1])
+    # One query: the newest run is a subquery (no run: NULL, so no rows).
+    rows = list(SystemScore.objects.filter(submission=sub, run_id=Subquery(newest))
+                .select_related("run"))
+    if not rows:
         return None, {}
-    rows = SystemScore.objects.filter(run=score.run, submission=sub)
-    return score.run, {r.scheme: r for r in rows}
+    return rows[0].run, {r.scheme: r for r in rows}
 
 
 def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from the exhaustive sample; the report reads them, and a run without them still 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 
 import pytest
@@ -12,7 +13,7 @@ from django.urls import reverse
 
 from annotations.models import ExhaustiveDocument, GoldRelation
 from estimation import report, scoring
-from estimation.models import SystemScore
+from estimation.models import ScoreRun, SystemScore
 from submissions.models import State, Submission
 from tests.estimation.scoring.scoring_world import World, label
 from tests.factories import make_submission
@@ -113,3 +114,27 @@ def test_the_report_reads_the_stored_counts_and_renders_an_older_run_the_same(
     assert {p["predicate"]: (p["exhaustive"], p["found"]) for p in api}["per:spouse"] == (4, 3)
     assert "per:employee_or_member_of" not in {p["predicate"] for p in api}
     assert table != stored[0] and "per:employee_or_member_of" not in table
+
+
+@pytest.mark.django_db
+def test_latest_scores_is_the_newest_complete_run_that_scored_the_submission(
+        scored: World) -> None:
+    a, b = scored.a, scored.b
+    assert report.latest_scores(make_submission(scored.corpus, [], name="New")) == (None, {})
+    run, scores = report.latest_scores(a)
+    assert set(scores) == set(SystemScore.objects.filter(run=run, submission=a)
+                              .values_list("scheme", flat=True)) and len(scores) == 4
+    # A newer complete run without Alpha (withdrawn meanwhile), and a newer failed one.
+    later = ScoreRun.objects.create(corpus=scored.corpus, generation=99, draw_scheme="instance",
+                                    confidence=0.9, started_at=run.started_at,
+                                    finished_at=run.finished_at + dt.timedelta(minutes=1),
+                                    status=ScoreRun.Status.COMPLETE)
+    SystemScore.objects.create(run=later, submission=b, scheme="instance")
+    failed = ScoreRun.objects.create(corpus=scored.corpus, generation=100, confidence=0.9,
+                                     draw_scheme="instance", started_at=run.started_at,
+                                     finished_at=run.finished_at + dt.timedelta(minutes=2),
+                                     status=ScoreRun.Status.FAILED)
+    SystemScore.objects.create(run=failed, submission=a, scheme="instance")
+    assert report.latest_scores(a)[0] == run
+    newest, rows = report.latest_scores(b)
+    assert newest == later and list(rows) == ["instance"]
