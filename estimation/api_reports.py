@@ -214,7 +214,8 @@ class ProgressSerializer(serializers.Serializer):
     run = serializers.IntegerField(allow_null=True, help_text="Newest run that scored it.")
 
 
-def predicate_dicts(sub: Submission, confidence: float) -> list[dict[str, Any]]:
+def predicate_dicts(sub: Submission, confidence: float,
+                    scores: dict[str, SystemScore] | None = None) -> list[dict[str, Any]]:
     return [{"predicate": p.predicate, "instances": p.instances, "draws": p.draws,
              "labelled": p.labelled, "correct": p.correct,
              "precision": {"estimate": p.precision, "lo": p.lo, "hi": p.hi,
@@ -222,7 +223,7 @@ def predicate_dicts(sub: Submission, confidence: float) -> list[dict[str, Any]]:
              "exhaustive": p.exhaustive, "found": p.found,
              "recall": {"estimate": p.recall, "lo": p.r_lo, "hi": p.r_hi,
                         "exact": is_exact(p.r_lo, p.r_hi)}}
-            for p in report.per_predicate(sub, confidence)]
+            for p in report.per_predicate(sub, confidence, scores)]
 
 
 class _SubmissionAPIView(APIView):
@@ -267,7 +268,7 @@ class ScoresAPIView(_SubmissionAPIView):
             "schemes": [{"scheme": s, **scheme_scores(scores[s]),
                          "correction": correction(scores[s])}
                         for s in lb.BOARD_SCHEMES if s in scores],
-            "predicates": predicate_dicts(sub, confidence),
+            "predicates": predicate_dicts(sub, confidence, scores),
             "crowd": report.crowd(sub, confidence, scores)}).data)
 
 

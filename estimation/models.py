@@ -146,6 +146,10 @@ class SystemScore(models.Model):
     p_joint_hard = _score_field()
     r_joint_hard = _score_field()
     f1_joint_hard = _score_field()
+    # On the run's draw-scheme row only: {predicate: [true instances in the exhaustive
+    # sample, of which this system predicted]}, so the report reads its per-predicate
+    # recall instead of reloading the exhaustive sample. Null on runs that predate it.
+    exhaustive_found = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "submission", "scheme"],

@@ -118,12 +118,14 @@ def control_cost(sub: Submission) -> Decimal:
 
 def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemScore]]:
     """The newest complete run that scored this submission, with its rows per scheme."""
-    score = (SystemScore.objects.filter(submission=sub, run__status=ScoreRun.Status.COMPLETE)
-             .select_related("run").order_by("-run__finished_at", "-run_id").first())
-    if score is None:
+    newest = (SystemScore.objects.filter(submission=sub, run__status=ScoreRun.Status.COMPLETE)
+              .order_by("-run__finished_at", "-run_id").values("run_id")[:1])
+    # One query: the newest run is a subquery (no run: NULL, so no rows).
+    rows = list(SystemScore.objects.filter(submission=sub, run_id=Subquery(newest))
+                .select_related("run"))
+    if not rows:
         return None, {}
-    rows = SystemScore.objects.filter(run=score.run, submission=sub)
-    return score.run, {r.scheme: r for r in rows}
+    return rows[0].run, {r.scheme: r for r in rows}
 
 
 def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore]) -> dict[str, Any]:
@@ -270,12 +272,25 @@ def _exhaustive_found(sub: Submission) -> tuple[Counter, Counter]:
     return total, found
 
 
-def per_predicate(sub: Submission, confidence: float = 0.9) -> list[PredicateRow]:
+def stored_exhaustive_found(scores: dict[str, SystemScore]) -> tuple[Counter, Counter] | None:
+    """The counts of `_exhaustive_found` as the score run stored them (on its draw-scheme
+    row); None for a run that predates them."""
+    stored = next((s.exhaustive_found for s in scores.values()
+                   if s.exhaustive_found is not None), None)
+    if stored is None:
+        return None
+    return (Counter({p: t for p, (t, _) in stored.items()}),
+            Counter({p: f for p, (_, f) in stored.items()}))
+
+
+def per_predicate(sub: Submission, confidence: float = 0.9,
+                  scores: dict[str, SystemScore] | None = None) -> list[PredicateRow]:
     """Per predicate: instances, simple precision from this submission's labelled draws,
     and simple recall from the exhaustive sample (share of its true instances found).
 
     Each draw counts (draws are with replacement), matching the simple estimator. Both
-    intervals are Wilson's on the counts behind them.
+    intervals are Wilson's on the counts behind them. The recall counts are those the
+    latest run stored (`scores`, from `latest_scores`), else computed here.
     """
     instances = dict(RelationInstance.objects.filter(submission=sub).values_list("predicate")
                      .annotate(n=Count("id")).order_by())
@@ -293,7 +308,8 @@ def per_predicate(sub: Submission, confidence: float = 0.9) -> list[PredicateRow
             labelled[predicate] += n
             correct[predicate] += n * int(verdict)
     z = z_value(confidence)
-    total, found = _exhaustive_found(sub)
+    counts = stored_exhaustive_found(scores) if scores else None
+    total, found = counts if counts is not None else _exhaustive_found(sub)
     out = []
     # Predicates the submission never predicted still have a recall (0 of their truth).
     for predicate in sorted(set(instances) | set(total),

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+import numpy as np
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import DatabaseError, connection, transaction
@@ -46,7 +47,7 @@ from submissions.services import TransitionError, transition
 from . import instance_cache
 from .core import SCHEMES, Estimates, estimate
 from .core.noise import correction_variance, widen
-from .data import CorpusData, load_corpus_data, store_instance_cache
+from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .models import (
     METRIC_COLUMNS,
     METRICS,
@@ -230,6 +231,27 @@ def _store_cache(data: CorpusData) -> None:
         logger.exception("could not store the instance arrays of corpus %s", data.corpus.pk)
 
 
+def exhaustive_found(data: CorpusData) -> dict[int, dict[str, list[int]]]:
+    """Per submission: {predicate: [true instances in the exhaustive sample, of which the
+    submission predicted]}, for the report's per-predicate recall (estimation/report.py).
+
+    An exhaustive instance matching no mention pair (negative id) is found by nobody.
+    """
+    width = len(PREDICATES)
+    preds = data.exhaustive_preds
+    total = np.bincount(preds, minlength=width)
+    pop = data.population
+    dense = pop.lookup_pairs(data.exhaustive_pairs)  # -1: a pair no system predicted
+    keys = np.where(dense >= 0, dense * width + preds, -1)
+    out = {}
+    for sub in data.submissions:
+        pairs, codes, _ = pop.system_instances(pop.index_of(system_name(sub.pk)))
+        found = np.bincount(preds[np.isin(keys, pairs * width + codes)], minlength=width)
+        out[sub.pk] = {PREDICATES[c]: [int(total[c]), int(found[c])]
+                       for c in np.flatnonzero(total)}
+    return out
+
+
 def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "",
               progress: Progress | None = None, full: bool = False) -> ScoreRun:
     """Estimate every active system on `corpus` under every scheme and store the history.
@@ -281,6 +303,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
         hard = _hard_estimates(data, draw_scheme, schemes, confidence)
         costs = attributed_costs(ids)
+        found = exhaustive_found(data)
         rows = []
         for scheme in schemes:
             block = res.results.get(scheme, {})
@@ -300,7 +323,8 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                 rows.append(SystemScore(
                     run=run, submission_id=sid, scheme=scheme, **values,
                     labels_used=int(res.labels_used[i]), draws=int(res.n[i]),
-                    pending=int(res.pending[i]), cost_usd=costs.get(sid, Decimal("0"))))
+                    pending=int(res.pending[i]), cost_usd=costs.get(sid, Decimal("0")),
+                    exhaustive_found=found[sid] if scheme == draw_scheme else None))
         finished = timezone.now()
         with transaction.atomic():
             SystemScore.objects.bulk_create(rows, batch_size=1000)

@@ -292,7 +292,7 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": report.progress(sub), "spend": report.spend(sub),
         "history": report.history(sub, scheme), "scheme": scheme,
         "scheme_label": lb.BOARD_SCHEMES[scheme], "schemes": lb.BOARD_SCHEMES,
-        "predicates": report.per_predicate(sub), "page": page,
+        "predicates": report.per_predicate(sub, scores=scores), "page": page,
         "samples": report.samples(list(page.object_list)), "verdict": verdict,
         "verdicts": report.verdict_counts(sub),
         "confidence_pct": round(100 * confidence),
@@ -313,7 +313,7 @@ def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonRespons
 def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """Per-predicate precision and recall of a submission, as on its report."""
     sub = _visible(request, pk)
-    run, _ = report.latest_scores(sub)
+    run, scores = report.latest_scores(sub)
     confidence = run.confidence if run else settings.KBPO_CONFIDENCE
     resp = HttpResponse(content_type="text/csv; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="predicates-{sub.pk}.csv"'
@@ -321,7 +321,7 @@ def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
     writer.writerow(["predicate", "instances", "draws", "labelled", "correct", "precision",
                      "precision_lo", "precision_hi", "exhaustive", "found", "recall",
                      "recall_lo", "recall_hi"])
-    for p in report.per_predicate(sub, confidence):
+    for p in report.per_predicate(sub, confidence, scores):
         writer.writerow([_cell(p.predicate), p.instances, p.draws, p.labelled, p.correct,
                          _num(p.precision), _num(p.lo), _num(p.hi), p.exhaustive, p.found,
                          _num(p.recall), _num(p.r_lo), _num(p.r_hi)])
