@@ -292,7 +292,7 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": report.progress(sub), "spend": report.spend(sub),
         "history": report.history(sub, scheme), "scheme": scheme,
         "scheme_label": lb.BOARD_SCHEMES[scheme], "schemes": lb.BOARD_SCHEMES,
-        "predicates": report.per_predicate(sub, scores=scores), "page": page,
+        "predicates": report.per_predicate(sub, confidence, scores), "page": page,
         "samples": report.samples(list(page.object_list)), "verdict": verdict,
         "verdicts": report.verdict_counts(sub),
         "confidence_pct": round(100 * confidence),

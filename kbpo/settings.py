@@ -395,7 +395,7 @@ CELERY_BEAT_SCHEDULE = {
 KBPO_ANSWERS_PER_QUESTION = env_int("KBPO_ANSWERS_PER_QUESTION", 3)
 # Estimate with soft labels (P(right) from the workers' measured rates) where the
 # quality pass has stored them (docs/estimation.md, noisy crowds).
-KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", False)
+KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", True)
 # With soft labels, bootstrap replicates over workers whose refitted soft labels add the
 # correction's own uncertainty to the intervals (0 or 1: none; estimation/correction.py).
 KBPO_SOFT_LABEL_BOOTSTRAP = env_int("KBPO_SOFT_LABEL_BOOTSTRAP", 8)

@@ -118,8 +118,8 @@ def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance"
     """
     from .estimators import estimate
 
-    if ev.true_prob is None or ev.soft_prior is None:
-        return ev
+    if ev.true_prob is None or ev.soft_prior is None or len(pop) == 0:
+        return ev  # nothing soft, or no system to give a prior to
     prior = np.full(len(pop), np.nan) if start is None else np.asarray(start, float)
     for _ in range(rounds):
         cur = replace(ev, system_prior=prior)
