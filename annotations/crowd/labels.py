@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from annotations.models import (
@@ -77,6 +78,28 @@ def _request_extra(q: Question) -> Hit | None:
     return hit
 
 
+def _ready(question_ids: Iterable[int]) -> tuple[list[int], int]:
+    """(open relation questions with all their answers, in id order; how many are open
+    with answers still to come), read in one query without locks.
+
+    Skipping a question that looked short of answers here is safe: answers are only
+    ever added, and the submission of each answer aggregates its questions after it
+    commits, so the one that brings the last answer sees it. A question found ready is
+    locked and checked again before it is labelled.
+    """
+    ready, waiting = [], 0
+    rows = (Question.objects.filter(pk__in=set(question_ids), kind=TaskKind.RELATION,
+                                    state=QuestionState.OPEN)
+            .annotate(n=Count("responses")).order_by("pk")
+            .values_list("pk", "n", "answers_needed"))
+    for qid, n, needed in rows:
+        if n < needed:
+            waiting += 1
+        else:
+            ready.append(qid)
+    return ready, waiting
+
+
 def aggregate(question_ids: Iterable[int]) -> AggregateResult:
     """Aggregate these questions where they have enough answers (idempotent)."""
     out = AggregateResult()
@@ -85,7 +108,8 @@ def aggregate(question_ids: Iterable[int]) -> AggregateResult:
     hits: set[int] = set()
     extra_hits: set[int] = set()
     base = settings.KBPO_ANSWERS_PER_QUESTION
-    for qid in sorted(set(question_ids)):
+    ready, out.waiting = _ready(question_ids)
+    for qid in ready:
         with transaction.atomic():
             q = (Question.objects.select_for_update().filter(pk=qid, kind=TaskKind.RELATION)
                  .first())

@@ -94,6 +94,30 @@ def test_majority_labels_pay_and_move_to_scoring(planned,
     assert labels.aggregate(Question.objects.values_list("pk", flat=True)).labelled == []
 
 
+def test_questions_still_short_of_answers_cost_one_query(
+        planned, django_capture_on_commit_callbacks) -> None:
+    """Most aggregations find every question still waiting for answers: they are told
+    apart in one unlocked read, whatever the number of questions (no lock, no savepoint
+    each); the one that brings the last answer labels."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    _sub, hit = planned
+    submit(hit, "w1", truth, django_capture_on_commit_callbacks)
+    ids = list(hit.items.values_list("question_id", flat=True))
+    assert len(ids) == 3
+    with CaptureQueriesContext(connection) as ctx:
+        out = labels.aggregate(ids)
+    assert out.waiting == 3 and out.labelled == []
+    # The read, then settling HITs (none complete) and finishing submissions (no label).
+    assert not any("FOR UPDATE" in q["sql"] or "SAVEPOINT" in q["sql"]
+                   for q in ctx.captured_queries), [q["sql"] for q in ctx.captured_queries]
+    assert len(ctx.captured_queries) <= 3
+    submit(hit, "w2", truth, django_capture_on_commit_callbacks)
+    submit(hit, "w3", truth, django_capture_on_commit_callbacks)
+    assert PairLabel.objects.filter(question_id__in=ids).count() == 3
+
+
 def test_tie_asks_for_more_then_takes_the_plurality(planned,
                                                     django_capture_on_commit_callbacks):
     _sub, hit = planned
