@@ -57,7 +57,11 @@ def soft_label_replicates(corpus: Corpus, replicates: int,
                                                                            "pair_id")]
     rows = np.asarray([i for i, _ in labelled], np.int64)
     pair_of = np.asarray([p for _, p in labelled], np.int64)
-    rng = np.random.default_rng(data_seed(items, workers, pair_of))
+    # Seeded from the answers' shape, not from database ids: the same answers give the
+    # same intervals wherever their rows were numbered (another database, a test order).
+    codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
+    rng = np.random.default_rng(data_seed(items, workers,
+                                          np.asarray([codes_of[a] for a in answers])))
     out = []
     for _ in range(replicates):
         idx, new = resample_workers(workers, n_workers, rng)

@@ -142,9 +142,11 @@ def test_report_shows_progress_history_and_samples(browser_page: object, live_se
         with page.expect_response(lambda r: "/progress.json" in r.url) as polled:
             page.clock.run_for(30_000)
         assert polled.value.ok
-        page.wait_for_function(
-            "document.getElementById('progress-pct').textContent !== 'stale'")
-        assert page.locator("#progress-pct").inner_text() == "100"
+        # A locator expectation, not wait_for_function: the page's CSP forbids eval, and
+        # a string predicate that is not true at once is re-evaluated by eval in the page.
+        from playwright.sync_api import expect
+
+        expect(page.locator("#progress-pct")).to_have_text("100")
         assert fill.evaluate("el => el.style.width") == "100%"
         page.click("a.seg-item:has-text('wrong')")
         page.wait_for_url("**verdict=wrong**")
