@@ -55,8 +55,10 @@ def test_make_demo_site_works_on_sqlite(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE")}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    # Small, with two correction replicates (the fewest that run that path on SQLite).
+    env["KBPO_SOFT_LABEL_BOOTSTRAP"] = "2"
     demo = subprocess.run(
-        [sys.executable, "manage.py", "demo", "--docs", "40", "--systems", "2",
+        [sys.executable, "manage.py", "demo", "--docs", "25", "--systems", "2",
          "--out", str(tmp_path / "demo")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
