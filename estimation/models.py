@@ -217,15 +217,41 @@ class BoardBody(models.Model):
 
     board = models.ForeignKey(BoardSnapshot, on_delete=models.CASCADE, related_name="bodies")
     part = models.CharField(max_length=8, help_text="html, csv or api")
+    # Who the body is for: "" anonymous, "user" anyone logged in who owns no active
+    # submission on the corpus, "staff" such a staff member, "u<id>"/"s<id>" an owner.
+    viewer = models.CharField(max_length=24, default="", blank=True)
     key = models.CharField(max_length=32)
     body = models.TextField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["board", "part"],
-                                               name="boardbody_unique")]
+        constraints = [models.UniqueConstraint(fields=["board", "part", "viewer"],
+                                               name="boardbody_unique_viewer")]
 
     def __str__(self) -> str:
-        return f"{self.board_id} {self.part}"
+        return f"{self.board_id} {self.part} {self.viewer}"
+
+
+class ReportBody(models.Model):
+    """A submission's report page as rendered, shared by everyone allowed to see it.
+
+    `view` is the query (scheme, verdict, samples page). `key` is an MD5 over what
+    the page shows, read live (`estimation/stored_pages.py`): a request whose key
+    differs renders afresh. The per-viewer bits (navigation, messages, "3 minutes
+    ago") are left out as markers and filled in per request.
+    """
+
+    submission = models.ForeignKey("submissions.Submission", on_delete=models.CASCADE,
+                                   related_name="+")
+    view = models.CharField(max_length=64)
+    key = models.CharField(max_length=32)
+    body = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["submission", "view"],
+                                               name="reportbody_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.submission_id} {self.view}"
 
 
 class InstanceCache(models.Model):

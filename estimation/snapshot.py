@@ -216,7 +216,8 @@ def write_snapshots(run: ScoreRun) -> int:
         # cascade collected the bodies and breaking this commit's foreign key check.
         list(BoardSnapshot.objects.select_for_update().filter(corpus_id=run.corpus_id)
              .values_list("pk", flat=True))
-        BoardSnapshot.objects.filter(corpus_id=run.corpus_id).delete()
+        # only(): the cascade fetches the old boards; their bodies need not be decoded.
+        BoardSnapshot.objects.filter(corpus_id=run.corpus_id).only("pk").delete()
         BoardSnapshot.objects.bulk_create(boards)
     return len(boards)
 

@@ -14,8 +14,16 @@ another key is not served (the request renders afresh and stores the new body). 
 submission turned private, renamed or withdrawn, a new score run (which replaces the
 board and, by cascade, its bodies) or a deploy never serves stale bytes.
 
-Only requests that carry no session and no messages cookie qualify: anyone else may
-be logged in or have a notice to see, and goes through the per-viewer path.
+A body is stored per viewer class (`viewer_class`): anonymous; logged in and owning
+no active submission on the corpus; the same as staff; or one owner (who sees their
+private rows, marked as theirs). Only the anonymous body is complete; the others
+hold markers where the navigation (user name, the CSRF-protected log-out form) and
+the messages go, filled in live per request (`fill`), so no stored byte is specific
+to a session. An anonymous request is one with no session, no messages cookie and
+no Authorization header.
+
+Reports (`ReportBody`) follow the same rules, with a key over everything the report
+shows: see `report_lookup`.
 """
 
 from __future__ import annotations
@@ -23,27 +31,54 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import rest_framework
 from django.conf import settings
+from django.contrib.humanize.templatetags.humanize import naturaltime
+from django.contrib.messages import get_messages
 from django.db import DatabaseError, connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import get_template
 from django.templatetags.static import static
 from django.utils.cache import patch_vary_headers
+from django.utils.html import conditional_escape
+from django.utils.safestring import mark_safe
 
+from annotations.models import (
+    Assignment,
+    Bonus,
+    BudgetSettings,
+    ExhaustiveDocument,
+    GoldRelation,
+    Hit,
+    HitQuestion,
+    PairLabel,
+    Question,
+    Response,
+    SampleDraw,
+    SubmissionBudget,
+)
 from kbpo.core.models import Corpus
-from submissions.models import ACTIVE_STATES, Submission
+from submissions.models import ACTIVE_STATES, RelationInstance, Submission
 
-from .models import BoardBody, BoardSnapshot, ScoringState
+from .models import BoardBody, BoardSnapshot, ReportBody, ScoreRun, ScoringState, SystemScore
 
 PARTS = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8",
          "api": "application/json"}
 # What renders a stored body: a change to any of these (a deploy) changes every key.
-_TEMPLATES = ("base.html", "estimation/leaderboard.html", "estimation/_board.html")
+_TEMPLATES = ("base.html", "estimation/leaderboard.html", "estimation/_board.html",
+              "estimation/report.html", "includes/viewer_nav.html", "includes/messages.html")
 _SOURCES = ("estimation/snapshot.py", "estimation/views.py", "estimation/stored_pages.py",
-            "estimation/leaderboard.py", "estimation/urls.py", "kbpo/urls.py")
+            "estimation/leaderboard.py", "estimation/urls.py", "kbpo/urls.py",
+            "estimation/report.py", "estimation/api_reports.py", "estimation/data.py",
+            "estimation/templatetags/scores.py", "annotations/quality/accuracy.py",
+            "submissions/models.py")
+_SETTINGS = ("KBPO_CROWD_BACKEND", "KBPO_ENV", "KBPO_SAMPLING_SCHEME", "KBPO_CONFIDENCE",
+             "KBPO_LABEL_AGGREGATION", "KBPO_BUDGET_PER_SUBMISSION_USD", "LANGUAGE_CODE",
+             "TIME_ZONE", "USE_TZ", "USE_THOUSAND_SEPARATOR")
 _STATIC = ("css/kbpo.css", "css/scores.css", "img/logo.svg")
 
 
@@ -60,8 +95,9 @@ def render_version() -> str:
         h.update((root / name).read_bytes())
     for name in _STATIC:
         h.update(static(name).encode())
-    h.update(f"{settings.KBPO_CROWD_BACKEND}|{settings.KBPO_ENV}|{rest_framework.VERSION}"
-             .encode())
+    for name in _SETTINGS:
+        h.update(f"{name}={getattr(settings, name, None)!r}|".encode())
+    h.update(rest_framework.VERSION.encode())
     return h.hexdigest()
 
 
@@ -73,15 +109,71 @@ def anonymous_request(request: HttpRequest) -> bool:
             and "HTTP_AUTHORIZATION" not in request.META)
 
 
+# --- What differs per viewer: left out of stored bodies, filled in per request -----------
+
+# Markers our templates print in place of the per-viewer parts when rendering a body
+# to store (context `live_slots`). Escaped text never contains "<", so no content
+# can forge one; `store` refuses a body where one is not exactly once.
+SLOTS = {"nav": "<!--live:nav-->", "messages": "<!--live:messages-->",
+         "since": "<!--live:since-->"}
+
+
+def slotted(names: tuple[str, ...]) -> dict[str, str]:
+    """The template context that renders markers for `names` (a storable body)."""
+    return {"live_slots": {n: mark_safe(SLOTS[n]) for n in names}}  # our own markers
+
+
+def fill(body: str, request: HttpRequest, since: datetime | None = None) -> str:
+    """`body` with its markers replaced by what this request's viewer gets."""
+    if SLOTS["nav"] in body:
+        body = body.replace(SLOTS["nav"], get_template("includes/viewer_nav.html")
+                            .render(None, request))
+    if SLOTS["messages"] in body:
+        # No message waiting (the usual case): the include renders nothing, and asking
+        # reads only the messages cookie, like the template's own `{% if messages %}`.
+        body = body.replace(SLOTS["messages"], get_template("includes/messages.html")
+                            .render(None, request) if get_messages(request) else "")
+    if SLOTS["since"] in body:
+        body = body.replace(SLOTS["since"],
+                            "" if since is None else str(conditional_escape(naturaltime(since))))
+    return body
+
+
+def storable(body: str) -> bool:
+    """Each marker at most once: anything else is not a body our templates made."""
+    return all(body.count(marker) <= 1 for marker in SLOTS.values())
+
+
+# --- Leaderboard bodies -------------------------------------------------------------------
+
+
+def viewer_class(request: HttpRequest) -> str | None:
+    """Which stored body a request may get, before knowing whether the viewer owns a
+    submission on the corpus ("" anonymous; "user"/"staff", turned into "u<id>"/
+    "s<id>" by the lookup for an owner). None: no stored body (e.g. a session cookie
+    that is not a login: it may carry messages, and is rare)."""
+    if anonymous_request(request):
+        return ""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or "HTTP_AUTHORIZATION" in request.META:
+        return None
+    return "staff" if user.is_staff else "user"
+
+
 @dataclass
 class Lookup:
     board_id: int
     key: str
     body: str | None  # None: nothing stored under the current key
+    viewer: str = ""
 
 
-def lookup(tag: str, scheme: str, metric: str, kind: str, part: str) -> Lookup | None:
-    """The stored `part` body of a board if its key is still current, in one query.
+def lookup(tag: str, scheme: str, metric: str, kind: str, part: str, viewer: str = "",
+           user_id: int | None = None) -> Lookup | None:
+    """The stored `part` body of a board for `viewer` if its key is still current, in
+    one query. A logged-in viewer who owns an active submission on the corpus gets
+    their own body ("u<id>", staff "s<id>"): they see their rows marked, and private
+    ones; everyone else of their class shares one.
 
     None when the corpus has no such board (the caller renders, which writes one), or
     off Postgres (the query is Postgres SQL; SQLite development renders every time).
@@ -91,8 +183,9 @@ def lookup(tag: str, scheme: str, metric: str, kind: str, part: str) -> Lookup |
     board, corpus = BoardSnapshot._meta.db_table, Corpus._meta.db_table
     state, sub = ScoringState._meta.db_table, Submission._meta.db_table
     bodies = BoardBody._meta.db_table
+    own = "s" if viewer == "staff" else "u"
     sql = (
-        "SELECT b.id, k.key, CASE WHEN p.key = k.key THEN p.body END "
+        "SELECT b.id, k.key, CASE WHEN p.key = k.key THEN p.body END, w.viewer "
         f"FROM {board} b JOIN {corpus} c ON c.id = b.corpus_id "
         f"LEFT JOIN {state} st ON st.corpus_id = c.id "
         "CROSS JOIN LATERAL (SELECT md5(concat_ws('|', %s, c.description, "
@@ -100,26 +193,34 @@ def lookup(tag: str, scheme: str, metric: str, kind: str, part: str) -> Lookup |
         "(SELECT json_agg(json_build_array(s.id, s.name, s.public, s.owner_id, s.state) "
         f"ORDER BY s.id) FROM {sub} s WHERE s.corpus_id = c.id AND s.state = ANY(%s)))) "
         "AS key OFFSET 0) k "  # OFFSET 0: computed once, not once per use of k.key
-        f"LEFT JOIN {bodies} p ON p.board_id = b.id AND p.part = %s "
+        "CROSS JOIN LATERAL (SELECT CASE WHEN %s::int IS NOT NULL AND EXISTS (SELECT 1 "
+        f"FROM {sub} s WHERE s.corpus_id = c.id AND s.owner_id = %s AND s.state = ANY(%s)) "
+        "THEN %s ELSE %s END AS viewer) w "
+        f"LEFT JOIN {bodies} p ON p.board_id = b.id AND p.part = %s AND p.viewer = w.viewer "
         "WHERE c.tag = %s AND b.scheme = %s AND b.kind = %s AND b.metric = %s")
+    states = list(ACTIVE_STATES)
     with connection.cursor() as cur:
-        cur.execute(sql, [render_version(), list(ACTIVE_STATES), part, tag, scheme, kind,
-                          metric])
+        cur.execute(sql, [render_version(), states, user_id, user_id, states,
+                          f"{own}{user_id}", viewer, part, tag, scheme, kind, metric])
         got = cur.fetchone()
     return None if got is None else Lookup(*got)
+
+
+def _upsert(sql: str, params: list[Any]) -> None:
+    try:
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute(sql, params)
+    except DatabaseError:  # the board (or submission) went meanwhile: nothing to keep
+        pass
 
 
 def store(found: Lookup, part: str, body: str) -> None:
     """Keep `body` under the key read before it was rendered: if the live rows changed
     in between, the next request sees another key and renders again, never the reverse."""
-    sql = (f"INSERT INTO {BoardBody._meta.db_table} (board_id, part, key, body) "
-           "VALUES (%s, %s, %s, %s) ON CONFLICT (board_id, part) "
+    sql = (f"INSERT INTO {BoardBody._meta.db_table} (board_id, part, viewer, key, body) "
+           "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (board_id, part, viewer) "
            "DO UPDATE SET key = EXCLUDED.key, body = EXCLUDED.body")
-    try:
-        with transaction.atomic(), connection.cursor() as cur:
-            cur.execute(sql, [found.board_id, part, found.key, body])
-    except DatabaseError:  # the board was replaced meanwhile: nothing to keep
-        pass
+    _upsert(sql, [found.board_id, part, found.viewer, found.key, body])
 
 
 def response(body: str, part: str) -> HttpResponse:
@@ -129,5 +230,121 @@ def response(body: str, part: str) -> HttpResponse:
     return resp
 
 
-__all__ = ["PARTS", "Lookup", "anonymous_request", "lookup", "render_version", "response",
-           "store"]
+# --- Report bodies ------------------------------------------------------------------------
+
+
+def _fp(table: str, alias: str, where: str, *joined: str) -> str:
+    """A fingerprint of a set of rows: their count, and sums of their row versions.
+
+    Every insert or update writes a new tuple, at a new place (ctid), stamped with the
+    writing transaction (xmin), so a committed change alters the count or the sums:
+    the sum of a hash of (ctid, xmin) moves by a pseudo-random amount per changed
+    row, which even an update inside the transaction that wrote the row shows; the
+    plain sum of xmin rises with any change from a newer transaction. (Vacuum moving
+    tuples only changes the key: a needless re-render, never a stale page.)"""
+    sums = " || ':' || ".join(
+        f"coalesce(sum({a}.xmin::text::bigint), 0) || ':' || "
+        f"coalesce(sum(hashtext({a}.ctid::text || {a}.xmin::text)), 0)"
+        for a in (alias, *joined))
+    return f"(SELECT count(*) || ':' || {sums} FROM {table} {alias} {where})"
+
+
+def _report_sql() -> str:
+    t = {m.__name__: m._meta.db_table for m in (
+        Submission, Corpus, SystemScore, ScoreRun, SampleDraw, RelationInstance, PairLabel,
+        Question, Response, Hit, HitQuestion, Assignment, Bonus, SubmissionBudget,
+        BudgetSettings, ExhaustiveDocument, GoldRelation, ReportBody)}
+    parts = [
+        "%(version)s", "s.x",
+        f"(SELECT ctid::text || xmin::text FROM {t['Corpus']} WHERE id = s.corpus_id)",
+        # Scores, the latest run and the history plot.
+        _fp(t["SystemScore"], "ss", f"JOIN {t['ScoreRun']} r ON r.id = ss.run_id "
+            "WHERE ss.submission_id = s.id", "r"),
+        # Progress, per-predicate counts, verdicts, samples: draws and their labels
+        # (one pass; a draw without a label adds nothing to the label sums).
+        _fp(t["SampleDraw"], "sd", f"JOIN {t['RelationInstance']} ri ON ri.id = sd.instance_id "
+            f"LEFT JOIN {t['PairLabel']} pl ON pl.pair_id = ri.pair_id "
+            "WHERE sd.submission_id = s.id", "pl"),
+        # The questions it asked and their answers.
+        _fp(t["Question"], "q", "WHERE q.requested_by_id = s.id"),
+        _fp(t["Response"], "a", f"JOIN {t['Question']} q ON q.id = a.question_id "
+            "WHERE q.requested_by_id = s.id"),
+        # Spend: its HITs, their questions (controls), assignments, bonuses, the caps.
+        _fp(t["Hit"], "h", "WHERE h.submission_id = s.id"),
+        _fp(t["HitQuestion"], "hq", f"JOIN {t['Hit']} h ON h.id = hq.hit_id "
+            f"JOIN {t['Question']} q ON q.id = hq.question_id WHERE h.submission_id = s.id",
+            "q"),
+        _fp(t["Assignment"], "asg", f"JOIN {t['Hit']} h ON h.id = asg.hit_id "
+            "WHERE h.submission_id = s.id"),
+        _fp(t["Bonus"], "bo", f"JOIN {t['Assignment']} asg ON asg.id = bo.assignment_id "
+            f"JOIN {t['Hit']} h ON h.id = asg.hit_id WHERE h.submission_id = s.id"),
+        _fp(t["SubmissionBudget"], "sb", "WHERE sb.submission_id = s.id"),
+        _fp(t["BudgetSettings"], "bs", ""),
+        # Crowd accuracy: every label and answer on the corpus.
+        _fp(t["PairLabel"], "pl", f"JOIN {t['Question']} q ON q.id = pl.question_id "
+            "WHERE q.corpus_id = s.corpus_id"),
+        _fp(t["Response"], "a", f"JOIN {t['Question']} q ON q.id = a.question_id "
+            "WHERE q.corpus_id = s.corpus_id"),
+        # Per-predicate recall reads the gold only when the newest run that scored the
+        # submission did not store its counts (report.per_predicate); then the gold.
+        f"CASE WHEN EXISTS (SELECT 1 FROM {t['SystemScore']} ss WHERE ss.run_id = {{newest_run}} "
+        "AND ss.submission_id = s.id AND ss.exhaustive_found IS NOT NULL) THEN 'stored' "
+        "ELSE " + _fp(t["ExhaustiveDocument"], "ed", "WHERE ed.corpus_id = s.corpus_id")
+        + " || " + _fp(t["GoldRelation"], "gr", f"JOIN {t['ExhaustiveDocument']} ed "
+                      "ON ed.document_id = gr.document_id WHERE ed.corpus_id = s.corpus_id")
+        + " END",
+    ]
+    newest = (f"(SELECT r.finished_at FROM {t['SystemScore']} ss JOIN {t['ScoreRun']} r "
+              "ON r.id = ss.run_id WHERE ss.submission_id = s.id AND r.status = %(complete)s "
+              "ORDER BY r.finished_at DESC, r.id DESC LIMIT 1)")
+    # The run report.latest_scores picks.
+    newest_run = newest.replace("SELECT r.finished_at", "SELECT r.id")
+    parts = [p.replace("{newest_run}", newest_run) for p in parts]
+    return (
+        "WITH s AS (SELECT id, owner_id, public, corpus_id, ctid::text || xmin::text AS x "
+        f"FROM {t['Submission']} WHERE id = %(pk)s) "
+        f"SELECT s.owner_id, s.public, {newest}, k.key, "
+        "CASE WHEN p.key = k.key THEN p.body END FROM s "
+        f"CROSS JOIN LATERAL (SELECT md5(concat_ws('|', {', '.join(parts)})) AS key "
+        "OFFSET 0) k "
+        f"LEFT JOIN {t['ReportBody']} p ON p.submission_id = s.id AND p.view = %(view)s")
+
+
+@dataclass
+class ReportLookup:
+    owner_id: int
+    public: bool
+    since: datetime | None  # when the run the report shows finished
+    key: str
+    body: str | None  # None: nothing stored under the current key
+
+
+def report_lookup(pk: int, view: str) -> ReportLookup | None:
+    """The stored report of submission `pk` for query `view`, if its key is current,
+    with what decides who may see it: one query. The key covers the submission's row
+    and corpus, its score rows and runs, draws and their labels, questions and answers,
+    HITs, assignments, bonuses and budget caps, the corpus's labels and answers (crowd
+    accuracy) and its gold, and the code and settings (`render_version`). Relation
+    instances are written once, by the ingest that then moves the submission's state.
+
+    None: no such submission, or not on Postgres (xmin is Postgres's).
+    """
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cur:
+        cur.execute(_report_sql(), {"pk": pk, "view": view, "version": render_version(),
+                                    "complete": ScoreRun.Status.COMPLETE})
+        got = cur.fetchone()
+    return None if got is None else ReportLookup(*got)
+
+
+def store_report(pk: int, view: str, key: str, body: str) -> None:
+    sql = (f"INSERT INTO {ReportBody._meta.db_table} (submission_id, view, key, body) "
+           "VALUES (%s, %s, %s, %s) ON CONFLICT (submission_id, view) "
+           "DO UPDATE SET key = EXCLUDED.key, body = EXCLUDED.body")
+    _upsert(sql, [pk, view, key, body])
+
+
+__all__ = ["PARTS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request", "fill", "lookup",
+           "render_version", "report_lookup", "response", "slotted", "storable", "store",
+           "store_report", "viewer_class"]

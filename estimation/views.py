@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from datetime import datetime
 from typing import Any
 
@@ -65,18 +66,25 @@ def _finished(snap: snapshot.Stored | None) -> datetime | None:
 
 def _stored(request: HttpRequest, tag: str, scheme: str, metric: str, kind: str,
             part: str) -> tuple[HttpResponse | None, stored_pages.Lookup | None]:
-    """An anonymous visitor's stored body, or what to store it under once rendered."""
-    if not stored_pages.anonymous_request(request):
+    """The viewer's stored body, or what to store it under once rendered."""
+    viewer = stored_pages.viewer_class(request)
+    if viewer is None:
         return None, None
-    found = stored_pages.lookup(tag, scheme, metric, kind, part)
+    user_id = request.user.pk if viewer else None
+    found = stored_pages.lookup(tag, scheme, metric, kind, part, viewer, user_id)
     if found is not None and found.body is not None:
-        return stored_pages.response(found.body, part), None
+        # Only HTML bodies carry markers (a CSV cell is not escaped: never filled in).
+        body = stored_pages.fill(found.body, request) if viewer and part == "html" \
+            else found.body
+        return stored_pages.response(body, part), None
     return None, found
 
 
 def _keep(found: stored_pages.Lookup | None, resp: HttpResponse, part: str) -> HttpResponse:
     if found is not None and resp.status_code == 200:
-        stored_pages.store(found, part, resp.content.decode())
+        body = resp.content.decode()
+        if part != "html" or stored_pages.storable(body):
+            stored_pages.store(found, part, body)
         patch_vary_headers(resp, ["Cookie"])
     return resp
 
@@ -95,11 +103,17 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
         served, found = _stored(request, tag, scheme, metric, kind, "html")
         if served is not None:
             return served
-    return _keep(found, _render_page(request, tag, scheme, metric, kind, notice), "html")
+    # A logged-in viewer's body is stored with markers for the navigation and the
+    # messages (stored_pages.SLOTS), then filled in for this request.
+    slots = found is not None and found.viewer != ""
+    resp = _keep(found, _render_page(request, tag, scheme, metric, kind, notice, slots), "html")
+    if slots:
+        resp.content = stored_pages.fill(resp.content.decode(), request)
+    return resp
 
 
 def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind: str,
-                 notice: str) -> HttpResponse:
+                 notice: str, slots: bool = False) -> HttpResponse:
     snap = snapshot.load(tag, scheme, metric, kind, "html")
     if snap is None:  # no such corpus (404) or no scores yet
         corpus = get_object_or_404(Corpus, tag=tag)
@@ -122,6 +136,7 @@ def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind:
         "corpus": corpus, "board_html": mark_safe(board_html),  # our own escaped rendering
         "notice": notice, "scheme": scheme, "metric": metric, "kind": kind,
         "schemes": lb.BOARD_SCHEMES, "kinds": lb.KINDS,
+        **(stored_pages.slotted(("nav", "messages")) if slots else {}),
     }, status=400 if notice else 200)
 
 
@@ -264,16 +279,45 @@ def _visible(request: HttpRequest, pk: int) -> Submission:
     return sub
 
 
+_PAGE = re.compile(r"[1-9][0-9]{0,3}")
+
+
 @require_GET
 def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
-    sub = _visible(request, pk)
-    run, scores = report.latest_scores(sub)
     scheme = request.GET.get("scheme", settings.KBPO_SAMPLING_SCHEME)
     if scheme not in lb.BOARD_SCHEMES:
         scheme = settings.KBPO_SAMPLING_SCHEME
     verdict = request.GET.get("verdict", "all")
     if verdict not in report.VERDICTS:
         verdict = "all"
+    page_no = request.GET.get("page") or "1"
+    # The stored body for this query (estimation/stored_pages.py), shared by everyone
+    # who may see the report; odd page values render afresh and are not stored.
+    view = f"{scheme}|{verdict}|{page_no}" if _PAGE.fullmatch(page_no) else None
+    found = stored_pages.report_lookup(pk, view) if view is not None else None
+    if found is not None:
+        if not report_progress.may_see(request.user, found.owner_id, found.public):
+            raise Http404("No such submission.")
+        if found.body is not None:
+            return stored_pages.response(stored_pages.fill(found.body, request, found.since),
+                                         "html")
+    resp, shown, since = _render_report(request, pk, scheme, verdict, found is not None)
+    if found is not None and view is not None:
+        body = resp.content.decode()
+        # Only pages that exist are kept (a page past the end shows the last one):
+        # what is stored is bounded by the submission's own samples.
+        if shown == int(page_no) and stored_pages.storable(body):
+            stored_pages.store_report(pk, view, found.key, body)
+        resp.content = stored_pages.fill(body, request, since)
+        patch_vary_headers(resp, ["Cookie"])
+    return resp
+
+
+def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
+                   slots: bool) -> tuple[HttpResponse, int, datetime | None]:
+    """The report as rendered, the samples page it shows and when its run finished."""
+    sub = _visible(request, pk)
+    run, scores = report.latest_scores(sub)
     paginator = Paginator(report.sample_queryset(sub, verdict), 20)
     page = paginator.get_page(request.GET.get("page"))
     score_rows = []
@@ -296,7 +340,8 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         "samples": report.samples(list(page.object_list)), "verdict": verdict,
         "verdicts": report.verdict_counts(sub),
         "confidence_pct": round(100 * confidence),
-    })
+        **(stored_pages.slotted(("nav", "messages", "since")) if slots else {}),
+    }), page.number, run.finished_at if run else None
 
 
 @require_GET

@@ -26,3 +26,16 @@ def _draws_made_by_the_test(no_planning: None) -> None:
 def world(db) -> World:
     return build_world()
 
+
+
+@pytest.fixture
+def scored(world: World) -> World:
+    """The small world with its three true pairs labelled and scores computed."""
+    from estimation import scoring
+    from tests.estimation.scoring.scoring_world import label
+
+    label(world.pairs["born"], "per:place_of_birth")
+    label(world.pairs["wed"], "per:spouse")
+    label(world.pairs["work"], "per:employee_or_member_of")
+    scoring.recompute(world.corpus)
+    return world

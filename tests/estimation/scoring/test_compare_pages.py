@@ -6,19 +6,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from estimation import scoring
 from submissions.models import Submission
-from tests.estimation.scoring.scoring_world import World, label
+from tests.estimation.scoring.scoring_world import World
 from tests.factories import make_user
-
-
-@pytest.fixture
-def scored(world: World) -> World:
-    label(world.pairs["born"], "per:place_of_birth")
-    label(world.pairs["wed"], "per:spouse")
-    label(world.pairs["work"], "per:employee_or_member_of")
-    scoring.recompute(world.corpus)
-    return world
 
 
 def _api(user: object | None = None, tag: str = "t", **query: object):

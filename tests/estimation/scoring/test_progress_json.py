@@ -83,3 +83,16 @@ def test_visibility_is_that_of_the_report(world: World) -> None:
     assert c.get(url).json()["submission"] == world.a.pk
     assert Client().get(reverse("submission-evaluation-progress",
                                 args=[10**9])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_signed_in_poll_of_a_public_report_is_one_query(
+        world: World, django_assert_num_queries) -> None:
+    url = reverse("submission-evaluation-progress", args=[world.a.pk])
+    c = Client()
+    c.force_login(make_user("carol"))
+    with django_assert_num_queries(1):  # no session or user read: the report is public
+        assert c.get(url).json()["submission"] == world.a.pk
+    Submission.objects.filter(pk=world.a.pk).update(public=False)
+    with django_assert_num_queries(3):  # private: the session and user decide
+        assert c.get(url).status_code == 404

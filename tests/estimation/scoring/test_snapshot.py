@@ -19,15 +19,6 @@ from tests.estimation.scoring.scoring_world import World, label
 from tests.factories import make_user
 
 
-@pytest.fixture
-def scored(world: World) -> World:
-    label(world.pairs["born"], "per:place_of_birth")
-    label(world.pairs["wed"], "per:spouse")
-    label(world.pairs["work"], "per:employee_or_member_of")
-    scoring.recompute(world.corpus)
-    return world
-
-
 def _viewers() -> dict[str, object]:
     from django.contrib.auth.models import AnonymousUser
 

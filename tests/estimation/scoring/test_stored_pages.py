@@ -1,38 +1,42 @@
-"""Stored anonymous bodies of the leaderboard page and CSV: served byte for byte once
-stored, never to a logged-in visitor, and never after anything they show has changed."""
+"""Stored bodies of the leaderboard page and CSV: served byte for byte once stored
+(a signed-in viewer's with their own navigation filled in), each only to its kind of
+viewer, and never after anything they show has changed."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.conf import settings
-from django.test import Client
+from django.contrib.auth.models import User
+from django.contrib.messages import constants
+from django.contrib.messages.storage.cookie import CookieStorage
+from django.http import HttpResponse
+from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from annotations.models import PairLabel
-from estimation import scoring
+from estimation import scoring, stored_pages
 from estimation.models import BoardBody, ScoringState
 from kbpo.core.models import Corpus
 from submissions.models import State, Submission
-from tests.estimation.scoring.scoring_world import World, label
-from tests.factories import make_user
+from tests.estimation.scoring.scoring_world import World
+from tests.factories import make_submission, make_user
 
 PAGE = reverse("leaderboard", args=["t"])
 CSV = reverse("leaderboard-csv", args=["t"])
 
 
 @pytest.fixture
-def scored(world: World) -> World:
-    label(world.pairs["born"], "per:place_of_birth")
-    label(world.pairs["wed"], "per:spouse")
-    label(world.pairs["work"], "per:employee_or_member_of")
-    scoring.recompute(world.corpus)
-    Submission.objects.filter(pk=world.b.pk).update(public=False)
-    return world
+def scored(scored: World) -> World:
+    """The package's scored world with Beta private."""
+    Submission.objects.filter(pk=scored.b.pk).update(public=False)
+    return scored
 
 
-def _poison(part: str) -> None:
+def _poison(part: str, viewer: str = "") -> None:
     """Mark the stored body, so a test can tell a stored answer from a fresh one."""
-    body = BoardBody.objects.get(part=part)
+    body = BoardBody.objects.get(part=part, viewer=viewer)
     BoardBody.objects.filter(pk=body.pk).update(body=body.body.replace("Alpha", "STORED"))
 
 
@@ -59,7 +63,7 @@ def test_anonymous_page_is_stored_once_and_served_as_rendered(scored: World) -> 
 
 
 @pytest.mark.django_db
-def test_logged_in_visitors_never_get_the_stored_body(scored: World) -> None:
+def test_logged_in_visitors_never_get_the_anonymous_body(scored: World) -> None:
     Client().get(PAGE)
     _poison("html")
     owner = Submission.objects.get(pk=scored.b.pk).owner
@@ -181,3 +185,100 @@ def test_a_deploy_changes_every_key(scored: World, monkeypatch) -> None:
     assert "STORED" in Client().get(PAGE).content.decode()
     monkeypatch.setattr(stored_pages, "render_version", lambda: "templates of a new deploy")
     assert "STORED" not in Client().get(PAGE).content.decode()
+
+
+TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
+
+
+def _login(user, **kwargs) -> Client:
+    c = Client(**kwargs)
+    c.force_login(user)
+    return c
+
+
+def _fresh(client: Client, url: str, monkeypatch) -> str:
+    """The page as rendered without any stored body."""
+    with monkeypatch.context() as m:
+        m.setattr(stored_pages, "viewer_class", lambda request: None)
+        return client.get(url).content.decode()
+
+
+@pytest.mark.django_db
+def test_each_kind_of_signed_in_viewer_gets_its_own_stored_body(
+        scored: World, monkeypatch) -> None:
+    owner_b = Submission.objects.get(pk=scored.b.pk).owner  # owns the private Beta
+    owner_a = Submission.objects.get(pk=scored.a.pk).owner  # owns the public Alpha
+    carol, dave = make_user("carol"), make_user("dave")
+    staff = make_user("staff", staff=True)
+    expect = {carol: ("user", False), dave: ("user", False), staff: ("staff", True),
+              owner_b: (f"u{owner_b.pk}", True), owner_a: (f"u{owner_a.pk}", False)}
+    for user, (viewer, sees_beta) in expect.items():
+        c = _login(user)
+        fresh = _fresh(c, PAGE, monkeypatch)
+        first = c.get(PAGE).content.decode()  # renders, stores, fills in
+        assert BoardBody.objects.filter(part="html", viewer=viewer).exists(), user.username
+        second = c.get(PAGE).content.decode()  # the stored body, filled in
+        assert TOKEN.sub("", first) == TOKEN.sub("", second) == TOKEN.sub("", fresh)
+        assert ("Beta" in second) == sees_beta and user.username in second
+        assert "Log out" in second and TOKEN.search(second)
+        assert ('class="leader mine"' in second) == (user == owner_a)
+    assert BoardBody.objects.filter(part="html").count() == 4  # carol and dave share one
+    # A stored body holds no viewer's navigation or token: markers stand in for them.
+    for body in BoardBody.objects.filter(part="html").exclude(viewer=""):
+        assert body.body.count(stored_pages.SLOTS["nav"]) == 1
+        assert "Log out" not in body.body and "csrfmiddlewaretoken" not in body.body
+    for viewer in ("user", "staff", f"u{owner_b.pk}", f"u{owner_a.pk}"):
+        _poison("html", viewer)
+    # Each gets their own; none gets another's (the private row stays with its owner).
+    for user, (_, sees_beta) in expect.items():
+        page = _login(user).get(PAGE).content.decode()
+        assert "STORED" in page and ("Beta" in page) == sees_beta, user.username
+        assert user.username in page
+    assert "STORED" not in Client().get(PAGE).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_viewer_who_becomes_staff_or_an_owner_changes_body(scored: World) -> None:
+    carol = make_user("carol")
+    _login(carol).get(PAGE)
+    _poison("html", "user")
+    assert "STORED" in _login(carol).get(PAGE).content.decode()
+    User.objects.filter(pk=carol.pk).update(is_staff=True)
+    page = _login(User.objects.get(pk=carol.pk)).get(PAGE).content.decode()
+    assert "STORED" not in page and "Beta" in page and "Operator" in page
+    User.objects.filter(pk=carol.pk).update(is_staff=False)
+    make_submission(scored.corpus, [(scored.pairs["wed"], "per:spouse")], owner=carol,
+                    name="Gamma", state=State.SCORING)
+    _login(User.objects.get(pk=carol.pk)).get(PAGE)
+    assert BoardBody.objects.filter(viewer=f"u{carol.pk}").exists()
+
+
+@pytest.mark.django_db
+def test_messages_and_csrf_on_a_stored_signed_in_page(scored: World) -> None:
+    c = _login(make_user("carol"), enforce_csrf_checks=True)
+    c.get(PAGE)
+    storage = CookieStorage(RequestFactory().get("/"))
+    storage.add(constants.SUCCESS, "Welcome back.")
+    resp = HttpResponse()
+    storage.update(resp)
+    c.cookies["messages"] = resp.cookies["messages"].value
+    page = c.get(PAGE)
+    assert "Welcome back." in page.content.decode()
+    c.cookies.pop("messages", None)
+    text = c.get(PAGE).content.decode()
+    assert "Welcome back." not in text
+    token = TOKEN.search(text).group(0).split('value="')[1][:-1]
+    assert c.post(reverse("logout"), {"csrfmiddlewaretoken": token}).status_code == 302
+    assert "Log in" in c.get(PAGE).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_name_spelling_a_marker_stays_text(scored: World) -> None:
+    marker = stored_pages.SLOTS["nav"]
+    Submission.objects.filter(pk=scored.a.pk).update(name=f"Alpha {marker}")
+    c = _login(make_user("carol"))
+    for _ in range(2):  # rendered and stored, then served from the stored body
+        page = c.get(PAGE).content.decode()
+        assert "Alpha &lt;!--live:nav--&gt;" in page and page.count("Log out") == 1
+        body = c.get(CSV).content.decode()
+        assert f"Alpha {marker}" in body and "Log out" not in body
