@@ -7,17 +7,24 @@ labels 90% of the drawn pairs, then adds label batches (default 3 × 200 labels)
 times `estimation.scoring.recompute` — the same code the Celery task runs — three ways
 per batch: incremental (stored instance arrays, population kept in memory), in a new
 worker (stored arrays only) and a full rebuild (`full=True`: every instance row read
-again), and checks that incremental and full store identical scores. Prints the split
+again), and checks that incremental and full store identical scores (the two later
+runs find exactly the incremental run's numbers, so they store nothing new and return
+that run; a difference would store a new run and fail the check). Prints the split
 and drops the database; the last line is `incremental X s, full Y s, peak Z MB`
 (medians per batch; peak RSS of the process, the build included).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
-        [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200]
+        [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200] \
+        [--profile FILE]
+
+`--profile FILE` also writes a cProfile of the incremental runs (all batches) to FILE
+(read it with `python -m pstats FILE`); the profiled runs are timed with the profiler on.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import io
 import json
 import os
@@ -131,12 +138,12 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
         def label_rows(ps):
             for p in ps:
                 t_ = truth[index_of[int(p)]]
-                yield (p, json.dumps(["no_relation"] if t_ < 0 else [PREDICATES[t_]]),
-                       "majority", 1.0, 3, now, "{}", "{}")
+                label = json.dumps(["no_relation"] if t_ < 0 else [PREDICATES[t_]])
+                yield (p, label, "majority", label, 1.0, 3, now, "{}", "{}")
 
         copy(raw, "annotations_pairlabel",
-             ["pair_id", "predicates", "method", "support", "n_answers", "created_at",
-              "posterior", "prior"],
+             ["pair_id", "predicates", "method", "majority", "support", "n_answers",
+              "created_at", "posterior", "prior"],
              label_rows(labelled))
         ex_docs = rng.choice(args.docs, args.exhaustive, replace=False)
         copy(raw, "annotations_exhaustivedocument",
@@ -167,6 +174,8 @@ def main() -> None:
     parser.add_argument("--exhaustive", type=int, default=100)
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--profile", metavar="FILE",
+                        help="write a cProfile of the incremental runs to FILE")
     args = parser.parse_args()
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
@@ -199,11 +208,17 @@ def main() -> None:
                 out[(r["submission_id"], r["scheme"])] = r
             return out
 
-        def timed(label: str, **kw) -> tuple[float, object]:
+        profiler = cProfile.Profile() if args.profile else None
+
+        def timed(label: str, profile: bool = False, **kw) -> tuple[float, object]:
             marks: list[tuple[float, str]] = []
             t = time.monotonic()
+            if profile and profiler is not None:
+                profiler.enable()
             run = recompute(corpus, trigger=label, **kw,
                             progress=lambda m, marks=marks: marks.append((time.monotonic(), m)))
+            if profile and profiler is not None:
+                profiler.disable()
             total = time.monotonic() - t
             split = "; ".join(f"{m.split(' ')[0]} at {ts - t:.2f} s" for ts, m in marks[1:])
             print(f"  {label}: {total:.2f} s ({split})")
@@ -222,7 +237,7 @@ def main() -> None:
                           < 0 else [PREDICATES[data["truth"][data["index_of"][int(p)]]]])
                 for p in batch)
             print(f"batch {b + 1}: +{len(batch)} labels")
-            t_inc, run_inc = timed("incremental")
+            t_inc, run_inc = timed("incremental", profile=True)
             inc.append(t_inc)
             # A fresh worker: the stored arrays, no population in memory.
             instance_cache._HOT.clear()
@@ -237,6 +252,9 @@ def main() -> None:
               f"{np.median(inc):.2f} s (max {max(inc):.2f}), in a new worker "
               f"{np.median(restart):.2f} s, full rebuild {np.median(full):.2f} s; incremental "
               f"and full scores identical: {'yes' if same else 'NO'}")
+        if profiler is not None:
+            profiler.dump_stats(args.profile)
+            print(f"profile of the incremental runs written to {args.profile}")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"finished {timezone.now():%H:%M:%S}")
         print(f"incremental {np.median(inc):.2f} s, full {np.median(full):.2f} s, "

@@ -45,12 +45,14 @@ from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
 from . import instance_cache
-from .core import SCHEMES, Estimates, estimate
+from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
+from .core.recall import exhaustive_hits
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .models import (
     METRIC_COLUMNS,
     METRICS,
+    BoardSnapshot,
     ScoreRun,
     ScoringState,
     SystemScore,
@@ -231,25 +233,63 @@ def _store_cache(data: CorpusData) -> None:
         logger.exception("could not store the instance arrays of corpus %s", data.corpus.pk)
 
 
-def exhaustive_found(data: CorpusData) -> dict[int, dict[str, list[int]]]:
+def exhaustive_found(data: CorpusData, evidence: Evidence | None = None
+                     ) -> dict[int, dict[str, list[int]]]:
     """Per submission: {predicate: [true instances in the exhaustive sample, of which the
     submission predicted]}, for the report's per-predicate recall (estimation/report.py).
 
     An exhaustive instance matching no mention pair (negative id) is found by nobody.
+    `evidence`: the data's, if already prepared (only its exhaustive sample is read).
     """
     width = len(PREDICATES)
     preds = data.exhaustive_preds
     total = np.bincount(preds, minlength=width)
     pop = data.population
-    dense = pop.lookup_pairs(data.exhaustive_pairs)  # -1: a pair no system predicted
-    keys = np.where(dense >= 0, dense * width + preds, -1)
+    if evidence is None:
+        evidence = prepare_evidence(pop, {}, np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                    data.exhaustive_pairs, preds, data.exhaustive_subjects)
+    # Who predicted each exhaustive instance (same pair, same predicate), all at once.
+    hit = exhaustive_hits(pop, evidence)  # (systems × instances), 0/1
+    onehot = np.zeros((len(preds), width))
+    onehot[np.arange(len(preds)), preds] = 1.0
+    found = np.rint(hit @ onehot).astype(np.int64)  # small integer counts: exact
     out = {}
     for sub in data.submissions:
-        pairs, codes, _ = pop.system_instances(pop.index_of(system_name(sub.pk)))
-        found = np.bincount(preds[np.isin(keys, pairs * width + codes)], minlength=width)
-        out[sub.pk] = {PREDICATES[c]: [int(total[c]), int(found[c])]
+        row = found[pop.index_of(system_name(sub.pk))]
+        out[sub.pk] = {PREDICATES[c]: [int(total[c]), int(row[c])]
                        for c in np.flatnonzero(total)}
     return out
+
+
+# What a run stores per system besides its keys; a run whose rows and counts all equal
+# the latest run's is not stored (see `_unchanged`).
+_SCORE_FIELDS = [f.attname for f in SystemScore._meta.concrete_fields
+                 if f.attname not in {"id", "run_id"}]
+_RUN_COUNTS = ("draw_scheme", "confidence", "n_systems", "n_labels", "n_draws",
+               "n_exhaustive_documents", "n_exhaustive_instances")
+
+
+def _unchanged(corpus: Corpus, run: ScoreRun, rows: list[SystemScore]) -> ScoreRun | None:
+    """The latest complete run, if it stored exactly these rows and counts (a recompute
+    that found nothing new, e.g. a re-aggregation that left every label as it was).
+
+    Pages show that run as before, and the generation protocol still counts the run as
+    done; only the new run's timestamp and duration would have differed.
+    """
+    prev = ScoreRun.latest(corpus)
+    if prev is None or any(getattr(prev, f) != getattr(run, f) for f in _RUN_COUNTS):
+        return None
+    stored = {(r["submission_id"], r["scheme"]): r
+              for r in SystemScore.objects.filter(run=prev).values(*_SCORE_FIELDS)}
+    if len(stored) != len(rows):
+        return None
+    for row in rows:
+        old = stored.get((row.submission_id, row.scheme))
+        if old is None or any(old[f] != getattr(row, f) for f in _SCORE_FIELDS):
+            return None
+    if not BoardSnapshot.objects.filter(corpus=corpus, run=prev).exists():
+        return None  # its boards are missing (or another run's): write a new run
+    return prev
 
 
 def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "",
@@ -303,7 +343,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
         hard = _hard_estimates(data, draw_scheme, schemes, confidence)
         costs = attributed_costs(ids)
-        found = exhaustive_found(data)
+        found = exhaustive_found(data, evidence)
         rows = []
         for scheme in schemes:
             block = res.results.get(scheme, {})
@@ -325,21 +365,27 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                     labels_used=int(res.labels_used[i]), draws=int(res.n[i]),
                     pending=int(res.pending[i]), cost_usd=costs.get(sid, Decimal("0")),
                     exhaustive_found=found[sid] if scheme == draw_scheme else None))
-        finished = timezone.now()
-        with transaction.atomic():
-            SystemScore.objects.bulk_create(rows, batch_size=1000)
-            run.status = ScoreRun.Status.COMPLETE
-            run.finished_at = finished
-            run.duration_s = time.monotonic() - t0
-            run.n_systems = len(ids)
-            run.n_labels = data.n_labels
-            run.n_draws = n_draws
-            run.n_exhaustive_documents = data.exhaustive_documents
-            run.n_exhaustive_instances = len(data.exhaustive_pairs)
-            run.save()
-            # The stored boards move with the run: pages never see a run without them.
-            write_snapshots(run)
-        say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
+        run.n_systems = len(ids)
+        run.n_labels = data.n_labels
+        run.n_draws = n_draws
+        run.n_exhaustive_documents = data.exhaustive_documents
+        run.n_exhaustive_instances = len(data.exhaustive_pairs)
+        same = _unchanged(corpus, run, rows)
+        if same is None:
+            finished = timezone.now()
+            with transaction.atomic():
+                SystemScore.objects.bulk_create(rows, batch_size=1000)
+                run.status = ScoreRun.Status.COMPLETE
+                run.finished_at = finished
+                run.duration_s = time.monotonic() - t0
+                run.save()
+                # The stored boards move with the run: pages never see a run without them.
+                write_snapshots(run)
+            say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
+        else:
+            # Nothing to add to the history: the attempt leaves no row behind (last
+            # statement of the try: a failure never marks the kept run as failed).
+            run.delete()
     except Exception as exc:
         run.status = ScoreRun.Status.FAILED
         run.finished_at = timezone.now()
@@ -347,6 +393,10 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         run.error = f"{type(exc).__name__}: {exc}"[:5000]
         run.save()
         raise
+    if same is not None:
+        say(f"scores unchanged since run {same.pk}: nothing stored "
+            f"({time.monotonic() - t0:.2f} s)")
+        run = same
     pending = dict(zip(ids, (int(x) for x in res.pending), strict=True))
     done = [s for s in data.submissions if s.state == State.SCORING and pending[s.pk] == 0]
     for sub in done:

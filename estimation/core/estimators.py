@@ -27,13 +27,14 @@ from .importance import (
     exact_effective_size,
     importance_estimate,
     mixing_weights,
+    pair_terms,
     per_draw_variance,
     unreached_mass,
 )
 from .population import Population
 from .precision import PRECISION_METHODS, LabelBounds, LabelState, label_bounds, precision
 from .recall import (
-    exhaustive_membership,
+    exhaustive_hits,
     precision_recall_cov,
     recall_instance,
     recall_reweighted,
@@ -117,14 +118,15 @@ def estimate(
     result = Estimates(pop.names, ev.n.copy(), ev.pending.copy(), labels_used)
     if m == 0:
         return result
-    gy = exhaustive_membership(pop, ev)
+    gy = exhaustive_hits(pop, ev)
     state = LabelState(pop, ev)
     # Which systems surely found nothing (all labelled, none right): scheme-free.
     bounds = label_bounds(pop, ev, "instance", state=state)
+    terms = pair_terms(pop, ev)  # scheme-free
     for s in SCHEMES:
         if s not in schemes:
             continue
-        pf, g = at_pairs(pop, ev, s)
+        pf, g = at_pairs(pop, ev, s, terms)
         prec, joint, w = precision(pop, ev, s, draw_scheme, pf, z, precision_method, state)
         # Joint recall under "instance" reuses the draws, so it correlates with P̂;
         # the other schemes' recall comes from Ŷ0 alone.

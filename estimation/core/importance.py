@@ -38,14 +38,17 @@ def per_draw_variance(m1: np.ndarray, m2: np.ndarray, n: np.ndarray) -> np.ndarr
     return np.maximum(s2, 0)
 
 
-def at_pairs(
-    pop: Population, ev: Evidence, scheme: str
-) -> tuple[sp.coo_matrix, sp.coo_matrix]:
-    """p_i(x)·f(x) summed per (system, pair in U), and the correct-instance indicator.
+class PairTerms(NamedTuple):
+    """The scheme-free part of `at_pairs`: the instances on labelled drawn pairs that
+    are (possibly) right, their (system, column of U) and their P(right)."""
 
-    Returns (PF, G) as coo (m × nU): PF_iu = Σ_{x of i on u, correct} p_{i,s}(x),
-    G_iu = 1 if i predicted the true relation of u.
-    """
+    sel: np.ndarray  # positions in pop.instances()
+    rows: np.ndarray
+    cols: np.ndarray
+    right: np.ndarray
+
+
+def pair_terms(pop: Population, ev: Evidence) -> PairTerms:
     inst = pop.instances()
     where = np.full(pop.n_pairs, -1, dtype=np.int64)
     where[ev.pairs] = np.arange(len(ev.pairs))
@@ -54,11 +57,24 @@ def at_pairs(
     # 0/1 with hard labels; with soft labels the probability the instance is right.
     right = np.zeros(len(col))
     right[on] = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
-    sel = right > 0
+    sel = np.flatnonzero(right > 0)
+    return PairTerms(sel, inst["system"][sel], col[sel], right[sel])
+
+
+def at_pairs(
+    pop: Population, ev: Evidence, scheme: str, terms: PairTerms | None = None
+) -> tuple[sp.coo_matrix, sp.coo_matrix]:
+    """p_i(x)·f(x) summed per (system, pair in U), and the correct-instance indicator.
+
+    Returns (PF, G) as coo (m × nU): PF_iu = Σ_{x of i on u, correct} p_{i,s}(x),
+    G_iu = 1 if i predicted the true relation of u. ``terms``: `pair_terms(pop, ev)`,
+    computed once for several schemes.
+    """
+    t = pair_terms(pop, ev) if terms is None else terms
     shape = (len(pop), len(ev.pairs))
-    rows, cols = inst["system"][sel], col[sel]
-    pf = sp.coo_matrix((pop.instance_probs(scheme)[sel] * right[sel], (rows, cols)), shape=shape)
-    g = sp.coo_matrix((right[sel], (rows, cols)), shape=shape)
+    pf = sp.coo_matrix((pop.instance_probs(scheme)[t.sel] * t.right, (t.rows, t.cols)),
+                       shape=shape)
+    g = sp.coo_matrix((t.right, (t.rows, t.cols)), shape=shape)
     return pf, g
 
 
@@ -111,10 +127,12 @@ def importance_estimate(
     the same variance when labels are unrelated to the weights; the number of
     draws that landed on i's pairs and the Kish size (Σ weights)² / Σ weights² of
     their weights: both 0 when no draw reached system i, whose empirical variance
-    (0) is then no evidence.
+    (0) is then no evidence. With a diagonal w (the simple estimator) only the
+    diagonal of ``mean_r`` is computed (the rest is 0): nothing else is used.
     """
     qt = np.asarray(b.T.tocsr() @ w.T)  # (nU × m): q_i(u)
-    a = a.tocoo()
+    a = _canonical(a)
+    rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
 
     def ratio(m: sp.coo_matrix) -> sp.csr_matrix:
         # q = 0 only where no draw can reach (systems without a donor): no term.
@@ -122,26 +140,26 @@ def importance_estimate(
         vals = np.divide(m.data, q, out=np.zeros(len(q)), where=q > 0)
         return sp.csr_matrix((vals, (m.row, m.col)), shape=m.shape)
 
-    z, r = ratio(a), ratio(pf)
-    cpd = sp.csr_matrix(counts_per_draw)
-
-    def means(x: sp.spmatrix) -> np.ndarray:
-        # (j × i): mean of x_i under p_j. Sparse times dense sums each entry over the
-        # pairs in the same order as sparse times sparse, and is far cheaper here.
-        return cpd @ x.T.toarray()
-
-    m1 = means(r)  # (j × i): mean of r_i under p_j
-    m2 = means(r.multiply(r))
+    # z = a/q on a's own entries; r = pf/q (pf's entries lie among a's).
+    q_a = qt[a.indices, rows_a]
+    z = np.divide(a.data, q_a, out=np.zeros(len(q_a)), where=q_a > 0)
+    r = ratio(sp.coo_matrix(pf))
+    at = _Positions(a, rows_a)
+    r_at = at.values(r)
+    terms = [r_at, r_at * r_at]
     if label_var is not None:
         # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
         lv = label_var.tocoo()
         q2 = qt[lv.col, lv.row] ** 2
         vals = np.divide(lv.data, q2, out=np.zeros(len(q2)), where=q2 > 0)
-        spread = sp.csr_matrix((vals, (lv.row, lv.col)), shape=lv.shape)
-        m2 += means(spread)
-    z1 = means(z)
-    z2 = means(z.multiply(z))
-    hits = means((z > 0).astype(float))  # share of j's draws on X_i
+        terms.append(at.values(sp.csr_matrix((vals, (lv.row, lv.col)), shape=lv.shape)))
+    terms += [z, z * z, (z > 0).astype(float)]
+    diagonal = np.count_nonzero(w - np.diag(np.diagonal(w))) == 0
+    means = _draw_means(sp.csr_matrix(counts_per_draw), at, terms, diagonal)
+    m1, m2 = means[0], means[1]  # (j × i): mean of r_i, r_i² under p_j
+    if label_var is not None:
+        m2 += means[2]
+    z1, z2, hits = means[-3:]  # hits: share of j's draws on X_i
     est = (w * m1.T).sum(axis=1)
     mass = (w * z1.T).sum(axis=1)
     landed = ((w > 0) * (hits * n[:, None]).T).sum(axis=1)
@@ -153,6 +171,68 @@ def importance_estimate(
         neff = 1.0 / spread
         kish = np.where(spread > 0, mass * mass / spread, 0.0)
     return ImportanceResult(est, var, neff, r, m1, kish, landed, mass)
+
+
+class _Positions:
+    """Where each (row, column) sits among the entries of a canonical CSR pattern
+    (m × nU): one dense index, so lookups are gathers rather than searches."""
+
+    def __init__(self, pattern: sp.csr_matrix, rows: np.ndarray) -> None:
+        self.pattern, self.rows = pattern, rows
+        self.shape = pattern.shape
+        m, n_u = self.shape
+        self.flat = rows * np.int64(n_u) + pattern.indices
+        self.index = np.full(m * n_u, -1, dtype=np.int64)
+        self.index[self.flat] = np.arange(pattern.nnz, dtype=np.int64)
+
+    def find(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Entry of each (row, col), -1 where the pattern has none."""
+        return self.index[rows.astype(np.int64) * np.int64(self.shape[1]) + cols]
+
+    def values(self, x: sp.csr_matrix) -> np.ndarray:
+        """x's values at the pattern's entries (0 elsewhere); x's entries must lie
+        among the pattern's."""
+        x = _canonical(x)
+        out = np.zeros(self.pattern.nnz)
+        rows = np.repeat(np.arange(x.shape[0], dtype=np.int64), np.diff(x.indptr))
+        out[self.find(rows, x.indices)] = x.data
+        return out
+
+
+def _draw_means(
+    cpd: sp.csr_matrix,
+    at: _Positions,
+    values: Sequence[np.ndarray],
+    diagonal: bool,
+) -> list[np.ndarray]:
+    """For each x given by its values at the entries of ``at.pattern`` (m × nU): the
+    (j × i) means Σ_u cpd_ju x_iu of x_i under system j's draws.
+
+    Each sum runs over j's stored draws in their stored order, starting from 0, as
+    ``cpd @ x.T.toarray()`` does: the same floats. ``diagonal``: only the i = j sums
+    (the simple estimator), from the draws' own entries (terms x = 0 add nothing).
+    """
+    m, n_u = at.shape
+    out = [np.zeros((m, m)) for _ in values]
+    if cpd.nnz == 0 or at.pattern.nnz == 0:
+        return out
+    draw_rows = np.repeat(np.arange(cpd.shape[0], dtype=np.int64), np.diff(cpd.indptr))
+    if diagonal:
+        # Entry (j, u) of the pattern for each draw entry (j, u), if any.
+        pos = at.find(draw_rows, cpd.indices)
+        hit = pos >= 0
+        pos, owner, weight = pos[hit], draw_rows[hit], cpd.data[hit]
+        for x, o in zip(values, out, strict=True):
+            np.fill_diagonal(o, np.bincount(owner, weights=weight * x[pos], minlength=m))
+        return out
+    # One dense (nU × m) buffer, x.T, reused: cpd times it is exactly the old
+    # `cpd @ x.T.toarray()` without a fresh array (and its copy) per x.
+    dense = np.zeros((n_u, m))
+    flat = at.pattern.indices.astype(np.int64) * m + at.rows
+    for x, o in zip(values, out, strict=True):
+        dense.ravel()[flat] = x
+        o += cpd @ dense
+    return out
 
 
 def exact_effective_size(
@@ -202,6 +282,8 @@ def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 # Memory of one block of products (pairs × 2m doubles): 32 MiB, 20k pairs at m = 100.
 _BLOCK_BYTES = 32 << 20
+# Pairs predicted by at most this many systems are summed entry by entry, not densely.
+_FEW_SYSTEMS = 8
 
 
 def _canonical(x: sp.spmatrix) -> sp.csr_matrix:
@@ -243,6 +325,23 @@ def _pattern_key(x: sp.csr_matrix, *extra: object) -> tuple:
     digest.update(np.ascontiguousarray(x.indptr).view(np.uint8))
     digest.update(np.ascontiguousarray(x.indices).view(np.uint8))
     return (x.shape, x.nnz, digest.digest(), *extra)
+
+
+def content_key(*arrays: np.ndarray) -> tuple:
+    """A key naming these arrays by content (shape, dtype and a digest of the bytes)."""
+    digest = hashlib.blake2b(digest_size=16)
+    meta = []
+    for x in arrays:
+        x = np.ascontiguousarray(x)
+        meta.append((x.shape, x.dtype.str))
+        digest.update(x.view(np.uint8).ravel())
+    return (tuple(meta), digest.digest())
+
+
+def frozen(x: np.ndarray) -> np.ndarray:
+    """x made read-only: a memoised array is shared by every later caller."""
+    x.flags.writeable = False
+    return x
 
 
 def _remember(key: tuple, make) -> tuple:
@@ -301,22 +400,44 @@ def _products_at(
         return out
     order, col = _column_order(ps)
     ptt = _transposed_rows(pt, used)  # pairs × used systems, ascending within a pair
+    sizes = np.diff(ptt.indptr)  # systems (used) on each pair
+    # Pairs of a few systems: a dense row of k·len(lefts) sums would be mostly waste.
+    # Their entries add the same terms in the same order (from 0, ascending j).
+    few = sizes[col] <= _FEW_SYSTEMS
+    if few.any():
+        e_pos, e_row, e_col = order.data[few], order.indices[few], col[few]
+        start, count = ptt.indptr[e_col], sizes[e_col]
+        sums = [np.zeros(len(e_pos)) for _ in lefts]
+        for t in range(int(count.max(initial=0))):
+            live = np.flatnonzero(count > t)
+            p = start[live] + t
+            j, v, i = used[ptt.indices[p]], ptt.data[p], e_row[live]
+            for acc, L in zip(sums, lefts, strict=True):
+                acc[live] += v * L[i, j]
+        for values, acc in zip(out, sums, strict=True):
+            values[e_pos] = acc
+    many = np.flatnonzero(sizes > _FEW_SYSTEMS)  # the rest, in dense blocks of pairs
+    if len(many) == 0:
+        return out
+    ptt = ptt[many]
+    rank = np.full(n_cols, -1, dtype=np.int64)
+    rank[many] = np.arange(len(many))
+    sel = np.flatnonzero(~few)  # entries (in column order) on those pairs
+    e_rank, e_row, e_pos = rank[col[sel]], order.indices[sel], order.data[sel]
     rhs = np.ascontiguousarray(np.hstack([L[:, used].T for L in lefts]))
     width = rhs.shape[1]
     step = max(1, _BLOCK_BYTES // (8 * width))
-    for c0 in range(0, n_cols, step):
-        c1 = min(c0 + step, n_cols)
-        s, e = order.indptr[c0], order.indptr[c1]
+    cuts = np.searchsorted(e_rank, np.arange(0, len(many) + step, step))
+    for b, c0 in enumerate(range(0, len(many), step)):
+        s, e = cuts[b], cuts[b + 1]
         if s == e:
             continue
-        flat = (ptt[c0:c1] @ rhs).ravel()  # row u - c0: every L's column block
-        at = (col[s:e] - c0) * width + order.indices[s:e]
-        pos = order.data[s:e]
+        flat = (ptt[c0:c0 + step] @ rhs).ravel()  # row u - c0: every L's column block
+        at = (e_rank[s:e] - c0) * width + e_row[s:e]
+        pos = e_pos[s:e]
         for r, values in enumerate(out):
             values[pos] = flat.take(at + r * k)
     return out
-
-
 
 
 def unreached_mass(

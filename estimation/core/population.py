@@ -8,12 +8,19 @@ pair drawn by j informs i even when i predicted a different predicate there.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from .schemes import check_scheme, scheme_weights
+
+T = TypeVar("T")
+# Memoised results kept per population (a few per scheme and estimate).
+MEMO_ENTRIES = 16
 
 
 @dataclass
@@ -61,6 +68,8 @@ class Population:
         self._stack_cache: dict[str, sp.csr_matrix] = {}
         self._inst_cache: dict[str, np.ndarray] = {}
         self._overlaps: dict[tuple[str, str], np.ndarray] = {}
+        # Results derived from the systems and given inputs (see `memo`).
+        self._memo: OrderedDict[tuple, object] = OrderedDict()
 
     # ---- pair index -------------------------------------------------------
     @property
@@ -166,6 +175,23 @@ class Population:
     def _invalidate(self) -> None:
         self._stack_cache.clear()
         self._inst_cache.clear()
+        self._memo.clear()
+
+    def memo(self, key: tuple, make: Callable[[], T]) -> T:
+        """``make()``, remembered under ``key`` until a system is added or withdrawn.
+
+        For quantities that depend on the systems and on inputs the key captures in
+        full (e.g. by content digest): label batches leave them valid, and a
+        worker's hot population keeps them between batches. The newest
+        ``MEMO_ENTRIES`` are kept.
+        """
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]  # type: ignore[return-value]
+        value = self._memo[key] = make()
+        while len(self._memo) > MEMO_ENTRIES:
+            self._memo.popitem(last=False)
+        return value
 
     def _row_matrix(self, system: _System, scheme: str) -> sp.csr_matrix:
         cols, data = system.pair_row(scheme)

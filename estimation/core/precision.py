@@ -26,7 +26,9 @@ from . import intervals as ci
 from .evidence import UNLABELLED, Evidence, Interval
 from .importance import (
     ImportanceResult,
+    content_key,
     exact_effective_size,
+    frozen,
     importance_estimate,
     label_variance_at_pairs,
     mixing_weights,
@@ -218,7 +220,10 @@ def precision(
         if reweighted:
             # Never narrower than the weights' exact effective size allows: a sample
             # that misses the rare heavy elements underestimates the variance.
-            neff = exact_effective_size(ps, pt, w, n)
+            # A function of the systems, w and n only: the population remembers it
+            # (the same weights recur within a recompute: hard and soft estimates).
+            neff = pop.memo(("neff", scheme, draw_scheme, content_key(w, n)),
+                            lambda: frozen(exact_effective_size(ps, pt, w, n)))
             with np.errstate(divide="ignore", invalid="ignore"):
                 var = np.maximum(var, res.estimate * (1 - res.estimate) / neff)
         return sampling_interval(res, var, z, method)

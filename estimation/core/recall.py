@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from . import intervals as ci
 from .evidence import Evidence, Interval, reprior
-from .importance import ImportanceResult, per_draw_variance
+from .importance import ImportanceResult, content_key, frozen, per_draw_variance
 from .population import Population
 from .schemes import scheme_weights
 
@@ -40,6 +40,13 @@ def exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:
     hit_u = np.zeros((m, len(uniq)))
     hit_u[inst["system"][cand[hit]], pos[hit]] = 1.0
     return hit_u[:, inv.ravel()]
+
+
+def exhaustive_hits(pop: Population, ev: Evidence) -> np.ndarray:
+    """`exhaustive_membership`, remembered by the population (read-only): it changes
+    only with the systems and the exhaustive sample, not with label batches."""
+    return pop.memo(("exhaustive", content_key(ev.y_pairs, ev.y_preds)),
+                    lambda: frozen(exhaustive_membership(pop, ev)))
 
 
 class Clusters:

@@ -80,3 +80,53 @@ def test_lookup_unknown_pairs():
     pop.add_system("a", np.array([5, 9]), np.array([0, 1]))
     assert list(pop.lookup_pairs(np.array([9, 5, 7]))) == [1, 0, -1]
     assert list(itertools.chain(pop.pair_ids)) == [5, 9]
+
+
+def _estimates(pop, draws, labels):
+    from estimation.core import estimate, prepare_evidence
+
+    pairs = np.array(sorted(labels), dtype=np.int64)
+    preds = np.array([labels[p] for p in pairs], dtype=np.int64)
+    y = pairs[preds >= 0][:12]
+    ev = prepare_evidence(pop, draws, pairs, preds, y, preds[preds >= 0][:12])
+    res = estimate(pop, ev, "instance", ["instance", "predicate", "entity", "entity_relation"])
+    return {(s, m, k, f): getattr(iv, f).tobytes() for s, b in res.results.items()
+            for m, kinds in b.items() for k, iv in kinds.items()
+            for f in ("estimate", "lo", "hi")}
+
+
+def test_memoised_terms_give_the_fresh_numbers_and_go_with_the_systems():
+    """The population's memo (exhaustive hits, exact effective sizes) is keyed by what
+    those depend on: later label batches and draws on a hot population give exactly
+    the numbers of a fresh one; adding or withdrawing a system empties it."""
+    rng = np.random.default_rng(5)
+    systems = [random_system(rng, n_pairs=80, size=30) for _ in range(5)]
+
+    def build():
+        pop = Population()
+        for k, s in enumerate(systems):
+            pop.add_system(f"s{k}", *s)
+        return pop
+
+    draws = {f"s{k}": rng.choice(s[0], 6) for k, s in enumerate(systems)}
+    truth = {int(p): int(rng.integers(-1, 4)) for p in range(1000, 1080)}
+    drawn = sorted({int(p) for d in draws.values() for p in d})
+    hot = build()
+    for step in range(3):
+        labels = {p: truth[p] for p in drawn[: 10 + 12 * step]}
+        if step == 2:  # new draws, some on unlabelled pairs
+            draws = {k: np.concatenate([d, rng.choice(systems[int(k[1:])][0], 4)])
+                     for k, d in draws.items()}
+        assert _estimates(hot, draws, labels) == _estimates(build(), draws, labels)
+        assert len(hot._memo) > 0
+    calls = []
+    hot.memo(("probe",), lambda: calls.append(1))
+    hot.memo(("probe",), lambda: calls.append(1))
+    assert calls == [1]
+    hot.add_system("s5", *random_system(rng, n_pairs=90, size=20))
+    assert len(hot._memo) == 0
+    hot.memo(("probe",), lambda: calls.append(1))
+    hot.remove_system("s2")
+    assert len(hot._memo) == 0
+    hot.memo(("probe",), lambda: calls.append(1))
+    assert calls == [1, 1, 1]

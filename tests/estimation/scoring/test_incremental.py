@@ -207,3 +207,69 @@ def test_recompute_scores_full_rebuilds_the_stored_arrays() -> None:
     assert after.keys() == before.keys() == {s.pk for s in world.subs}
     assert all(after[k] != before[k] for k in before)  # every row rewritten
     assert "Run " in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_recompute_that_finds_nothing_new_stores_nothing() -> None:
+    from django.contrib.auth.models import AnonymousUser
+
+    from estimation import leaderboard as lb
+    from estimation import snapshot
+    from estimation.models import BoardSnapshot, ScoreRun
+
+    world = World(seed=11)
+    Submission.objects.filter(corpus=world.corpus).update(public=True)
+    world.label(20)
+    first = scoring.recompute(world.corpus, trigger="first")
+    boards = set(BoardSnapshot.objects.values_list("pk", flat=True))
+    counts = (ScoreRun.objects.count(), SystemScore.objects.count())
+    # No new label, draw or system: incrementally, in a new worker, or rebuilt in full.
+    again = scoring.recompute(world.corpus, trigger="again")
+    instance_cache._HOT.clear()
+    rebuilt = scoring.recompute(world.corpus, trigger="full", full=True)
+    assert again.pk == rebuilt.pk == first.pk
+    assert (ScoreRun.objects.count(), SystemScore.objects.count()) == counts
+    assert set(BoardSnapshot.objects.values_list("pk", flat=True)) == boards
+    assert ScoreRun.latest(world.corpus).pk == first.pk
+    # The stored board still shows that run and the same rows as the reference build.
+    for scheme in lb.BOARD_SCHEMES:
+        ref = lb.board_dict(lb.build(world.corpus, AnonymousUser(), scheme, "f1", "joint"))
+        got = snapshot.api_dict(snapshot.visible(
+            snapshot.load("inc", scheme, "f1", "joint", "api"), AnonymousUser()))
+        assert got["systems"] == ref["systems"] and len(got["systems"]) == 5
+        assert got["run"]["id"] == ref["run"]["id"] == first.pk
+        assert got["run"]["labels"] == first.n_labels
+    # New labels, new draws (pending counts) and a withdrawal each store a new run.
+    seen = {first.pk}
+    for change in (lambda: world.label(10), lambda: world.draw(world.subs[0], 3),
+                   lambda: withdraw(world.subs[4])):
+        change()
+        run = scoring.recompute(world.corpus)
+        assert run.pk not in seen and ScoreRun.latest(world.corpus).pk == run.pk
+        seen.add(run.pk)
+        assert SystemScore.objects.filter(run=run).count() == 4 * len(
+            Submission.objects.active().filter(corpus=world.corpus))
+
+
+@pytest.mark.django_db
+def test_exhaustive_found_counts_each_systems_matches() -> None:
+    world = World(seed=13)
+    world.label(20)
+    data = load_corpus_data(world.corpus)
+    found = scoring.exhaustive_found(data)
+    pop = data.population
+    width = len(PREDICATES)
+    dense = pop.lookup_pairs(data.exhaustive_pairs)
+    keys = np.where(dense >= 0, dense * width + data.exhaustive_preds, -1)
+    assert len(keys) > 5
+    for sub in world.subs:
+        pairs, codes, _ = pop.system_instances(pop.index_of(system_name(sub.pk)))
+        hit = np.isin(keys, pairs * width + codes)
+        expect = {}
+        for c in np.unique(data.exhaustive_preds):
+            mine = data.exhaustive_preds == c
+            expect[PREDICATES[c]] = [int(mine.sum()), int((mine & hit).sum())]
+        assert found[sub.pk] == expect
+    assert any(v[1] for f in found.values() for v in f.values())
+    # With the run's evidence (as recompute passes it) the counts are the same.
+    assert scoring.exhaustive_found(data, data.evidence()) == found

@@ -185,6 +185,10 @@ def test_racing_labels_and_workers_never_lose_an_update(needs_postgres: None) ->
     runs = _runs(world)
     _assert_serial(runs)
     assert len(runs) <= N_LABELS  # each run scores at least one new label change
-    newest = max(runs, key=lambda r: r.generation)
-    assert newest.generation == g0 + N_LABELS
-    assert newest.n_labels == labels_before + N_LABELS  # the newest run saw every label
+    # The newest stored run saw every label. Its generation may be below the last one:
+    # a run can load a label committed before its `labels_changed` bumped the
+    # generation, and the run for that later generation then finds nothing new and
+    # stores nothing (`scoring._unchanged`); scored_generation above still counts it.
+    newest = runs[-1]
+    assert newest.generation == max(r.generation for r in runs) <= g0 + N_LABELS
+    assert newest.n_labels == labels_before + N_LABELS
