@@ -7,11 +7,13 @@ from __future__ import annotations
 import bisect
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import Any
 
 from kbpo.core.models import Document, Sentence
 
 MASK = (1 << 32) - 1
 DOC_CACHE = 20_000
+PREFETCH = 500  # documents per query when a batch's documents are loaded at once
 
 
 class Entity:
@@ -68,6 +70,39 @@ class DocumentIndex:
         self._texts: OrderedDict[int, str] = OrderedDict()
         self._sentences: OrderedDict[int, tuple[list[int], list[int], list[int]]] = \
             OrderedDict()
+
+    def prefetch(self, pks: Iterable[int], texts: bool = False,
+                 sentences: bool = False) -> None:
+        """Load the uncached texts and/or sentence bounds of `pks`, PREFETCH documents
+        a query: fetching them one document at a time costs a round trip each."""
+        pks = set(pks)
+        if texts:
+            missing = [pk for pk in pks if pk not in self._texts][:DOC_CACHE]
+            for i in range(0, len(missing), PREFETCH):
+                for pk, text in Document.objects.filter(
+                        pk__in=missing[i:i + PREFETCH]).values_list("id", "text"):
+                    self._remember(self._texts, pk, text)
+        if sentences:
+            every = [pk for pk in pks if pk not in self._sentences][:DOC_CACHE]
+            for i in range(0, len(every), PREFETCH):
+                missing = every[i:i + PREFETCH]
+                rows: dict[int, tuple[list[int], list[int], list[int]]] = {
+                    pk: ([], [], []) for pk in missing}
+                for doc, begin, end, sid in Sentence.objects.filter(
+                        document_id__in=missing).order_by("document_id", "begin").values_list(
+                        "document_id", "begin", "end", "id"):
+                    begins, ends, ids = rows[doc]
+                    begins.append(begin)
+                    ends.append(end)
+                    ids.append(sid)
+                for pk, bounds in rows.items():
+                    self._remember(self._sentences, pk, bounds)
+
+    @staticmethod
+    def _remember(cache: OrderedDict[int, Any], pk: int, value: Any) -> None:
+        cache[pk] = value
+        if len(cache) > DOC_CACHE:
+            cache.popitem(last=False)
 
     def text(self, pk: int) -> str:
         cached = self._texts.get(pk)

@@ -41,6 +41,7 @@ from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, su
 from .kbformat import (
     IGNORED_KINDS,
     MENTION_KINDS,
+    NODE_MATCH,
     CorruptFile,
     FileTooLarge,
     Report,
@@ -62,6 +63,7 @@ FILLER_TYPES = (schema.DATE, schema.TITLE)
 # TAC entity types outside the reduced schema: skipped with a warning, not rejected.
 SKIPPED_TYPES = frozenset({"FAC", "LOC"})
 ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
+ENTITY_KINDS_BYTES = frozenset(kind.encode() for kind in ENTITY_KINDS)
 # Problems about the file as a whole: dropping lines cannot cure them.
 FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
                         "NO_RELATIONS"})
@@ -194,22 +196,36 @@ class Ingestor:
 
     def _lines(self, raw: IO[bytes], report: bool) -> Iterator[Item]:
         """Split KB lines into columns; with `report`, yield line-level problems too
-        (they are recorded in file order with the rest of the batch)."""
+        (they are recorded in file order with the rest of the batch). Without it (pass
+        2, which reads relation lines only) entity lines are skipped before decoding."""
+        skip_kinds = None if report else ENTITY_KINDS_BYTES
+        drop_lines, node_match = self.drop_lines, NODE_MATCH
         for number, data in iter_lines(raw, self.max_bytes, self.max_line):
             if report:
                 self.counts.lines = number
-            if number in self.drop_lines:
+            if number in drop_lines:
                 continue
             if data is None:
                 if report:
                     yield number, None, ("LINE_TOO_LONG",
                                          f"the line is longer than {self.max_line:,} bytes")
                 continue
+            if skip_kinds is not None:
+                # ASCII-stripped equal to a kind means str-stripped equal too: the slow
+                # path would have dropped the line as an entity line as well.
+                head = data.split(b"\t", 2)
+                if len(head) > 1 and head[1].strip() in skip_kinds:
+                    continue
             try:
-                line = decode_line(data)
-            except SyntaxProblem as exc:
-                if report:
-                    yield number, None, (exc.code, exc.message)
+                line = data.decode("utf-8")
+                if "\x00" in line:
+                    raise ValueError
+            except ValueError:  # UnicodeDecodeError too: decode_line words the problem
+                try:
+                    decode_line(data)
+                except SyntaxProblem as exc:
+                    if report:
+                        yield number, None, (exc.code, exc.message)
                 continue
             if number == 1:
                 stripped = line.strip()
@@ -223,11 +239,11 @@ class Ingestor:
                                     f"{clip(stripped) if stripped else 'an empty line'}")
                 if not looks_like_kb:
                     continue
-            if not line.strip():
+            if not line or line.isspace():
                 continue
             self._chars += len(line)
             cols = list(map(str.strip, line.split("\t")))
-            if len(cols) < 3 or not is_node(cols[0]):
+            if len(cols) < 3 or not node_match(cols[0]):
                 if report:
                     what = (f"found {len(cols)} tab-separated column(s), expected 3 to 5"
                             if len(cols) < 3 else
@@ -259,9 +275,17 @@ class Ingestor:
 
     def _pass1(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
         for batch in self._batches(self._lines(raw, report=True)):
-            nodes = {cols[0] for _, cols, _ in batch if cols is not None
-                     and cols[1] in ENTITY_KINDS and cols[0] not in self.drop_nodes}
+            nodes: set[str] = set()
+            docs: set[int] = set()
+            for _, cols, _ in batch:
+                if (cols is not None and cols[1] in ENTITY_KINDS
+                        and cols[0] not in self.drop_nodes):
+                    nodes.add(cols[0])
+                    if (cols[1] in MENTION_KINDS
+                            and (doc := self._first_document(cols)) is not None):
+                        docs.add(doc)
             self.entities, loaded = store.load(nodes)
+            self.docs.prefetch(docs, texts=True)  # the texts the mentions are checked on
             for number, cols, problem in batch:
                 if cols is None:
                     assert problem is not None
@@ -382,12 +406,18 @@ class Ingestor:
             lines = [(number, cols) for number, cols, _ in batch
                      if cols is not None and cols[1] not in ENTITY_KINDS]
             keys: set[tuple[str, int | None]] = set()
+            filler_docs: set[int] = set()
             for _, cols in lines:
                 doc = self._first_document(cols)
                 keys.add((cols[0], doc))
                 if is_node(cols[2]):
                     keys.add((cols[2], doc))
+                elif doc is not None:
+                    filler_docs.add(doc)
             self.entities = store.lookup(keys)
+            # Every relation needs its sentence; a string filler, its text checked.
+            self.docs.prefetch({doc for _, doc in keys if doc is not None}, sentences=True)
+            self.docs.prefetch(filler_docs, texts=True)
             for number, cols in lines:
                 dropped = next((n for n in (cols[0], cols[2]) if n in self.drop_nodes),
                                None)
@@ -507,7 +537,10 @@ class Ingestor:
         else:
             assert filler is not None
             o_spans = [filler]
-        s_span, o_span = closest_pair(s_spans, o_spans)
+        if len(s_spans) == 1 and len(o_spans) == 1:
+            s_span, o_span = s_spans[0], o_spans[0]  # closest_pair of one candidate
+        else:
+            s_span, o_span = closest_pair(s_spans, o_spans)
         if s_span == o_span:
             raise SyntaxProblem("SELF_RELATION",
                                 f"subject and object are the same span {doc_id}:"
@@ -536,8 +569,12 @@ class Ingestor:
               node: str, doc_id: str) -> list[tuple[int, int]]:
         """The mentions of `ent` inside the provenance region, in text order."""
         region = list(region)
-        hits = {m for m in ent.in_document(pk)
-                if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)}
+        if len(region) == 1:  # the usual case, without a generator per mention
+            (rb, re), = region
+            hits = {m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re}
+        else:
+            hits = {m for m in ent.in_document(pk)
+                    if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)}
         if not hits:
             where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")

@@ -22,6 +22,9 @@ from .staging import Stager
 BATCH_LINES = 20_000
 BATCH_CHARS = 4 << 20
 
+SEEN_BITS = 1 << 24  # 2 MB: about 6% false "maybe known" at a million nodes
+SEEN_MASK = SEEN_BITS - 1
+
 NodeState = tuple[str | None, bool, bool]  # type, skip (FAC/LOC), type_error
 
 
@@ -35,6 +38,10 @@ class NodeStore:
     def __init__(self, cursor: Any, stager: Stager) -> None:
         self.cursor = cursor
         self.stager = stager
+        # One bit per hash bucket, set for every node written to `kbpo_stage_node`: a
+        # clear bit proves a node new, so pass 1 only looks up nodes that may be known
+        # (most of a batch's are new). Fixed size, whatever the number of nodes.
+        self.seen = bytearray(max(SEEN_BITS >> 3, 1))
 
     def _keys(self, rows: Iterable[tuple[str, int | None]]) -> None:
         """Replace the batch's keys: (node, document pk or NULL)."""
@@ -48,6 +55,9 @@ class NodeStore:
 
     def load(self, nodes: set[str]) -> tuple[dict[str, Entity], dict[str, NodeState]]:
         """The known nodes among `nodes`, and their state as loaded (to spot changes)."""
+        seen = self.seen
+        nodes = {node for node in nodes
+                 if seen[(h := hash(node) & SEEN_MASK) >> 3] & (1 << (h & 7))}
         if not nodes:
             return {}, {}
         self._keys((node, None) for node in nodes)
@@ -63,8 +73,11 @@ class NodeStore:
     def save(self, ents: dict[str, Entity], loaded: dict[str, NodeState]) -> None:
         """Write back the nodes that are new or whose state changed."""
         changed = False
+        seen = self.seen
         for node, ent in ents.items():
             if loaded.get(node) != state_of(ent):
+                h = hash(node) & SEEN_MASK
+                seen[h >> 3] |= 1 << (h & 7)
                 self.stager.add("kbpo_stage_node_batch", (node, ent.line, ent.type,
                                                           int(ent.skip), int(ent.type_error)))
                 changed = True

@@ -35,6 +35,8 @@ STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
                               ("skip", "INTEGER"), ("type_error", "INTEGER")),
     "kbpo_stage_link": (("node", "TEXT"), ("link", "TEXT"), ("line", "INTEGER")),
     "kbpo_stage_keys": (("node", "TEXT"), ("doc", "BIGINT")),
+    # Node -> id of the entities just written (`ingest_sql.insert_rows`).
+    "kbpo_stage_ids": (("node", "TEXT"), ("id", "BIGINT"), ("type", "TEXT")),
 }
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from submissions import ingest as ingest_mod
+from submissions import ingest_nodes
 from submissions.models import RelationInstance, Submission, SubmissionEntity, SubmissionMention
 from submissions.processing import run_ingestion
 
@@ -88,3 +89,40 @@ def test_outcome_does_not_depend_on_batch_boundaries(
         assert len(codes) > 6  # the report shows the first 6 dropped lines only
     for batch in (1, 2, 3, 7, 16):
         assert snapshot(stored, data, batch, monkeypatch, **fields) == whole, batch
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", ["accepted", "rejected"])
+def test_known_node_filter_never_changes_the_outcome(
+        stored: Callable[..., Submission], monkeypatch: pytest.MonkeyPatch, settings,
+        case: str) -> None:
+    """Pass 1 looks up only the nodes whose bit is set (`NodeStore.seen`): with one bit
+    for every node (all collide: always looked up) or many, the outcome is the same."""
+    settings.KBPO_SUBMISSION_REPORT_MAX = 6
+    data = to_bytes(reordered() if case == "accepted" else with_errors())
+    whole = snapshot(stored, data, 100_000, monkeypatch)
+    for bits in (8, 1 << 24):
+        monkeypatch.setattr(ingest_nodes, "SEEN_BITS", bits)
+        monkeypatch.setattr(ingest_nodes, "SEEN_MASK", bits - 1)
+        for batch in (1, 3):
+            assert snapshot(stored, data, batch, monkeypatch) == whole, (bits, batch)
+
+
+@pytest.mark.django_db
+def test_pass2_skips_only_entity_lines(stored: Callable[..., Submission],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass 2 drops entity lines from their raw bytes; a kind column padded with
+    non-ASCII whitespace (str.strip removes it, bytes.strip does not) still counts as
+    an entity line, and entity lines that are not UTF-8 are reported once (pass 1)."""
+    lines = reordered()
+    plain = snapshot(stored, to_bytes(lines), 100_000, monkeypatch)
+    assert plain["state"] == "ingested"
+    padded = [line.replace("\ttype\t", "\t\u00a0type\u2003\t", 1) if line.startswith(":E1\t")
+              else line for line in lines]
+    assert padded != lines
+    odd = snapshot(stored, to_bytes(padded), 3, monkeypatch)
+    assert odd == plain
+    bad = to_bytes(lines) + b":E9\ttype\t\xffPER\n:E9\tmention\t\"x\x00\"\tD1:0-0\n"
+    got = snapshot(stored, bad, 2, monkeypatch)
+    assert got["state"] == "rejected"
+    assert got["counts"] == {**plain["counts"], "NOT_UTF8": 1, "MALFORMED_LINE": 1}

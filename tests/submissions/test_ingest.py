@@ -321,3 +321,22 @@ def test_entity_index_switches_to_per_document_lookup() -> None:
     got = sorted(((m >> 32) & ((1 << 32) - 1), m & ((1 << 32) - 1)) for m in ent.in_document(8))
     assert got == [(b, e) for d, b, e in spans if d == 8]
     assert ent.first() == (7 << 64) | 3
+
+
+@pytest.mark.django_db
+def test_prefetched_documents_equal_fetched_ones(corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DocumentIndex.prefetch` loads texts and sentences a few documents a query; the
+    cache then holds what one-by-one fetching gives, even past its size (LRU)."""
+    from submissions import indexes
+
+    one = indexes.DocumentIndex(corpus.pk)
+    pks = [pk for pk, _ in one.ids.values()]
+    expected = {pk: (one.text(pk), one.sentence_of(pk, 0, 1)) for pk in pks}
+    assert len(pks) == 2 and all(s is not None for _, s in expected.values())
+    monkeypatch.setattr(indexes, "PREFETCH", 1)
+    for cache in (1, 5):
+        monkeypatch.setattr(indexes, "DOC_CACHE", cache)
+        many = indexes.DocumentIndex(corpus.pk)
+        many.prefetch(pks, texts=True, sentences=True)
+        assert len(many._texts) == len(many._sentences) == min(cache, len(pks))
+        assert {pk: (many.text(pk), many.sentence_of(pk, 0, 1)) for pk in pks} == expected
