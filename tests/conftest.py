@@ -138,11 +138,13 @@ def _worker_env(db_name: str) -> dict[str, str]:
     return env
 
 
-def _wait_until_disconnected(timeout: float = 30) -> None:
+def _wait_until_disconnected(timeout: float = 5) -> None:
     """Wait until no other session uses the test database, so it can be dropped.
 
-    A stopped worker's Postgres backends go away shortly after its processes exit;
-    after `timeout`, whatever is left is terminated.
+    A stopped worker's Postgres backends go away within a moment of its processes
+    exiting. What is left after `timeout` belongs to this process (the live server's
+    request threads keep their persistent connections, CONN_MAX_AGE): waiting longer
+    would not end those, so they are logged and terminated.
     """
     from django.db import connection
 
@@ -158,6 +160,12 @@ def _wait_until_disconnected(timeout: float = 30) -> None:
             if not pids:
                 break
             if time.monotonic() > deadline:
+                cursor.execute("SELECT pid, application_name, state, backend_start, "
+                               "left(query, 200) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                               [pids])
+                with open(ROOT / "test-artifacts" / "lingering-connections.log", "a") as f:
+                    for row in cursor.fetchall():
+                        print(*row, sep=" | ", file=f)
                 cursor.execute(f"SELECT pg_terminate_backend(pid) FROM ({query}) AS others")
                 break
             time.sleep(0.1)  # polling a condition, not timing an assertion
