@@ -269,7 +269,7 @@ class ScoresAPIView(_SubmissionAPIView):
                          "correction": correction(scores[s])}
                         for s in lb.BOARD_SCHEMES if s in scores],
             "predicates": predicate_dicts(sub, confidence, scores),
-            "crowd": report.crowd(sub, confidence, scores)}).data)
+            "crowd": report.crowd(sub, confidence, scores, run)}).data)
 
 
 class HistoryAPIView(_SubmissionAPIView):
