@@ -198,6 +198,28 @@ def test_the_run_stores_the_crowd_section_the_page_and_api_show(world: World,
 
 
 @pytest.mark.django_db
+def test_the_quality_pass_leads_to_a_current_crowd_section(
+        world: World, settings, django_capture_on_commit_callbacks) -> None:
+    """The periodic quality pass refits the worker model: whether it moved labels or
+    only their posteriors, the report then shows what a live measurement gives."""
+    from annotations.crowd.tasks import worker_quality_task
+
+    settings.KBPO_SOFT_LABELS = False
+    _crowd(world)
+    # Posteriors the pass will refit (the ones _crowd stored are not the model's).
+    PairLabel.objects.update(posterior={"no_relation": 0.5})
+    scoring.recompute(world.corpus)
+    before = _scores(world.a.pk)["crowd"]
+    with django_capture_on_commit_callbacks(execute=True):
+        worker_quality_task()
+    after = _scores(world.a.pk)["crowd"]
+    assert after != before
+    assert after == {**_live(world), "soft_labels": False}
+    html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
+    assert f'<span class="score">{100 * after["accuracy"]["estimate"]:.0f}%</span>' in html
+
+
+@pytest.mark.django_db
 def test_answers_arriving_lead_to_a_current_crowd_section(
         world: World, settings, django_capture_on_commit_callbacks) -> None:
     """Answers completing a question label its pair: the recompute that follows stores
