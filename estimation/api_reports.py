@@ -163,7 +163,8 @@ class ScoresSerializer(serializers.Serializer):
         help_text="Part of the committed crowd cost spent on control questions.")
     schemes = SchemeScoresSerializer(many=True)
     predicates = PredicateSerializer(many=True)
-    crowd = CrowdSerializer(help_text="The crowd's measured accuracy on this corpus.")
+    crowd = CrowdSerializer(help_text="The crowd's measured accuracy on this corpus, as "
+                            "the run (`run`) measured it, like the scores.")
 
 
 class HistoryPointSerializer(MetricsSerializer):
