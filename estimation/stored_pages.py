@@ -331,9 +331,9 @@ def report_lookup(pk: int, view: str) -> ReportLookup | None:
     HITs, assignments, bonuses and budget caps, and the code and settings
     (`render_version`). The crowd section and per-predicate recall come from the run
     (covered by its row); only for a run that predates them are the corpus's labels and
-    answers, or its gold, in the key. So the cost of a lookup grows with the
-    submission's own rows, not with the corpus. Relation instances are written once, by
-    the ingest that then moves the submission's state.
+    answers, or its gold, in the key. So no set of rows in the key is the whole
+    corpus's. Relation instances are written once, by the ingest that then moves the
+    submission's state.
 
     None: no such submission, or not on Postgres (xmin is Postgres's).
     """
