@@ -163,7 +163,8 @@ class ScoresSerializer(serializers.Serializer):
         help_text="Part of the committed crowd cost spent on control questions.")
     schemes = SchemeScoresSerializer(many=True)
     predicates = PredicateSerializer(many=True)
-    crowd = CrowdSerializer(help_text="The crowd's measured accuracy on this corpus.")
+    crowd = CrowdSerializer(help_text="The crowd's measured accuracy on this corpus, as "
+                            "the run (`run`) measured it, like the scores.")
 
 
 class HistoryPointSerializer(MetricsSerializer):
@@ -269,7 +270,7 @@ class ScoresAPIView(_SubmissionAPIView):
                          "correction": correction(scores[s])}
                         for s in lb.BOARD_SCHEMES if s in scores],
             "predicates": predicate_dicts(sub, confidence, scores),
-            "crowd": report.crowd(sub, confidence, scores)}).data)
+            "crowd": report.crowd(sub, confidence, scores, run)}).data)
 
 
 class HistoryAPIView(_SubmissionAPIView):

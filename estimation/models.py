@@ -88,6 +88,10 @@ class ScoreRun(models.Model):
     n_draws = models.PositiveIntegerField(default=0)
     n_exhaustive_documents = models.PositiveIntegerField(default=0)
     n_exhaustive_instances = models.PositiveIntegerField(default=0)
+    # The report's crowd section as the run measured it (annotations/quality/accuracy.py
+    # `CrowdAccuracy.as_dict`), so a report request reads it instead of every label and
+    # answer of the corpus. Null for runs that predate it: the report measures it live.
+    crowd = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
 
     class Meta:

@@ -128,13 +128,20 @@ def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemSco
     return rows[0].run, {r.scheme: r for r in rows}
 
 
-def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore]) -> dict[str, Any]:
+def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore],
+          run: ScoreRun | None = None) -> dict[str, Any]:
     """The crowd's measured agreement and accuracy on the submission's corpus, and
-    whether the latest scores used soft labels (they then carry hard-label twins)."""
-    acc = accuracy.crowd_accuracy(sub.corpus_id, confidence)
+    whether the latest scores used soft labels (they then carry hard-label twins).
+
+    From `run` (the one `latest_scores` picked) as the recompute stored it; measured
+    here over every label and answer of the corpus only without a run, or for a run
+    that predates the stored section (the report's key then covers those rows)."""
+    acc = run.crowd if run is not None else None
+    if acc is None:
+        acc = accuracy.crowd_accuracy(sub.corpus_id, confidence).as_dict()
     soft = any(s.p_joint_hard is not None or s.r_joint_hard is not None
                for s in scores.values())
-    return {**acc.as_dict(), "soft_labels": soft}
+    return {**acc, "soft_labels": soft}
 
 
 # --- History plot (server-rendered SVG) -----------------------------------------------

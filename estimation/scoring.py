@@ -39,6 +39,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import Hit, HitState
+from annotations.quality.accuracy import crowd_accuracy
 from kbpo.core import jobs
 from kbpo.core.models import Corpus
 from submissions.models import State, Submission
@@ -274,7 +275,8 @@ def _unchanged(corpus: Corpus, run: ScoreRun, rows: list[SystemScore]) -> ScoreR
     that found nothing new, e.g. a re-aggregation that left every label as it was).
 
     Pages show that run as before, and the generation protocol still counts the run as
-    done; only the new run's timestamp and duration would have differed.
+    done; only the new run's timestamp and duration would have differed. The crowd
+    section is not compared: `recompute` updates it on the kept run when it moved.
     """
     prev = ScoreRun.latest(corpus)
     if prev is None or any(getattr(prev, f) != getattr(run, f) for f in _RUN_COUNTS):
@@ -320,6 +322,9 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         with transaction.atomic():
             _consistent_snapshot()
             data = load_corpus_data(corpus, hot=True)
+            # The report's crowd section, from the same snapshot as the labels scored:
+            # stored with the run so a report request never reads the whole corpus.
+            run.crowd = crowd_accuracy(corpus.pk, confidence).as_dict()
         _store_cache(data)
         ids = [s.pk for s in data.submissions]
         n_draws = int(sum(len(d) for d in data.draws.values()))
@@ -383,6 +388,14 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                 write_snapshots(run)
             say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
         else:
+            if same.crowd != run.crowd:
+                # Same scores, but the crowd section moved (e.g. a quality pass that
+                # relabelled pairs no estimate depends on, or moved only posteriors):
+                # the kept run carries the new section rather than a new history point
+                # with identical scores. The update changes the run row, hence the key
+                # of every report showing it (estimation/stored_pages.py).
+                ScoreRun.objects.filter(pk=same.pk).update(crowd=run.crowd)
+                same.crowd = run.crowd
             # Nothing to add to the history: the attempt leaves no row behind (last
             # statement of the try: a failure never marks the kept run as failed).
             run.delete()

@@ -280,11 +280,16 @@ def _report_sql() -> str:
             f"JOIN {t['Hit']} h ON h.id = asg.hit_id WHERE h.submission_id = s.id"),
         _fp(t["SubmissionBudget"], "sb", "WHERE sb.submission_id = s.id"),
         _fp(t["BudgetSettings"], "bs", ""),
-        # Crowd accuracy: every label and answer on the corpus.
-        _fp(t["PairLabel"], "pl", f"JOIN {t['Question']} q ON q.id = pl.question_id "
-            "WHERE q.corpus_id = s.corpus_id"),
-        _fp(t["Response"], "a", f"JOIN {t['Question']} q ON q.id = a.question_id "
-            "WHERE q.corpus_id = s.corpus_id"),
+        # Crowd accuracy: stored on the run the report shows (its row is in the score
+        # fingerprint above), so no label or answer elsewhere on the corpus is read.
+        # Only without a run, or for a run that predates the stored section
+        # (report.crowd measures it live), every label and answer on the corpus.
+        f"CASE WHEN EXISTS (SELECT 1 FROM {t['ScoreRun']} r WHERE r.id = {{newest_run}} "
+        "AND r.crowd IS NOT NULL) THEN 'stored' ELSE "
+        + _fp(t["PairLabel"], "pl", f"JOIN {t['Question']} q ON q.id = pl.question_id "
+              "WHERE q.corpus_id = s.corpus_id") + " || "
+        + _fp(t["Response"], "a", f"JOIN {t['Question']} q ON q.id = a.question_id "
+              "WHERE q.corpus_id = s.corpus_id") + " END",
         # Per-predicate recall reads the gold only when the newest run that scored the
         # submission did not store its counts (report.per_predicate); then the gold.
         f"CASE WHEN EXISTS (SELECT 1 FROM {t['SystemScore']} ss WHERE ss.run_id = {{newest_run}} "
@@ -323,9 +328,12 @@ def report_lookup(pk: int, view: str) -> ReportLookup | None:
     """The stored report of submission `pk` for query `view`, if its key is current,
     with what decides who may see it: one query. The key covers the submission's row
     and corpus, its score rows and runs, draws and their labels, questions and answers,
-    HITs, assignments, bonuses and budget caps, the corpus's labels and answers (crowd
-    accuracy) and its gold, and the code and settings (`render_version`). Relation
-    instances are written once, by the ingest that then moves the submission's state.
+    HITs, assignments, bonuses and budget caps, and the code and settings
+    (`render_version`). The crowd section and per-predicate recall come from the run
+    (covered by its row); only for a run that predates them are the corpus's labels and
+    answers, or its gold, in the key. So no set of rows in the key is the whole
+    corpus's. Relation instances are written once, by the ingest that then moves the
+    submission's state.
 
     None: no such submission, or not on Postgres (xmin is Postgres's).
     """

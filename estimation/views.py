@@ -331,7 +331,7 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
     main = scores.get(scheme)
     confidence = run.confidence if run else settings.KBPO_CONFIDENCE
     return render(request, "estimation/report.html", {
-        "crowd": report.crowd(sub, confidence, scores),
+        "crowd": report.crowd(sub, confidence, scores, run),
         "sub": sub, "run": run, "scores": score_rows, "main": main,
         "progress": report.progress(sub), "spend": report.spend(sub),
         "history": report.history(sub, scheme), "scheme": scheme,

@@ -16,7 +16,7 @@ from annotations.models import (
     Response,
 )
 from estimation import scoring
-from estimation.models import SystemScore
+from estimation.models import ScoreRun, SystemScore
 from tests.estimation.scoring.scoring_world import World
 from tests.factories import make_hit
 
@@ -169,3 +169,77 @@ def test_worker_bootstrap_widens_the_soft_label_intervals(world: World, settings
             assert iv["lo"] <= old["lo"] + 1e-12 and iv["hi"] >= old["hi"] - 1e-12
             widened += (iv["hi"] - iv["lo"]) > (old["hi"] - old["lo"]) + 1e-9
     assert widened > 0
+
+
+def _live(world: World, confidence: float = 0.9) -> dict:
+    from annotations.quality import accuracy
+
+    return accuracy.crowd_accuracy(world.corpus.pk, confidence).as_dict()
+
+
+@pytest.mark.django_db
+def test_the_run_stores_the_crowd_section_the_page_and_api_show(world: World,
+                                                              settings) -> None:
+    settings.KBPO_SOFT_LABELS = False
+    _crowd(world)
+    run = scoring.recompute(world.corpus)
+    assert run.crowd == _live(world, run.confidence)
+    assert ScoreRun.objects.get(pk=run.pk).crowd == run.crowd  # survives the JSON column
+    assert _scores(world.a.pk)["crowd"] == {**run.crowd, "soft_labels": False}
+    # Page and API read the run, not the corpus: a figure only the run holds shows.
+    moved = {**run.crowd, "labels": 777, "differs_from_majority": 5}
+    ScoreRun.objects.filter(pk=run.pk).update(crowd=moved)
+    assert _scores(world.a.pk)["crowd"]["labels"] == 777
+    html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
+    assert '<span id="differs-from-majority">5 of 777 labelled pairs</span>' in html
+    # A run from before the stored section: measured live, as before.
+    ScoreRun.objects.filter(pk=run.pk).update(crowd=None)
+    assert _scores(world.a.pk)["crowd"] == {**_live(world), "soft_labels": False}
+
+
+@pytest.mark.django_db
+def test_the_quality_pass_leads_to_a_current_crowd_section(
+        world: World, settings, django_capture_on_commit_callbacks) -> None:
+    """The periodic quality pass refits the worker model: whether it moved labels or
+    only their posteriors, the report then shows what a live measurement gives."""
+    from annotations.crowd.tasks import worker_quality_task
+
+    settings.KBPO_SOFT_LABELS = False
+    _crowd(world)
+    # Posteriors the pass will refit (the ones _crowd stored are not the model's).
+    PairLabel.objects.update(posterior={"no_relation": 0.5})
+    scoring.recompute(world.corpus)
+    before = _scores(world.a.pk)["crowd"]
+    with django_capture_on_commit_callbacks(execute=True):
+        worker_quality_task()
+    after = _scores(world.a.pk)["crowd"]
+    assert after != before
+    assert after == {**_live(world), "soft_labels": False}
+    html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
+    assert f'<span class="score">{100 * after["accuracy"]["estimate"]:.0f}%</span>' in html
+
+
+@pytest.mark.django_db
+def test_answers_arriving_lead_to_a_current_crowd_section(
+        world: World, settings, django_capture_on_commit_callbacks) -> None:
+    """Answers completing a question label its pair: the recompute that follows stores
+    the crowd section with them."""
+    from annotations.crowd import labels
+
+    settings.KBPO_SOFT_LABELS = False
+    scoring.recompute(world.corpus)
+    assert _scores(world.a.pk)["crowd"]["agreement"]["answers"] == 0
+    hit = make_hit(world.corpus, [world.pairs["work"]], submission=world.b)
+    q = HitQuestion.objects.get(hit=hit).question
+    for name in ("d", "e", "f"):
+        worker = CrowdWorker.objects.create(backend=Backend.SIMULATED, external_id=name)
+        asg = Assignment.objects.create(hit=hit, worker=worker, external_id=f"as-{name}")
+        Response.objects.create(assignment=asg, question=q, worker=worker,
+                                choices=["no_relation"] if name == "f" else [TRUTH["work"]])
+    with django_capture_on_commit_callbacks(execute=True):
+        labels.aggregate([q.pk])
+    assert PairLabel.objects.filter(pair=world.pairs["work"], question=q).exists()
+    crowd = _scores(world.a.pk)["crowd"]
+    assert crowd == {**_live(world), "soft_labels": False}
+    assert crowd["agreement"]["answers"] == 3 and crowd["agreement"]["workers"] == 3
+    assert crowd["agreement"]["estimate"] == pytest.approx(2 / 3)

@@ -30,7 +30,7 @@ from annotations.models import (
     SubmissionBudget,
 )
 from estimation import scoring, stored_pages
-from estimation.models import ReportBody, SystemScore
+from estimation.models import ReportBody, ScoreRun, SystemScore
 from kbpo.core.models import Corpus
 from submissions.models import RelationInstance, State, Submission
 from tests.estimation.scoring.scoring_world import World, label
@@ -181,6 +181,28 @@ def test_messages_and_csrf_still_work(scored: World) -> None:
     assert "Log in" in c.get(url).content.decode()
 
 
+def _answer_elsewhere(world: World, worker: str = "sim-y", p_right: float | None = None) -> None:
+    """A crowd answer on a pair only Beta drew ("work"), on a question Beta asked, and
+    the pair's label (made the first time): crowd accuracy moves, nothing else Alpha's
+    report shows does. `p_right`: the label's posterior, as the quality pass stores it."""
+    pair = world.pairs["work"]
+    label_row = PairLabel.objects.filter(pair=pair).first()
+    if label_row is None:
+        hit = make_hit(world.corpus, [pair], submission=world.b)
+        q = Question.objects.get(hit_items__hit=hit)
+        label_row = PairLabel.objects.create(pair=pair, question=q, n_answers=1, support=1.0,
+                                             predicates=["per:employee_or_member_of"])
+    q = label_row.question
+    hit = Hit.objects.get(items__question=q)
+    w = CrowdWorker.objects.create(backend="simulated", external_id=worker)
+    asg = Assignment.objects.create(hit=hit, worker=w, external_id=f"asg-{worker}")
+    Response.objects.create(assignment=asg, question=q, worker=w,
+                            choices=["per:employee_or_member_of"])
+    if p_right is not None:
+        PairLabel.objects.filter(pk=label_row.pk).update(posterior={
+            "per:employee_or_member_of": p_right, "no_relation": round(1 - p_right, 6)})
+
+
 def _change(world: World, what: str) -> None:
     a = world.a
     first = RelationInstance.objects.filter(submission=a).order_by("pk").first()
@@ -219,13 +241,9 @@ def _change(world: World, what: str) -> None:
         BudgetSettings.objects.update_or_create(pk=1, defaults={
             "cap_usd": Decimal("500.00"), "per_submission_default_usd": Decimal("9.00")})
     elif what == "crowd elsewhere":
-        # An answer on a pair another submission asked about: crowd accuracy moves.
-        hit = make_hit(world.corpus, [world.pairs["work"]], submission=world.b)
-        q = Question.objects.get(hit_items__hit=hit)
-        PairLabel.objects.filter(pair=world.pairs["wed"]).update(question=q)
-        w = CrowdWorker.objects.create(backend="simulated", external_id="sim-y")
-        asg = Assignment.objects.create(hit=hit, worker=w, external_id="asg-y")
-        Response.objects.create(assignment=asg, question=q, worker=w, choices=["per:spouse"])
+        # An answer and a label on a pair only another submission drew: crowd accuracy
+        # moves (the test runs it on a run that predates the stored crowd section).
+        _answer_elsewhere(world)
     elif what == "gold":
         GoldRelation.objects.filter(predicate="per:spouse").delete()
     else:
@@ -243,6 +261,8 @@ def test_a_change_of_what_the_report_shows_is_never_served_stale(
     url = _url(scored.a)
     if what == "gold":  # a run from before score rows stored the recall counts
         SystemScore.objects.update(exhaustive_found=None)
+    if what == "crowd elsewhere":  # a run from before runs stored the crowd section
+        ScoreRun.objects.update(crowd=None)
     Client().get(url)
     _poison(scored.a)
     assert "STORED" in Client().get(url).content.decode()
@@ -285,3 +305,66 @@ def test_the_key_is_one_query(scored: World, django_assert_num_queries) -> None:
         found = stored_pages.report_lookup(scored.a.pk, "instance|all|1")
     assert found is not None and found.body is not None and found.since is not None
     assert stored_pages.report_lookup(999999, "instance|all|1") is None
+
+
+def _key(world: World) -> str:
+    return stored_pages.report_lookup(world.a.pk, "instance|all|1").key
+
+
+@pytest.mark.django_db
+def test_the_key_reads_no_label_or_answer_elsewhere_on_the_corpus(
+        scored: World, monkeypatch) -> None:
+    """The crowd section comes from the run: crowd work on other submissions' pairs
+    leaves Alpha's key (and page) as they were until a run measures it."""
+    url = _url(scored.a)
+    assert ScoreRun.objects.get().crowd is not None
+    Client().get(url)
+    before = _key(scored)
+    _answer_elsewhere(scored)
+    assert _key(scored) == before
+    _poison(scored.a)
+    page = Client().get(url).content.decode()
+    assert "STORED" in page  # and still what a render shows: the run's crowd section
+    assert _norm(page.replace("STORED · ", "Evaluation · ")) == _norm(
+        _fresh(Client(), url, monkeypatch))
+    assert "No crowd answers on labelled pairs yet." in page
+    run = scoring.recompute(scored.corpus)  # a new label: a new run
+    assert run.crowd["agreement"]["answers"] == 1 and _key(scored) != before
+    page = Client().get(url).content.decode()
+    assert "STORED" not in page and "1 answers from 1 worker on labelled pairs" in page
+    assert _norm(page) == _norm(_fresh(Client(), url, monkeypatch))
+    # A recompute that finds nothing new writes nothing: the key stays.
+    after = _key(scored)
+    assert scoring.recompute(scored.corpus).pk == run.pk and _key(scored) == after
+    # A run that predates the stored section: the corpus's answers are in the key again.
+    ScoreRun.objects.update(crowd=None)
+    legacy = _key(scored)
+    _answer_elsewhere(scored, "sim-z")
+    assert _key(scored) != legacy
+
+
+@pytest.mark.django_db
+def test_a_crowd_section_moved_on_the_kept_run_is_never_served_stale(
+        scored: World, settings, monkeypatch) -> None:
+    """Same scores, new crowd figures (a quality pass that moved only posteriors): the
+    recompute stores no new run but updates the kept run's section, and the page and
+    the API both show the new figures."""
+    settings.KBPO_SOFT_LABELS = False  # the posterior then moves no score
+    url = _url(scored.a)
+    _answer_elsewhere(scored, p_right=0.9)
+    run = scoring.recompute(scored.corpus)
+    assert run.crowd["accuracy"]["estimate"] == pytest.approx(0.9)
+    assert '<span class="score">90%</span>' in Client().get(url).content.decode()
+    _poison(scored.a)
+    PairLabel.objects.filter(pair=scored.pairs["work"]).update(
+        posterior={"per:employee_or_member_of": 0.4, "no_relation": 0.6})
+    n_runs = ScoreRun.objects.count()
+    again = scoring.recompute(scored.corpus)
+    assert again.pk == run.pk and ScoreRun.objects.count() == n_runs
+    assert ScoreRun.objects.get(pk=run.pk).crowd["accuracy"]["estimate"] == pytest.approx(0.4)
+    page = Client().get(url).content.decode()
+    assert "STORED" not in page and '<span class="score">40%</span>' in page
+    assert _norm(page) == _norm(_fresh(Client(), url, monkeypatch))
+    api = Client().get(reverse("api-submission-scores", args=[scored.a.pk])).json()
+    assert api["crowd"]["accuracy"]["estimate"] == pytest.approx(0.4)
+    assert api["run"]["id"] == run.pk
