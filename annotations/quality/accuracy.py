@@ -25,11 +25,14 @@ is one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from scipy.stats import t as student_t
 
 from annotations.models import PairLabel, Response, TaskKind
@@ -109,13 +112,17 @@ def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
     return lo, hi
 
 
-def p_right(choices: list[str], posterior: dict[str, float]) -> float:
+def p_right(choices: list[str], posterior: dict[str, float], key: str | None = None
+            ) -> float:
     """P(an answer is right) from a label's stored posterior (per predicate).
 
     The posterior is stored per predicate, so for an answer naming two relations the
     smallest of their probabilities is used (an upper bound on both holding).
+    `key`: the answer's `answer_key`, if the caller has it.
     """
-    names = [NO_RELATION] if answer_key(choices) == NO_RELATION else list(choices)
+    if key is None:
+        key = answer_key(choices)
+    names = [NO_RELATION] if key == NO_RELATION else list(choices)
     return min(float(posterior.get(name, 0.0)) for name in names)
 
 
@@ -125,25 +132,47 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
     Only answers to relation questions whose label the quality pass has given a
     posterior count in the model accuracy; agreement counts every labelled answer.
     """
-    labels = {q: (answer_key(preds), answer_key(vote or preds), post)
-              for q, preds, vote, post in
-              PairLabel.objects.filter(question__corpus_id=corpus_id)
-              .values_list("question_id", "predicates", "majority", "posterior")}
+    # JSON read as text and decoded once per distinct value (a crowd gives few
+    # distinct answers); the labelled questions as a subquery, not an IN list of ids.
+    keys: dict[str, tuple[list[str], str]] = {}
+
+    def decode(text: str) -> tuple[list[str], str]:
+        if text not in keys:
+            choices = json.loads(text)
+            keys[text] = (choices, answer_key(choices))
+        return keys[text]
+
+    def as_text(field: str) -> Cast:
+        return Cast(field, TextField())
+
+    labelled = PairLabel.objects.filter(question__corpus_id=corpus_id)
+    labels = {}
+    for q, preds, vote, post in (labelled.annotate(p=as_text("predicates"),
+                                                   v=as_text("majority"),
+                                                   d=as_text("posterior"))
+                                 .values_list("question_id", "p", "v", "d")):
+        key = decode(preds)[1]
+        vote_key = decode(vote)[1] if vote and decode(vote)[0] else key
+        labels[q] = (key, vote_key, post)
     rows = (Response.objects.filter(question__corpus_id=corpus_id,
                                     question__kind=TaskKind.RELATION,
-                                    question_id__in=list(labels))
-            .values_list("question_id", "worker_id", "choices").order_by())
+                                    question_id__in=labelled.values("question_id"))
+            .annotate(text=as_text("choices"))
+            .values_list("question_id", "worker_id", "text").order_by())
+    posteriors: dict[int, dict[str, float]] = {}
     agree, vote_agree, agree_w, right, right_w = [], [], [], [], []
     answered: set[int] = set()
-    for qid, wid, choices in rows.iterator(chunk_size=5000):
-        key, vote, post = labels[qid]
+    for qid, wid, text in rows.iterator(chunk_size=5000):
+        key, vote, post_text = labels[qid]
         answered.add(qid)
-        given = answer_key(choices)
+        choices, given = decode(text)
         agree.append(1.0 if given == key else 0.0)
         vote_agree.append(1.0 if given == vote else 0.0)
         agree_w.append(wid)
-        if post:
-            right.append(p_right(choices, post))
+        if qid not in posteriors:
+            posteriors[qid] = json.loads(post_text) if post_text else {}
+        if post := posteriors[qid]:
+            right.append(p_right(choices, post, given))
             right_w.append(wid)
     return CrowdAccuracy(clustered_share(agree, agree_w, confidence),
                          clustered_share(right, right_w, confidence),

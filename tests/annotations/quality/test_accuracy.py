@@ -92,3 +92,20 @@ def test_crowd_accuracy_from_answers_and_posteriors() -> None:
     assert acc.accuracy.estimate == pytest.approx((0.9 + 0.9 + 0.1) / 3)
     assert acc.accuracy.lo < acc.accuracy.estimate < acc.accuracy.hi
     assert accuracy.p_right(["a", "b"], {"a": 0.7, "b": 0.4}) == 0.4
+    assert acc.differs_from_majority == 0 and acc.labels == 2
+    assert acc.majority_agreement.estimate == pytest.approx(5 / 6)
+    # A label moved away from its vote: agreement with the vote is counted apart.
+    PairLabel.objects.filter(pair=pairs[1]).update(majority=["per:place_of_birth"])
+    moved = accuracy.crowd_accuracy(corpus.pk)
+    assert moved.differs_from_majority == 1
+    assert moved.agreement.estimate == pytest.approx(5 / 6)
+    assert moved.majority_agreement.estimate == pytest.approx(2 / 6)
+    # An answer naming two relations is right with the smaller of their probabilities.
+    Response.objects.filter(question=questions[0], worker__external_id="c").update(
+        choices=["no_relation", "per:place_of_birth"])
+    both = accuracy.crowd_accuracy(corpus.pk)
+    assert both.accuracy.estimate == pytest.approx((0.9 + 0.9 + 0.1) / 3)
+    Response.objects.filter(question=questions[0], worker__external_id="c").update(
+        choices=["per:origin", "per:place_of_birth"])
+    assert accuracy.crowd_accuracy(corpus.pk).accuracy.estimate == pytest.approx(
+        (0.9 + 0.9 + 0.0) / 3)
