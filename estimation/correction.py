@@ -18,6 +18,7 @@ import numpy as np
 
 from annotations.models import PairLabel, Question, Response, TaskKind
 from annotations.quality.aggregation import NO_RELATION, answer_key, one_coin
+from annotations.quality.workers import offered
 from kbpo.core.models import Corpus
 
 from .core.noise import SoftLabels, data_seed, resample_workers
@@ -62,11 +63,14 @@ def soft_label_replicates(corpus: Corpus, replicates: int,
     codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
     rng = np.random.default_rng(data_seed(items, workers,
                                           np.asarray([codes_of[a] for a in answers])))
+    # The model the quality pass fits (offered answers, shares per pair type), refitted.
+    n_options, strata = offered(qids)
     out = []
     for _ in range(replicates):
         idx, new = resample_workers(workers, n_workers, rng)
         fit = one_coin(items[idx], new, [answers[k] for k in idx], len(qids), n_workers,
-                       known=known or None, none=NO_RELATION, tol=1e-4)
+                       n_options=n_options, known=known or None, none=NO_RELATION,
+                       strata=strata, tol=1e-4)
         out.append(_rows(fit.categories, fit.posterior[rows], fit.priors, pair_of, codes))
     return out
 

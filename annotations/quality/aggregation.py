@@ -206,6 +206,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
              n_options: np.ndarray | int | None = None,
              known: dict[int, object] | None = None,
              categories: Sequence | None = None, none: object | None = None,
+             strata: np.ndarray | None = None, strata_shrink: float = 10.0,
              prior_accuracy: float = 0.8, prior_strength: float = 4.0,
              class_pseudocount: float = 0.5, type_shrink: float = 5.0, max_iter: int = 200,
              tol: float = 1e-7) -> OneCoinResult:
@@ -231,9 +232,18 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     rates, and they stay out of the class shares (their mix is not the test
     items'). `categories` fixes the category list (default: the answers seen plus
     the known truths).
+
+    `strata` (per item, an integer) groups items that offer the same answers (a pair's
+    two entity types decide its relations): the class shares are then fitted per
+    stratum, shrunk towards the corpus-wide shares by `strata_shrink` pseudo-items.
+    With one corpus-wide share per relation, a relation is rare against "none" on
+    every pair even where the pair's types make it common, and EM drifts into calling
+    true pairs "none" with workers who answer relations on none pairs half the time.
+    `priors` stays the corpus-wide shares.
     """
     items = np.asarray(items, dtype=np.int64)
     workers = np.asarray(workers, dtype=np.int64)
+    strata = None if strata is None else np.asarray(strata, dtype=np.int64)
     known = known or {}
     cats = sorted(set(answers) | set(known.values())) if categories is None else list(categories)
     index = {c: i for i, c in enumerate(cats)}
@@ -264,6 +274,12 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
         iterations = it
         counts = post[~ctrl].sum(axis=0) + class_pseudocount
         priors = counts / counts.sum()
+        log_prior = np.log(priors)[None, :]
+        if strata is not None and n_i:
+            per = np.zeros((int(strata.max()) + 1, n_c))
+            np.add.at(per, strata[~ctrl], post[~ctrl])
+            per += strata_shrink * priors[None, :]
+            log_prior = np.log(per / per.sum(axis=1, keepdims=True))[strata]
         if nc < 0:
             rates = (_coin_rates(post, items, workers, obs, n_w, alpha, beta),)
             log_lik = _coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
@@ -271,7 +287,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
             rates = _lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta,
                                     type_shrink)
             log_lik = _lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c)
-        log_post = np.log(priors)[None, :] + log_lik
+        log_post = log_prior + log_lik
         log_post -= log_post.max(axis=1, keepdims=True)
         new_post = _normalise_rows(np.exp(log_post))
         new_post[ctrl] = ctrl_post[ctrl]

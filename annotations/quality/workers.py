@@ -180,14 +180,23 @@ def control_outliers(min_answers: int | None = None,
     return out
 
 
-def _options(qids: list[int]) -> np.ndarray:
-    """Per item, the answers its question offered: the relations its pair's types allow,
-    and no_relation. A wrong answer is spread over these, not over every answer seen on
-    the corpus (which would make one odd answer look far less likely than it is)."""
+def offered(qids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, how many answers its question offered (the relations its pair's types
+    allow, and no_relation), and its stratum: items with the same pair types share one.
+
+    A wrong answer is spread over the offered answers, not over every answer seen on
+    the corpus (which would make one odd answer look far less likely than it is); the
+    class shares are fitted per stratum (`aggregation.one_coin`).
+    """
     types = {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=qids).values_list(
         "pk", "pair__subject_type", "pair__object_type")}
-    return np.array([len(predicates_for(*types[q])) + 1 if types.get(q, (None,))[0] else 2
-                     for q in qids], dtype=float)
+    pair_types = [types.get(q, (None, None)) for q in qids]
+    k = np.array([len(predicates_for(*t)) + 1 if t[0] else 2 for t in pair_types],
+                 dtype=float)
+    strata_of: dict[tuple, int] = {}
+    strata = np.array([strata_of.setdefault(t, len(strata_of)) for t in pair_types],
+                      dtype=np.int64)
+    return k, strata
 
 
 def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
@@ -199,15 +208,16 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
     An answer key holding two relations ("a|b") gives its probability to both.
     Control questions (`known`) anchor the workers' rates; they have no label.
     """
-    k = _options(qids)
+    k, strata = offered(qids)
     fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers, n_options=k,
-                               known=known or None, none=aggregation.NO_RELATION)
+                               known=known or None, none=aggregation.NO_RELATION,
+                               strata=strata)
     report.coin_labels.update({q: str(fit.labels[i]).split("|") for i, q in enumerate(qids)})
     method = settings.KBPO_LABEL_AGGREGATION
     hard = fit if method == "lopsided" else None
     if method == "one_coin":
         hard = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
-                                    n_options=k, known=known or None)
+                                    n_options=k, known=known or None, strata=strata)
     prior: dict[str, float] = {}
     for key, share in zip(fit.categories, fit.priors, strict=True):
         for name in str(key).split("|"):
