@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from annotations.models import CrowdWorker
 from annotations.quality.workers import update_worker_quality
-from annotations.signals import labels_changed
 
 from . import labels, periodic, review, sync, workers
 
@@ -54,12 +52,6 @@ def confirm_page_post_task(post_id: int) -> str:
 @shared_task(name="annotations.worker_quality", acks_late=True, reject_on_worker_lost=True)
 def worker_quality_task() -> dict:
     report = update_worker_quality()
-    # The pass refits every label's posterior, which soft-label scores and the crowd
-    # section stored with each score run rest on, but announces only labels it moved:
-    # ask for a recompute of every corpus it fitted (one that finds nothing new stores
-    # nothing, or only the run's new crowd section).
-    for corpus_id in sorted(report.alpha):
-        labels_changed.send(sender=CrowdWorker, corpus_id=corpus_id)
     blocked = workers.block_control_outliers()
     return {"answers": report.answers, "workers": report.workers, "flagged": report.flagged,
             "blocked": blocked}

@@ -40,6 +40,7 @@ class QualityReport:
     ds_labels: dict[int, list[str]] = field(default_factory=dict)      # question -> DS label
     coin_labels: dict[int, list[str]] = field(default_factory=dict)    # question -> one-coin
     soft_labels: int = 0                                               # PairLabels updated
+    reposterior: int = 0      # ... whose posterior the refit moved (soft scores rest on it)
     control_answers: int = 0                                           # answers to controls
     control_right: int = 0                                             # ... equal to the truth
     # Hard labels the pass moved: (pair id, old answer key, new answer key).
@@ -90,10 +91,13 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
                 agree_n[wid] += int(total[k])
         report.ds_labels.update({q: fit.labels[i].split("|") for i, q in enumerate(qids)})
         with transaction.atomic():
-            moved = len(report.relabelled)
+            moved, refitted = len(report.relabelled), report.reposterior
             report.soft_labels += _store_labels(items, workers, answers, qids, len(wids),
                                                 report, known)
-            if len(report.relabelled) > moved:  # the scores rest on the hard labels
+            # The scores rest on the hard labels, soft-label scores and the crowd
+            # section stored with each score run on the posteriors: either moving
+            # asks for a recompute (debounced; a refit that moved nothing asks none).
+            if len(report.relabelled) > moved or report.reposterior > refitted:
                 transaction.on_commit(lambda c=cid: labels_changed.send(sender=PairLabel,
                                                                         corpus_id=c))
         report.alpha[cid] = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
@@ -254,7 +258,9 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
         for key, p in zip(fit.categories, fit.posterior[i], strict=True):
             for name in str(key).split("|"):
                 post[name] = post.get(name, 0.0) + float(p)
-        label.posterior = {k: round(min(v, 1.0), 6) for k, v in post.items() if v > 1e-6}
+        posterior = {k: round(min(v, 1.0), 6) for k, v in post.items() if v > 1e-6}
+        report.reposterior += posterior != label.posterior
+        label.posterior = posterior
         label.prior = {k: round(prior[k], 6) for k in label.posterior}
         label.p_correct = float(fit.posterior[i][fit.categories.index(target)]) \
             if target in fit.categories else 0.0

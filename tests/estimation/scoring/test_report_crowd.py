@@ -217,6 +217,13 @@ def test_the_quality_pass_leads_to_a_current_crowd_section(
     assert after == {**_live(world), "soft_labels": False}
     html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
     assert f'<span class="score">{100 * after["accuracy"]["estimate"]:.0f}%</span>' in html
+    # A pass over the same answers refits the same posteriors: it asks for nothing.
+    from estimation.models import ScoringState
+
+    generation = ScoringState.objects.get(corpus=world.corpus).generation
+    with django_capture_on_commit_callbacks(execute=True):
+        worker_quality_task()
+    assert ScoringState.objects.get(corpus=world.corpus).generation == generation
 
 
 @pytest.mark.django_db
