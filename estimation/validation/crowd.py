@@ -8,6 +8,11 @@ offered answers uniformly; spammers answer uniformly at random. With
 miss each relation type with probability ``error_rate``, and miss it every time
 (answering "no relation"), so extra answers from the same worker never wash it out.
 
+Pairs are typed, as in production where a pair's two entity types decide the
+relations its question offers: each type offers a fixed set of relations, and types
+differ in how often their pairs hold a relation at all. The model is fitted with its
+class shares per type, as the quality pass fits it.
+
 Labels follow the production rule (annotations.crowd.labels): three answers, a
 strict majority wins; without one, another answer, up to two more; then the
 plurality. Codes: predicates 0..P−1, NO_RELATION = −1.
@@ -43,7 +48,12 @@ class CrowdSpec:
     n_workers: int = 20
     answers: int = 3  # per question, before ties ask for more
     max_extra: int = 2
-    n_options: int = 6  # relation types offered for a pair (its types allow), besides none
+    n_options: int = 4  # relation types offered for a pair (its types allow), besides none
+    # Pair types (the two entity types of a pair): each offers a fixed set of relations,
+    # and types differ in how often their pairs hold one (PER-PER pairs rarely do, say).
+    # 0: untyped, every question offers a random set.
+    pair_types: int = 8
+    type_spread: float = 1.0  # sd of a type's log odds of holding no relation
     systematic: bool = False
     # Share of every HIT's questions with a known answer (KBPO_CONTROL_SHARE): 0.09 is
     # 0.09/0.91 = 9.9% questions on top of the labels.
@@ -82,9 +92,43 @@ def make_pool(spec: CrowdSpec, n_predicates: int, rng: np.random.Generator) -> P
     return Pool(np.where(spammer, 0.0, acc), spammer, blind)
 
 
+def pair_types(truth: np.ndarray, spec: CrowdSpec, n_predicates: int,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(type of each pair, (types × k) relations each type offers).
+
+    Every relation belongs to some type; a pair holding relation r gets a type that
+    offers r, a pair holding none any type, with type-specific odds: how common each
+    relation is against "no relation" depends on the pair's types, as in a real corpus.
+    """
+    truth = np.asarray(truth, dtype=np.int64)
+    k = min(spec.n_options, n_predicates)
+    t = spec.pair_types
+    # As in a schema, each relation belongs to one or two types: overlapping windows
+    # over a shuffled relation list (every relation in some window when t·k ≥ P).
+    order = rng.permutation(n_predicates)
+    starts = (np.arange(t) * n_predicates) // t
+    sets = order[(starts[:, None] + np.arange(k)[None, :]) % n_predicates]
+    has = np.zeros((t, n_predicates), dtype=bool)
+    np.put_along_axis(has, sets, True, axis=1)
+    popular = rng.lognormal(0.0, 0.5, t)
+    falsity = popular * rng.lognormal(0.0, spec.type_spread, t)
+    types = np.empty(len(truth), np.int64)
+    none = truth < 0
+    types[none] = rng.choice(t, int(none.sum()), p=falsity / falsity.sum())
+    for r in np.unique(truth[~none]):
+        rows = np.flatnonzero(truth == r)
+        w = popular * has[:, r]
+        types[rows] = rng.choice(t, len(rows), p=w / w.sum())
+    return types, sets
+
+
 def _options(truth: np.ndarray, spec: CrowdSpec, n_predicates: int,
-             rng: np.random.Generator) -> np.ndarray:
-    """(n × k) relation types offered per question; the true one among them."""
+             rng: np.random.Generator, typed: tuple[np.ndarray, np.ndarray] | None = None,
+             ) -> np.ndarray:
+    """(n × k) relation types offered per question; the true one among them.
+    ``typed``: (types, sets) from ``pair_types``: each pair offers its type's set."""
+    if typed is not None:
+        return typed[1][typed[0]]
     k = min(spec.n_options, n_predicates)
     offered = np.argsort(rng.random((len(truth), n_predicates)), axis=1)[:, :k]
     true = truth >= 0
@@ -129,11 +173,13 @@ def _plurality(answers: np.ndarray) -> np.ndarray:
 
 
 def answer(truth: np.ndarray, pool: Pool, spec: CrowdSpec, n_predicates: int,
-           rng: np.random.Generator) -> CrowdLabels:
-    """The crowd answers every question (true codes ``truth``), ties asking for more."""
+           rng: np.random.Generator,
+           typed: tuple[np.ndarray, np.ndarray] | None = None) -> CrowdLabels:
+    """The crowd answers every question (true codes ``truth``), ties asking for more.
+    ``typed``: pair types and their relation sets (``pair_types``); None: random sets."""
     truth = np.asarray(truth, dtype=np.int64)
     n, most = len(truth), spec.answers + spec.max_extra
-    offered = _options(truth, spec, n_predicates, rng)
+    offered = _options(truth, spec, n_predicates, rng, typed)
     w = len(pool.accuracy)
     most = min(most, w)
     workers = np.argsort(rng.random((n, w)), axis=1)[:, :most]
@@ -164,7 +210,8 @@ class CrowdLabeller:
     label never changes when more pairs are labelled later). ``evidence`` builds the
     estimators' input from the crowd's majority labels and, with ``correct``, the soft
     labels of the production model (annotations.quality.aggregation.one_coin, with
-    separate rates for missed relations), fitted on the labelled pairs plus control
+    separate rates for missed relations, class shares per pair type), fitted on the
+    labelled pairs plus control
     questions: a share ``control_share`` of extra pairs with known answers, answered by
     the same workers, which anchor the fit and never count as labels.
     """
@@ -174,7 +221,9 @@ class CrowdLabeller:
         self.spec, self.truth, self.correct = spec, label, correct
         self.n_predicates = n_predicates
         self.pool = make_pool(spec, n_predicates, rng)
-        self.got = answer(label, self.pool, spec, n_predicates, rng)
+        typed = pair_types(label, spec, n_predicates, rng) if spec.pair_types > 0 else None
+        self.types = None if typed is None else typed[0]
+        self.got = answer(label, self.pool, spec, n_predicates, rng, typed)
         self.start = np.concatenate([[0], np.cumsum(np.bincount(self.got.items,
                                                                 minlength=len(label)))])
         self.control_order = rng.permutation(len(label))
@@ -208,10 +257,11 @@ class CrowdLabeller:
 
     def _fit(self, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
              answers: np.ndarray, known: dict[int, int], n_workers: int, tol: float = 1e-6):
+        # As in production (annotations.quality.workers.offered): class shares per pair type.
         return one_coin(items, workers, answers.tolist(), len(both), n_workers,
                         n_options=self.got.n_options[both], known=known,
                         categories=list(range(-1, self.n_predicates)), none=NO_RELATION,
-                        tol=tol)
+                        strata=None if self.types is None else self.types[both], tol=tol)
 
     def replicates(self, rng: np.random.Generator) -> list:
         """Soft labels of the last ``soft`` call refitted on ``spec.bootstrap``
