@@ -3,7 +3,7 @@ label rule and the two error models."""
 
 import numpy as np
 
-from estimation.validation.crowd import NO_RELATION, CrowdSpec, answer, make_pool
+from estimation.validation.crowd import NO_RELATION, CrowdLabeller, CrowdSpec, answer, make_pool
 
 
 def test_ties_ask_for_more_answers_and_majority_decides():
@@ -45,3 +45,36 @@ def test_blind_spots_repeat():
     assert np.all(got.answers[blind] == NO_RELATION)
     assert np.all(got.answers[~blind] == t[~blind])
     assert 0.15 < blind.mean() < 0.25
+
+
+def _replicate_spread(n: int, spec: CrowdSpec, seed: int) -> float:
+    """Variance over the parameter replicates of the mean P(pair true) of n labelled pairs."""
+    rng = np.random.default_rng(seed)
+    zipf = 1.0 / np.arange(1, 21)
+    truth = np.where(rng.random(8000) < 0.25, rng.choice(20, 8000, p=zipf / zipf.sum()),
+                     NO_RELATION)
+    labeller = CrowdLabeller(spec, truth, 20, rng)
+    labeller.soft(np.arange(n))
+    means = []
+    for rep in labeller.replicates(np.random.default_rng(seed + 1)):
+        rel = rep.predicates != NO_RELATION
+        means.append(np.bincount(rep.pairs[rel], weights=rep.probs[rel], minlength=n).mean())
+    return float(np.var(means, ddof=1))
+
+
+def test_parameter_replicates_shrink_with_more_questions_and_vanish_for_a_perfect_crowd():
+    """The correction's replicates vary the fitted rates and shares only (the answers
+    stay): their spread falls like 1/questions — 4 times the questions, about a quarter
+    of the variance (0.3 measured) — and a perfect crowd's rates leave nothing to vary."""
+    spec = CrowdSpec(error_rate=0.2, bootstrap=20)
+    # Pooled over 3 worlds (57 degrees of freedom a size): the ratio of the pooled
+    # variances has a log-sd of about 0.26 from the replicates alone; 0.6 is 2.6 of
+    # them above 0.3 and still fails a spread that does not shrink (ratio 1).
+    small = np.mean([_replicate_spread(250, spec, s) for s in range(3)])
+    large = np.mean([_replicate_spread(1000, spec, s) for s in range(3)])
+    assert small > 1e-6
+    assert large < 0.6 * small, (small, large)
+    # Perfect workers: certain posteriors under any refit; what is left (an sd of
+    # about 1e-6) is rounding far below any interval's width.
+    perfect = CrowdSpec(error_rate=0.0, spammer_share=0.0, bootstrap=8)
+    assert _replicate_spread(250, perfect, 0) < 1e-10
