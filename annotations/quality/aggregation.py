@@ -356,8 +356,12 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
 
     One E-step, no refit: the answers' own noise with the rates held fixed. Worker
     indices must be those of the fit (rates per worker); `n_options`, `known` and
-    `strata` as for `one_coin`. Answers outside the fit's categories are a KeyError.
+    `strata` as for `one_coin`. Answers outside the fit's categories are a KeyError;
+    a fit with shares per stratum needs `strata` (a ValueError without: the corpus-wide
+    shares would silently stand in for them).
     """
+    if params.stratum_shares is not None and strata is None:
+        raise ValueError("coin_posterior: the fit has class shares per stratum; pass strata")
     items = np.asarray(items, dtype=np.int64)
     workers = np.asarray(workers, dtype=np.int64)
     cats = params.categories

@@ -263,6 +263,10 @@ def test_coin_posterior_under_the_fits_parameters_is_its_posterior() -> None:
     rest = np.arange(n) != test
     np.testing.assert_allclose(other[rest], fit.posterior[rest], atol=1e-12)
     assert not np.allclose(other[test], fit.posterior[test])
+    with_strata = one_coin(items, workers, answers, n, 20, n_options=k, known=known,
+                           none="no_relation", strata=stratum)
+    with pytest.raises(ValueError, match="strata"):
+        coin_posterior(with_strata.params, items, workers, answers, n, n_options=k)
 
 
 def test_one_coin_started_at_its_fit_stays_there() -> None:
