@@ -1,13 +1,18 @@
-"""The noise correction's own uncertainty in production: a bootstrap over workers.
+"""The noise correction's own uncertainty in production: a bootstrap of the fitted
+parameters.
 
-The soft labels stored by the quality pass rest on the workers' fitted rates; another
-crowd would have given other rates. Here the corpus's relation answers are reloaded,
-the workers resampled with replacement (`noise.resample_workers`) and the quality
-pass's lopsided one-coin model refitted on each replicate (control questions stay
-known). Each replicate's posteriors become soft-label rows; `noise.correction_variance`
-recomputes the estimates on them and `noise.widen` adds their spread to the intervals.
-The generator is seeded from the answers themselves, so a recompute on the same data
-gives the same intervals.
+The soft labels stored by the quality pass rest on the workers' fitted rates and the
+class shares, estimated from a finite number of questions. Here the corpus's relation
+answers are reloaded and the quality pass's lopsided one-coin model fitted once; then
+each replicate draws the questions with replacement (labelled and control questions
+separately, `noise.resample_questions`), refits the model on them (EM started at the
+fit's posterior) and computes the posterior of the *original* answers under the
+refitted parameters. Each replicate's posteriors become soft-label rows;
+`noise.correction_variance` recomputes the estimates on them and `noise.widen` adds
+their spread to the intervals. Only the parameters vary between replicates: each
+pair's own answer noise is already in its probability and in the label bounds. The
+generator is seeded from the answers themselves, so a recompute on the same data gives
+the same intervals.
 """
 
 from __future__ import annotations
@@ -17,11 +22,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from annotations.models import PairLabel, Question, Response, TaskKind
-from annotations.quality.aggregation import NO_RELATION, answer_key, one_coin
+from annotations.quality.aggregation import NO_RELATION, answer_key, coin_posterior, one_coin
 from annotations.quality.workers import offered
 from kbpo.core.models import Corpus
 
-from .core.noise import SoftLabels, data_seed, resample_workers
+from .core.noise import SoftLabels, data_seed, resample_questions
 
 
 def _answers(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, list[str], list[int], int]:
@@ -41,9 +46,9 @@ def _answers(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, list[str], list[in
 
 def soft_label_replicates(corpus: Corpus, replicates: int,
                           codes: Mapping[str, int]) -> list[SoftLabels]:
-    """Soft labels of the corpus's labelled pairs refitted on ``replicates`` bootstrap
-    replicates over workers (fewer than 2, or no answers: none); ``codes``: predicate
-    name → the estimators' code."""
+    """Soft labels of the corpus's labelled pairs under ``replicates`` bootstrap
+    replicates of the model's parameters (fewer than 2, or no answers: none);
+    ``codes``: predicate name → the estimators' code."""
     if replicates < 2:
         return []
     items, workers, answers, qids, n_workers = _answers(corpus)
@@ -63,15 +68,25 @@ def soft_label_replicates(corpus: Corpus, replicates: int,
     codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
     rng = np.random.default_rng(data_seed(items, workers,
                                           np.asarray([codes_of[a] for a in answers])))
-    # The model the quality pass fits (offered answers, shares per pair type), refitted.
+    # The model the quality pass fits (offered answers, shares per pair type).
     n_options, strata = offered(qids)
+    fit = one_coin(items, workers, answers, len(qids), n_workers, n_options=n_options,
+                   known=known or None, none=NO_RELATION, strata=strata)
+    cats = fit.categories  # replicates keep them: an answer a replicate lacks stays known
+    is_ctrl = np.zeros(len(qids), dtype=bool)
+    is_ctrl[list(known)] = True
+    groups = [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)]
     out = []
     for _ in range(replicates):
-        idx, new = resample_workers(workers, n_workers, rng)
-        fit = one_coin(items[idx], new, [answers[k] for k in idx], len(qids), n_workers,
-                       n_options=n_options, known=known or None, none=NO_RELATION,
-                       strata=strata, tol=1e-4)
-        out.append(_rows(fit.categories, fit.posterior[rows], fit.priors, pair_of, codes))
+        idx, new, pick = resample_questions(items, groups, rng)
+        rep_known = {j: known[int(i)] for j, i in enumerate(pick) if is_ctrl[i]}
+        refit = one_coin(new, workers[idx], [answers[k] for k in idx], len(pick), n_workers,
+                         n_options=n_options[pick], known=rep_known or None,
+                         categories=cats, none=NO_RELATION, strata=strata[pick], tol=1e-4,
+                         init=fit.posterior[pick])
+        post = coin_posterior(refit.params, items, workers, answers, len(qids),
+                              n_options=n_options, known=known or None, strata=strata)
+        out.append(_rows(cats, post[rows], refit.priors, pair_of, codes))
     return out
 
 

@@ -344,7 +344,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             t1 = time.monotonic()
             res = widen(res, correction_variance(data.population, evidence, data.soft_replicates,
                                                  draw_scheme, schemes, confidence), confidence)
-            say(f"{len(data.soft_replicates)} worker-bootstrap replicates in "
+            say(f"{len(data.soft_replicates)} correction replicates in "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
         hard = _hard_estimates(data, draw_scheme, schemes, confidence)
         costs = attributed_costs(ids)

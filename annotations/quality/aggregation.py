@@ -199,6 +199,19 @@ class OneCoinResult:
     specificity: np.ndarray | None = None
     sensitivity: np.ndarray | None = None
     miss_rate: np.ndarray | None = None
+    params: OneCoinParams | None = None  # the fit's parameters (`coin_posterior`)
+
+
+@dataclass(frozen=True)
+class OneCoinParams:
+    """What a one-coin fit learnt, enough to compute the posterior of any answers to
+    the same categories (`coin_posterior`): the workers' rates and the class shares."""
+
+    categories: list
+    rates: tuple[np.ndarray, ...]  # (accuracy,) or (specificity, sensitivity, miss, per type)
+    priors: np.ndarray             # (categories,) corpus-wide class shares
+    stratum_shares: np.ndarray | None  # (strata, categories) shares per stratum, or None
+    none_index: int                # column of `none`; −1: the symmetric coin
 
 
 def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
@@ -209,7 +222,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
              strata: np.ndarray | None = None, strata_shrink: float = 10.0,
              prior_accuracy: float = 0.8, prior_strength: float = 4.0,
              class_pseudocount: float = 0.5, type_shrink: float = 5.0, max_iter: int = 200,
-             tol: float = 1e-7) -> OneCoinResult:
+             tol: float = 1e-7, init: np.ndarray | None = None) -> OneCoinResult:
     """One-coin Dawid–Skene by EM with priors (maximum a posteriori).
 
     Each worker answers the truth with probability a_w and otherwise one of the
@@ -240,6 +253,12 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     every pair even where the pair's types make it common, and EM drifts into calling
     true pairs "none" with workers who answer relations on none pairs half the time.
     `priors` stays the corpus-wide shares.
+
+    `init` (items × categories): the posterior EM starts from instead of the vote
+    shares — a refit on nearly the same answers (a bootstrap replicate) starts at the
+    fit's and converges in a few rounds. `params` holds the fitted rates and shares;
+    `coin_posterior(params, ...)` gives the posterior of these or other answers under
+    them (on these answers: `posterior` itself).
     """
     items = np.asarray(items, dtype=np.int64)
     workers = np.asarray(workers, dtype=np.int64)
@@ -263,33 +282,35 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     beta = prior_strength * (1.0 - prior_accuracy)
     per_worker = np.bincount(workers, minlength=n_w).astype(float)
 
-    post = np.zeros((n_i, n_c))
-    np.add.at(post, (items, obs), 1.0)
-    post = _normalise_rows(post + 1e-9)
+    if init is None:
+        post = np.zeros((n_i, n_c))
+        np.add.at(post, (items, obs), 1.0)
+        post = _normalise_rows(post + 1e-9)
+    else:
+        post = np.array(init, dtype=float, copy=True).reshape(n_i, n_c)
     post[ctrl] = ctrl_post[ctrl]
     priors = np.full(n_c, 1.0 / n_c)
     rates: tuple[np.ndarray, ...] = ()
+    shares = None
+    # Who answered what is fixed during EM: its sparse matrices are built once.
+    inc = _Incidence(items, workers, obs, nc, n_i, n_w) if nc >= 0 else None
     iterations = 0
     for it in range(1, max_iter + 1):
         iterations = it
         counts = post[~ctrl].sum(axis=0) + class_pseudocount
         priors = counts / counts.sum()
-        log_prior = np.log(priors)[None, :]
         if strata is not None and n_i:
             per = np.zeros((int(strata.max()) + 1, n_c))
             np.add.at(per, strata[~ctrl], post[~ctrl])
             per += strata_shrink * priors[None, :]
-            log_prior = np.log(per / per.sum(axis=1, keepdims=True))[strata]
+            shares = per / per.sum(axis=1, keepdims=True)
         if nc < 0:
             rates = (_coin_rates(post, items, workers, obs, n_w, alpha, beta),)
-            log_lik = _coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
         else:
             rates = _lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta,
-                                    type_shrink)
-            log_lik = _lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c)
-        log_post = log_prior + log_lik
-        log_post -= log_post.max(axis=1, keepdims=True)
-        new_post = _normalise_rows(np.exp(log_post))
+                                    type_shrink, inc)
+        new_post = _e_step(rates, priors, shares, strata, items, workers, obs, k_opt, nc,
+                           n_i, n_c, inc)
         new_post[ctrl] = ctrl_post[ctrl]
         delta = float(np.abs(new_post - post).max()) if n_i else 0.0
         post = new_post
@@ -301,7 +322,61 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     result = OneCoinResult(cats, post, labels, accuracy, per_worker, priors, iterations)
     if nc >= 0:
         result.specificity, result.sensitivity, result.miss_rate = rates[:3]
+    if rates:
+        result.params = OneCoinParams(cats, rates, priors, shares, nc)
     return result
+
+
+def _e_step(rates: tuple[np.ndarray, ...], priors: np.ndarray, shares: np.ndarray | None,
+            strata: np.ndarray | None, items: np.ndarray, workers: np.ndarray,
+            obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int, n_c: int,
+            inc: _Incidence | None = None) -> np.ndarray:
+    """Each item's posterior over the categories given the rates and class shares."""
+    log_prior = np.log(priors)[None, :]
+    if shares is not None and strata is not None and n_i:
+        # A stratum the shares do not know (absent where they were fitted) gets the
+        # corpus-wide shares, as a stratum without items does in the fit.
+        table = np.vstack([shares, priors[None, :]])
+        log_prior = np.log(table)[np.where(strata < len(shares), strata, len(shares))]
+    if nc < 0:
+        log_lik = _coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
+    else:
+        log_lik = _lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c, inc)
+    log_post = log_prior + log_lik
+    log_post -= log_post.max(axis=1, keepdims=True)
+    return _normalise_rows(np.exp(log_post))
+
+
+def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray,
+                   answers: Sequence, n_items: int, *,
+                   n_options: np.ndarray | int | None = None,
+                   known: dict[int, object] | None = None,
+                   strata: np.ndarray | None = None) -> np.ndarray:
+    """(items × categories) posterior of these answers under a fit's parameters.
+
+    One E-step, no refit: the answers' own noise with the rates held fixed. Worker
+    indices must be those of the fit (rates per worker); `n_options`, `known` and
+    `strata` as for `one_coin`. Answers outside the fit's categories are a KeyError;
+    a fit with shares per stratum needs `strata` (a ValueError without: the corpus-wide
+    shares would silently stand in for them).
+    """
+    if params.stratum_shares is not None and strata is None:
+        raise ValueError("coin_posterior: the fit has class shares per stratum; pass strata")
+    items = np.asarray(items, dtype=np.int64)
+    workers = np.asarray(workers, dtype=np.int64)
+    cats = params.categories
+    index = {c: i for i, c in enumerate(cats)}
+    obs = np.fromiter((index[a] for a in answers), np.int64, len(answers))
+    n_c = max(len(cats), 1)
+    k_opt = np.broadcast_to(np.asarray(n_c if n_options is None else n_options, float),
+                            (n_items,)).astype(float)
+    strata = None if strata is None else np.asarray(strata, dtype=np.int64)
+    post = _e_step(params.rates, params.priors, params.stratum_shares, strata, items,
+                   workers, obs, k_opt, params.none_index, n_items, n_c)
+    for i, c in (known or {}).items():
+        post[i] = 0.0
+        post[i, index[c]] = 1.0
+    return post
 
 
 def _coin_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
@@ -320,9 +395,28 @@ def _coin_loglik(acc: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: n
     return out
 
 
+class _Incidence:
+    """Sparse answer matrices of one set of answers: worker × item (all answers, answers
+    "none") and item × worker (answers "none", answers a relation)."""
+
+    def __init__(self, items: np.ndarray, workers: np.ndarray, obs: np.ndarray, nc: int,
+                 n_i: int, n_w: int) -> None:
+        said_none = obs == nc
+        rel = ~said_none
+        self.by_worker = sp.csr_matrix((np.ones(len(items)), (workers, items)),
+                                       shape=(n_w, n_i))
+        self.worker_nones = sp.csr_matrix((said_none.astype(float), (workers, items)),
+                                          shape=(n_w, n_i))
+        self.item_nones = sp.csr_matrix((said_none.astype(float), (items, workers)),
+                                        shape=(n_i, n_w))
+        self.item_rels = sp.csr_matrix((rel.astype(float), (items, workers)),
+                                       shape=(n_i, n_w))
+
+
 def _lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
                     obs: np.ndarray, nc: int, n_w: int, alpha: float,
-                    beta: float, shrink: float) -> tuple[np.ndarray, ...]:
+                    beta: float, shrink: float,
+                    inc: _Incidence | None = None) -> tuple[np.ndarray, ...]:
     p_none = post[items, nc]
     said_none = obs == nc
     neg = np.bincount(workers, weights=p_none, minlength=n_w)
@@ -335,17 +429,16 @@ def _lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
     sens = (pos_right + alpha) / (pos + alpha + beta)
     miss = np.clip((pos_miss + beta / 2) / (pos + alpha + beta), 1e-6, 1 - 1e-6)
     # Per type: (misses of type c + shrink · overall rate) / (answers on type c + shrink).
-    n_i = post.shape[0]
-    by_worker = sp.csr_matrix((np.ones(len(items)), (workers, items)), shape=(n_w, n_i))
-    nones = sp.csr_matrix((said_none.astype(float), (workers, items)), shape=(n_w, n_i))
-    per_type = ((nones @ post) + shrink * miss[:, None]) / ((by_worker @ post) + shrink)
+    inc = inc or _Incidence(items, workers, obs, nc, post.shape[0], n_w)
+    per_type = (((inc.worker_nones @ post) + shrink * miss[:, None])
+                / ((inc.by_worker @ post) + shrink))
     return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6), miss,
             np.clip(per_type, 1e-6, 1 - 1e-6))
 
 
 def _lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np.ndarray,
                      obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int,
-                     n_c: int) -> np.ndarray:
+                     n_c: int, inc: _Incidence | None = None) -> np.ndarray:
     spec, sens, miss = (r[workers] for r in rates[:3])
     per_type = rates[3]
     n_w = per_type.shape[0]
@@ -356,9 +449,9 @@ def _lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: 
     rho = np.clip(sens / np.clip(1 - miss, 1e-6, 1.0), 1e-6, 1 - 1e-6)
     off = np.log1p(-rho) - np.log(np.maximum(k - 2, 1))
     rel = ~said_none
-    nones = sp.csr_matrix((said_none.astype(float), (items, workers)), shape=(n_i, n_w))
-    rels = sp.csr_matrix((rel.astype(float), (items, workers)), shape=(n_i, n_w))
-    out = np.asarray(nones @ np.log(per_type)) + np.asarray(rels @ np.log1p(-per_type))
+    inc = inc or _Incidence(items, workers, obs, nc, n_i, n_w)
+    out = (np.asarray(inc.item_nones @ np.log(per_type))
+           + np.asarray(inc.item_rels @ np.log1p(-per_type)))
     out += np.bincount(items, weights=np.where(rel, off, 0.0), minlength=n_i)[:, None]
     np.add.at(out, (items[rel], obs[rel]), np.log(rho[rel]) - off[rel])
     # Truth = none: none → spec; any relation → (1 − spec)/(K − 1).

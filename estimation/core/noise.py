@@ -18,11 +18,16 @@ instances are re-weighted to its own precision as prior (the answers' likelihood
 ratio is prior-free), and the precision is iterated to its fixed point: at the
 true precision the posteriors average to it (`self_consistent`).
 
-The posteriors rest on fitted worker rates, and a different crowd would have given
-other rates. ``correction_variance`` measures that: a bootstrap over workers
-(``resample_workers``: the workers drawn with replacement, the model refitted on
-their answers) gives replicate soft labels; the estimates are recomputed on each,
+The posteriors rest on fitted parameters (worker rates, class shares), estimated from
+a finite number of questions. ``correction_variance`` measures what their uncertainty
+does to the estimates: a bootstrap over questions (``resample_questions``: labelled
+and control questions drawn with replacement, each with all its answers) refits the
+model, and the *original* answers' posteriors are recomputed under the replicate's
+parameters (one E-step). The estimates are recomputed on each replicate's soft labels
 and their between-replicate variance is added to the sampling variance (``widen``).
+Only the parameters vary between replicates: each pair's own answer noise is already
+in its probability and in the label bounds, and a replicate that also re-drew the
+answers (a bootstrap over workers, refitted and re-labelled) counted it twice.
 """
 
 from __future__ import annotations
@@ -131,19 +136,24 @@ def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance"
     return replace(ev, system_prior=prior)
 
 
-def resample_workers(workers: np.ndarray, n_workers: int,
-                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """One bootstrap replicate over workers: (indices of the answers it holds, their
-    worker ids). ``n_workers`` workers are drawn with replacement; one drawn twice
-    gives its answers twice, as two workers (ids 0..n_workers−1 by draw)."""
-    workers = np.asarray(workers, dtype=np.int64)
-    order = np.argsort(workers, kind="stable")
-    bounds = np.searchsorted(workers[order], np.arange(n_workers + 1))
-    pick = rng.integers(0, n_workers, n_workers)
+def resample_questions(items: np.ndarray, groups: Sequence[np.ndarray],
+                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One bootstrap replicate over questions: (indices of the answers it holds, their
+    new item ids, the original item of each new id). Each group of item ids (labelled
+    questions, control questions) is drawn with replacement to its own size, so a
+    replicate keeps as many controls; an item drawn twice gives its answers twice, as
+    two items (ids 0.. by draw)."""
+    items = np.asarray(items, dtype=np.int64)
+    n = int(max((g.max() for g in groups if len(g)), default=-1)) + 1
+    n = max(n, int(items.max()) + 1 if len(items) else 0)
+    order = np.argsort(items, kind="stable")
+    bounds = np.searchsorted(items[order], np.arange(n + 1))
+    pick = np.concatenate([np.asarray(g, np.int64)[rng.integers(0, len(g), len(g))]
+                           for g in groups if len(g)] or [np.zeros(0, np.int64)])
     sizes = bounds[pick + 1] - bounds[pick]
-    idx = np.concatenate([order[bounds[w]:bounds[w + 1]] for w in pick]) if n_workers \
+    idx = np.concatenate([order[bounds[i]:bounds[i + 1]] for i in pick]) if len(pick) \
         else np.zeros(0, np.int64)
-    return idx, np.repeat(np.arange(n_workers), sizes)
+    return idx, np.repeat(np.arange(len(pick)), sizes), pick
 
 
 def data_seed(*arrays: np.ndarray) -> int:

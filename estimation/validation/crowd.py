@@ -25,14 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotations.quality.aggregation import one_coin
+from annotations.quality.aggregation import coin_posterior, one_coin
 
 from ..core import Evidence, Population, prepare_evidence
 from ..core.estimators import Estimates
 from ..core.noise import (
     correction_variance,
     from_posterior,
-    resample_workers,
+    resample_questions,
     self_consistent,
     widen,
     with_soft_labels,
@@ -58,7 +58,7 @@ class CrowdSpec:
     # Share of every HIT's questions with a known answer (KBPO_CONTROL_SHARE): 0.09 is
     # 0.09/0.91 = 9.9% questions on top of the labels.
     control_share: float = 0.09
-    bootstrap: int = 8  # replicates over workers for the correction's uncertainty (0: none)
+    bootstrap: int = 8  # replicates over questions for the correction's uncertainty (0: none)
 
 
 @dataclass
@@ -252,33 +252,54 @@ class CrowdLabeller:
         known = {len(pairs) + k: int(self.truth[u]) for k, u in enumerate(ctrl)}
         self._last = (pairs, both, items, workers, answers, known)
         fit = self._fit(both, items, workers, answers, known, len(self.pool.accuracy))
+        self._last_fit = fit
         self.priors = fit.priors
         return fit.posterior[: len(pairs)]
 
     def _fit(self, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
-             answers: np.ndarray, known: dict[int, int], n_workers: int, tol: float = 1e-6):
+             answers: np.ndarray, known: dict[int, int], n_workers: int, tol: float = 1e-6,
+             init: np.ndarray | None = None):
         # As in production (annotations.quality.workers.offered): class shares per pair type.
         return one_coin(items, workers, answers.tolist(), len(both), n_workers,
                         n_options=self.got.n_options[both], known=known,
                         categories=list(range(-1, self.n_predicates)), none=NO_RELATION,
-                        strata=None if self.types is None else self.types[both], tol=tol)
+                        strata=self._strata(both), tol=tol, init=init)
+
+    def _strata(self, both: np.ndarray) -> np.ndarray | None:
+        return None if self.types is None else self.types[both]
+
+    def _posterior(self, params, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
+                   answers: np.ndarray, known: dict[int, int]) -> np.ndarray:
+        """These answers' posterior under fitted parameters: the model of ``_fit`` (the
+        same offered answers and strata), one E-step."""
+        return coin_posterior(params, items, workers, answers.tolist(), len(both),
+                              n_options=self.got.n_options[both], known=known,
+                              strata=self._strata(both))
 
     def replicates(self, rng: np.random.Generator) -> list:
-        """Soft labels of the last ``soft`` call refitted on ``spec.bootstrap``
-        bootstrap replicates over workers (controls resampled with their workers)."""
+        """Soft labels of the last ``soft`` call under ``spec.bootstrap`` replicates of
+        the fitted parameters: the model refitted on a bootstrap over questions (labelled
+        and control questions drawn separately, each with its answers; EM started at
+        the fit's posterior), then the original answers' posterior under the refit."""
         pairs, both, items, workers, answers, known = self._last
+        fit = self._last_fit
         cats = list(range(-1, self.n_predicates))
         w = len(self.pool.accuracy)
+        n = len(pairs)
+        groups = [np.arange(n), np.arange(n, len(both))]
         out = []
         for _ in range(self.spec.bootstrap):
-            idx, new = resample_workers(workers, w, rng)
-            fit = self._fit(both, items[idx], new, answers[idx], known, w, tol=1e-4)
-            out.append(from_posterior(pairs, cats, fit.posterior[: len(pairs)], fit.priors))
+            idx, new, pick = resample_questions(items, groups, rng)
+            rep_known = {j: known[int(i)] for j, i in enumerate(pick) if i >= n}
+            refit = self._fit(both[pick], new, workers[idx], answers[idx], rep_known, w,
+                              tol=1e-4, init=fit.posterior[pick])
+            post = self._posterior(refit.params, both, items, workers, answers, known)
+            out.append(from_posterior(pairs, cats, post[:n], refit.priors))
         return out
 
     def widen(self, pop: Population, ev: Evidence, res: Estimates, draw_scheme: str,
               schemes: list[str], rng: np.random.Generator) -> Estimates:
-        """``res`` with the correction's uncertainty (the worker bootstrap) added."""
+        """``res`` with the correction's uncertainty (the parameters' bootstrap) added."""
         if not self.correct or self.spec.bootstrap < 2:
             return res
         var = correction_variance(pop, ev, self.replicates(rng), draw_scheme, schemes)

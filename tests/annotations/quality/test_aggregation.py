@@ -8,6 +8,7 @@ import pytest
 from annotations.quality.aggregation import (
     NO_RELATION,
     answer_key,
+    coin_posterior,
     dawid_skene,
     krippendorff_alpha,
     majority_vote,
@@ -241,3 +242,39 @@ def test_class_shares_per_pair_type_keep_true_pairs_from_drifting_to_none() -> N
     assert mean["corpus-wide"] < mean["majority"] - 0.1, mean  # the failure this guards
     assert mean["per type"] >= mean["majority"] - 0.01, mean
     assert min(acc["per type"]) > 0.85, acc
+
+
+def test_coin_posterior_under_the_fits_parameters_is_its_posterior() -> None:
+    """`params` hold everything the posterior needs: one E-step on the fit's own
+    answers gives the fit's posterior (lopsided with strata and controls, and the
+    symmetric coin); an answer the fit never saw changes only its own item."""
+    items, workers, answers, truth, stratum, known, k = _typed_crowd(0)
+    n = len(truth)
+    for kwargs in ({"none": "no_relation", "strata": stratum}, {}):
+        fit = one_coin(items, workers, answers, n, 20, n_options=k, known=known, **kwargs)
+        post = coin_posterior(fit.params, items, workers, answers, n, n_options=k,
+                              known=known, strata=kwargs.get("strata"))
+        np.testing.assert_allclose(post, fit.posterior, atol=1e-12)
+    test = next(i for i in range(n) if i not in known)
+    moved = list(answers)
+    for j in np.flatnonzero(items == test):
+        moved[j] = "no_relation"
+    other = coin_posterior(fit.params, items, workers, moved, n, n_options=k, known=known)
+    rest = np.arange(n) != test
+    np.testing.assert_allclose(other[rest], fit.posterior[rest], atol=1e-12)
+    assert not np.allclose(other[test], fit.posterior[test])
+    with_strata = one_coin(items, workers, answers, n, 20, n_options=k, known=known,
+                           none="no_relation", strata=stratum)
+    with pytest.raises(ValueError, match="strata"):
+        coin_posterior(with_strata.params, items, workers, answers, n, n_options=k)
+
+
+def test_one_coin_started_at_its_fit_stays_there() -> None:
+    """`init`: EM started at a converged posterior stops within a few rounds, at it."""
+    items, workers, answers, truth, stratum, known, k = _typed_crowd(1)
+    args = (items, workers, answers, len(truth), 20)
+    kwargs = {"n_options": k, "known": known, "none": "no_relation", "strata": stratum}
+    fit = one_coin(*args, **kwargs)
+    again = one_coin(*args, **kwargs, init=fit.posterior)
+    assert again.iterations <= 3 < fit.iterations
+    np.testing.assert_allclose(again.posterior, fit.posterior, atol=1e-5)

@@ -13,7 +13,7 @@ from estimation.core.noise import (
     SoftLabels,
     correction_variance,
     from_posterior,
-    resample_workers,
+    resample_questions,
     self_consistent,
     widen,
     with_soft_labels,
@@ -100,21 +100,21 @@ def test_soft_labels_reject_bad_probabilities():
         SoftLabels(np.array([1, 2]), np.array([0]), np.array([0.5]))
 
 
-def test_resample_workers_keeps_each_drawn_workers_answers():
-    """A bootstrap replicate holds the answers of the drawn workers, once per draw."""
-    workers = np.array([0, 0, 1, 2, 2, 2, 3])
+def test_resample_questions_keeps_each_drawn_questions_answers():
+    """A bootstrap replicate over questions draws each group to its own size (as many
+    controls as before) and holds a drawn question's answers once per draw."""
+    items = np.array([0, 0, 1, 2, 2, 2, 3, 4, 4, 5])
+    groups = [np.array([0, 1, 2, 3]), np.array([4, 5])]
     rng = np.random.default_rng(5)
-    seen = np.zeros(4)
+    seen = np.zeros(6)
     for _ in range(400):
-        state = rng.bit_generator.state
-        idx, new = resample_workers(workers, 4, rng)
-        rng.bit_generator.state = state
-        pick = rng.integers(0, 4, 4)  # the same draw, to check against
-        assert len(idx) == len(new) == sum((workers == w).sum() for w in pick)
-        for slot, w in enumerate(pick):
-            assert sorted(idx[new == slot]) == list(np.flatnonzero(workers == w))
-        seen += np.bincount(pick, minlength=4)
-    assert np.all(np.abs(seen / 400 - 1) < 0.2)  # each worker once per replicate on average
+        idx, new, pick = resample_questions(items, groups, rng)
+        assert set(pick[:4]) <= {0, 1, 2, 3} and set(pick[4:]) <= {4, 5} and len(pick) == 6
+        assert len(idx) == len(new) == sum((items == i).sum() for i in pick)
+        for slot, i in enumerate(pick):
+            assert sorted(idx[new == slot]) == list(np.flatnonzero(items == i))
+        seen += np.bincount(pick, minlength=6)
+    assert np.all(np.abs(seen / 400 - 1) < 0.2)  # each question once per replicate on average
 
 
 def _halved(world, lab, share):
