@@ -7,7 +7,7 @@ For each seed, in a fresh temporary directory (SQLite, Celery eager: DATABASE_UR
 CELERY_BROKER_URL are overridden for the child process), runs `manage.py demo
 --crowd-error E` (the simulated crowd: honest workers at error E, 10% spammers, control
 questions at KBPO_CONTROL_SHARE), then recomputes the scores with hard labels and with
-soft labels (KBPO_SOFT_LABELS) without and with the worker bootstrap
+soft labels (KBPO_SOFT_LABELS) without and with the parameter bootstrap
 (KBPO_SOFT_LABEL_BOOTSTRAP=8) and prints, per estimator kind, how many of the P and R
 intervals contain truth.json's values, the mean absolute error and the recompute's wall
 time. Slow: a few minutes per seed at the defaults.

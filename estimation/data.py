@@ -56,7 +56,8 @@ class CorpusData:
     exhaustive_documents: int = 0
     extra: dict = field(default_factory=dict)
     soft: SoftLabels | None = None  # with KBPO_SOFT_LABELS, where the quality pass stored them
-    # With soft labels: refitted on a bootstrap over workers (estimation/correction.py).
+    # With soft labels: the labels' posteriors under the model's parameters refitted on
+    # bootstrap replicates over questions (estimation/correction.py).
     soft_replicates: list[SoftLabels] = field(default_factory=list)
 
     def evidence(self) -> Evidence:

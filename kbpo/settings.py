@@ -396,8 +396,9 @@ KBPO_ANSWERS_PER_QUESTION = env_int("KBPO_ANSWERS_PER_QUESTION", 3)
 # Estimate with soft labels (P(right) from the workers' measured rates) where the
 # quality pass has stored them (docs/estimation.md, noisy crowds).
 KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", True)
-# With soft labels, bootstrap replicates over workers whose refitted soft labels add the
-# correction's own uncertainty to the intervals (0 or 1: none; estimation/correction.py).
+# With soft labels, bootstrap replicates of the model's parameters (refitted on questions
+# drawn with replacement) whose soft labels add the correction's own uncertainty to the
+# intervals (0 or 1: none; estimation/correction.py).
 KBPO_SOFT_LABEL_BOOTSTRAP = env_int("KBPO_SOFT_LABEL_BOOTSTRAP", 8)
 # Extra assignments requested for a question whose answers tie, at most this many.
 KBPO_MAX_EXTRA_ANSWERS = env_int("KBPO_MAX_EXTRA_ANSWERS", 2)
