@@ -117,6 +117,8 @@ def importance_estimate(
     counts_per_draw: sp.csr_matrix,
     n: np.ndarray,
     label_var: sp.coo_matrix | None = None,
+    *,
+    shared: dict | None = None,
 ) -> ImportanceResult:
     """Σ_j (w_ij/n_j) Σ_{u∈X̂_j} pf_i(u)/q_i(u) with q_i = Σ_j w_ij b_j, for every i.
 
@@ -129,32 +131,63 @@ def importance_estimate(
     their weights: both 0 when no draw reached system i, whose empirical variance
     (0) is then no evidence. With a diagonal w (the simple estimator) only the
     diagonal of ``mean_r`` is computed (the rest is 0): nothing else is used.
+
+    ``shared``: a dict kept by the caller across estimates over one evidence (every
+    scheme, simple and joint); what depends only on b and on a's sparsity pattern
+    is computed once into it. The floats are the same with or without it.
     """
-    qt = np.asarray(b.T.tocsr() @ w.T)  # (nU × m): q_i(u)
+    shared = {} if shared is None else shared
     a = _canonical(a)
-    rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+    at = shared.get("positions")
+    if at is None or not at.matches(a):
+        rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+        at = shared["positions"] = _Positions(a, rows_a)
+    rows_a = at.rows
+    diagonal = np.count_nonzero(w - np.diag(np.diagonal(w))) == 0
+    b_at = shared.get("b_at") if shared.get("b") is b else None
+    if diagonal and b_at is None:
+        bc = _canonical(b)
+        if at.matches(bc):
+            b_at = bc.data
+            shared["b"], shared["b_at"] = b, b_at
+    if diagonal and b_at is not None:
+        # q_i(u) = Σ_j w_ij b_ju = w_ii b_iu: the terms j ≠ i of the dense product are
+        # exact zeros, so this is the same float without the (nU × m) product.
+        dw = np.diagonal(w)
+
+        def q_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            pos = at.find(rows, cols)
+            return np.where(pos >= 0, b_at[pos] * dw[rows], 0.0)
+
+        q_a = b_at * dw[rows_a]
+    else:
+        if shared.get("bt_of") is not b:
+            shared["bt_of"], shared["bt"] = b, b.T.tocsr()
+        qt = np.asarray(shared["bt"] @ w.T)  # (nU × m): q_i(u)
+
+        def q_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            return qt[cols, rows]
+
+        q_a = qt[a.indices, rows_a]
 
     def ratio(m: sp.coo_matrix) -> sp.csr_matrix:
         # q = 0 only where no draw can reach (systems without a donor): no term.
-        q = qt[m.col, m.row]
+        q = q_at(m.row, m.col)
         vals = np.divide(m.data, q, out=np.zeros(len(q)), where=q > 0)
         return sp.csr_matrix((vals, (m.row, m.col)), shape=m.shape)
 
     # z = a/q on a's own entries; r = pf/q (pf's entries lie among a's).
-    q_a = qt[a.indices, rows_a]
     z = np.divide(a.data, q_a, out=np.zeros(len(q_a)), where=q_a > 0)
     r = ratio(sp.coo_matrix(pf))
-    at = _Positions(a, rows_a)
     r_at = at.values(r)
     terms = [r_at, r_at * r_at]
     if label_var is not None:
         # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
         lv = label_var.tocoo()
-        q2 = qt[lv.col, lv.row] ** 2
+        q2 = q_at(lv.row, lv.col) ** 2
         vals = np.divide(lv.data, q2, out=np.zeros(len(q2)), where=q2 > 0)
         terms.append(at.values(sp.csr_matrix((vals, (lv.row, lv.col)), shape=lv.shape)))
     terms += [z, z * z, (z > 0).astype(float)]
-    diagonal = np.count_nonzero(w - np.diag(np.diagonal(w))) == 0
     means = _draw_means(sp.csr_matrix(counts_per_draw), at, terms, diagonal)
     m1, m2 = means[0], means[1]  # (j × i): mean of r_i, r_i² under p_j
     if label_var is not None:
@@ -184,6 +217,12 @@ class _Positions:
         self.flat = rows * np.int64(n_u) + pattern.indices
         self.index = np.full(m * n_u, -1, dtype=np.int64)
         self.index[self.flat] = np.arange(pattern.nnz, dtype=np.int64)
+
+    def matches(self, x: sp.csr_matrix) -> bool:
+        """Whether canonical x has exactly this sparsity pattern."""
+        p = self.pattern
+        return (x.shape == p.shape and x.nnz == p.nnz and np.array_equal(x.indptr, p.indptr)
+                and np.array_equal(x.indices, p.indices))
 
     def find(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Entry of each (row, col), -1 where the pattern has none."""

@@ -205,13 +205,24 @@ def precision(
     z: float,
     method: str,
     state: LabelState | None = None,
+    shared: dict | None = None,
 ) -> tuple[dict[str, Interval], ImportanceResult, np.ndarray]:
-    """Simple and joint precision; also the joint terms and weights, for F1."""
+    """Simple and joint precision; also the joint terms and weights, for F1.
+
+    ``shared``: a dict kept across the schemes of one estimate (same population and
+    evidence): the draw scheme's rows at the drawn pairs, the per-draw counts and
+    the importance estimates' scheme-free parts are computed once into it.
+    """
     state = LabelState(pop, ev) if state is None else state
+    shared = {} if shared is None else shared
     n = ev.n
-    a = pop.stacked(scheme)[:, ev.pairs]
-    b = pop.stacked(draw_scheme)[:, ev.pairs]
-    cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
+    if shared.get("draw_scheme") != draw_scheme:
+        shared.clear()
+        shared["draw_scheme"] = draw_scheme
+        shared["b_rows"] = pop.stacked(draw_scheme)[:, ev.pairs]
+        shared["cn"] = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
+    b, cn = shared["b_rows"], shared["cn"]
+    a = b if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs]
     ps, pt = pop.stacked(scheme), pop.stacked(draw_scheme)
     reweighted = scheme != draw_scheme
 
@@ -231,7 +242,7 @@ def precision(
     none = n == 0
     w_simple = np.diag((~none).astype(float))
     label_var = label_variance_at_pairs(pop, ev, scheme)
-    simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var)
+    simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var, shared=shared)
     if reweighted:
         lo, hi = interval(simple, w_simple)
     else:
@@ -249,7 +260,7 @@ def precision(
     }
 
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
-    joint = importance_estimate(a, pf, b, w, cn, n, label_var)
+    joint = importance_estimate(a, pf, b, w, cn, n, label_var, shared=shared)
     lo, hi = interval(joint, w)
     est = joint.estimate.copy()
     # Systems without draws of their own, reached by few of the others' draws: no
