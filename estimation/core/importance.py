@@ -394,31 +394,62 @@ def _remember(key: tuple, make) -> tuple:
     return hit
 
 
-def _column_order(ps: sp.csr_matrix) -> tuple[sp.csc_matrix, np.ndarray]:
-    """ps's pattern in column order (data: each entry's position in CSR order), and the
-    column of each entry in that order."""
+class _ProductPlan(NamedTuple):
+    """Everything `_products_at` derives from the sparsity patterns of ps and pt and
+    the systems used: label batches leave it valid, only the values change."""
 
-    def make() -> tuple:
-        order = sp.csr_matrix(
-            (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
-        ).tocsc()
-        col = np.repeat(np.arange(ps.shape[1], dtype=np.int64), np.diff(order.indptr))
-        return order, col
+    few_pos: np.ndarray  # ps entries (CSR positions) on pairs of a few systems
+    # Per system rank t on such a pair: (which of few_pos, flat i·m + j, pt.data position).
+    few_steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    # Per dense block of the other pairs: (PTᵀ rows: indptr from 0, indices, pt.data
+    # positions), where the block's ps entries sit in its product, and their positions.
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    width: int
 
-    return _remember(_pattern_key(ps, "order"), make)
 
-
-def _transposed_rows(pt: sp.csr_matrix, used: np.ndarray) -> sp.csr_matrix:
-    """pt[used].T as CSR, its pattern cached and its values gathered from pt."""
-
-    def make() -> tuple:
-        pos = sp.csr_matrix(
-            (np.arange(pt.nnz, dtype=np.int64), pt.indices, pt.indptr), shape=pt.shape
-        )[used].T.tocsr()
-        return pos.data, pos.indices, pos.indptr, pos.shape
-
-    perm, indices, indptr, shape = _remember(_pattern_key(pt, "rows", used.tobytes()), make)
-    return sp.csr_matrix((pt.data[perm], indices, indptr), shape=shape)
+def _product_plan(ps: sp.csr_matrix, pt: sp.csr_matrix, used: np.ndarray,
+                  n_lefts: int) -> _ProductPlan:
+    n_cols = ps.shape[1]
+    m = pt.shape[0]
+    order = sp.csr_matrix(
+        (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
+    ).tocsc()
+    col = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(order.indptr))
+    # pt[used].T (pairs × used systems, ascending within a pair), as positions in pt.data.
+    ptt = sp.csr_matrix(
+        (np.arange(pt.nnz, dtype=np.int64), pt.indices, pt.indptr), shape=pt.shape
+    )[used].T.tocsr()
+    sizes = np.diff(ptt.indptr)
+    few = sizes[col] <= _FEW_SYSTEMS
+    few_pos = order.data[few]
+    e_row, e_col = order.indices[few], col[few]
+    start, count = ptt.indptr[e_col], sizes[e_col]
+    steps = []
+    for t in range(int(count.max(initial=0))):
+        live = np.flatnonzero(count > t)
+        p = start[live] + t
+        steps.append((live, e_row[live].astype(np.int64) * m + used[ptt.indices[p]],
+                      ptt.data[p]))
+    blocks = []
+    many = np.flatnonzero(sizes > _FEW_SYSTEMS)
+    width = n_lefts * len(used)
+    if len(many):
+        ptt = ptt[many]
+        rank = np.full(n_cols, -1, dtype=np.int64)
+        rank[many] = np.arange(len(many))
+        sel = np.flatnonzero(~few)  # entries (in column order) on those pairs
+        e_rank, e_row, e_pos = rank[col[sel]], order.indices[sel], order.data[sel]
+        step = max(1, _BLOCK_BYTES // (8 * width))
+        cuts = np.searchsorted(e_rank, np.arange(0, len(many) + step, step))
+        for b, c0 in enumerate(range(0, len(many), step)):
+            s, e = cuts[b], cuts[b + 1]
+            if s == e:
+                continue
+            lo, hi = ptt.indptr[c0], ptt.indptr[min(c0 + step, len(many))]
+            blocks.append((ptt.indptr[c0:c0 + step + 1] - lo, ptt.indices[lo:hi],
+                           ptt.data[lo:hi], (e_rank[s:e] - c0) * width + e_row[s:e],
+                           e_pos[s:e]))
+    return _ProductPlan(few_pos, steps, blocks, width)
 
 
 def _products_at(
@@ -431,51 +462,35 @@ def _products_at(
     in C, summing each pair's systems in ascending j (the order of a per-entry
     sum over j), then picks the entries of ps in the block. Memory is one block,
     never the (i, u, j) triples. Systems j that every L leaves out are skipped.
+    The index work depends on the patterns only and is remembered (`_ProductPlan`).
     """
-    k, n_cols = ps.shape
+    k = ps.shape[0]
     out = [np.zeros(ps.nnz) for _ in lefts]
     used = np.flatnonzero(np.any([(L != 0).any(axis=0) for L in lefts], axis=0))
     if len(used) == 0 or ps.nnz == 0:
         return out
-    order, col = _column_order(ps)
-    ptt = _transposed_rows(pt, used)  # pairs × used systems, ascending within a pair
-    sizes = np.diff(ptt.indptr)  # systems (used) on each pair
+    key = (_pattern_key(ps, "plan"), _pattern_key(pt), used.tobytes(), len(lefts))
+    plan = _remember(key, lambda: _product_plan(ps, pt, used, len(lefts)))
     # Pairs of a few systems: a dense row of k·len(lefts) sums would be mostly waste.
     # Their entries add the same terms in the same order (from 0, ascending j).
-    few = sizes[col] <= _FEW_SYSTEMS
-    if few.any():
-        e_pos, e_row, e_col = order.data[few], order.indices[few], col[few]
-        start, count = ptt.indptr[e_col], sizes[e_col]
-        sums = [np.zeros(len(e_pos)) for _ in lefts]
-        for t in range(int(count.max(initial=0))):
-            live = np.flatnonzero(count > t)
-            p = start[live] + t
-            j, v, i = used[ptt.indices[p]], ptt.data[p], e_row[live]
-            for acc, L in zip(sums, lefts, strict=True):
-                acc[live] += v * L[i, j]
+    if len(plan.few_pos):
+        flat_lefts = [np.ascontiguousarray(L).ravel() for L in lefts]
+        sums = [np.zeros(len(plan.few_pos)) for _ in lefts]
+        for live, ij, at in plan.few_steps:
+            v = pt.data[at]
+            for acc, L in zip(sums, flat_lefts, strict=True):
+                acc[live] += v * L[ij]
         for values, acc in zip(out, sums, strict=True):
-            values[e_pos] = acc
-    many = np.flatnonzero(sizes > _FEW_SYSTEMS)  # the rest, in dense blocks of pairs
-    if len(many) == 0:
+            values[plan.few_pos] = acc
+    if not plan.blocks:
         return out
-    ptt = ptt[many]
-    rank = np.full(n_cols, -1, dtype=np.int64)
-    rank[many] = np.arange(len(many))
-    sel = np.flatnonzero(~few)  # entries (in column order) on those pairs
-    e_rank, e_row, e_pos = rank[col[sel]], order.indices[sel], order.data[sel]
     rhs = np.ascontiguousarray(np.hstack([L[:, used].T for L in lefts]))
-    width = rhs.shape[1]
-    step = max(1, _BLOCK_BYTES // (8 * width))
-    cuts = np.searchsorted(e_rank, np.arange(0, len(many) + step, step))
-    for b, c0 in enumerate(range(0, len(many), step)):
-        s, e = cuts[b], cuts[b + 1]
-        if s == e:
-            continue
-        flat = (ptt[c0:c0 + step] @ rhs).ravel()  # row u - c0: every L's column block
-        at = (e_rank[s:e] - c0) * width + e_row[s:e]
-        pos = e_pos[s:e]
+    for indptr, indices, at, where, pos in plan.blocks:
+        block = sp.csr_matrix((pt.data[at], indices, indptr),
+                              shape=(len(indptr) - 1, len(used)))
+        flat = (block @ rhs).ravel()  # row u - c0: every L's column block
         for r, values in enumerate(out):
-            values[pos] = flat.take(at + r * k)
+            values[pos] = flat.take(where + r * k)
     return out
 
 
