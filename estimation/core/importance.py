@@ -217,6 +217,13 @@ class _Positions:
         self.flat = rows * np.int64(n_u) + pattern.indices
         self.index = np.full(m * n_u, -1, dtype=np.int64)
         self.index[self.flat] = np.arange(pattern.nnz, dtype=np.int64)
+        self._transposed: np.ndarray | None = None
+
+    def transposed_flat(self) -> np.ndarray:
+        """Each entry's flat index in a dense (nU × m) array, the pattern transposed."""
+        if self._transposed is None:
+            self._transposed = self.pattern.indices.astype(np.int64) * self.shape[0] + self.rows
+        return self._transposed
 
     def matches(self, x: sp.csr_matrix) -> bool:
         """Whether canonical x has exactly this sparsity pattern."""
@@ -267,7 +274,7 @@ def _draw_means(
     # One dense (nU × m) buffer, x.T, reused: cpd times it is exactly the old
     # `cpd @ x.T.toarray()` without a fresh array (and its copy) per x.
     dense = np.zeros((n_u, m))
-    flat = at.pattern.indices.astype(np.int64) * m + at.rows
+    flat = at.transposed_flat()
     for x, o in zip(values, out, strict=True):
         dense.ravel()[flat] = x
         o += cpd @ dense
