@@ -3,7 +3,10 @@
 Builds a synthetic corpus at service scale in a scratch Postgres database with COPY
 (default: 2,000 documents, 300,000 mention pairs, 100 systems × 10,000 predictions =
 1M relation instances, 500 draws per system, 100 exhaustively annotated documents),
-labels 90% of the drawn pairs, then adds label batches (default 3 × 200 labels) and
+labels 90% of the drawn pairs — each label with the crowd's answers behind it, as in
+production (default 3 per pair from a pool of workers of mixed accuracy: question, HIT,
+assignment and response rows, the label's majority vote and posterior; `--answers 0`
+stores bare labels) — then adds label batches (default 3 × 200 labels, answered alike) and
 times `estimation.scoring.recompute` — the same code the Celery task runs — three ways
 per batch: incremental (stored instance arrays, population kept in memory), in a new
 worker (stored arrays only) and a full rebuild (`full=True`: every instance row read
@@ -15,7 +18,7 @@ and drops the database; the last line is `incremental X s, full Y s, peak Z MB`
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
         [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200] \
-        [--profile FILE]
+        [--answers 3] [--profile FILE]
 
 `--profile FILE` also writes a cProfile of the incremental runs (all batches) to FILE
 (read it with `python -m pstats FILE`); the profiled runs are timed with the profiler on.
@@ -54,6 +57,127 @@ def copy(cursor, table: str, columns: list[str], rows) -> int:
     buf.seek(0)
     cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", buf)
     return n
+
+
+def label_name(code: int) -> str:
+    from estimation.data import PREDICATES
+
+    return "no_relation" if code < 0 else PREDICATES[code]
+
+
+class Crowd:
+    """Crowd workers answering relation questions, as the intake stores them: one
+    question per labelled pair, HITs of 10 questions done by `answers` distinct workers
+    each (an assignment per worker), one response per worker and question.
+
+    Workers differ in accuracy (60-95%); a wrong answer is another predicate or "no
+    relation". The stored label stays the bench's truth (so the scores do not depend on
+    the crowd); its majority vote and posterior come from the answers.
+    """
+
+    WORKERS = 80
+    PER_HIT = 10
+
+    def __init__(self, raw, corpus_id: int, answers: int, rng: np.random.Generator,
+                 now: str) -> None:
+        self.raw, self.corpus_id, self.answers, self.rng, self.now = (
+            raw, corpus_id, answers, rng, now)
+        self.serial = 0
+        copy(raw, "annotations_crowdworker",
+             ["backend", "external_id", "flagged", "blocked", "blocked_reason", "n_answers",
+              "created_at", "control_answers", "control_right"],
+             (("simulated", f"bench-w{w}", "f", "f", "", 0, now, 0, 0)
+              for w in range(self.WORKERS)))
+        raw.execute("SELECT id FROM annotations_crowdworker ORDER BY id")
+        self.worker_ids = np.array([r[0] for r in raw.fetchall()])
+        self.accuracy = rng.uniform(0.6, 0.95, self.WORKERS)
+
+    def _new_ids(self, table: str, before: int) -> np.ndarray:
+        self.raw.execute(f"SELECT id FROM {table} WHERE id > %s ORDER BY id", [before])
+        return np.array([r[0] for r in self.raw.fetchall()], np.int64)
+
+    def _top(self, table: str) -> int:
+        self.raw.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
+        return self.raw.fetchone()[0]
+
+    def answer(self, pairs: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, list, list]:
+        """Questions, hits, assignments and responses for these pairs (true codes, -1
+        none); returns the question ids, each pair's majority vote and posterior."""
+        from estimation.data import PREDICATES
+
+        raw, now, k = self.raw, self.now, self.answers
+        top = self._top("annotations_question")
+        copy(raw, "annotations_question",
+             ["corpus_id", "kind", "pair_id", "state", "answers_needed", "created_at",
+              "completed_at"],
+             ((self.corpus_id, "relation", int(p), "complete", k, now, now) for p in pairs))
+        questions = self._new_ids("annotations_question", top)
+        n_hits = -(-len(pairs) // self.PER_HIT)
+        top = self._top("annotations_hit")
+        copy(raw, "annotations_hit",
+             ["corpus_id", "kind", "backend", "state", "max_assignments", "reward",
+              "cost_estimate", "hit_type_id", "post_error", "created_at"],
+             ((self.corpus_id, "relation", "simulated", "complete", k, "0.50", "0.00", "", "",
+               now) for _ in range(n_hits)))
+        hits = self._new_ids("annotations_hit", top)
+        # k distinct workers per hit.
+        crew = np.argsort(self.rng.random((n_hits, self.WORKERS)), axis=1)[:, :k]
+        top = self._top("annotations_assignment")
+        base = self.serial
+        self.serial += n_hits * k
+        copy(raw, "annotations_assignment",
+             ["hit_id", "worker_id", "external_id", "state", "source", "submitted_at",
+              "feedback", "paid", "refusal", "refusal_reason"],
+             ((int(hits[h]), int(self.worker_ids[crew[h, a]]), f"bench-a{base + h * k + a}",
+               "approved", "intake", now, "", "0.50", "", "")
+              for h in range(n_hits) for a in range(k)))
+        assignments = self._new_ids("annotations_assignment", top).reshape(n_hits, k)
+        hit_of = np.arange(len(pairs)) // self.PER_HIT
+        who = crew[hit_of]  # (questions × k) worker positions
+        right = self.rng.random(who.shape) < self.accuracy[who]
+        wrong = np.where(codes[:, None] < 0,
+                         self.rng.integers(0, len(PREDICATES), who.shape),
+                         np.where(self.rng.random(who.shape) < 0.5, -1,
+                                  self.rng.integers(0, len(PREDICATES), who.shape)))
+        given = np.where(right, codes[:, None], wrong)
+        copy(raw, "annotations_response",
+             ["assignment_id", "question_id", "worker_id", "choices", "extra", "seconds",
+              "created_at"],
+             ((int(assignments[hit_of[q], a]), int(questions[q]),
+               int(self.worker_ids[who[q, a]]), json.dumps([label_name(given[q, a])]), "{}",
+               12.0, now) for q in range(len(pairs)) for a in range(k)))
+        votes, posteriors = [], []
+        for q in range(len(pairs)):
+            names, counts = np.unique(given[q], return_counts=True)
+            votes.append(json.dumps([label_name(names[np.argmax(counts)])]))
+            # Counts smoothed toward the true answer: a stand-in for the worker model.
+            share = {label_name(c): (n + 0.5 * (c == codes[q])) / (k + 1)
+                     for c, n in zip(names, counts, strict=True)}
+            share.setdefault(label_name(codes[q]), 0.5 / (k + 1))
+            posteriors.append(json.dumps(share))
+        return questions, votes, posteriors
+
+
+def add_labels(raw, pairs: np.ndarray, truth: np.ndarray, index_of: dict, crowd: Crowd | None,
+               now: str) -> int:
+    """Store the labels of these pairs (the truth), with their crowd answers when
+    `crowd` is given; returns the number of answers written."""
+    codes = np.array([truth[index_of[int(p)]] for p in pairs], np.int64)
+    labels = [json.dumps([label_name(c)]) for c in codes]
+    if crowd is None:
+        rows = ((int(p), lab, "majority", lab, 1.0, 3, now, "{}", "{}", None)
+                for p, lab in zip(pairs, labels, strict=True))
+        answers = 0
+    else:
+        questions, votes, posteriors = crowd.answer(pairs, codes)
+        rows = ((int(p), lab, "lopsided", vote, 1.0, crowd.answers, now, post, "{}", int(q))
+                for p, lab, vote, post, q in zip(pairs, labels, votes, posteriors, questions,
+                                                 strict=True))
+        answers = len(pairs) * crowd.answers
+    copy(raw, "annotations_pairlabel",
+         ["pair_id", "predicates", "method", "majority", "support", "n_answers",
+          "created_at", "posterior", "prior", "question_id"], rows)
+    return answers
 
 
 def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
@@ -133,18 +257,10 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
         drawn_pairs = np.array(sorted(r[0] for r in c.fetchall()))
         rng.shuffle(drawn_pairs)
         labelled = drawn_pairs[: int(0.9 * len(drawn_pairs))]
+
         index_of = {int(p): i for i, p in enumerate(pair_ids)}
-
-        def label_rows(ps):
-            for p in ps:
-                t_ = truth[index_of[int(p)]]
-                label = json.dumps(["no_relation"] if t_ < 0 else [PREDICATES[t_]])
-                yield (p, label, "majority", label, 1.0, 3, now, "{}", "{}")
-
-        copy(raw, "annotations_pairlabel",
-             ["pair_id", "predicates", "method", "majority", "support", "n_answers",
-              "created_at", "posterior", "prior"],
-             label_rows(labelled))
+        crowd = Crowd(raw, corpus.pk, args.answers, rng, now) if args.answers else None
+        stats["answers"] = add_labels(raw, labelled, truth, index_of, crowd, now)
         ex_docs = rng.choice(args.docs, args.exhaustive, replace=False)
         copy(raw, "annotations_exhaustivedocument",
              ["corpus_id", "document_id", "stage", "state", "matched_entity", "created_at"],
@@ -159,7 +275,7 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
                               "object_end", "predicate", "subject_entity", "source"], gold)
         c.execute("ANALYZE")
     stats.update(corpus=corpus, pending=drawn_pairs[len(labelled):], truth=truth,
-                 index_of=index_of)
+                 index_of=index_of, crowd=crowd)
     return stats
 
 
@@ -174,6 +290,8 @@ def main() -> None:
     parser.add_argument("--exhaustive", type=int, default=100)
     parser.add_argument("--batches", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--answers", type=int, default=3,
+                        help="crowd answers per labelled pair (0: labels without answers)")
     parser.add_argument("--profile", metavar="FILE",
                         help="write a cProfile of the incremental runs to FILE")
     args = parser.parse_args()
@@ -188,14 +306,13 @@ def main() -> None:
         data = build(args, np.random.default_rng(7))
         print(f"built {args.systems} systems × {args.per_system:,} predictions over "
               f"{args.pairs:,} pairs, {args.draws} draws each, {data['gold']:,} gold "
-              f"relations in {time.monotonic() - t:.1f} s")
+              f"relations, {data['answers']:,} crowd answers in {time.monotonic() - t:.1f} s")
         import django.db
         from django.conf import settings
+        from django.db import connection, transaction
         from django.utils import timezone
 
-        from annotations.models import PairLabel
         from estimation import instance_cache
-        from estimation.data import PREDICATES
         from estimation.models import SystemScore
         from estimation.scoring import recompute, score_schemes
 
@@ -209,19 +326,23 @@ def main() -> None:
             return out
 
         profiler = cProfile.Profile() if args.profile else None
+        cpus: dict[str, list[float]] = {}
 
         def timed(label: str, profile: bool = False, **kw) -> tuple[float, object]:
             marks: list[tuple[float, str]] = []
-            t = time.monotonic()
+            t, cpu = time.monotonic(), time.process_time()
             if profile and profiler is not None:
                 profiler.enable()
             run = recompute(corpus, trigger=label, **kw,
                             progress=lambda m, marks=marks: marks.append((time.monotonic(), m)))
             if profile and profiler is not None:
                 profiler.disable()
-            total = time.monotonic() - t
+            total, cpu = time.monotonic() - t, time.process_time() - cpu
             split = "; ".join(f"{m.split(' ')[0]} at {ts - t:.2f} s" for ts, m in marks[1:])
-            print(f"  {label}: {total:.2f} s ({split})")
+            # On a shared machine wall time swings with the neighbours' load; this
+            # process's CPU time (the database's is not in it) swings far less.
+            print(f"  {label}: {total:.2f} s, {cpu:.2f} s CPU ({split})")
+            cpus.setdefault(label, []).append(cpu)
             return total, run
 
         print("cold start (no stored arrays):")
@@ -231,12 +352,12 @@ def main() -> None:
         same = True
         for b in range(args.batches):
             batch, pending = pending[:args.batch_size], pending[args.batch_size:]
-            PairLabel.objects.bulk_create(
-                PairLabel(pair_id=int(p), method="majority", support=1.0, n_answers=3,
-                          predicates=["no_relation"] if data["truth"][data["index_of"][int(p)]]
-                          < 0 else [PREDICATES[data["truth"][data["index_of"][int(p)]]]])
-                for p in batch)
-            print(f"batch {b + 1}: +{len(batch)} labels")
+            with transaction.atomic(), connection.cursor() as c:
+                if data["crowd"] is not None:
+                    data["crowd"].raw = c.cursor
+                answered = add_labels(c.cursor, np.asarray(batch), data["truth"],
+                                      data["index_of"], data["crowd"], timezone.now().isoformat())
+            print(f"batch {b + 1}: +{len(batch)} labels, +{answered} crowd answers")
             t_inc, run_inc = timed("incremental", profile=True)
             inc.append(t_inc)
             # A fresh worker: the stored arrays, no population in memory.
@@ -252,6 +373,9 @@ def main() -> None:
               f"{np.median(inc):.2f} s (max {max(inc):.2f}), in a new worker "
               f"{np.median(restart):.2f} s, full rebuild {np.median(full):.2f} s; incremental "
               f"and full scores identical: {'yes' if same else 'NO'}")
+        print("CPU of this process per run, median (min): " + ", ".join(
+            f"{k} {np.median(v):.2f} ({min(v):.2f}) s" for k, v in cpus.items()
+            if k != "cold full"))
         if profiler is not None:
             profiler.dump_stats(args.profile)
             print(f"profile of the incremental runs written to {args.profile}")

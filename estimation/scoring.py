@@ -385,7 +385,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                 run.duration_s = time.monotonic() - t0
                 run.save()
                 # The stored boards move with the run: pages never see a run without them.
-                write_snapshots(run)
+                write_snapshots(run, rows)
             say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
         else:
             if same.crowd != run.crowd:

@@ -199,11 +199,23 @@ def _render_kind(run: ScoreRun, scheme: str, kind: str, scores: list[SystemScore
     return boards
 
 
-def write_snapshots(run: ScoreRun) -> int:
+def write_snapshots(run: ScoreRun, scores: list[SystemScore] | None = None) -> int:
     """Store the leaderboards of `run` (every scheme it scored × kind × metric),
-    replacing the corpus's previous ones."""
-    scores = list(SystemScore.objects.filter(run=run)
-                  .select_related("submission", "submission__owner").order_by("submission_id"))
+    replacing the corpus's previous ones.
+
+    `scores`: the run's rows as just stored (with their ids), sparing the read back;
+    their submissions are read afresh either way (the displayed fields are live).
+    """
+    if scores is None or any(sc.pk is None for sc in scores):  # ids not returned: read
+        scores = list(SystemScore.objects.filter(run=run)
+                      .select_related("submission", "submission__owner")
+                      .order_by("submission_id"))
+    else:
+        subs_by_id = Submission.objects.select_related("owner").in_bulk(
+            {sc.submission_id for sc in scores})
+        scores = sorted(scores, key=lambda sc: sc.submission_id)
+        for sc in scores:
+            sc.submission = subs_by_id[sc.submission_id]
     subs = _subs(scores)
     by_scheme: dict[str, list[SystemScore]] = {}
     for sc in scores:

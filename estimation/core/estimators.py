@@ -123,11 +123,13 @@ def estimate(
     # Which systems surely found nothing (all labelled, none right): scheme-free.
     bounds = label_bounds(pop, ev, "instance", state=state)
     terms = pair_terms(pop, ev)  # scheme-free
+    shared: dict = {}  # the precision estimates' scheme-free parts, computed once
     for s in SCHEMES:
         if s not in schemes:
             continue
         pf, g = at_pairs(pop, ev, s, terms)
-        prec, joint, w = precision(pop, ev, s, draw_scheme, pf, z, precision_method, state)
+        prec, joint, w = precision(pop, ev, s, draw_scheme, pf, z, precision_method, state,
+                                   shared)
         # Joint recall under "instance" reuses the draws, so it correlates with P̂;
         # the other schemes' recall comes from Ŷ0 alone.
         cov = {"simple": np.zeros(m), "joint": np.zeros(m)}

@@ -117,6 +117,8 @@ def importance_estimate(
     counts_per_draw: sp.csr_matrix,
     n: np.ndarray,
     label_var: sp.coo_matrix | None = None,
+    *,
+    shared: dict | None = None,
 ) -> ImportanceResult:
     """Σ_j (w_ij/n_j) Σ_{u∈X̂_j} pf_i(u)/q_i(u) with q_i = Σ_j w_ij b_j, for every i.
 
@@ -129,32 +131,63 @@ def importance_estimate(
     their weights: both 0 when no draw reached system i, whose empirical variance
     (0) is then no evidence. With a diagonal w (the simple estimator) only the
     diagonal of ``mean_r`` is computed (the rest is 0): nothing else is used.
+
+    ``shared``: a dict kept by the caller across estimates over one evidence (every
+    scheme, simple and joint); what depends only on b and on a's sparsity pattern
+    is computed once into it. The floats are the same with or without it.
     """
-    qt = np.asarray(b.T.tocsr() @ w.T)  # (nU × m): q_i(u)
+    shared = {} if shared is None else shared
     a = _canonical(a)
-    rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+    at = shared.get("positions")
+    if at is None or not at.matches(a):
+        rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+        at = shared["positions"] = _Positions(a, rows_a)
+    rows_a = at.rows
+    diagonal = np.count_nonzero(w - np.diag(np.diagonal(w))) == 0
+    b_at = shared.get("b_at") if shared.get("b") is b else None
+    if diagonal and b_at is None:
+        bc = _canonical(b)
+        if at.matches(bc):
+            b_at = bc.data
+            shared["b"], shared["b_at"] = b, b_at
+    if diagonal and b_at is not None:
+        # q_i(u) = Σ_j w_ij b_ju = w_ii b_iu: the terms j ≠ i of the dense product are
+        # exact zeros, so this is the same float without the (nU × m) product.
+        dw = np.diagonal(w)
+
+        def q_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            pos = at.find(rows, cols)
+            return np.where(pos >= 0, b_at[pos] * dw[rows], 0.0)
+
+        q_a = b_at * dw[rows_a]
+    else:
+        if shared.get("bt_of") is not b:
+            shared["bt_of"], shared["bt"] = b, b.T.tocsr()
+        qt = np.asarray(shared["bt"] @ w.T)  # (nU × m): q_i(u)
+
+        def q_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+            return qt[cols, rows]
+
+        q_a = qt[a.indices, rows_a]
 
     def ratio(m: sp.coo_matrix) -> sp.csr_matrix:
         # q = 0 only where no draw can reach (systems without a donor): no term.
-        q = qt[m.col, m.row]
+        q = q_at(m.row, m.col)
         vals = np.divide(m.data, q, out=np.zeros(len(q)), where=q > 0)
         return sp.csr_matrix((vals, (m.row, m.col)), shape=m.shape)
 
     # z = a/q on a's own entries; r = pf/q (pf's entries lie among a's).
-    q_a = qt[a.indices, rows_a]
     z = np.divide(a.data, q_a, out=np.zeros(len(q_a)), where=q_a > 0)
     r = ratio(sp.coo_matrix(pf))
-    at = _Positions(a, rows_a)
     r_at = at.values(r)
     terms = [r_at, r_at * r_at]
     if label_var is not None:
         # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
         lv = label_var.tocoo()
-        q2 = qt[lv.col, lv.row] ** 2
+        q2 = q_at(lv.row, lv.col) ** 2
         vals = np.divide(lv.data, q2, out=np.zeros(len(q2)), where=q2 > 0)
         terms.append(at.values(sp.csr_matrix((vals, (lv.row, lv.col)), shape=lv.shape)))
     terms += [z, z * z, (z > 0).astype(float)]
-    diagonal = np.count_nonzero(w - np.diag(np.diagonal(w))) == 0
     means = _draw_means(sp.csr_matrix(counts_per_draw), at, terms, diagonal)
     m1, m2 = means[0], means[1]  # (j × i): mean of r_i, r_i² under p_j
     if label_var is not None:
@@ -184,6 +217,19 @@ class _Positions:
         self.flat = rows * np.int64(n_u) + pattern.indices
         self.index = np.full(m * n_u, -1, dtype=np.int64)
         self.index[self.flat] = np.arange(pattern.nnz, dtype=np.int64)
+        self._transposed: np.ndarray | None = None
+
+    def transposed_flat(self) -> np.ndarray:
+        """Each entry's flat index in a dense (nU × m) array, the pattern transposed."""
+        if self._transposed is None:
+            self._transposed = self.pattern.indices.astype(np.int64) * self.shape[0] + self.rows
+        return self._transposed
+
+    def matches(self, x: sp.csr_matrix) -> bool:
+        """Whether canonical x has exactly this sparsity pattern."""
+        p = self.pattern
+        return (x.shape == p.shape and x.nnz == p.nnz and np.array_equal(x.indptr, p.indptr)
+                and np.array_equal(x.indices, p.indices))
 
     def find(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Entry of each (row, col), -1 where the pattern has none."""
@@ -228,7 +274,7 @@ def _draw_means(
     # One dense (nU × m) buffer, x.T, reused: cpd times it is exactly the old
     # `cpd @ x.T.toarray()` without a fresh array (and its copy) per x.
     dense = np.zeros((n_u, m))
-    flat = at.pattern.indices.astype(np.int64) * m + at.rows
+    flat = at.transposed_flat()
     for x, o in zip(values, out, strict=True):
         dense.ravel()[flat] = x
         o += cpd @ dense
@@ -355,31 +401,62 @@ def _remember(key: tuple, make) -> tuple:
     return hit
 
 
-def _column_order(ps: sp.csr_matrix) -> tuple[sp.csc_matrix, np.ndarray]:
-    """ps's pattern in column order (data: each entry's position in CSR order), and the
-    column of each entry in that order."""
+class _ProductPlan(NamedTuple):
+    """Everything `_products_at` derives from the sparsity patterns of ps and pt and
+    the systems used: label batches leave it valid, only the values change."""
 
-    def make() -> tuple:
-        order = sp.csr_matrix(
-            (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
-        ).tocsc()
-        col = np.repeat(np.arange(ps.shape[1], dtype=np.int64), np.diff(order.indptr))
-        return order, col
+    few_pos: np.ndarray  # ps entries (CSR positions) on pairs of a few systems
+    # Per system rank t on such a pair: (which of few_pos, flat i·m + j, pt.data position).
+    few_steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    # Per dense block of the other pairs: (PTᵀ rows: indptr from 0, indices, pt.data
+    # positions), where the block's ps entries sit in its product, and their positions.
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    width: int
 
-    return _remember(_pattern_key(ps, "order"), make)
 
-
-def _transposed_rows(pt: sp.csr_matrix, used: np.ndarray) -> sp.csr_matrix:
-    """pt[used].T as CSR, its pattern cached and its values gathered from pt."""
-
-    def make() -> tuple:
-        pos = sp.csr_matrix(
-            (np.arange(pt.nnz, dtype=np.int64), pt.indices, pt.indptr), shape=pt.shape
-        )[used].T.tocsr()
-        return pos.data, pos.indices, pos.indptr, pos.shape
-
-    perm, indices, indptr, shape = _remember(_pattern_key(pt, "rows", used.tobytes()), make)
-    return sp.csr_matrix((pt.data[perm], indices, indptr), shape=shape)
+def _product_plan(ps: sp.csr_matrix, pt: sp.csr_matrix, used: np.ndarray,
+                  n_lefts: int) -> _ProductPlan:
+    n_cols = ps.shape[1]
+    m = pt.shape[0]
+    order = sp.csr_matrix(
+        (np.arange(ps.nnz, dtype=np.int64), ps.indices, ps.indptr), shape=ps.shape
+    ).tocsc()
+    col = np.repeat(np.arange(n_cols, dtype=np.int64), np.diff(order.indptr))
+    # pt[used].T (pairs × used systems, ascending within a pair), as positions in pt.data.
+    ptt = sp.csr_matrix(
+        (np.arange(pt.nnz, dtype=np.int64), pt.indices, pt.indptr), shape=pt.shape
+    )[used].T.tocsr()
+    sizes = np.diff(ptt.indptr)
+    few = sizes[col] <= _FEW_SYSTEMS
+    few_pos = order.data[few]
+    e_row, e_col = order.indices[few], col[few]
+    start, count = ptt.indptr[e_col], sizes[e_col]
+    steps = []
+    for t in range(int(count.max(initial=0))):
+        live = np.flatnonzero(count > t)
+        p = start[live] + t
+        steps.append((live, e_row[live].astype(np.int64) * m + used[ptt.indices[p]],
+                      ptt.data[p]))
+    blocks = []
+    many = np.flatnonzero(sizes > _FEW_SYSTEMS)
+    width = n_lefts * len(used)
+    if len(many):
+        ptt = ptt[many]
+        rank = np.full(n_cols, -1, dtype=np.int64)
+        rank[many] = np.arange(len(many))
+        sel = np.flatnonzero(~few)  # entries (in column order) on those pairs
+        e_rank, e_row, e_pos = rank[col[sel]], order.indices[sel], order.data[sel]
+        step = max(1, _BLOCK_BYTES // (8 * width))
+        cuts = np.searchsorted(e_rank, np.arange(0, len(many) + step, step))
+        for b, c0 in enumerate(range(0, len(many), step)):
+            s, e = cuts[b], cuts[b + 1]
+            if s == e:
+                continue
+            lo, hi = ptt.indptr[c0], ptt.indptr[min(c0 + step, len(many))]
+            blocks.append((ptt.indptr[c0:c0 + step + 1] - lo, ptt.indices[lo:hi],
+                           ptt.data[lo:hi], (e_rank[s:e] - c0) * width + e_row[s:e],
+                           e_pos[s:e]))
+    return _ProductPlan(few_pos, steps, blocks, width)
 
 
 def _products_at(
@@ -392,51 +469,35 @@ def _products_at(
     in C, summing each pair's systems in ascending j (the order of a per-entry
     sum over j), then picks the entries of ps in the block. Memory is one block,
     never the (i, u, j) triples. Systems j that every L leaves out are skipped.
+    The index work depends on the patterns only and is remembered (`_ProductPlan`).
     """
-    k, n_cols = ps.shape
+    k = ps.shape[0]
     out = [np.zeros(ps.nnz) for _ in lefts]
     used = np.flatnonzero(np.any([(L != 0).any(axis=0) for L in lefts], axis=0))
     if len(used) == 0 or ps.nnz == 0:
         return out
-    order, col = _column_order(ps)
-    ptt = _transposed_rows(pt, used)  # pairs × used systems, ascending within a pair
-    sizes = np.diff(ptt.indptr)  # systems (used) on each pair
+    key = (_pattern_key(ps, "plan"), _pattern_key(pt), used.tobytes(), len(lefts))
+    plan = _remember(key, lambda: _product_plan(ps, pt, used, len(lefts)))
     # Pairs of a few systems: a dense row of k·len(lefts) sums would be mostly waste.
     # Their entries add the same terms in the same order (from 0, ascending j).
-    few = sizes[col] <= _FEW_SYSTEMS
-    if few.any():
-        e_pos, e_row, e_col = order.data[few], order.indices[few], col[few]
-        start, count = ptt.indptr[e_col], sizes[e_col]
-        sums = [np.zeros(len(e_pos)) for _ in lefts]
-        for t in range(int(count.max(initial=0))):
-            live = np.flatnonzero(count > t)
-            p = start[live] + t
-            j, v, i = used[ptt.indices[p]], ptt.data[p], e_row[live]
-            for acc, L in zip(sums, lefts, strict=True):
-                acc[live] += v * L[i, j]
+    if len(plan.few_pos):
+        flat_lefts = [np.ascontiguousarray(L).ravel() for L in lefts]
+        sums = [np.zeros(len(plan.few_pos)) for _ in lefts]
+        for live, ij, at in plan.few_steps:
+            v = pt.data[at]
+            for acc, L in zip(sums, flat_lefts, strict=True):
+                acc[live] += v * L[ij]
         for values, acc in zip(out, sums, strict=True):
-            values[e_pos] = acc
-    many = np.flatnonzero(sizes > _FEW_SYSTEMS)  # the rest, in dense blocks of pairs
-    if len(many) == 0:
+            values[plan.few_pos] = acc
+    if not plan.blocks:
         return out
-    ptt = ptt[many]
-    rank = np.full(n_cols, -1, dtype=np.int64)
-    rank[many] = np.arange(len(many))
-    sel = np.flatnonzero(~few)  # entries (in column order) on those pairs
-    e_rank, e_row, e_pos = rank[col[sel]], order.indices[sel], order.data[sel]
     rhs = np.ascontiguousarray(np.hstack([L[:, used].T for L in lefts]))
-    width = rhs.shape[1]
-    step = max(1, _BLOCK_BYTES // (8 * width))
-    cuts = np.searchsorted(e_rank, np.arange(0, len(many) + step, step))
-    for b, c0 in enumerate(range(0, len(many), step)):
-        s, e = cuts[b], cuts[b + 1]
-        if s == e:
-            continue
-        flat = (ptt[c0:c0 + step] @ rhs).ravel()  # row u - c0: every L's column block
-        at = (e_rank[s:e] - c0) * width + e_row[s:e]
-        pos = e_pos[s:e]
+    for indptr, indices, at, where, pos in plan.blocks:
+        block = sp.csr_matrix((pt.data[at], indices, indptr),
+                              shape=(len(indptr) - 1, len(used)))
+        flat = (block @ rhs).ravel()  # row u - c0: every L's column block
         for r, values in enumerate(out):
-            values[pos] = flat.take(at + r * k)
+            values[pos] = flat.take(where + r * k)
     return out
 
 

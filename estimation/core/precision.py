@@ -103,6 +103,22 @@ class LabelState:
             inst["pairs"][self.judged], inst["predicates"][self.judged], inst["system"][self.judged]
         )
         self.soft = ev.true_prob is not None
+        # Scheme-free pieces of `label_bounds`, and per scheme the masses it gathers
+        # (the same for the simple and the joint bounds).
+        self.judged_rows = self.lab_rows[self.judged_at]
+        self.n_lab = {own: np.bincount(self.lab_rows, weights=self._use(own), minlength=self.m)
+                      for own in (False, True)}
+        self.gathered: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _use(self, own_draws_only: bool) -> np.ndarray:
+        return self.own if own_draws_only else np.ones(len(self.lab), dtype=bool)
+
+    def masses(self, pop: Population, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+        """(pair mass of each labelled entry, p(x) of each judged instance) under scheme."""
+        if scheme not in self.gathered:
+            self.gathered[scheme] = (pop.stacked(scheme).data[self.lab],
+                                     pop.instance_probs(scheme)[self.judged])
+        return self.gathered[scheme]
 
 
 def label_bounds(
@@ -122,26 +138,27 @@ def label_bounds(
     if (scheme, own_draws_only) in state.cache:
         return state.cache[(scheme, own_draws_only)]
     m = state.m
-    use = state.own if own_draws_only else np.ones(len(state.lab), dtype=bool)
-    mass = pop.stacked(scheme).data[state.lab] * use
+    use = state._use(own_draws_only)
+    lab_data, judged_p = state.masses(pop, scheme)
+    mass = lab_data * use
     total, total_sq = pop.mass_moments(scheme)
     lab_mass = np.bincount(state.lab_rows, weights=mass, minlength=m)
     lab_sq = np.bincount(state.lab_rows, weights=mass * mass, minlength=m)
-    n_lab = np.bincount(state.lab_rows, weights=use, minlength=m)
+    n_lab = state.n_lab[own_draws_only]
     exact = (n_lab == state.sizes) & (state.sizes > 0)
     unknown = np.where(exact, 0.0, np.maximum(total - lab_mass, 0.0))
     square = np.where(exact, 0.0, np.maximum(total_sq - lab_sq, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         count = np.where(square > 0, unknown**2 / square, 0.0)
     # Right mass from the instances (a pair may hold several predictions).
-    p = pop.instance_probs(scheme)[state.judged] * state.right * use[state.judged_at]
-    known = np.bincount(state.lab_rows[state.judged_at], weights=p, minlength=m)
+    p = judged_p * state.right * use[state.judged_at]
+    known = np.bincount(state.judged_rows, weights=p, minlength=m)
     wrong = np.maximum(lab_mass - known, 0.0)
     label_sd: np.ndarray | float = 0.0
     if state.soft:
-        q = pop.instance_probs(scheme)[state.judged] * use[state.judged_at]
+        q = judged_p * use[state.judged_at]
         c = state.right.astype(float)
-        label_sd = np.sqrt(np.bincount(state.lab_rows[state.judged_at],
+        label_sd = np.sqrt(np.bincount(state.judged_rows,
                                        weights=q * q * c * (1 - c), minlength=m))
     bounds = LabelBounds(np.minimum(known, 1.0), wrong, exact, count, label_sd)
     state.cache[(scheme, own_draws_only)] = bounds
@@ -205,13 +222,24 @@ def precision(
     z: float,
     method: str,
     state: LabelState | None = None,
+    shared: dict | None = None,
 ) -> tuple[dict[str, Interval], ImportanceResult, np.ndarray]:
-    """Simple and joint precision; also the joint terms and weights, for F1."""
+    """Simple and joint precision; also the joint terms and weights, for F1.
+
+    ``shared``: a dict kept across the schemes of one estimate (same population and
+    evidence): the draw scheme's rows at the drawn pairs, the per-draw counts and
+    the importance estimates' scheme-free parts are computed once into it.
+    """
     state = LabelState(pop, ev) if state is None else state
+    shared = {} if shared is None else shared
     n = ev.n
-    a = pop.stacked(scheme)[:, ev.pairs]
-    b = pop.stacked(draw_scheme)[:, ev.pairs]
-    cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
+    if shared.get("draw_scheme") != draw_scheme:
+        shared.clear()
+        shared["draw_scheme"] = draw_scheme
+        shared["b_rows"] = pop.stacked(draw_scheme)[:, ev.pairs]
+        shared["cn"] = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
+    b, cn = shared["b_rows"], shared["cn"]
+    a = b if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs]
     ps, pt = pop.stacked(scheme), pop.stacked(draw_scheme)
     reweighted = scheme != draw_scheme
 
@@ -231,7 +259,7 @@ def precision(
     none = n == 0
     w_simple = np.diag((~none).astype(float))
     label_var = label_variance_at_pairs(pop, ev, scheme)
-    simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var)
+    simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var, shared=shared)
     if reweighted:
         lo, hi = interval(simple, w_simple)
     else:
@@ -249,7 +277,7 @@ def precision(
     }
 
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
-    joint = importance_estimate(a, pf, b, w, cn, n, label_var)
+    joint = importance_estimate(a, pf, b, w, cn, n, label_var, shared=shared)
     lo, hi = interval(joint, w)
     est = joint.estimate.copy()
     # Systems without draws of their own, reached by few of the others' draws: no

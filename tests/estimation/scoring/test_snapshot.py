@@ -120,3 +120,20 @@ def test_csv_carries_the_dropped_lines_like_the_json(world: World) -> None:
     api = {s["name"]: s for s in Client().get(reverse("api-leaderboard", args=["t"]))
            .json()["systems"]}
     assert api["Alpha"]["lines_dropped"] == 7 and api["Beta"]["lines_dropped"] is None
+
+
+@pytest.mark.django_db
+def test_boards_from_the_rows_in_hand_equal_those_from_the_stored_rows(world: World) -> None:
+    # recompute renders from the rows it just stored; a refresh reads them back.
+    def boards() -> dict:
+        return {(b.scheme, b.kind, b.metric): (b.head, b.rows, b.html, b.api, b.csv)
+                for b in BoardSnapshot.objects.filter(corpus=world.corpus)}
+
+    label(world.pairs["born"], "per:place_of_birth")
+    label(world.pairs["work"], "no_relation")
+    run = scoring.recompute(world.corpus)
+    written = boards()
+    assert len(written) == len(lb.BOARD_SCHEMES) * len(lb.KINDS) * len(METRICS)
+    assert BoardSnapshot.objects.filter(corpus=world.corpus, run=run).count() == len(written)
+    snapshot.refresh_corpus(world.corpus.pk)
+    assert boards() == written
