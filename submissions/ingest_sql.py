@@ -73,6 +73,17 @@ def check_conflicts(cursor: Any, report: Report) -> None:
 
 def insert_rows(cursor: Any, sid: int) -> tuple[int, int, int]:
     """Write the staged rows as submission `sid`'s entities, mentions and instances."""
+    if connection.vendor == "postgresql":
+        # The database does not check the mentions' and entities' document keys row by
+        # row (migration 0004): lock the documents they cite as those checks would, so
+        # none can be deleted before this transaction ends. The ids come from the
+        # corpus (`DocumentIndex`), whose documents the submission keeps (PROTECT).
+        cursor.execute("""
+            SELECT COUNT(*) FROM (
+                SELECT 1 FROM kbpo_document WHERE id IN (
+                    SELECT doc FROM kbpo_stage_mention
+                    UNION SELECT cdoc FROM kbpo_stage_entity WHERE cdoc IS NOT NULL)
+                FOR KEY SHARE) locked""")
     cursor.execute("""
         INSERT INTO submissions_submissionentity
             (submission_id, node, type, link, canonical_document_id, canonical_begin,

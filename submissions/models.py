@@ -207,8 +207,11 @@ class SubmissionEntity(models.Model):
     node = models.CharField(max_length=200)
     type = models.CharField(max_length=8, choices=TYPE_CHOICES)
     link = models.CharField(max_length=500, blank=True)
+    # Not checked row by row either: `ingest_sql.insert_rows` locks the documents its
+    # rows cite in one statement (FOR KEY SHARE, what each row's check would take).
     canonical_document = models.ForeignKey(Document, on_delete=models.CASCADE,
-                                           null=True, related_name="+")
+                                           null=True, related_name="+",
+                                           db_constraint=False)
     canonical_begin = models.PositiveIntegerField(null=True)
     canonical_end = models.PositiveIntegerField(null=True)
 
@@ -230,7 +233,9 @@ class SubmissionMention(models.Model):
                                    db_index=False)
     entity = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, null=True,
                                related_name="mentions", db_constraint=False)
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    # Locked, not checked per row: see SubmissionEntity.canonical_document.
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+",
+                                 db_constraint=False)
     begin = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     type = models.CharField(max_length=8, choices=TYPE_CHOICES)
