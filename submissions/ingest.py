@@ -626,14 +626,16 @@ class Ingestor:
         region = list(region)
         if len(region) == 1:  # the usual case, without a generator per mention
             (rb, re), = region
-            hits = {m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re}
+            hits = [m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re]
         else:
-            hits = {m for m in ent.in_document(pk)
-                    if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)}
+            hits = [m for m in ent.in_document(pk)
+                    if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)]
         if not hits:
             where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
-        return [((m >> 32) & MASK, m & MASK) for m in sorted(hits)]
+        if len(hits) > 1:  # distinct spans in text order (a span may be staged twice)
+            hits = sorted(set(hits))
+        return [((m >> 32) & MASK, m & MASK) for m in hits]
 
     def _base_stats(self) -> dict[str, Any]:
         return {

@@ -163,7 +163,7 @@ class NodeStore:
             ent = ents[node] = Entity(line)
             ent.type, ent.skip = typ, bool(skip)
         for node, doc, b, e in self._by_index("""
-                SELECT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
+                SELECT DISTINCT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
                 JOIN (SELECT DISTINCT node, doc FROM kbpo_stage_keys) k
                      ON k.node = m.node AND k.doc = m.doc"""):
             ents[node].add((doc << 64) | (b << 32) | e)
