@@ -57,12 +57,12 @@ class NodeStore:
             return self.cursor.fetchall()
         self.cursor.execute("SET LOCAL enable_hashjoin = off")
         self.cursor.execute("SET LOCAL enable_mergejoin = off")
-        try:
-            self.cursor.execute(sql)
-            return self.cursor.fetchall()
-        finally:
-            self.cursor.execute("SELECT set_config('enable_hashjoin', %s, true), "
-                                "set_config('enable_mergejoin', %s, true)", self.joins)
+        self.cursor.execute(sql)
+        rows = self.cursor.fetchall()
+        # (After an error the rollback restores them.)
+        self.cursor.execute("SELECT set_config('enable_hashjoin', %s, true), "
+                            "set_config('enable_mergejoin', %s, true)", self.joins)
+        return rows
 
     def _keys(self, rows: Iterable[tuple[str, int | None]]) -> None:
         """Replace the batch's keys: (node, document pk or NULL)."""
