@@ -24,6 +24,8 @@ file has errors, and the caller's rollback removes every staged row.
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -103,7 +105,39 @@ class Outcome:
     cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=4096)
+def _orientation(predicate: str, subject_type: str,
+                 object_type: str) -> tuple[str, str | None, bool]:
+    """`schema.canonicalize` without the spans, cached (it runs for every relation
+    line): the folded predicate, its inverse, and whether the types alone swap the
+    arguments. The caller has checked the predicate takes these types."""
+    folded = schema.fold(predicate)
+    by_type = schema.TYPE_RANK[subject_type] > schema.TYPE_RANK[object_type]
+    return folded, schema.inverse(folded, subject_type, object_type), by_type
+
+
 # ---- the ingestor -------------------------------------------------------------------
+
+# Collect cycles every this many new container objects while ingesting, not every 700.
+GC_THRESHOLD = 200_000
+
+
+@contextlib.contextmanager
+def _rare_collections() -> Iterator[None]:
+    """Ingestion allocates a few lists per line and holds a batch of them, which keeps
+    triggering the cyclic collector over everything the process has loaded: about a
+    third of the ingestor's CPU time. Freeze what exists and collect rarely; the lines'
+    objects are freed by reference counting (they form no cycles), so memory stays
+    bounded by the batch as before."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
 
 @dataclass
 class _Counts:
@@ -134,12 +168,16 @@ class Ingestor:
         self.counts = _Counts()
         self.run_id = ""
         self.staged_relations = 0
-        self._chars = 0  # characters of the lines read into the current batch
 
     # -- driver --
 
     def run(self) -> Outcome:
-        with connection.cursor() as cursor:
+        with _rare_collections(), connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # The whole-file checks and the final inserts sort and hash a few
+                # hundred thousand staged rows: in the default 4 MB they spill to disk.
+                # SET LOCAL ends with the ingestion's transaction.
+                cursor.execute("SET LOCAL work_mem = '64MB'")
             stager = Stager(cursor)
             stager.create()
             outcome = self._run(cursor, stager)
@@ -187,94 +225,108 @@ class Ingestor:
     @contextlib.contextmanager
     def _open(self) -> Iterator[IO[bytes]]:
         with self.sub.file.storage.open(self.sub.file.name, "rb") as fh:
-            stream, _ = open_stream(fh)
+            # Read the underlying file when the storage wraps one in a django File:
+            # its proxy methods cost a Python call per line read.
+            inner = getattr(fh, "file", None)
+            stream, _ = open_stream(inner if hasattr(inner, "readline") else fh)
             yield stream
 
     def _rejected(self) -> Rejected:
         return Rejected(self.report, self._base_stats(), self.run_id,
                         frozenset(self.bad_nodes))
 
-    def _lines(self, raw: IO[bytes], report: bool) -> Iterator[Item]:
-        """Split KB lines into columns; with `report`, yield line-level problems too
-        (they are recorded in file order with the rest of the batch). Without it (pass
-        2, which reads relation lines only) entity lines are skipped before decoding."""
+    def _batches(self, raw: IO[bytes], report: bool) -> Iterator[list[Item]]:
+        """Split KB lines into columns, in batches of bounded size (lines, and
+        characters of the lines split). With `report`, line-level problems are items
+        too (recorded in file order with the rest of the batch); without it (pass 2,
+        which reads relation lines only) entity lines are skipped before decoding. A
+        file-level error (too large, corrupt) is raised after the lines before it are
+        handed out. One loop over locals: it runs for every line, twice."""
         skip_kinds = None if report else ENTITY_KINDS_BYTES
-        drop_lines, node_match = self.drop_lines, NODE_MATCH
-        for number, data in iter_lines(raw, self.max_bytes, self.max_line):
+        drop_lines, node_match, strip = self.drop_lines, NODE_MATCH, str.strip
+        max_line = self.max_line
+        batch: list[Item] = []
+        chars = 0  # characters of the lines split into the current batch
+        number = 0
+        try:
+            for number, data in iter_lines(raw, self.max_bytes, max_line):
+                if number in drop_lines:
+                    continue
+                if data is None:
+                    if not report:
+                        continue
+                    batch.append((number, None, (
+                        "LINE_TOO_LONG", f"the line is longer than {max_line:,} bytes")))
+                else:
+                    if skip_kinds is not None:
+                        # ASCII-stripped equal to a kind means str-stripped equal too:
+                        # the slow path would have dropped the line as an entity line.
+                        head = data.split(b"\t", 2)
+                        if len(head) > 1 and head[1].strip() in skip_kinds:
+                            continue
+                    try:
+                        line = data.decode("utf-8")
+                        if "\x00" in line:
+                            raise ValueError
+                    except ValueError:  # UnicodeDecodeError too: decode_line words it
+                        try:
+                            decode_line(data)
+                        except SyntaxProblem as exc:
+                            if report:
+                                batch.append((number, None, (exc.code, exc.message)))
+                        if not report:
+                            continue
+                    else:
+                        if number == 1:
+                            stripped = line.strip()
+                            looks_like_kb = stripped.startswith(":") and "\t" in stripped
+                            if stripped and not looks_like_kb:
+                                self.run_id = clean_run_id(stripped)
+                                continue
+                            if report:
+                                batch.append((1, None, (
+                                    "MISSING_RUN_ID", "the first line must be the run id, "
+                                    f"found {clip(stripped) if stripped else 'an empty line'}")))
+                                if len(batch) >= BATCH_LINES:  # (no characters counted yet)
+                                    self.counts.lines = number
+                                    yield batch
+                                    batch = []
+                            if not looks_like_kb:
+                                continue
+                        if not line or line.isspace():
+                            continue
+                        chars += len(line)
+                        cols = list(map(strip, line.split("\t")))
+                        if len(cols) < 3 or not node_match(cols[0]):
+                            if not report:
+                                continue
+                            what = (f"found {len(cols)} tab-separated column(s), expected 3 "
+                                    "to 5" if len(cols) < 3 else
+                                    f"the first column {clip(cols[0])} is not an entity "
+                                    "node like :E1")
+                            batch.append((number, None, ("MALFORMED_LINE", what)))
+                        else:
+                            batch.append((number, cols, None))
+                if len(batch) >= BATCH_LINES or chars >= BATCH_CHARS:
+                    if report:
+                        self.counts.lines = number
+                    yield batch
+                    batch, chars = [], 0
+        except (FileTooLarge, CorruptFile):
             if report:
                 self.counts.lines = number
-            if number in drop_lines:
-                continue
-            if data is None:
-                if report:
-                    yield number, None, ("LINE_TOO_LONG",
-                                         f"the line is longer than {self.max_line:,} bytes")
-                continue
-            if skip_kinds is not None:
-                # ASCII-stripped equal to a kind means str-stripped equal too: the slow
-                # path would have dropped the line as an entity line as well.
-                head = data.split(b"\t", 2)
-                if len(head) > 1 and head[1].strip() in skip_kinds:
-                    continue
-            try:
-                line = data.decode("utf-8")
-                if "\x00" in line:
-                    raise ValueError
-            except ValueError:  # UnicodeDecodeError too: decode_line words the problem
-                try:
-                    decode_line(data)
-                except SyntaxProblem as exc:
-                    if report:
-                        yield number, None, (exc.code, exc.message)
-                continue
-            if number == 1:
-                stripped = line.strip()
-                looks_like_kb = stripped.startswith(":") and "\t" in stripped
-                if stripped and not looks_like_kb:
-                    self.run_id = clean_run_id(stripped)
-                    continue
-                if report:
-                    yield 1, None, ("MISSING_RUN_ID",
-                                    "the first line must be the run id, found "
-                                    f"{clip(stripped) if stripped else 'an empty line'}")
-                if not looks_like_kb:
-                    continue
-            if not line or line.isspace():
-                continue
-            self._chars += len(line)
-            cols = list(map(str.strip, line.split("\t")))
-            if len(cols) < 3 or not node_match(cols[0]):
-                if report:
-                    what = (f"found {len(cols)} tab-separated column(s), expected 3 to 5"
-                            if len(cols) < 3 else
-                            f"the first column {clip(cols[0])} is not an entity node like :E1")
-                    yield number, None, ("MALFORMED_LINE", what)
-                continue
-            yield number, cols, None
-
-    def _batches(self, items: Iterator[Item]) -> Iterator[list[Item]]:
-        """Group items into batches of bounded size (lines, and characters counted by
-        `_lines`); a file-level error (too large, corrupt) is raised after the lines
-        before it are handed out."""
-        batch: list[Item] = []
-        self._chars = 0
-        try:
-            for item in items:
-                batch.append(item)
-                if len(batch) >= BATCH_LINES or self._chars >= BATCH_CHARS:
-                    yield batch
-                    batch, self._chars = [], 0
-        except (FileTooLarge, CorruptFile):
             if batch:
                 yield batch
             raise
+        if report:
+            self.counts.lines = number
         if batch:
             yield batch
 
     # -- pass 1: entities --
 
     def _pass1(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for batch in self._batches(self._lines(raw, report=True)):
+        for batch in self._batches(raw, report=True):
             nodes: set[str] = set()
             docs: set[int] = set()
             for _, cols, _ in batch:
@@ -402,7 +454,7 @@ class Ingestor:
     # -- pass 2: relations --
 
     def _pass2(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for batch in self._batches(self._lines(raw, report=False)):
+        for batch in self._batches(raw, report=False):
             lines = [(number, cols) for number, cols, _ in batch
                      if cols is not None and cols[1] not in ENTITY_KINDS]
             keys: set[tuple[str, int | None]] = set()
@@ -418,11 +470,10 @@ class Ingestor:
             # Every relation needs its sentence; a string filler, its text checked.
             self.docs.prefetch({doc for _, doc in keys if doc is not None}, sentences=True)
             self.docs.prefetch(filler_docs, texts=True)
+            drop_nodes = self.drop_nodes
             for number, cols in lines:
-                dropped = next((n for n in (cols[0], cols[2]) if n in self.drop_nodes),
-                               None)
-                if dropped is not None:
-                    self._cascade(number, dropped)
+                if drop_nodes and (cols[0] in drop_nodes or cols[2] in drop_nodes):
+                    self._cascade(number, cols[0] if cols[0] in drop_nodes else cols[2])
                     continue
                 try:
                     self._relation_line(number, cols, stager)
@@ -553,14 +604,18 @@ class Ingestor:
                             f"{clip(text[s_span[0]:s_span[1]])} at {doc_id}:{s_span[0]}-"
                             f"{s_span[1] - 1} and {clip(text[o_span[0]:o_span[1]])} at "
                             f"{doc_id}:{o_span[0]}-{o_span[1] - 1}")
-        canon = schema.canonicalize((doc_id, *s_span), stype, pred, (doc_id, *o_span), otype)
+        folded, inverse, by_type = _orientation(pred, stype, otype)
         subj_node, obj_node = cols[0], (obj_col if obj_is_node else None)
-        if canon.subject[1:] != s_span:
-            subj_node, obj_node = obj_node, subj_node
-        stager.add("kbpo_stage_relation", (
-            number, pk, canon.subject[1], canon.subject[2], canon.object[1], canon.object[2],
-            canon.subject_type, canon.object_type, sentence[0], canon.predicate, subj_node,
-            obj_node, conf))
+        # schema.canonicalize's rule: swap when the subject's type ranks after the
+        # object's, or for equal types when the subject span comes after the object's.
+        if by_type or (stype == otype and s_span > o_span):
+            assert inverse is not None
+            row = (number, pk, o_span[0], o_span[1], s_span[0], s_span[1], otype, stype,
+                   sentence[0], inverse, obj_node, subj_node, conf)
+        else:
+            row = (number, pk, s_span[0], s_span[1], o_span[0], o_span[1], stype, otype,
+                   sentence[0], folded, subj_node, obj_node, conf)
+        stager.add("kbpo_stage_relation", row)
         self.staged_relations += 1
         if filler is not None:
             stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number))
@@ -571,14 +626,16 @@ class Ingestor:
         region = list(region)
         if len(region) == 1:  # the usual case, without a generator per mention
             (rb, re), = region
-            hits = {m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re}
+            hits = [m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re]
         else:
-            hits = {m for m in ent.in_document(pk)
-                    if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)}
+            hits = [m for m in ent.in_document(pk)
+                    if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)]
         if not hits:
             where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
-        return [((m >> 32) & MASK, m & MASK) for m in sorted(hits)]
+        if len(hits) > 1:  # distinct spans in text order (a span may be staged twice)
+            hits = sorted(set(hits))
+        return [((m >> 32) & MASK, m & MASK) for m in hits]
 
     def _base_stats(self) -> dict[str, Any]:
         return {

@@ -42,6 +42,27 @@ class NodeStore:
         # clear bit proves a node new, so pass 1 only looks up nodes that may be known
         # (most of a batch's are new). Fixed size, whatever the number of nodes.
         self.seen = bytearray(max(SEEN_BITS >> 3, 1))
+        self.postgres = stager.postgres
+        if self.postgres:  # the planner settings `_by_index` restores
+            cursor.execute("SELECT current_setting('enable_hashjoin'), "
+                           "current_setting('enable_mergejoin')")
+            self.joins = list(cursor.fetchone())
+
+    def _by_index(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run a per-batch lookup by the batch's keys as index probes. The planner
+        otherwise hashes the keys and scans the whole node or mention table for every
+        batch, which makes a file's lookups grow with its size squared."""
+        if not self.postgres:
+            self.cursor.execute(sql)
+            return self.cursor.fetchall()
+        self.cursor.execute("SET LOCAL enable_hashjoin = off")
+        self.cursor.execute("SET LOCAL enable_mergejoin = off")
+        self.cursor.execute(sql)
+        rows = self.cursor.fetchall()
+        # (After an error the rollback restores them.)
+        self.cursor.execute("SELECT set_config('enable_hashjoin', %s, true), "
+                            "set_config('enable_mergejoin', %s, true)", self.joins)
+        return rows
 
     def _keys(self, rows: Iterable[tuple[str, int | None]]) -> None:
         """Replace the batch's keys: (node, document pk or NULL)."""
@@ -61,11 +82,10 @@ class NodeStore:
         if not nodes:
             return {}, {}
         self._keys((node, None) for node in nodes)
-        self.cursor.execute("""
-            SELECT node, line, type, skip, type_error FROM kbpo_stage_node
-            WHERE node IN (SELECT node FROM kbpo_stage_keys)""")
         ents: dict[str, Entity] = {}
-        for node, line, typ, skip, type_error in self.cursor.fetchall():
+        for node, line, typ, skip, type_error in self._by_index("""
+                SELECT node, line, type, skip, type_error FROM kbpo_stage_node
+                WHERE node IN (SELECT node FROM kbpo_stage_keys)"""):
             ent = ents[node] = Entity(line)
             ent.type, ent.skip, ent.type_error = typ, bool(skip), bool(type_error)
         return ents, {node: state_of(ent) for node, ent in ents.items()}
@@ -136,18 +156,16 @@ class NodeStore:
         if not keys:
             return {}
         self._keys(keys)
-        self.cursor.execute("""
-            SELECT node, line, type, skip FROM kbpo_stage_node
-            WHERE node IN (SELECT node FROM kbpo_stage_keys)""")
         ents: dict[str, Entity] = {}
-        for node, line, typ, skip in self.cursor.fetchall():
+        for node, line, typ, skip in self._by_index("""
+                SELECT node, line, type, skip FROM kbpo_stage_node
+                WHERE node IN (SELECT node FROM kbpo_stage_keys)"""):
             ent = ents[node] = Entity(line)
             ent.type, ent.skip = typ, bool(skip)
-        self.cursor.execute("""
-            SELECT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
-            JOIN (SELECT DISTINCT node, doc FROM kbpo_stage_keys) k
-                 ON k.node = m.node AND k.doc = m.doc""")
-        for node, doc, b, e in self.cursor.fetchall():
+        for node, doc, b, e in self._by_index("""
+                SELECT DISTINCT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
+                JOIN (SELECT DISTINCT node, doc FROM kbpo_stage_keys) k
+                     ON k.node = m.node AND k.doc = m.doc"""):
             ents[node].add((doc << 64) | (b << 32) | e)
         return ents
 

@@ -73,21 +73,37 @@ def check_conflicts(cursor: Any, report: Report) -> None:
 
 def insert_rows(cursor: Any, sid: int) -> tuple[int, int, int]:
     """Write the staged rows as submission `sid`'s entities, mentions and instances."""
-    cursor.execute("""
+    if connection.vendor == "postgresql":
+        # The database does not check the mentions' and entities' document keys row by
+        # row (migration 0004): lock the documents they cite as those checks would, so
+        # none can be deleted before this transaction ends. The ids come from the
+        # corpus (`DocumentIndex`), whose documents the submission keeps (PROTECT).
+        cursor.execute("""
+            SELECT COUNT(*) FROM (
+                SELECT 1 FROM kbpo_document WHERE id IN (
+                    SELECT doc FROM kbpo_stage_mention
+                    UNION SELECT cdoc FROM kbpo_stage_entity WHERE cdoc IS NOT NULL)
+                FOR KEY SHARE) locked""")
+    insert_entities = """
         INSERT INTO submissions_submissionentity
             (submission_id, node, type, link, canonical_document_id, canonical_begin,
              canonical_end)
-        SELECT %s, node, type, link, cdoc, cb, ce FROM kbpo_stage_entity ORDER BY ord""",
-                   [sid])
-    n_entities = cursor.rowcount
+        SELECT %s, node, type, link, cdoc, cb, ce FROM kbpo_stage_entity ORDER BY ord"""
     # The new ids by node, in a small temporary table: the mentions and relations below
     # join it in one hash join instead of probing the entity table's index per row.
-    cursor.execute("""
-        INSERT INTO kbpo_stage_ids (node, id, type)
-        SELECT node, id, type FROM submissions_submissionentity WHERE submission_id = %s""",
-                   [sid])
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql":  # taken from the insert, not read back
+        cursor.execute(f"""
+            WITH ins AS ({insert_entities} RETURNING node, id, type)
+            INSERT INTO kbpo_stage_ids (node, id, type) SELECT node, id, type FROM ins""",
+                       [sid])
+        n_entities = cursor.rowcount
         cursor.execute("ANALYZE kbpo_stage_ids")
+    else:
+        cursor.execute(insert_entities, [sid])
+        n_entities = cursor.rowcount
+        cursor.execute("""
+            INSERT INTO kbpo_stage_ids (node, id, type) SELECT node, id, type
+            FROM submissions_submissionentity WHERE submission_id = %s""", [sid])
     # Ordered as the former plan produced them: by entity, then span; fillers last.
     cursor.execute("""
         INSERT INTO submissions_submissionmention

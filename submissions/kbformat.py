@@ -218,6 +218,13 @@ def parse_string(value: str) -> str:
 
 def parse_provenance(value: str) -> list[RawSpan]:
     """`DOC:b-e[,DOC:b-e...]` with inclusive ends -> half-open spans."""
+    if "," not in value:  # the usual single span, without the loop
+        m = _SPAN_MATCH(value.strip())
+        if m is not None:
+            doc, b, e = m.groups()
+            begin, end = int(b), int(e)
+            if end >= begin:
+                return [(doc, begin, end + 1)]
     spans: list[RawSpan] = []
     for part in value.split(","):
         m = _SPAN_MATCH(part.strip())

@@ -165,7 +165,9 @@ class MentionPair(models.Model):
     Types are those of the first submission that created the pair.
     """
 
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs")
+    # Indexed by the unique constraint below, which starts with it.
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs",
+                                 db_index=False)
     sentence = models.ForeignKey(Sentence, on_delete=models.CASCADE, related_name="pairs")
     subject_begin = models.PositiveIntegerField()
     subject_end = models.PositiveIntegerField()
@@ -193,13 +195,23 @@ class MentionPair(models.Model):
 class SubmissionEntity(models.Model):
     """An entity node (`:E1`) of one submission."""
 
+    # Bulk rows (entities, mentions, instances) are written only by `ingest_sql`, in
+    # the transaction that holds the submission's row lock and creates the entities
+    # they point to: their submission and entity keys are valid by construction, so
+    # the database does not check them row by row (that was half of a 1M-line
+    # ingestion's database time). Deletion still cascades (Django's collector, or
+    # `processing.delete_rows`). The composite unique/indexes cover `submission`.
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE,
-                                   related_name="entities")
+                                   related_name="entities", db_constraint=False,
+                                   db_index=False)
     node = models.CharField(max_length=200)
     type = models.CharField(max_length=8, choices=TYPE_CHOICES)
     link = models.CharField(max_length=500, blank=True)
+    # Not checked row by row either: `ingest_sql.insert_rows` locks the documents its
+    # rows cite in one statement (FOR KEY SHARE, what each row's check would take).
     canonical_document = models.ForeignKey(Document, on_delete=models.CASCADE,
-                                           null=True, related_name="+")
+                                           null=True, related_name="+",
+                                           db_constraint=False)
     canonical_begin = models.PositiveIntegerField(null=True)
     canonical_end = models.PositiveIntegerField(null=True)
 
@@ -215,11 +227,15 @@ class SubmissionEntity(models.Model):
 class SubmissionMention(models.Model):
     """A typed span of one submission; string fillers (DATE/TITLE) have no entity."""
 
+    # Keys checked by construction, not by the database: see SubmissionEntity.
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE,
-                                   related_name="mentions")
+                                   related_name="mentions", db_constraint=False,
+                                   db_index=False)
     entity = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, null=True,
-                               related_name="mentions")
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+                               related_name="mentions", db_constraint=False)
+    # Locked, not checked per row: see SubmissionEntity.canonical_document.
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+",
+                                 db_constraint=False)
     begin = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     type = models.CharField(max_length=8, choices=TYPE_CHOICES)
@@ -235,14 +251,17 @@ class SubmissionMention(models.Model):
 class RelationInstance(models.Model):
     """One predicted relation, canonical direction, deduplicated per pair and predicate."""
 
+    # Submission and entity keys checked by construction: see SubmissionEntity. The
+    # pair is shared with other submissions, so its key stays checked (and locked).
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE,
-                                   related_name="instances")
+                                   related_name="instances", db_constraint=False,
+                                   db_index=False)
     pair = models.ForeignKey(MentionPair, on_delete=models.PROTECT, related_name="instances")
     predicate = models.CharField(max_length=64)
     subject_entity = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE,
-                                       related_name="+")
+                                       related_name="+", db_constraint=False)
     object_entity = models.ForeignKey(SubmissionEntity, on_delete=models.CASCADE, null=True,
-                                      related_name="+")
+                                      related_name="+", db_constraint=False)
     confidence = models.FloatField(default=1.0)
     line = models.PositiveIntegerField(help_text="First line of the file stating it.")
 

@@ -4,7 +4,6 @@ tables, so a rollback or the end of the connection removes them."""
 
 from __future__ import annotations
 
-import csv
 import io
 from collections import Counter
 from collections.abc import Sequence
@@ -40,6 +39,36 @@ STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+def _copy_value(value: object) -> str:
+    if value is None:
+        return "\\N"
+    text = str(value)
+    if "\\" in text or "\r" in text or "\n" in text or "\t" in text:
+        text = (text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
+                .replace("\t", "\\t"))
+    return text
+
+
+def copy_text(rows: Sequence[Sequence[object]], width: int) -> str:
+    """Rows in COPY's text format (tab-separated, NULL as \\N), about three times as
+    fast as the csv module: one %-format per row. Staged text comes from tab-split
+    lines, so it never holds a tab or a newline; a backslash or carriage return
+    (possible in a node or link) sends the batch through the escaping path."""
+    fmt = "\t".join(["%s"] * width) + "\n"
+    nulls = sum(row.count(None) for row in rows)
+    if nulls:
+        data = "".join([fmt % tuple("\\N" if v is None else v for v in row)
+                        if None in row else fmt % tuple(row) for row in rows])
+    else:
+        data = "".join(map(fmt.__mod__, map(tuple, rows)))
+    # Each NULL brings one backslash, each row width-1 tabs and one newline: any other
+    # means a value holds one of them.
+    if (data.count("\\") != nulls or "\r" in data or data.count("\n") != len(rows)
+            or data.count("\t") != len(rows) * (width - 1)):
+        data = "".join("\t".join(map(_copy_value, row)) + "\n" for row in rows)
+    return data
+
+
 class Stager:
     """Buffers rows and writes them to temporary tables in batches."""
 
@@ -67,14 +96,8 @@ class Stager:
             return
         cols = [c for c, _ in STAGE_TABLES[table]]
         if self.postgres:
-            # CSV is written in C. It writes None and "" alike as an empty unquoted
-            # field, which COPY reads as NULL: staged text is never empty (no column
-            # holds "" as a value), so nothing is lost.
-            data = io.StringIO()
-            csv.writer(data, lineterminator="\n").writerows(buf)
-            data.seek(0)
-            self.cursor.copy_expert(
-                f"COPY {table} ({', '.join(cols)}) FROM STDIN WITH (FORMAT csv)", data)
+            self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN",
+                                    io.StringIO(copy_text(buf, len(cols))))
         else:
             marks = ", ".join(["%s"] * len(cols))
             self.cursor.executemany(

@@ -159,6 +159,35 @@ def test_rerun_after_a_failure_past_planning_replaces_draws_and_rows(
 
 
 @pytest.mark.django_db
+def test_deleting_a_submission_with_draws_leaves_no_rows_behind(
+        stored: Callable[..., Submission]) -> None:
+    """The admin's delete (the ORM's cascade) removes the draws on its instances and
+    every ingested row: the database no longer checks the bulk rows' submission and
+    entity keys (migration 0004), so orphans would go unnoticed."""
+    from django.db import connection
+
+    from annotations.models import SampleDraw
+
+    sub = ingested(stored)
+    other = ingested(stored)
+    transition(sub, "planning")
+    for i, inst in enumerate(RelationInstance.objects.filter(submission=sub)[:3]):
+        SampleDraw.objects.create(submission=sub, scheme="instance", index=i, instance=inst)
+    entity_ids = list(SubmissionEntity.objects.filter(submission=sub).values_list("pk",
+                                                                                 flat=True))
+    sub.delete()
+    with connection.cursor() as cursor:  # the keys still checked hold now, not at rollback
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    assert not SampleDraw.objects.filter(instance__submission_id=sub.pk).exists()
+    for model in (RelationInstance, SubmissionMention, SubmissionEntity):
+        assert not model.objects.filter(submission_id=sub.pk).exists(), model
+    assert not RelationInstance.objects.filter(subject_entity_id__in=entity_ids).exists()
+    assert not SubmissionMention.objects.filter(entity_id__in=entity_ids).exists()
+    assert instances(other) == EXPECTED  # the other submission's rows are untouched
+    assert MentionPair.objects.exists()  # shared pairs stay
+
+
+@pytest.mark.django_db
 def test_withdrawn_rows_stay_but_stop_counting(stored: Callable[..., Submission]) -> None:
     sub = ingested(stored)
     assert list(Submission.objects.active()) == [sub]
