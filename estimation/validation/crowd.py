@@ -48,11 +48,12 @@ class CrowdSpec:
     n_workers: int = 20
     answers: int = 3  # per question, before ties ask for more
     max_extra: int = 2
-    n_options: int = 4  # relation types offered for a pair (its types allow), besides none
+    n_options: int = 6  # relations an untyped pair offers (pair_types=0), besides none
     # Pair types (the two entity types of a pair): each offers a fixed set of relations,
     # and types differ in how often their pairs hold one (PER-PER pairs rarely do, say).
     # 0: untyped, every question offers a random set.
     pair_types: int = 8
+    type_options: int = 4  # relations each pair type offers, besides none
     type_spread: float = 1.0  # sd of a type's log odds of holding no relation
     systematic: bool = False
     # Share of every HIT's questions with a known answer (KBPO_CONTROL_SHARE): 0.09 is
@@ -101,7 +102,7 @@ def pair_types(truth: np.ndarray, spec: CrowdSpec, n_predicates: int,
     relation is against "no relation" depends on the pair's types, as in a real corpus.
     """
     truth = np.asarray(truth, dtype=np.int64)
-    k = min(spec.n_options, n_predicates)
+    k = min(spec.type_options, n_predicates)
     t = spec.pair_types
     # As in a schema, each relation belongs to one or two types: overlapping windows
     # over a shuffled relation list (every relation in some window when t·k ≥ P).

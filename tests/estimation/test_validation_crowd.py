@@ -65,7 +65,7 @@ def test_pair_types_offer_each_relation_where_its_pairs_are():
     truth = np.where(rng.random(20_000) < 0.3, rng.integers(0, 20, 20_000), NO_RELATION)
     spec = CrowdSpec()
     types, sets = pair_types(truth, spec, 20, rng)
-    assert sets.shape == (spec.pair_types, spec.n_options)
+    assert sets.shape == (spec.pair_types, spec.type_options)
     assert set(np.unique(sets)) == set(range(20))
     true = truth >= 0
     assert (sets[types[true]] == truth[true, None]).any(axis=1).all()
