@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from submissions import ingest as ingest_mod
-from submissions import ingest_nodes
+from submissions import ingest_lines, ingest_nodes
 from submissions.models import RelationInstance, Submission, SubmissionEntity, SubmissionMention
 from submissions.processing import run_ingestion
 
@@ -42,7 +41,7 @@ def with_errors() -> list[str]:
 
 def snapshot(stored: Callable[..., Submission], data: bytes, batch: int,
              monkeypatch: pytest.MonkeyPatch, **fields: object) -> dict[str, object]:
-    monkeypatch.setattr(ingest_mod, "BATCH_LINES", batch)
+    monkeypatch.setattr(ingest_lines, "BATCH_LINES", batch)
     sub = stored(data, **fields)
     run_ingestion(sub.pk)
     sub.refresh_from_db()

@@ -1,0 +1,127 @@
+"""Reading a KB file into batches of split lines, for both passes of the ingestor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import IO
+
+from .ingest_nodes import BATCH_CHARS, BATCH_LINES
+from .kbformat import (
+    IGNORED_KINDS,
+    MENTION_KINDS,
+    NODE_MATCH,
+    CorruptFile,
+    FileTooLarge,
+    SyntaxProblem,
+    clean_run_id,
+    clip,
+    decode_line,
+    iter_lines,
+)
+
+ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
+ENTITY_KINDS_BYTES = frozenset(kind.encode() for kind in ENTITY_KINDS)
+
+# One item per read line: (number, columns, None), or (number, None, (code, message))
+# for a line-level problem.
+Item = tuple[int, list[str] | None, tuple[str, str] | None]
+
+
+class LineBatches:
+    """The lines of one file, split into columns and handed out in batches. `run_id`
+    is the file's first line once read; `lines` the last line number read when the
+    latest batch was handed out (or the reading stopped)."""
+
+    def __init__(self, drop_lines: frozenset[int], max_bytes: int, max_line: int,
+                 run_id: str = "") -> None:
+        self.drop_lines = drop_lines
+        self.max_bytes = max_bytes
+        self.max_line = max_line
+        self.run_id = run_id
+        self.lines = 0
+
+    def batches(self, raw: IO[bytes], report: bool) -> Iterator[list[Item]]:
+        """Split KB lines into columns, in batches of bounded size (lines, and
+        characters of the lines split). With `report`, line-level problems are items
+        too (recorded in file order with the rest of the batch); without it (pass 2,
+        which reads relation lines only) entity lines are skipped before decoding. A
+        file-level error (too large, corrupt) is raised after the lines before it are
+        handed out. One loop over locals: it runs for every line, twice."""
+        skip_kinds = None if report else ENTITY_KINDS_BYTES
+        drop_lines, node_match, strip = self.drop_lines, NODE_MATCH, str.strip
+        max_line = self.max_line
+        batch: list[Item] = []
+        chars = 0  # characters of the lines split into the current batch
+        number = 0
+        try:
+            for number, data in iter_lines(raw, self.max_bytes, max_line):
+                if number in drop_lines:
+                    continue
+                if data is None:
+                    if not report:
+                        continue
+                    batch.append((number, None, (
+                        "LINE_TOO_LONG", f"the line is longer than {max_line:,} bytes")))
+                else:
+                    if skip_kinds is not None:
+                        # ASCII-stripped equal to a kind means str-stripped equal too:
+                        # the slow path would have dropped the line as an entity line.
+                        head = data.split(b"\t", 2)
+                        if len(head) > 1 and head[1].strip() in skip_kinds:
+                            continue
+                    try:
+                        line = data.decode("utf-8")
+                        if "\x00" in line:
+                            raise ValueError
+                    except ValueError:  # UnicodeDecodeError too: decode_line words it
+                        try:
+                            decode_line(data)
+                        except SyntaxProblem as exc:
+                            if report:
+                                batch.append((number, None, (exc.code, exc.message)))
+                        if not report:
+                            continue
+                    else:
+                        if number == 1:
+                            stripped = line.strip()
+                            looks_like_kb = stripped.startswith(":") and "\t" in stripped
+                            if stripped and not looks_like_kb:
+                                self.run_id = clean_run_id(stripped)
+                                continue
+                            if report:
+                                batch.append((1, None, (
+                                    "MISSING_RUN_ID", "the first line must be the run id, "
+                                    f"found {clip(stripped) if stripped else 'an empty line'}")))
+                                if len(batch) >= BATCH_LINES:  # (no characters counted yet)
+                                    self.lines = number
+                                    yield batch
+                                    batch = []
+                            if not looks_like_kb:
+                                continue
+                        if not line or line.isspace():
+                            continue
+                        chars += len(line)
+                        cols = list(map(strip, line.split("\t")))
+                        if len(cols) < 3 or not node_match(cols[0]):
+                            if not report:
+                                continue
+                            what = (f"found {len(cols)} tab-separated column(s), expected 3 "
+                                    "to 5" if len(cols) < 3 else
+                                    f"the first column {clip(cols[0])} is not an entity "
+                                    "node like :E1")
+                            batch.append((number, None, ("MALFORMED_LINE", what)))
+                        else:
+                            batch.append((number, cols, None))
+                if len(batch) >= BATCH_LINES or chars >= BATCH_CHARS:
+                    self.lines = number
+                    yield batch
+                    batch, chars = [], 0
+        except (FileTooLarge, CorruptFile):
+            self.lines = number
+            if batch:
+                yield batch
+            raise
+        self.lines = number
+        if batch:
+            yield batch
+
