@@ -5,7 +5,7 @@ The soft labels stored by the quality pass rest on the workers' fitted rates and
 class shares, estimated from a finite number of questions. Here the corpus's relation
 answers are reloaded and the quality pass's lopsided one-coin model fitted once; then
 each replicate draws the questions with replacement (labelled and control questions
-separately, `noise.resample_questions`), refits the model on them (EM started at the
+separately, `aggregation.parameter_replicates`), refits the model on them (EM started at the
 fit's posterior) and computes the posterior of the *original* answers under the
 refitted parameters. Each replicate's posteriors become soft-label rows;
 `noise.correction_variance` recomputes the estimates on them and `noise.widen` adds
@@ -22,11 +22,16 @@ from collections.abc import Mapping
 import numpy as np
 
 from annotations.models import PairLabel, Question, Response, TaskKind
-from annotations.quality.aggregation import NO_RELATION, answer_key, coin_posterior, one_coin
+from annotations.quality.aggregation import (
+    NO_RELATION,
+    answer_key,
+    one_coin,
+    parameter_replicates,
+)
 from annotations.quality.workers import offered
 from kbpo.core.models import Corpus
 
-from .core.noise import SoftLabels, data_seed, resample_questions
+from .core.noise import SoftLabels, data_seed
 
 
 def _answers(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, list[str], list[int], int]:
@@ -76,18 +81,10 @@ def soft_label_replicates(corpus: Corpus, replicates: int,
     is_ctrl = np.zeros(len(qids), dtype=bool)
     is_ctrl[list(known)] = True
     groups = [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)]
-    out = []
-    for _ in range(replicates):
-        idx, new, pick = resample_questions(items, groups, rng)
-        rep_known = {j: known[int(i)] for j, i in enumerate(pick) if is_ctrl[i]}
-        refit = one_coin(new, workers[idx], [answers[k] for k in idx], len(pick), n_workers,
-                         n_options=n_options[pick], known=rep_known or None,
-                         categories=cats, none=NO_RELATION, strata=strata[pick], tol=1e-4,
-                         init=fit.posterior[pick])
-        post = coin_posterior(refit.params, items, workers, answers, len(qids),
-                              n_options=n_options, known=known or None, strata=strata)
-        out.append(_rows(cats, post[rows], refit.priors, pair_of, codes))
-    return out
+    reps = parameter_replicates(fit, items, workers, answers, n_workers, groups, replicates,
+                                rng, n_options=n_options, known=known, strata=strata,
+                                none=NO_RELATION)
+    return [_rows(cats, post[rows], priors, pair_of, codes) for post, priors in reps]
 
 
 def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,

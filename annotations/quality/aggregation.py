@@ -379,6 +379,57 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
     return post
 
 
+def resample_questions(items: np.ndarray, groups: Sequence[np.ndarray],
+                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One bootstrap replicate over questions: (indices of the answers it holds, their
+    new item ids, the original item of each new id). Each group of item ids (labelled
+    questions, control questions) is drawn with replacement to its own size, so a
+    replicate keeps as many controls; an item drawn twice gives its answers twice, as
+    two items (ids 0.. by draw)."""
+    items = np.asarray(items, dtype=np.int64)
+    n = int(max((g.max() for g in groups if len(g)), default=-1)) + 1
+    n = max(n, int(items.max()) + 1 if len(items) else 0)
+    order = np.argsort(items, kind="stable")
+    bounds = np.searchsorted(items[order], np.arange(n + 1))
+    pick = np.concatenate([np.asarray(g, np.int64)[rng.integers(0, len(g), len(g))]
+                           for g in groups if len(g)] or [np.zeros(0, np.int64)])
+    sizes = bounds[pick + 1] - bounds[pick]
+    idx = np.concatenate([order[bounds[i]:bounds[i + 1]] for i in pick]) if len(pick) \
+        else np.zeros(0, np.int64)
+    return idx, np.repeat(np.arange(len(pick)), sizes), pick
+
+
+def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndarray,
+                         answers: Sequence, n_workers: int, groups: Sequence[np.ndarray],
+                         replicates: int, rng: np.random.Generator, *,
+                         n_options: np.ndarray, known: dict[int, object] | None,
+                         strata: np.ndarray | None, none: object | None,
+                         ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(posterior, class shares) of the fitted answers under each of ``replicates``
+    bootstrap replicates of ``fit``'s parameters: the questions drawn with replacement
+    within each of ``groups`` (`resample_questions`), the model refitted on them (EM
+    started at the fit's posterior, the fit's categories), then one E-step on the
+    original answers. Only the parameters vary; each question's own answer noise is
+    the posterior's already. ``n_options``, ``known`` and ``strata`` are per item, as
+    ``fit`` was fitted with them."""
+    known = known or {}
+    answers = list(answers)
+    n_options = np.asarray(n_options, dtype=float)
+    out = []
+    for _ in range(replicates):
+        idx, new, pick = resample_questions(items, groups, rng)
+        rep_known = {j: known[int(i)] for j, i in enumerate(pick) if int(i) in known}
+        refit = one_coin(new, workers[idx], [answers[k] for k in idx], len(pick), n_workers,
+                         n_options=n_options[pick], known=rep_known or None,
+                         categories=fit.categories, none=none,
+                         strata=None if strata is None else strata[pick], tol=1e-4,
+                         init=fit.posterior[pick])
+        post = coin_posterior(refit.params, items, workers, answers, len(n_options),
+                              n_options=n_options, known=known or None, strata=strata)
+        out.append((post, refit.priors))
+    return out
+
+
 def _coin_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
                 n_w: int, alpha: float, beta: float) -> np.ndarray:
     right = np.bincount(workers, weights=post[items, obs], minlength=n_w)

@@ -20,7 +20,7 @@ true precision the posteriors average to it (`self_consistent`).
 
 The posteriors rest on fitted parameters (worker rates, class shares), estimated from
 a finite number of questions. ``correction_variance`` measures what their uncertainty
-does to the estimates: a bootstrap over questions (``resample_questions``: labelled
+does to the estimates: a bootstrap over questions (``aggregation.resample_questions``: labelled
 and control questions drawn with replacement, each with all its answers) refits the
 model, and the *original* answers' posteriors are recomputed under the replicate's
 parameters (one E-step). The estimates are recomputed on each replicate's soft labels
@@ -134,26 +134,6 @@ def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance"
             break
         prior = new
     return replace(ev, system_prior=prior)
-
-
-def resample_questions(items: np.ndarray, groups: Sequence[np.ndarray],
-                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One bootstrap replicate over questions: (indices of the answers it holds, their
-    new item ids, the original item of each new id). Each group of item ids (labelled
-    questions, control questions) is drawn with replacement to its own size, so a
-    replicate keeps as many controls; an item drawn twice gives its answers twice, as
-    two items (ids 0.. by draw)."""
-    items = np.asarray(items, dtype=np.int64)
-    n = int(max((g.max() for g in groups if len(g)), default=-1)) + 1
-    n = max(n, int(items.max()) + 1 if len(items) else 0)
-    order = np.argsort(items, kind="stable")
-    bounds = np.searchsorted(items[order], np.arange(n + 1))
-    pick = np.concatenate([np.asarray(g, np.int64)[rng.integers(0, len(g), len(g))]
-                           for g in groups if len(g)] or [np.zeros(0, np.int64)])
-    sizes = bounds[pick + 1] - bounds[pick]
-    idx = np.concatenate([order[bounds[i]:bounds[i + 1]] for i in pick]) if len(pick) \
-        else np.zeros(0, np.int64)
-    return idx, np.repeat(np.arange(len(pick)), sizes), pick
 
 
 def data_seed(*arrays: np.ndarray) -> int:

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from annotations.quality.aggregation import coin_posterior, one_coin
+from annotations.quality.aggregation import one_coin, parameter_replicates
 
 from ..core import Evidence, Population, prepare_evidence
 from ..core.estimators import Estimates
 from ..core.noise import (
     correction_variance,
     from_posterior,
-    resample_questions,
     self_consistent,
     widen,
     with_soft_labels,
@@ -258,24 +257,15 @@ class CrowdLabeller:
         return fit.posterior[: len(pairs)]
 
     def _fit(self, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
-             answers: np.ndarray, known: dict[int, int], n_workers: int, tol: float = 1e-6,
-             init: np.ndarray | None = None):
+             answers: np.ndarray, known: dict[int, int], n_workers: int, tol: float = 1e-6):
         # As in production (annotations.quality.workers.offered): class shares per pair type.
         return one_coin(items, workers, answers.tolist(), len(both), n_workers,
                         n_options=self.got.n_options[both], known=known,
                         categories=list(range(-1, self.n_predicates)), none=NO_RELATION,
-                        strata=self._strata(both), tol=tol, init=init)
+                        strata=self._strata(both), tol=tol)
 
     def _strata(self, both: np.ndarray) -> np.ndarray | None:
         return None if self.types is None else self.types[both]
-
-    def _posterior(self, params, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
-                   answers: np.ndarray, known: dict[int, int]) -> np.ndarray:
-        """These answers' posterior under fitted parameters: the model of ``_fit`` (the
-        same offered answers and strata), one E-step."""
-        return coin_posterior(params, items, workers, answers.tolist(), len(both),
-                              n_options=self.got.n_options[both], known=known,
-                              strata=self._strata(both))
 
     def replicates(self, rng: np.random.Generator) -> list:
         """Soft labels of the last ``soft`` call under ``spec.bootstrap`` replicates of
@@ -283,20 +273,15 @@ class CrowdLabeller:
         and control questions drawn separately, each with its answers; EM started at
         the fit's posterior), then the original answers' posterior under the refit."""
         pairs, both, items, workers, answers, known = self._last
-        fit = self._last_fit
         cats = list(range(-1, self.n_predicates))
-        w = len(self.pool.accuracy)
         n = len(pairs)
-        groups = [np.arange(n), np.arange(n, len(both))]
-        out = []
-        for _ in range(self.spec.bootstrap):
-            idx, new, pick = resample_questions(items, groups, rng)
-            rep_known = {j: known[int(i)] for j, i in enumerate(pick) if i >= n}
-            refit = self._fit(both[pick], new, workers[idx], answers[idx], rep_known, w,
-                              tol=1e-4, init=fit.posterior[pick])
-            post = self._posterior(refit.params, both, items, workers, answers, known)
-            out.append(from_posterior(pairs, cats, post[:n], refit.priors))
-        return out
+        reps = parameter_replicates(self._last_fit, items, workers, answers.tolist(),
+                                    len(self.pool.accuracy),
+                                    [np.arange(n), np.arange(n, len(both))],
+                                    self.spec.bootstrap, rng,
+                                    n_options=self.got.n_options[both], known=known,
+                                    strata=self._strata(both), none=NO_RELATION)
+        return [from_posterior(pairs, cats, post[:n], priors) for post, priors in reps]
 
     def widen(self, pop: Population, ev: Evidence, res: Estimates, draw_scheme: str,
               schemes: list[str], rng: np.random.Generator) -> Estimates:
