@@ -110,9 +110,29 @@ class ShareSerializer(serializers.Serializer):
         help_text="Answers divided by the design effect of clustering by worker.")
 
 
+class ControlsSerializer(serializers.Serializer):
+    accuracy = ShareSerializer(help_text="Share of answers to control questions equal to "
+                               "the known answer (from the exhaustive gold): accuracy "
+                               "against the truth. estimate null: no control answers.")
+    on_relation = ShareSerializer(help_text="The same on controls whose known answer is a "
+                                  "relation.")
+    on_no_relation = ShareSerializer(help_text="The same on controls whose known answer is "
+                                     "no relation (a crowd answering no relation to "
+                                     "everything is right on all of these).")
+    relation_answers = serializers.IntegerField(
+        help_text="Every answer to a relation question on the corpus, controls included.")
+    share_of_answers = serializers.FloatField(
+        allow_null=True, help_text="Control answers / relation_answers: the controls' part "
+        "of the crowd work. null: no relation answers.")
+
+
 class CrowdSerializer(serializers.Serializer):
     agreement = ShareSerializer(help_text="Share of answers equal to their pair's aggregated "
                                 "label: agreement with the crowd, not accuracy.")
+    controls = ControlsSerializer(
+        allow_null=True, help_text="Answers to control questions against their known "
+        "answers. null: the run predates this figure (not available until the next "
+        "recompute).")
     accuracy = ShareSerializer(help_text="Mean probability that an answer is right under "
                                "the worker model of the quality pass; the interval covers "
                                "sampling of answers and workers, not model misfit.")

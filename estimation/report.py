@@ -141,7 +141,9 @@ def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore],
         acc = accuracy.crowd_accuracy(sub.corpus_id, confidence).as_dict()
     soft = any(s.p_joint_hard is not None or s.r_joint_hard is not None
                for s in scores.values())
-    return {**acc, "soft_labels": soft}
+    # A run stored before the control figures has no "controls": shown as not
+    # available (null), not measured live, so the page stays the run's.
+    return {"controls": None, **acc, "soft_labels": soft}
 
 
 # --- History plot (server-rendered SVG) -----------------------------------------------

@@ -1,6 +1,6 @@
 """The crowd's measured accuracy on a corpus, for the evaluation report.
 
-Two figures, and what each measures:
+Three figures, and what each measures:
 
 - *agreement*: the share of answers equal to the aggregated label of their pair. It
   measures agreement with the crowd's own verdict, not with the truth: a crowd
@@ -9,6 +9,12 @@ Two figures, and what each measures:
   right under the quality pass's worker model (the posterior stored on the labels).
   It is an estimate of accuracy against the truth, as good as the model; its
   interval covers the sampling of answers and workers, not the model's misfit.
+- *control accuracy*: the share of answers to control questions (known answer from
+  the exhaustive gold) equal to the known answer, compared by `answer_key` as the
+  quality pass does. A direct measure against the truth, on the controls' mix of
+  relations and "no relation"; so it is also split by the known answer (a crowd
+  that says "no relation" to everything scores well when most controls are
+  negatives). Beside it, the controls' share of all relation answers (their cost).
 
 Beside them, the labels: which aggregator decides them (`KBPO_LABEL_AGGREGATION`),
 how many labelled pairs there are, on how many the stored label differs from the
@@ -26,12 +32,12 @@ is one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db.models import TextField
+from django.db.models import Case, Count, Q, TextField, When
 from django.db.models.functions import Cast
 from scipy.stats import t as student_t
 
@@ -58,6 +64,28 @@ class Proportion:
 
 
 @dataclass(frozen=True)
+class ControlAccuracy:
+    """Answers to control questions against their known answers."""
+
+    accuracy: Proportion      # control answers equal to the known answer
+    on_relation: Proportion   # ... on controls whose known answer is a relation
+    on_no_relation: Proportion  # ... on controls whose known answer is no_relation
+    relation_answers: int = 0   # every answer to a relation question, controls included
+
+    @property
+    def share_of_answers(self) -> float | None:
+        if not self.relation_answers:
+            return None
+        return self.accuracy.answers / self.relation_answers
+
+    def as_dict(self) -> dict[str, object]:
+        return {"accuracy": self.accuracy.as_dict(), "on_relation": self.on_relation.as_dict(),
+                "on_no_relation": self.on_no_relation.as_dict(),
+                "relation_answers": self.relation_answers,
+                "share_of_answers": self.share_of_answers}
+
+
+@dataclass(frozen=True)
 class CrowdAccuracy:
     agreement: Proportion      # answers equal to their pair's aggregated label
     accuracy: Proportion       # mean P(answer right) under the worker model
@@ -65,12 +93,14 @@ class CrowdAccuracy:
     aggregator: str = "majority"    # what decides the stored labels
     labels: int = 0                 # labelled pairs with crowd answers
     differs_from_majority: int = 0  # ... whose stored label is not the majority vote
+    controls: ControlAccuracy | None = None  # answers to control questions
 
     def as_dict(self) -> dict[str, object]:
         return {"agreement": self.agreement.as_dict(), "accuracy": self.accuracy.as_dict(),
                 "majority_agreement": self.majority_agreement.as_dict(),
                 "aggregator": self.aggregator, "labels": self.labels,
-                "differs_from_majority": self.differs_from_majority}
+                "differs_from_majority": self.differs_from_majority,
+                "controls": self.controls.as_dict() if self.controls else None}
 
 
 def clustered_share(values: Iterable[float], clusters: Iterable[int],
@@ -179,4 +209,48 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
                          clustered_share(vote_agree, agree_w, confidence),
                          aggregator=settings.KBPO_LABEL_AGGREGATION, labels=len(answered),
                          differs_from_majority=sum(1 for q in answered
-                                                   if labels[q][0] != labels[q][1]))
+                                                   if labels[q][0] != labels[q][1]),
+                         controls=control_accuracy(corpus_id, confidence, decode))
+
+
+def control_accuracy(corpus_id: int, confidence: float = 0.9,
+                     decode: Callable[[str], tuple[list[str], str]] | None = None
+                     ) -> ControlAccuracy:
+    """Control answers against their known answers, and the controls' share of answers.
+
+    One query grouped in the database by (worker, answer, known answer): a worker gives
+    few distinct answers, so the rows are about workers × answers, not answers. The
+    answers to test questions are only counted (their answer is not read).
+    `decode`: the caller's JSON text → (choices, answer key) cache, if it has one.
+    """
+    if decode is None:
+        def decode(text: str) -> tuple[list[str], str]:
+            choices = json.loads(text)
+            return choices, answer_key(choices)
+
+    is_control = Q(question__control_answer__isnull=False)
+    rows = (Response.objects.filter(question__corpus_id=corpus_id,
+                                    question__kind=TaskKind.RELATION)
+            .annotate(known=Cast("question__control_answer", TextField()),
+                      text=Case(When(is_control, then=Cast("choices", TextField())),
+                                output_field=TextField()))
+            .values_list("worker_id", "known", "text").annotate(n=Count("id")).order_by())
+    total = 0
+    # Per answer: right (0/1), worker, and whether the known answer is a relation.
+    right: list[float] = []
+    workers: list[int] = []
+    positive: list[bool] = []
+    for wid, known, text, n in rows:
+        total += n
+        if known is None:
+            continue
+        truth = decode(known)[1]
+        right += [1.0 if decode(text)[1] == truth else 0.0] * n
+        workers += [wid] * n
+        positive += [truth != NO_RELATION] * n
+    pos = np.asarray(positive, dtype=bool)
+    x, w = np.asarray(right), np.asarray(workers)
+    return ControlAccuracy(clustered_share(x, w, confidence),
+                           clustered_share(x[pos], w[pos], confidence),
+                           clustered_share(x[~pos], w[~pos], confidence),
+                           relation_answers=total)

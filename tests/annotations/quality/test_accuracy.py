@@ -13,7 +13,9 @@ from annotations.models import (
     CrowdWorker,
     HitQuestion,
     PairLabel,
+    Question,
     Response,
+    TaskKind,
 )
 from annotations.quality import accuracy
 from tests.factories import make_corpus, make_hit, make_pair, span
@@ -109,3 +111,86 @@ def test_crowd_accuracy_from_answers_and_posteriors() -> None:
         choices=["per:origin", "per:place_of_birth"])
     assert accuracy.crowd_accuracy(corpus.pk).accuracy.estimate == pytest.approx(
         (0.9 + 0.9 + 0.0) / 3)
+
+
+def _control_world() -> tuple[list, list]:
+    """Two test questions and four controls (two relations, two no relation) answered
+    by four workers; returns (test questions, controls)."""
+    corpus = make_corpus("ctl")
+    doc = corpus.documents.get(doc_id="D1")
+    pairs = [make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE"),
+             make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")]
+    hit = make_hit(corpus, pairs)
+    tests = [hq.question for hq in HitQuestion.objects.filter(hit=hit).order_by("position")]
+    known = [["per:place_of_birth"], ["per:employee_or_member_of", "per:title"],
+             ["no_relation"], ["no_relation"]]
+    controls = [Question.objects.create(corpus=corpus, kind=TaskKind.RELATION,
+                                        pair=pairs[i % 2], control_answer=k)
+                for i, k in enumerate(known)]
+    # Per worker, per control: the answer given (None: not asked).
+    given = {"a": [["per:place_of_birth"], ["per:title", "per:employee_or_member_of"],
+                   ["no_relation"], ["no_relation"]],           # 4 of 4 (order irrelevant)
+             "b": [["per:place_of_birth"], ["per:title"],
+                   ["no_relation"], ["per:place_of_birth"]],    # 2 of 4
+             "c": [["no_relation"]] * 4,                        # 2 of 4: the negatives
+             "d": [None, None, [], None]}                       # [] is no relation: 1 of 1
+    for name, answers in given.items():
+        worker = CrowdWorker.objects.create(backend=Backend.SIMULATED, external_id=name)
+        asg = Assignment.objects.create(hit=hit, worker=worker, external_id=f"as-{name}")
+        for q, choice in zip(controls, answers, strict=True):
+            if choice is not None:
+                Response.objects.create(assignment=asg, question=q, worker=worker,
+                                        choices=choice)
+        if name != "d":  # and the test questions, unlabelled
+            for q in tests:
+                Response.objects.create(assignment=asg, question=q, worker=worker,
+                                        choices=["no_relation"])
+    return tests, controls
+
+
+@pytest.mark.django_db
+def test_control_accuracy_counts_answers_equal_to_the_known_answer(
+        django_assert_num_queries) -> None:
+    tests, controls = _control_world()
+    corpus_id = controls[0].corpus_id
+    with django_assert_num_queries(1):
+        ctl = accuracy.control_accuracy(corpus_id)
+    assert ctl.accuracy.answers == 13 and ctl.accuracy.workers == 4
+    assert ctl.accuracy.estimate == pytest.approx(9 / 13)
+    # The same share and interval as the answers clustered by worker, listed by hand.
+    right = [1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 1, 1, 1]  # a, b, c (four each), d
+    who = [0] * 4 + [1] * 4 + [2] * 4 + [3]
+    by_hand = accuracy.clustered_share(right, who)
+    assert (ctl.accuracy.lo, ctl.accuracy.hi) == pytest.approx((by_hand.lo, by_hand.hi))
+    assert ctl.accuracy.lo < 9 / 13 < ctl.accuracy.hi
+    # Split by the known answer: c, who says no relation to everything, is right only
+    # on the negatives.
+    assert ctl.on_relation.answers == 6 and ctl.on_relation.workers == 3
+    assert ctl.on_relation.estimate == pytest.approx(3 / 6)
+    assert ctl.on_no_relation.answers == 7 and ctl.on_no_relation.workers == 4
+    assert ctl.on_no_relation.estimate == pytest.approx(6 / 7)
+    # 13 control answers among 13 + 6 relation answers.
+    assert ctl.relation_answers == 19 and ctl.share_of_answers == pytest.approx(13 / 19)
+    # The crowd section carries it, and the labelled answers' figures ignore controls.
+    crowd = accuracy.crowd_accuracy(corpus_id)
+    assert crowd.controls == ctl and crowd.agreement.answers == 0
+    PairLabel.objects.create(pair=tests[0].pair, question=tests[0], predicates=["no_relation"],
+                             support=1.0, n_answers=3)
+    assert accuracy.crowd_accuracy(corpus_id).agreement.answers == 3
+    assert crowd.as_dict()["controls"]["share_of_answers"] == pytest.approx(13 / 19)
+    assert crowd.as_dict()["controls"]["on_relation"]["estimate"] == pytest.approx(0.5)
+
+
+@pytest.mark.django_db
+def test_no_control_answers_measure_nothing() -> None:
+    _, controls = _control_world()
+    corpus_id = controls[0].corpus_id
+    Response.objects.filter(question__in=controls).delete()
+    ctl = accuracy.control_accuracy(corpus_id)
+    assert ctl.accuracy.answers == 0 and ctl.accuracy.estimate is None
+    assert ctl.on_relation.estimate is None and ctl.on_no_relation.estimate is None
+    assert ctl.relation_answers == 6 and ctl.share_of_answers == 0.0
+    Response.objects.all().delete()
+    empty = accuracy.control_accuracy(corpus_id)
+    assert empty.relation_answers == 0 and empty.share_of_answers is None
+    assert accuracy.control_accuracy(corpus_id + 1000).accuracy.answers == 0  # other corpus
