@@ -13,12 +13,15 @@ from annotations.models import (
     CrowdWorker,
     HitQuestion,
     PairLabel,
+    Question,
+    QuestionState,
     Response,
+    TaskKind,
 )
 from estimation import scoring
-from estimation.models import ScoreRun, SystemScore
+from estimation.models import ReportBody, ScoreRun, SystemScore
 from tests.estimation.scoring.scoring_world import World
-from tests.factories import make_hit
+from tests.factories import make_hit, make_pair, span
 
 TRUTH = {"born": "per:place_of_birth", "wed": "per:spouse",
          "work": "per:employee_or_member_of"}
@@ -108,8 +111,12 @@ def test_crowd_section_without_answers(world: World) -> None:
     body = _scores(world.a.pk)
     assert body["run"] is None and body["crowd"]["agreement"]["estimate"] is None
     assert body["crowd"]["accuracy"]["answers"] == 0 and body["crowd"]["soft_labels"] is False
+    controls = body["crowd"]["controls"]
+    assert controls["accuracy"]["estimate"] is None and controls["relation_answers"] == 0
+    assert controls["share_of_answers"] is None
     html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
     assert "No crowd answers on labelled pairs yet." in html
+    assert "no answers to control questions on this corpus yet" in html
 
 
 @pytest.mark.django_db
@@ -257,3 +264,80 @@ def test_answers_arriving_lead_to_a_current_crowd_section(
     assert crowd["agreement"]["estimate"] == pytest.approx(2 / 3)
 
 
+
+
+def _controls(world: World) -> None:
+    """Two controls on pairs under no test, answered by _crowd's workers: a and b are
+    right on both; c says no relation to both, wrong on the relation."""
+    doc = world.pairs["born"].document
+    known = {"org:city_of_headquarters": make_pair(doc, span(doc, "Acme", 1), "ORG",
+                                                   span(doc, "London", 1), "GPE"),
+             "no_relation": make_pair(doc, span(doc, "Ada Byron", 1), "PER",
+                                      span(doc, "Paris"), "GPE")}
+    for answer, pair in known.items():
+        q = Question.objects.create(corpus=world.corpus, kind=TaskKind.RELATION, pair=pair,
+                                    control_answer=[answer], state=QuestionState.COMPLETE)
+        for asg in Assignment.objects.filter(hit__corpus=world.corpus):
+            name = asg.worker.external_id
+            Response.objects.create(assignment=asg, question=q, worker=asg.worker,
+                                    choices=["no_relation"] if name == "c" else [answer])
+
+
+def _page(world: World) -> str:
+    page = Client().get(reverse("submission-evaluation", args=[world.a.pk]))
+    assert page.status_code == 200
+    return page.content.decode()
+
+
+@pytest.mark.django_db
+def test_accuracy_on_control_questions_on_the_page_and_api(world: World, settings) -> None:
+    settings.KBPO_SOFT_LABELS = False
+    _crowd(world)
+    scoring.recompute(world.corpus)
+    ctl = _scores(world.a.pk)["crowd"]["controls"]  # no controls yet: measured as none
+    assert ctl["accuracy"]["answers"] == 0 and ctl["share_of_answers"] == 0.0
+    assert "no answers to control questions on this corpus yet" in _page(world)
+    _controls(world)
+    run = scoring.recompute(world.corpus)
+    ctl = _scores(world.a.pk)["crowd"]["controls"]
+    assert ctl == run.crowd["controls"]
+    assert ctl["accuracy"]["answers"] == 6 and ctl["accuracy"]["workers"] == 3
+    assert ctl["accuracy"]["estimate"] == pytest.approx(5 / 6)
+    assert ctl["accuracy"]["lo"] < 5 / 6 < ctl["accuracy"]["hi"]
+    assert ctl["on_relation"]["estimate"] == pytest.approx(2 / 3)
+    assert ctl["on_no_relation"]["estimate"] == pytest.approx(1.0)
+    assert ctl["relation_answers"] == 15 and ctl["share_of_answers"] == pytest.approx(6 / 15)
+    # The labelled answers' figures are the controls-free ones.
+    assert _scores(world.a.pk)["crowd"]["agreement"]["answers"] == 9
+    html = _page(world)
+    assert "Accuracy on control questions" in html and '<span class="score">83%</span>' in html
+    assert '<span class="score">67%</span>' in html and '<span class="score">100%</span>' in html
+    assert "<span id=\"control-share\">40% of the corpus's 15 relation answers</span>" in html
+    assert "(3 answers on relations, 3 on no relation)" in html
+
+
+@pytest.mark.django_db
+def test_a_run_from_before_the_control_figures_says_not_available(world: World,
+                                                                  settings) -> None:
+    """A run stored without `controls` renders (no 500), says the figure is not
+    available, and the API gives null; the next recompute stores it on the same run and
+    the stored report body follows."""
+    settings.KBPO_SOFT_LABELS = False
+    _crowd(world)
+    _controls(world)
+    run = scoring.recompute(world.corpus)
+    old = {k: v for k, v in run.crowd.items() if k != "controls"}
+    ScoreRun.objects.filter(pk=run.pk).update(crowd=old)
+    html = _page(world)
+    assert "Accuracy on control questions: not available for this run" in html
+    assert 'id="crowd-accuracy"' in html and "Agreement with the label" in html
+    api = Client().get(reverse("api-submission-scores", args=[world.a.pk]))
+    assert api.status_code == 200 and api.json()["crowd"]["controls"] is None
+    assert "not available for this run" in ReportBody.objects.get(submission=world.a).body
+    again = scoring.recompute(world.corpus)  # same scores: the kept run's section moves
+    assert again.pk == run.pk and ScoreRun.objects.get(pk=run.pk).crowd == run.crowd
+    html = _page(world)
+    assert "not available for this run" not in html and '<span class="score">83%</span>' in html
+    body = ReportBody.objects.get(submission=world.a).body  # the stored body is the new one
+    assert "Accuracy on control questions" in body and "40% of the corpus" in body
+    assert _scores(world.a.pk)["crowd"]["controls"]["accuracy"]["answers"] == 6
