@@ -130,8 +130,9 @@ def latest_scores(sub: Submission) -> tuple[ScoreRun | None, dict[str, SystemSco
 
 def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore],
           run: ScoreRun | None = None) -> dict[str, Any]:
-    """The crowd's measured agreement and accuracy on the submission's corpus, and
-    whether the latest scores used soft labels (they then carry hard-label twins).
+    """The crowd's agreement, model accuracy and accuracy on control questions on the
+    submission's corpus, and whether the latest scores used soft labels (they then
+    carry hard-label twins).
 
     From `run` (the one `latest_scores` picked) as the recompute stored it; measured
     here over every label and answer of the corpus only without a run, or for a run
