@@ -12,9 +12,17 @@ from estimation.simulate import draw_evidence, make_world, truth
 from tests.stat_checks import assert_coverage
 
 TRIALS = 200
-# (0, 1) two teams; (3, 6) a team and its near-duplicate run; (1, 7) a team and the
-# system nobody overlaps (independent estimates).
-PAIRS = [(0, 1), (3, 6), (1, 7)]
+
+
+def _pairs(world) -> list[tuple[int, int]]:
+    """(0, 1) two teams; a team and its near-duplicate run; a team and the system
+    nobody overlaps (independent estimates). Found by name, not by index: which team
+    the world's other run copies is itself a random draw."""
+    names = [name for name, _, _ in world.systems]
+    dup = next(i for i, n in enumerate(names) if "-run" in n)
+    novel = names.index("novel")
+    other = 1 if world.team[dup] != 1 else 0
+    return [(0, 1), (int(world.team[dup]), dup), (other, novel)]
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +32,13 @@ def simulated() -> dict:
     pop = world.population()
     probs = [s.probs("instance") for s in pop._systems]
     true = dict(zip(("precision", "recall", "f1"), truth(world, "instance"), strict=True))
-    hits = {m: np.zeros((TRIALS, len(PAIRS)), bool) for m in true}
-    ratio = {m: np.zeros((TRIALS, len(PAIRS))) for m in true}
+    pairs = _pairs(world)
+    hits = {m: np.zeros((TRIALS, len(pairs)), bool) for m in true}
+    ratio = {m: np.zeros((TRIALS, len(pairs))) for m in true}
     for t in range(TRIALS):
         ev, _ = draw_evidence(world, pop, rng, np.full(len(pop), 150), 300, "instance", probs)
         res = estimate(pop, ev, "instance", ["instance"], 0.9)
-        for k, (a, b) in enumerate(PAIRS):
+        for k, (a, b) in enumerate(pairs):
             diffs = compare(pop, ev, a, b, "instance", "instance", 0.9, estimates=res).differences
             for m, d in diffs.items():
                 hits[m][t, k] = d.lo <= true[m][a] - true[m][b] <= d.hi
