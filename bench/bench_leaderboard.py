@@ -58,7 +58,8 @@ def populate(n_systems: int, per_system: int, n_runs: int) -> str:
     from bench_recompute import build
 
     args = argparse.Namespace(systems=n_systems, per_system=per_system, pairs=50_000,
-                              docs=500, draws=500, exhaustive=50)
+                              docs=500, draws=500, exhaustive=50,
+                              answers=3)  # crowd answers behind labels, as in production
     data = build(args, np.random.default_rng(11))
     from django.conf import settings
     from django.contrib.auth.models import User

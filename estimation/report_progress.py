@@ -21,6 +21,7 @@ from annotations.models import (
     SampleDraw,
     TaskKind,
 )
+from kbpo.core import prepared
 from submissions.models import RelationInstance, Submission
 
 from . import report
@@ -99,10 +100,13 @@ def progress_body(pk: int, user: object) -> dict[str, Any] | None:
     if connection.vendor != "postgresql":
         return _portable_body(pk, user)
     with connection.cursor() as cur:
-        cur.execute(_sql(), {"pk": pk, "open": QuestionState.OPEN,
-                             "relation": TaskKind.RELATION,
-                             "cancelled": QuestionState.CANCELLED,
-                             "complete": ScoreRun.Status.COMPLETE})
+        # Prepared once per connection: Postgres then skips planning it on every poll.
+        prepared.execute(cur, "kbpo_report_progress", _sql(),
+                         {"pk": pk, "open": QuestionState.OPEN, "relation": TaskKind.RELATION,
+                          "cancelled": QuestionState.CANCELLED,
+                          "complete": ScoreRun.Status.COMPLETE},
+                         {"pk": "bigint", **dict.fromkeys(
+                             ("open", "relation", "cancelled", "complete"), "text")})
         got = cur.fetchone()
     if got is None:
         return None

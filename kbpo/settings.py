@@ -159,6 +159,9 @@ DATABASES = {
     if DATABASE_URL
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
 }
+# The raw queries every page view runs are prepared once per Postgres connection
+# (kbpo/core/prepared.py); 0 behind a pooler in transaction mode, which loses them.
+KBPO_DB_PREPARED_STATEMENTS = env_bool("KBPO_DB_PREPARED_STATEMENTS", True)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Long lock waits instead of "database is locked" under concurrent requests.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
