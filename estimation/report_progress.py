@@ -9,6 +9,7 @@ joint intervals) and the corpus's newest run.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.db import connection
@@ -32,6 +33,7 @@ from .scoring import latest_run
 _COLUMNS = [f"{METRIC_COLUMNS[m]}_joint{b}" for m in METRICS for b in BOUNDS]
 
 
+@functools.cache
 def _sql() -> str:
     sub, draw, inst = (Submission._meta.db_table, SampleDraw._meta.db_table,
                        RelationInstance._meta.db_table)

@@ -259,6 +259,7 @@ def _fp(table: str, alias: str, where: str, *joined: str) -> str:
     return f"(SELECT count(*) || ':' || {sums} FROM {table} {alias} {where})"
 
 
+@functools.cache
 def _report_sql() -> str:
     t = {m.__name__: m._meta.db_table for m in (
         Submission, Corpus, SystemScore, ScoreRun, SampleDraw, RelationInstance, PairLabel,

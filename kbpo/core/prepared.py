@@ -22,6 +22,9 @@ from django.conf import settings
 from django.db import connection
 
 _PARAM = re.compile(r"%\((\w+)\)s")
+# Statement name → its text with numbered placeholders and their names (one `sql` per
+# name for the life of the process, so it is converted once).
+_PARSED: dict[str, tuple[str, list[str]]] = {}
 
 
 def _positional(sql: str) -> tuple[str, list[str]]:
@@ -57,7 +60,9 @@ def execute(cursor: Any, name: str, sql: str, params: Mapping[str, Any],
     if connection.vendor != "postgresql" or not settings.KBPO_DB_PREPARED_STATEMENTS:
         cursor.execute(sql, params)
         return
-    text, names = _positional(sql)
+    if name not in _PARSED:
+        _PARSED[name] = _positional(sql)
+    text, names = _PARSED[name]
     connection.ensure_connection()
     prepared = _prepared_names()
     if name not in prepared:
