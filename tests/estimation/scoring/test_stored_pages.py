@@ -176,6 +176,21 @@ def test_anonymous_json_is_stored_only_for_plain_json(scored: World) -> None:
 
 
 @pytest.mark.django_db
+def test_stored_json_is_one_query_and_errors_stay_errors(
+        scored: World, django_assert_num_queries, needs_postgres: None) -> None:
+    api = reverse("api-leaderboard", args=["t"])
+    Client().get(api)
+    Client().get(api)  # the lookup is prepared on this connection by now
+    with django_assert_num_queries(1):
+        assert Client().get(api).status_code == 200
+    assert Client().get(reverse("api-leaderboard", args=["nope"])).status_code == 404
+    assert Client().get(reverse("api-leaderboard", args=["nope"]) + "?sort=x").status_code \
+        == 404
+    bad = Client().get(api + "?sort=nope")
+    assert bad.status_code == 400 and "sort" in bad.json()
+
+
+@pytest.mark.django_db
 def test_a_deploy_changes_every_key(scored: World, monkeypatch) -> None:
     from estimation import stored_pages
 
