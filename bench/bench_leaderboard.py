@@ -11,7 +11,7 @@ line compares the page's p95 with /healthz's on the same server and load:
     leaderboard p95 X ms, healthz p95 Y ms, ratio Z
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_leaderboard.py \
-        [--systems 100] [--clients 50] [--requests 2000] [--workers 2]
+        [--systems 100] [--clients 50] [--requests 2000] [--workers 2] [--cache-url redis://…]
 
 The machine's cores are shared with the client threads: figures are noisy, compare
 medians of a few runs.
@@ -58,7 +58,8 @@ def populate(n_systems: int, per_system: int, n_runs: int) -> str:
     from bench_recompute import build
 
     args = argparse.Namespace(systems=n_systems, per_system=per_system, pairs=50_000,
-                              docs=500, draws=500, exhaustive=50)
+                              docs=500, draws=500, exhaustive=50,
+                              answers=3)  # crowd answers behind labels, as in production
     data = build(args, np.random.default_rng(11))
     from django.conf import settings
     from django.contrib.auth.models import User
@@ -130,6 +131,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50, help="at most 200")
     parser.add_argument("--requests", type=int, default=2000, help="at most 20000")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--cache-url", default="", metavar="REDIS_URL",
+                        help="the server's CACHE_URL (login sessions then read from Redis); "
+                             "default none: every cache off")
     args = parser.parse_args()
     if not (0 < args.clients <= 200 and 0 < args.requests <= 20_000):
         sys.exit("--clients must be in 1..200 and --requests in 1..20000 (a bounded test)")
@@ -139,7 +143,7 @@ def main() -> None:
     exit_on_sigterm()
     name = f"kbpo_bench_lb_{os.getpid()}"
     url = scratch_db(base, name)
-    env = server_env(url)
+    env = {**server_env(url), "CACHE_URL": args.cache_url}
     os.environ.update({k: env[k] for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE",
                                            "CELERY_BROKER_URL", "CACHE_URL")})
     try:

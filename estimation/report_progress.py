@@ -9,6 +9,7 @@ joint intervals) and the corpus's newest run.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.db import connection
@@ -21,6 +22,7 @@ from annotations.models import (
     SampleDraw,
     TaskKind,
 )
+from kbpo.core import prepared
 from submissions.models import RelationInstance, Submission
 
 from . import report
@@ -31,6 +33,7 @@ from .scoring import latest_run
 _COLUMNS = [f"{METRIC_COLUMNS[m]}_joint{b}" for m in METRICS for b in BOUNDS]
 
 
+@functools.cache
 def _sql() -> str:
     sub, draw, inst = (Submission._meta.db_table, SampleDraw._meta.db_table,
                        RelationInstance._meta.db_table)
@@ -99,10 +102,13 @@ def progress_body(pk: int, user: object) -> dict[str, Any] | None:
     if connection.vendor != "postgresql":
         return _portable_body(pk, user)
     with connection.cursor() as cur:
-        cur.execute(_sql(), {"pk": pk, "open": QuestionState.OPEN,
-                             "relation": TaskKind.RELATION,
-                             "cancelled": QuestionState.CANCELLED,
-                             "complete": ScoreRun.Status.COMPLETE})
+        # Prepared once per connection: Postgres then skips planning it on every poll.
+        prepared.execute(cur, "kbpo_report_progress", _sql(),
+                         {"pk": pk, "open": QuestionState.OPEN, "relation": TaskKind.RELATION,
+                          "cancelled": QuestionState.CANCELLED,
+                          "complete": ScoreRun.Status.COMPLETE},
+                         {"pk": "bigint", **dict.fromkeys(
+                             ("open", "relation", "cancelled", "complete"), "text")})
         got = cur.fetchone()
     if got is None:
         return None

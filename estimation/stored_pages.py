@@ -61,6 +61,7 @@ from annotations.models import (
     SampleDraw,
     SubmissionBudget,
 )
+from kbpo.core import prepared
 from kbpo.core.models import Corpus
 from submissions.models import ACTIVE_STATES, RelationInstance, Submission
 
@@ -168,6 +169,11 @@ class Lookup:
     viewer: str = ""
 
 
+_BOARD_TYPES = {"version": "text", "states": "text[]", "user": "bigint", "own": "text",
+                "viewer": "text", "part": "text", "tag": "text", "scheme": "text",
+                "kind": "text", "metric": "text"}
+
+
 def lookup(tag: str, scheme: str, metric: str, kind: str, part: str, viewer: str = "",
            user_id: int | None = None) -> Lookup | None:
     """The stored `part` body of a board for `viewer` if its key is still current, in
@@ -188,20 +194,24 @@ def lookup(tag: str, scheme: str, metric: str, kind: str, part: str, viewer: str
         "SELECT b.id, k.key, CASE WHEN p.key = k.key THEN p.body END, w.viewer "
         f"FROM {board} b JOIN {corpus} c ON c.id = b.corpus_id "
         f"LEFT JOIN {state} st ON st.corpus_id = c.id "
-        "CROSS JOIN LATERAL (SELECT md5(concat_ws('|', %s, c.description, "
+        "CROSS JOIN LATERAL (SELECT md5(concat_ws('|', %(version)s, c.description, "
         "coalesce(st.scored_generation >= st.generation, true), "
         "(SELECT json_agg(json_build_array(s.id, s.name, s.public, s.owner_id, s.state) "
-        f"ORDER BY s.id) FROM {sub} s WHERE s.corpus_id = c.id AND s.state = ANY(%s)))) "
+        f"ORDER BY s.id) FROM {sub} s WHERE s.corpus_id = c.id "
+        "AND s.state = ANY(%(states)s)))) "
         "AS key OFFSET 0) k "  # OFFSET 0: computed once, not once per use of k.key
-        "CROSS JOIN LATERAL (SELECT CASE WHEN %s::int IS NOT NULL AND EXISTS (SELECT 1 "
-        f"FROM {sub} s WHERE s.corpus_id = c.id AND s.owner_id = %s AND s.state = ANY(%s)) "
-        "THEN %s ELSE %s END AS viewer) w "
-        f"LEFT JOIN {bodies} p ON p.board_id = b.id AND p.part = %s AND p.viewer = w.viewer "
-        "WHERE c.tag = %s AND b.scheme = %s AND b.kind = %s AND b.metric = %s")
-    states = list(ACTIVE_STATES)
+        "CROSS JOIN LATERAL (SELECT CASE WHEN %(user)s::int IS NOT NULL AND EXISTS (SELECT 1 "
+        f"FROM {sub} s WHERE s.corpus_id = c.id AND s.owner_id = %(user)s "
+        "AND s.state = ANY(%(states)s)) THEN %(own)s ELSE %(viewer)s END AS viewer) w "
+        f"LEFT JOIN {bodies} p ON p.board_id = b.id AND p.part = %(part)s "
+        "AND p.viewer = w.viewer "
+        "WHERE c.tag = %(tag)s AND b.scheme = %(scheme)s AND b.kind = %(kind)s "
+        "AND b.metric = %(metric)s")
+    params = {"version": render_version(), "states": list(ACTIVE_STATES), "user": user_id,
+              "own": f"{own}{user_id}", "viewer": viewer, "part": part, "tag": tag,
+              "scheme": scheme, "kind": kind, "metric": metric}
     with connection.cursor() as cur:
-        cur.execute(sql, [render_version(), states, user_id, user_id, states,
-                          f"{own}{user_id}", viewer, part, tag, scheme, kind, metric])
+        prepared.execute(cur, "kbpo_board_body", sql, params, _BOARD_TYPES)
         got = cur.fetchone()
     return None if got is None else Lookup(*got)
 
@@ -249,6 +259,7 @@ def _fp(table: str, alias: str, where: str, *joined: str) -> str:
     return f"(SELECT count(*) || ':' || {sums} FROM {table} {alias} {where})"
 
 
+@functools.cache
 def _report_sql() -> str:
     t = {m.__name__: m._meta.db_table for m in (
         Submission, Corpus, SystemScore, ScoreRun, SampleDraw, RelationInstance, PairLabel,
@@ -324,6 +335,9 @@ class ReportLookup:
     body: str | None  # None: nothing stored under the current key
 
 
+_REPORT_TYPES = {"pk": "bigint", "view": "text", "version": "text", "complete": "text"}
+
+
 def report_lookup(pk: int, view: str) -> ReportLookup | None:
     """The stored report of submission `pk` for query `view`, if its key is current,
     with what decides who may see it: one query. The key covers the submission's row
@@ -340,8 +354,9 @@ def report_lookup(pk: int, view: str) -> ReportLookup | None:
     if connection.vendor != "postgresql":
         return None
     with connection.cursor() as cur:
-        cur.execute(_report_sql(), {"pk": pk, "view": view, "version": render_version(),
-                                    "complete": ScoreRun.Status.COMPLETE})
+        prepared.execute(cur, "kbpo_report_body", _report_sql(),
+                         {"pk": pk, "view": view, "version": render_version(),
+                          "complete": ScoreRun.Status.COMPLETE}, _REPORT_TYPES)
         got = cur.fetchone()
     return None if got is None else ReportLookup(*got)
 

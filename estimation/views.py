@@ -239,19 +239,23 @@ class LeaderboardAPIView(APIView):
         ],
         responses={200: LeaderboardSerializer})
     def get(self, request: Request, tag: str) -> Response:
-        corpus = Corpus.objects.filter(tag=tag).first()
-        if corpus is None:
-            return Response({"detail": f"No corpus with tag {tag!r}."}, status=404)
         scheme, metric, kind = _params(request.query_params)
+        error: lb.BadParameter | None = None
         try:
             lb.validate(scheme, metric, kind)
         except lb.BadParameter as exc:
-            return Response({exc.name: [str(exc)]}, status=400)
+            error = exc
         found = None
-        if _plain_json(request):  # an anonymous visitor's stored body, as for the page
+        if error is None and _plain_json(request):  # an anonymous visitor's stored body, as for
+            # the page: found only for a corpus that exists, so it is looked up first.
             served, found = _stored(request._request, tag, scheme, metric, kind, "api")
             if served is not None:
                 return served
+        corpus = Corpus.objects.filter(tag=tag).first()
+        if corpus is None:
+            return Response({"detail": f"No corpus with tag {tag!r}."}, status=404)
+        if error is not None:
+            return Response({error.name: [str(error)]}, status=400)
         snap = snapshot.load(tag, scheme, metric, kind, "api")
         if snap is None:
             return Response(lb.board_dict(lb.build(corpus, request.user, scheme, metric, kind)))

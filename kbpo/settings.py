@@ -159,6 +159,9 @@ DATABASES = {
     if DATABASE_URL
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
 }
+# The raw queries every page view runs are prepared once per Postgres connection
+# (kbpo/core/prepared.py); 0 behind a pooler in transaction mode, which loses them.
+KBPO_DB_PREPARED_STATEMENTS = env_bool("KBPO_DB_PREPARED_STATEMENTS", True)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Long lock waits instead of "database is locked" under concurrent requests.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
@@ -260,6 +263,12 @@ CACHES = {"default": (
     {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
      "KEY_PREFIX": "kbpo"}
     if CACHE_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"})}
+# Sessions are read from that Redis and written through to the database (a lost cache
+# entry is read back from the table), so a signed-in page view makes no session query.
+# Without Redis they stay in the database alone: a per-process memory cache would let
+# the other workers go on accepting a session after its log-out.
+SESSION_ENGINE = ("django.contrib.sessions.backends.cached_db" if CACHE_URL
+                  else "django.contrib.sessions.backends.db")
 # Proxies in front of the web server that append to X-Forwarded-For (0: none, the
 # client is REMOTE_ADDR). Every per-IP limit below reads the client address through it.
 KBPO_TRUSTED_PROXY_COUNT = env_int("KBPO_TRUSTED_PROXY_COUNT", 0)

@@ -11,8 +11,9 @@ and the redirect to it, HSTS over HTTPS only, secure cookies and a CSRF-protecte
 MTurk may frame, a Celery task run by that worker, and a beat tick.
 
 What differs from the containers, and why: the service host names (postgres, redis,
-web) become local addresses, ports are free ones, the beat schedule file and media go
-to a temporary folder, and everything else comes from the compose file.
+web) become local addresses (the cache shares the test's Redis database), ports are
+free ones, the beat schedule file and media go to a temporary folder, and everything
+else comes from the compose file.
 """
 
 from __future__ import annotations
@@ -131,8 +132,11 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
         assert services[name]["env_file"] == ".env"
         assert urlsplit(declared["DATABASE_URL"]).hostname == "postgres"
         assert urlsplit(declared["CELERY_BROKER_URL"]).hostname == "redis"
+        assert urlsplit(declared["CACHE_URL"]).hostname == "redis"
+        # The shared cache (rate limits, login sessions) in this run's own Redis database.
         return {**base, **dotenv, **declared, "DATABASE_URL": stack_db_url,
-                "CELERY_BROKER_URL": broker, "MEDIA_ROOT": str(tmp_path / "media")}
+                "CELERY_BROKER_URL": broker, "CACHE_URL": broker,
+                "MEDIA_ROOT": str(tmp_path / "media")}
 
     def on_path(cmd: list[str], env: dict[str, str]) -> list[str]:
         exe = shutil.which(cmd[0], path=env["PATH"])

@@ -368,3 +368,19 @@ def test_a_crowd_section_moved_on_the_kept_run_is_never_served_stale(
     api = Client().get(reverse("api-submission-scores", args=[scored.a.pk])).json()
     assert api["crowd"]["accuracy"]["estimate"] == pytest.approx(0.4)
     assert api["run"]["id"] == run.pk
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("what", CHANGES)
+def test_the_prepared_key_is_never_stale_under_a_generic_plan(
+        scored: World, what: str, monkeypatch, needs_postgres: None) -> None:
+    """The key query is a prepared statement (kbpo/core/prepared.py); Postgres may run
+    it with one plan for every submission. Forced here (for this test's transaction),
+    every change still moves the key."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+    for sub in (scored.a, scored.b, scored.a):
+        stored_pages.report_lookup(sub.pk, "instance|all|1")
+    test_a_change_of_what_the_report_shows_is_never_served_stale(scored, what, monkeypatch)

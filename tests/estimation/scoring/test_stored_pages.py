@@ -176,6 +176,21 @@ def test_anonymous_json_is_stored_only_for_plain_json(scored: World) -> None:
 
 
 @pytest.mark.django_db
+def test_stored_json_is_one_query_and_errors_stay_errors(
+        scored: World, django_assert_num_queries, needs_postgres: None) -> None:
+    api = reverse("api-leaderboard", args=["t"])
+    Client().get(api)
+    Client().get(api)  # the lookup is prepared on this connection by now
+    with django_assert_num_queries(1):
+        assert Client().get(api).status_code == 200
+    assert Client().get(reverse("api-leaderboard", args=["nope"])).status_code == 404
+    assert Client().get(reverse("api-leaderboard", args=["nope"]) + "?sort=x").status_code \
+        == 404
+    bad = Client().get(api + "?sort=nope")
+    assert bad.status_code == 400 and "sort" in bad.json()
+
+
+@pytest.mark.django_db
 def test_a_deploy_changes_every_key(scored: World, monkeypatch) -> None:
     from estimation import stored_pages
 
@@ -282,3 +297,20 @@ def test_a_name_spelling_a_marker_stays_text(scored: World) -> None:
         assert "Alpha &lt;!--live:nav--&gt;" in page and page.count("Log out") == 1
         body = c.get(CSV).content.decode()
         assert f"Alpha {marker}" in body and "Log out" not in body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("change", ["private", "rename", "withdraw", "public"])
+def test_prepared_lookups_are_never_stale_under_a_generic_plan(
+        scored: World, change: str, needs_postgres: None) -> None:
+    """The lookup is a prepared statement (kbpo/core/prepared.py); Postgres may run it
+    with one plan for every parameter value. Forced here (for this test's transaction),
+    a change still reaches the page, and a private system stays out of it."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+    for _ in range(3):
+        Client().get(PAGE)
+    test_a_change_of_what_the_page_shows_is_never_served_stale(scored, change)
+    assert "Beta" not in Client().get(PAGE).content.decode() or change == "public"
