@@ -24,8 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import Evidence, reprior
-from .importance import mixing_weights, unreached_mass
+from .evidence import ALSO_TRUE_STRIDE, Evidence, reprior
+from .importance import content_key, mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState
 from .recall import exhaustive_hits
@@ -59,7 +59,7 @@ class PointPlan:
         self.none = n == 0
         # Instances on labelled pairs (LabelState's "judged" ones) and, among them,
         # those on the labelled drawn pairs U (at_pairs's).
-        self.state = LabelState(pop, ev)
+        self.state = LabelState(pop, replace(ev, true_prob=None))  # soft labels unused
         inst = pop.instances()
         st = self.state
         self.j_pairs = inst["pairs"][st.judged]
@@ -77,6 +77,8 @@ class PointPlan:
         self.cpd = (sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts).tocsr()
         self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parts: dict | None = None
+        self._hard: np.ndarray | None = None
+        self._keys = self._order = self._sorted = np.zeros(0, np.int64)
 
     # ---- precision ----------------------------------------------------------------
 
@@ -161,8 +163,30 @@ class PointPlan:
         return out
 
     def right(self, ev: Evidence) -> np.ndarray:
-        """P(right) of every instance on a labelled pair under ``ev``'s labels."""
-        return ev.correct(self.j_pairs, self.j_preds, self.j_sys).astype(float)
+        """P(right) of every instance on a labelled pair under ``ev``'s labels:
+        `Evidence.correct`'s values, with the instances' keys searched in sorted order
+        (computed once: the searches are most of a replicate's time otherwise)."""
+        if self._hard is None:
+            hard = replace(self.ev, true_prob=None, soft_keys=None, soft_probs=None)
+            self._hard = hard.correct(self.j_pairs, self.j_preds, self.j_sys)
+            self._keys = self.j_pairs * ALSO_TRUE_STRIDE + self.j_preds
+            self._order = np.argsort(self._keys, kind="stable")
+            self._sorted = self._keys[self._order]
+        ok = self._hard
+        if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
+            return ok.astype(float)
+        soft = ~np.isnan(ev.true_prob[self.j_pairs])
+        pos = np.empty(len(self._order), dtype=np.int64)
+        pos[self._order] = np.searchsorted(ev.soft_keys, self._sorted)
+        pos = np.minimum(pos, max(len(ev.soft_keys) - 1, 0))
+        keys = self._keys
+        found = (ev.soft_keys[pos] == keys) if len(ev.soft_keys) else np.zeros(len(keys), bool)
+        prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
+        if ev.system_prior is not None and ev.soft_prior is not None:
+            prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
+            own = ev.system_prior[self.j_sys]
+            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
+        return np.where(soft, prob, ok.astype(float))
 
     def joint_precision(self, ev: Evidence, scheme: str = "instance",
                         confidence: float = 0.9) -> np.ndarray:
@@ -264,15 +288,25 @@ class PointPlan:
         return out
 
 
+def plan_for(pop: Population, ev: Evidence, draw_scheme: str = "instance") -> PointPlan:
+    """The plan of these draws and labels, remembered by the population: the main
+    estimate's fixed point and the replicates of one recompute share it."""
+    c = ev.counts
+    key = ("points", draw_scheme, content_key(
+        ev.n, ev.pairs, ev.label, c.indptr, c.indices, c.data, ev.also_true, ev.y_pairs,
+        ev.y_preds, ev.y_subjects, ev.y_docs))
+    return pop.memo(key, lambda: PointPlan(pop, ev, draw_scheme))
+
+
 def consistent(plan: PointPlan, ev: Evidence, rounds: int = 4,
-               start: np.ndarray | None = None) -> Evidence:
+               start: np.ndarray | None = None, confidence: float = 0.9) -> Evidence:
     """noise.self_consistent on the plan's point estimates (same fixed point)."""
     if ev.true_prob is None or ev.soft_prior is None or plan.m == 0:
         return ev
     prior = np.full(plan.m, np.nan) if start is None else np.asarray(start, float)
     for _ in range(rounds):
         cur = replace(ev, system_prior=prior)
-        new = np.clip(plan.joint_precision(cur), 1e-3, 1 - 1e-3)
+        new = np.clip(plan.joint_precision(cur, confidence=confidence), 1e-3, 1 - 1e-3)
         if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
             break
         prior = new
