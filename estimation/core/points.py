@@ -48,6 +48,24 @@ def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.where(found, x.data[pos] if len(keys) else 0.0, 0.0)
 
 
+def _product_at(xt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                block: int = 4096) -> np.ndarray:
+    """(w · xtᵀ)[rows, cols] for a sparse xt (nU × m), by blocks of ``block`` pairs: the
+    dense (nU × m) product is never held whole. Each entry is the same dot product."""
+    out = np.zeros(len(rows))
+    order = np.argsort(cols, kind="stable")
+    sorted_cols = cols[order]
+    cuts = np.searchsorted(sorted_cols, np.arange(0, xt.shape[0] + block, block))
+    for k, c0 in enumerate(range(0, xt.shape[0], block)):
+        s, e = cuts[k], cuts[k + 1]
+        if s == e:
+            continue
+        dense = np.asarray(xt[c0:c0 + block] @ w.T)
+        at = order[s:e]
+        out[at] = dense[sorted_cols[s:e] - c0, rows[at]]
+    return out
+
+
 class PointPlan:
     """The label-free part of every point estimate over one population, its draws and
     labels (``ev``: any evidence on them; the soft labels may differ per call)."""
@@ -75,8 +93,10 @@ class PointPlan:
         # The proposal rows at U and the draws per pair, shared by every scheme.
         self.b = pop.stacked(draw_scheme)[:, ev.pairs].tocsr()
         self.cpd = (sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts).tocsr()
+        self.bt, self.cpdt = self.b.T.tocsr(), self.cpd.T.tocsr()
         self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parts: dict | None = None
+        self._fixed: dict[tuple[str, bool], tuple[np.ndarray, ...]] = {}
         self._hard: np.ndarray | None = None
         self._keys = self._order = self._sorted = np.zeros(0, np.int64)
 
@@ -99,22 +119,23 @@ class PointPlan:
         c_s = _gather(self.cpd, rows, cols) * own
         simple = np.divide(p, q_s, out=np.zeros(len(p)), where=q_s > 0) * c_s
         w = mixing_weights(pop.overlap(scheme, self.draw_scheme), n)
-        qt = np.asarray(self.b.T.tocsr() @ w.T)  # (nU × m): q_i(u)
-        ct = np.asarray(self.cpd.T.tocsr() @ w.T)  # (nU × m): Σ_j w_ij cpd_ju
-        q_j = qt[cols, rows]
-        joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) * ct[cols, rows]
+        q_j = _product_at(self.bt, w, rows, cols)  # q_i(u)
+        joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
+            * _product_at(self.cpdt, w, rows, cols)  # Σ_j w_ij cpd_ju
         nan = np.zeros(self.m, dtype=bool)
         if self.none.any():
             # Systems without draws: no estimate when the others' draws carry little
             # weight (Kish size below MIN_BORROWED) or miss part of their pairs.
             a = sp.coo_matrix(pop.stacked(scheme)[:, ev.pairs])
-            qa = qt[a.col, a.row]
+            qa = _product_at(self.bt, w, a.row, a.col)
             z = np.divide(a.data, qa, out=np.zeros(len(qa)), where=qa > 0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 coef = np.where(n > 0, w * w / n[None, :], 0.0)
-            dt = np.asarray(self.cpd.T.tocsr() @ coef.T)
-            mass = np.bincount(a.row, weights=z * ct[a.col, a.row], minlength=self.m)
-            spread = np.bincount(a.row, weights=z * z * dt[a.col, a.row], minlength=self.m)
+            mass = np.bincount(a.row, weights=z * _product_at(self.cpdt, w, a.row, a.col),
+                               minlength=self.m)
+            spread = np.bincount(a.row, weights=z * z * _product_at(self.cpdt, coef, a.row,
+                                                                      a.col),
+                                 minlength=self.m)
             with np.errstate(divide="ignore", invalid="ignore"):
                 kish = np.where(spread > 0, mass * mass / spread, 0.0)
             nan |= self.none & (kish < MIN_BORROWED)
@@ -127,19 +148,21 @@ class PointPlan:
     def _bounds(self, scheme: str, own: bool, right: np.ndarray, z: float, soft: bool
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(known, exact, lower, upper): precision.label_bounds widened as apply_bounds does."""
-        st, pop = self.state, self.pop
-        use = st._use(own)
-        lab_data, judged_p = st.masses(pop, scheme)
-        lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
-        n_lab = st.n_lab[own]
-        exact = (n_lab == st.sizes) & (st.sizes > 0)
-        p = judged_p * right * use[st.judged_at]
-        known = np.bincount(st.judged_rows, weights=p, minlength=self.m)
+        st = self.state
+        if (scheme, own) not in self._fixed:
+            use = st._use(own)
+            lab_data, judged_p = st.masses(self.pop, scheme)
+            lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
+            exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
+            # use is 0/1: the product with it first is label_bounds's to the bit.
+            q = judged_p * use[st.judged_at]
+            self._fixed[(scheme, own)] = (lab_mass, exact, q, q * q)
+        lab_mass, exact, q, q2 = self._fixed[(scheme, own)]
+        known = np.bincount(st.judged_rows, weights=q * right, minlength=self.m)
         wrong = np.maximum(lab_mass - known, 0.0)
         sd: np.ndarray | float = 0.0
         if soft:
-            q = judged_p * use[st.judged_at]
-            sd = np.sqrt(np.bincount(st.judged_rows, weights=q * q * right * (1 - right),
+            sd = np.sqrt(np.bincount(st.judged_rows, weights=q2 * right * (1 - right),
                                      minlength=self.m))
         known = np.minimum(known, 1.0)
         upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))

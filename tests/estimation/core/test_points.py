@@ -8,10 +8,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from estimation.core import Population, estimate, prepare_evidence
 from estimation.core.noise import from_posterior, self_consistent, with_soft_labels
-from estimation.core.points import PointPlan, consistent
+from estimation.core.points import PointPlan, _product_at, consistent
 from estimation.validation.worlds import WorldSpec, make_world
 
 CATS = list(range(-1, 20))
@@ -102,3 +103,12 @@ def test_consistent_is_the_full_fixed_point(task):
     np.testing.assert_allclose(consistent(plan, soft, 1, start).system_prior, one,
                                rtol=0, atol=1e-12)
     assert np.nanmax(np.abs(one - start)) > 1e-3  # the round moved it
+
+
+def test_blocked_product_is_the_dense_one():
+    rng = np.random.default_rng(2)
+    x = sp.random(7, 50, density=0.3, random_state=3, format="csr")
+    w = rng.random((7, 7))
+    rows, cols = rng.integers(0, 7, 200), rng.integers(0, 50, 200)
+    got = _product_at(x.T.tocsr(), w, rows, cols, block=6)
+    assert np.array_equal(got, (w @ x.toarray())[rows, cols])
