@@ -13,6 +13,11 @@ their spread to the intervals. Only the parameters vary between replicates: each
 pair's own answer noise is already in its probability and in the label bounds. The
 generator is seeded from the answers themselves, so a recompute on the same data gives
 the same intervals.
+
+The refitted parameters are stored (`models.CorrectionFit`) and refitted only when the
+answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH, changed, or brought a worker or
+answer the fit does not know (docs/noisy-crowds.md §2); in between each replicate's
+posterior of the current answers is one E-step under its stored parameters.
 """
 
 from __future__ import annotations
