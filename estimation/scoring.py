@@ -343,7 +343,8 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
             t1 = time.monotonic()
             res = widen(res, correction_variance(data.population, evidence, data.soft_replicates,
-                                                 draw_scheme, schemes, confidence), confidence)
+                                                 draw_scheme, schemes, confidence,
+                                                 data.extra.get("points_plan")), confidence)
             say(f"{len(data.soft_replicates)} correction replicates in "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
         hard = _hard_estimates(data, draw_scheme, schemes, confidence)

@@ -40,7 +40,7 @@ import numpy as np
 
 from . import intervals as ci
 from .evidence import ALSO_TRUE_STRIDE, NO_RELATION, Evidence, Interval
-from .points import PointPlan, consistent, plan_for
+from .points import PointPlan, consistent
 from .population import Population
 
 if TYPE_CHECKING:
@@ -122,11 +122,11 @@ def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance"
     own prior, ``rounds`` times; a system without an estimate keeps the crowd's.
     ``start``: the priors to start from instead (a replicate starts at the fit's).
     Only point estimates are needed: `points.PointPlan` gives `estimate`'s (``plan``:
-    one for these draws and labels, default the population's).
+    one for these draws and labels under ``draw_scheme``, to share it; default a new one).
     """
     if ev.true_prob is None or ev.soft_prior is None or len(pop) == 0:
         return ev  # nothing soft, or no system to give a prior to
-    plan = plan_for(pop, ev, draw_scheme) if plan is None else plan
+    plan = PointPlan(pop, ev, draw_scheme) if plan is None else plan
     return consistent(plan, ev, rounds, start, confidence)
 
 
@@ -145,17 +145,20 @@ Key = tuple[str, str, str]  # (scheme, metric, kind)
 
 def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[SoftLabels],
                         draw_scheme: str = "instance", schemes: Sequence[str] | None = None,
-                        confidence: float = 0.9) -> dict[Key, np.ndarray]:
+                        confidence: float = 0.9, plan: PointPlan | None = None
+                        ) -> dict[Key, np.ndarray]:
     """Between-replicate variance of every estimate over replicate soft labels.
 
     ``ev``: the evidence with the fit's soft labels (its ``system_prior`` is where
     each replicate's fixed-point iteration starts; one round moves it most of the way).
-    Fewer than 2 replicates: no variance (empty).
+    Fewer than 2 replicates: no variance (empty). ``plan``: the `PointPlan` of these
+    draws and labels under ``draw_scheme`` if one was made (e.g. for ``ev``'s fixed point).
     """
     if len(replicates) < 2:
         return {}
     # Only the replicates' point estimates count: one plan serves them all.
-    plan = plan_for(pop, ev, draw_scheme)
+    if plan is None or plan.draw_scheme != draw_scheme:
+        plan = PointPlan(pop, ev, draw_scheme)
     values: dict[Key, list[np.ndarray]] = {}
     for soft in replicates:
         rep = with_soft_labels(pop, ev, soft)

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from . import intervals as ci
 from .evidence import ALSO_TRUE_STRIDE, Evidence, reprior
-from .importance import content_key, mixing_weights, unreached_mass
+from .importance import mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState
 from .recall import exhaustive_hits
@@ -155,14 +155,13 @@ class PointPlan:
             lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
             exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
             # use is 0/1: the product with it first is label_bounds's to the bit.
-            q = judged_p * use[st.judged_at]
-            self._fixed[(scheme, own)] = (lab_mass, exact, q, q * q)
-        lab_mass, exact, q, q2 = self._fixed[(scheme, own)]
+            self._fixed[(scheme, own)] = (lab_mass, exact, judged_p * use[st.judged_at])
+        lab_mass, exact, q = self._fixed[(scheme, own)]
         known = np.bincount(st.judged_rows, weights=q * right, minlength=self.m)
         wrong = np.maximum(lab_mass - known, 0.0)
         sd: np.ndarray | float = 0.0
         if soft:
-            sd = np.sqrt(np.bincount(st.judged_rows, weights=q2 * right * (1 - right),
+            sd = np.sqrt(np.bincount(st.judged_rows, weights=q * q * right * (1 - right),
                                      minlength=self.m))
         known = np.minimum(known, 1.0)
         upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))
@@ -309,16 +308,6 @@ class PointPlan:
                 out[(s, "recall", kind)] = r
                 out[(s, "f1", kind)] = np.where(np.isnan(p) | np.isnan(r), np.nan, f1)
         return out
-
-
-def plan_for(pop: Population, ev: Evidence, draw_scheme: str = "instance") -> PointPlan:
-    """The plan of these draws and labels, remembered by the population: the main
-    estimate's fixed point and the replicates of one recompute share it."""
-    c = ev.counts
-    key = ("points", draw_scheme, content_key(
-        ev.n, ev.pairs, ev.label, c.indptr, c.indices, c.data, ev.also_true, ev.y_pairs,
-        ev.y_preds, ev.y_subjects, ev.y_docs))
-    return pop.memo(key, lambda: PointPlan(pop, ev, draw_scheme))
 
 
 def consistent(plan: PointPlan, ev: Evidence, rounds: int = 4,
