@@ -46,8 +46,9 @@ from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
 from . import instance_cache
-from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
+from .core import SCHEMES, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
+from .core.points import PointPlan
 from .core.recall import exhaustive_hits
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .models import (
@@ -216,14 +217,21 @@ def _consistent_snapshot() -> None:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
 
-def _hard_estimates(data: CorpusData, draw_scheme: str, schemes: list[str],
-                    confidence: float) -> Estimates | None:
-    """With soft labels in use, the same estimates from the 0/1 labels (for the report's
-    "the correction moved it by"); None when the scores already are the hard ones."""
+def _hard_estimates(data: CorpusData, evidence: Evidence, draw_scheme: str,
+                    schemes: list[str], confidence: float
+                    ) -> dict[tuple[str, str, str], np.ndarray] | None:
+    """With soft labels in use, the same point estimates from the 0/1 labels (for the
+    report's "the correction moved it by"), keyed (scheme, metric, kind); None when the
+    scores already are the hard ones. Only point estimates: the soft fixed point's
+    `PointPlan` gives them (the same draws and labels; `estimate`'s to rounding)."""
     if data.soft is None or not len(data.soft.pairs):
         return None
-    return estimate(data.population, replace(data, soft=None).evidence(),
-                    draw_scheme=draw_scheme, schemes=schemes, confidence=confidence)
+    hard = replace(evidence, soft_keys=None, soft_probs=None, true_prob=None,
+                   soft_prior=None, true_prior=None, system_prior=None)
+    plan = data.extra.get("points_plan")
+    if plan is None or plan.draw_scheme != draw_scheme:
+        plan = PointPlan(data.population, hard, draw_scheme)
+    return plan.estimates(hard, schemes, confidence)
 
 
 def _store_cache(data: CorpusData) -> None:
@@ -347,7 +355,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                                                  data.extra.get("points_plan")), confidence)
             say(f"{len(data.soft_replicates)} correction replicates in "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
-        hard = _hard_estimates(data, draw_scheme, schemes, confidence)
+        hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence)
         costs = attributed_costs(ids)
         found = exhaustive_found(data, evidence)
         rows = []
@@ -364,7 +372,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                         values[f"{stem}_{kind}_hi"] = _num(iv.hi[i])
                 if hard is not None:
                     for metric in METRICS:
-                        est = hard.results[scheme][metric]["joint"].estimate[i]
+                        est = hard[(scheme, metric, "joint")][i]
                         values[f"{METRIC_COLUMNS[metric]}_joint_hard"] = _num(est)
                 rows.append(SystemScore(
                     run=run, submission_id=sid, scheme=scheme, **values,

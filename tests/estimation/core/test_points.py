@@ -69,7 +69,8 @@ def test_hard_labels(task):
 
 def test_soft_labels_and_replicates_share_one_plan(task):
     world, pop, ev, lab, draw_scheme = task
-    plan = PointPlan(pop, ev, draw_scheme)
+    plan = PointPlan(pop, with_soft_labels(pop, ev, _noisy(world, lab, 0)), draw_scheme)
+    _check(pop, ev, draw_scheme, plan)  # a plan made on soft labels serves hard ones
     for seed in (1, 2, 3):
         soft = with_soft_labels(pop, ev, _noisy(world, lab, seed))
         _check(pop, soft, draw_scheme, plan)
