@@ -80,9 +80,17 @@ class PointPlan:
         self.state = LabelState(pop, replace(ev, true_prob=None))  # soft labels unused
         inst = pop.instances()
         st = self.state
+        st.right = None  # the hard labels' verdicts: `right` gives them per call
         self.j_pairs = inst["pairs"][st.judged]
-        self.j_preds = inst["predicates"][st.judged]
         self.j_sys = inst["system"][st.judged]
+        preds = inst["predicates"][st.judged]
+        hard = replace(ev, true_prob=None, soft_keys=None, soft_probs=None)
+        self._hard = hard.correct(self.j_pairs, preds, self.j_sys)
+        # The instances' soft-label keys in sorted order: searched once per call.
+        keys = self.j_pairs * ALSO_TRUE_STRIDE + preds
+        self._order = np.argsort(keys, kind="stable")
+        self._sorted = keys[self._order]
+        del keys, preds
         where = np.full(pop.n_pairs, -1, dtype=np.int64)
         where[ev.pairs] = np.arange(len(ev.pairs))
         col = where[self.j_pairs]
@@ -97,8 +105,7 @@ class PointPlan:
         self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parts: dict | None = None
         self._fixed: dict[tuple[str, bool], tuple[np.ndarray, ...]] = {}
-        self._hard: np.ndarray | None = None
-        self._keys = self._order = self._sorted = np.zeros(0, np.int64)
+        self._use_j: dict[bool, np.ndarray] = {}
 
     # ---- precision ----------------------------------------------------------------
 
@@ -154,9 +161,13 @@ class PointPlan:
             lab_data, judged_p = st.masses(self.pop, scheme)
             lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
             exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
-            # use is 0/1: the product with it first is label_bounds's to the bit.
-            self._fixed[(scheme, own)] = (lab_mass, exact, judged_p * use[st.judged_at])
-        lab_mass, exact, q = self._fixed[(scheme, own)]
+            self._fixed[(scheme, own)] = (lab_mass, exact)
+            if own and own not in self._use_j:
+                self._use_j[own] = use[st.judged_at].astype(float)
+        lab_mass, exact = self._fixed[(scheme, own)]
+        # use is 0/1: the product with it first is label_bounds's to the bit.
+        judged_p = st.masses(self.pop, scheme)[1]
+        q = judged_p * self._use_j[own] if own else judged_p
         known = np.bincount(st.judged_rows, weights=q * right, minlength=self.m)
         wrong = np.maximum(lab_mass - known, 0.0)
         sd: np.ndarray | float = 0.0
@@ -188,21 +199,15 @@ class PointPlan:
         """P(right) of every instance on a labelled pair under ``ev``'s labels:
         `Evidence.correct`'s values, with the instances' keys searched in sorted order
         (computed once: the searches are most of a replicate's time otherwise)."""
-        if self._hard is None:
-            hard = replace(self.ev, true_prob=None, soft_keys=None, soft_probs=None)
-            self._hard = hard.correct(self.j_pairs, self.j_preds, self.j_sys)
-            self._keys = self.j_pairs * ALSO_TRUE_STRIDE + self.j_preds
-            self._order = np.argsort(self._keys, kind="stable")
-            self._sorted = self._keys[self._order]
         ok = self._hard
         if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
             return ok.astype(float)
         soft = ~np.isnan(ev.true_prob[self.j_pairs])
-        pos = np.empty(len(self._order), dtype=np.int64)
-        pos[self._order] = np.searchsorted(ev.soft_keys, self._sorted)
-        pos = np.minimum(pos, max(len(ev.soft_keys) - 1, 0))
-        keys = self._keys
-        found = (ev.soft_keys[pos] == keys) if len(ev.soft_keys) else np.zeros(len(keys), bool)
+        n, order = len(self._order), self._order
+        pos, found = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        if len(ev.soft_keys):
+            at = np.minimum(np.searchsorted(ev.soft_keys, self._sorted), len(ev.soft_keys) - 1)
+            pos[order], found[order] = at, ev.soft_keys[at] == self._sorted
         prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
         if ev.system_prior is not None and ev.soft_prior is not None:
             prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
