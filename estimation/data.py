@@ -24,7 +24,6 @@ from submissions.models import MentionPair, RelationInstance, Submission
 from . import instance_cache
 from .core import Evidence, Population, prepare_evidence
 from .core.noise import SoftLabels, self_consistent, with_soft_labels
-from .core.points import PointPlan
 from .correction import soft_label_replicates
 
 PREDICATES: tuple[str, ...] = tuple(sorted(CANONICAL_PREDICATES))
@@ -68,11 +67,8 @@ class CorpusData:
             self.exhaustive_docs)
         if self.soft is None or not len(self.soft.pairs):
             return ev
-        soft = with_soft_labels(self.population, ev, self.soft)
-        # Kept for the correction's replicates (noise.correction_variance), which share
-        # its label-free part; it goes with this data.
-        plan = self.extra["points_plan"] = PointPlan(self.population, soft)
-        return self_consistent(self.population, soft, plan=plan)
+        return self_consistent(self.population,
+                               with_soft_labels(self.population, ev, self.soft))
 
 
 def _label_codes(predicates: list[str]) -> list[int]:

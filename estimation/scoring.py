@@ -218,17 +218,16 @@ def _consistent_snapshot() -> None:
 
 
 def _hard_estimates(data: CorpusData, evidence: Evidence, draw_scheme: str,
-                    schemes: list[str], confidence: float
+                    schemes: list[str], confidence: float, plan: PointPlan | None = None
                     ) -> dict[tuple[str, str, str], np.ndarray] | None:
     """With soft labels in use, the same point estimates from the 0/1 labels (for the
     report's "the correction moved it by"), keyed (scheme, metric, kind); None when the
-    scores already are the hard ones. Only point estimates: the soft fixed point's
-    `PointPlan` gives them (the same draws and labels; `estimate`'s to rounding)."""
+    scores already are the hard ones. Only point estimates: ``plan`` (a `PointPlan` of
+    these draws and labels) gives them, `estimate`'s to rounding."""
     if data.soft is None or not len(data.soft.pairs):
         return None
     hard = replace(evidence, soft_keys=None, soft_probs=None, true_prob=None,
                    soft_prior=None, true_prior=None, system_prior=None)
-    plan = data.extra.get("points_plan")
     if plan is None or plan.draw_scheme != draw_scheme:
         plan = PointPlan(data.population, hard, draw_scheme)
     return plan.estimates(hard, schemes, confidence)
@@ -348,14 +347,20 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                        confidence=confidence)
         say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
             f"({time.monotonic() - t0:.2f} s)")
+        plan = None
+        if data.soft is not None and len(data.soft.pairs):
+            # Point estimates alone, for the replicates and the hard labels: made after
+            # the full estimate, so that the two never hold their memory at once.
+            plan = PointPlan(data.population, evidence, draw_scheme)
         if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
             t1 = time.monotonic()
             res = widen(res, correction_variance(data.population, evidence, data.soft_replicates,
-                                                 draw_scheme, schemes, confidence,
-                                                 data.extra.get("points_plan")), confidence)
+                                                 draw_scheme, schemes, confidence, plan),
+                        confidence)
             say(f"{len(data.soft_replicates)} correction replicates in "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
-        hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence)
+        hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
+        del plan
         costs = attributed_costs(ids)
         found = exhaustive_found(data, evidence)
         rows = []
