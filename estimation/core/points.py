@@ -106,6 +106,7 @@ class PointPlan:
         self._parts: dict | None = None
         self._fixed: dict[tuple[str, bool], tuple[np.ndarray, ...]] = {}
         self._use_j: dict[bool, np.ndarray] = {}
+        self._last: tuple | None = None
 
     # ---- precision ----------------------------------------------------------------
 
@@ -180,7 +181,7 @@ class PointPlan:
         return known, exact, np.maximum(known - spread, 0.0), np.minimum(upper + spread, 1.0)
 
     def _precision(self, scheme: str, right: np.ndarray, z: float, kinds: Sequence[str],
-                   soft: bool) -> dict[str, np.ndarray]:
+                   soft: bool, bounds: dict | None = None) -> dict[str, np.ndarray]:
         simple_c, joint_c, joint_nan = self._coefficients(scheme)
         f = right[self.on]
         out = {}
@@ -191,7 +192,11 @@ class PointPlan:
             else:
                 raw = np.bincount(self.on_sys, weights=joint_c * f, minlength=self.m)
                 raw = np.where(joint_nan, np.nan, raw)
-            known, exact, lo, hi = self._bounds(scheme, kind == "simple", right, z, soft)
+            own = kind == "simple"
+            cache = {} if bounds is None else bounds  # the same right and z
+            if (scheme, own) not in cache:
+                cache[(scheme, own)] = self._bounds(scheme, own, right, z, soft)
+            known, exact, lo, hi = cache[(scheme, own)]
             out[kind] = np.where(exact, known, np.clip(raw, lo, hi))
         return out
 
@@ -202,6 +207,22 @@ class PointPlan:
         ok = self._hard
         if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
             return ok.astype(float)
+        soft, prob, prior = self._lookup(ev)
+        if ev.system_prior is not None and prior is not None:
+            own = ev.system_prior[self.j_sys]
+            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
+        return np.where(soft, prob, ok.astype(float))
+
+    def _lookup(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(soft, P, prior) of each instance's soft-label row: the part of `right`
+        that does not depend on the systems' priors, kept for the soft labels last seen
+        (a replicate's fixed-point round and its estimates share them)."""
+        arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.true_prob)
+        if self._last is not None and all(a is b for a, b in zip(self._last[0], arrays,
+                                                                   strict=True)):
+            return self._last[1]
+        assert ev.soft_keys is not None and ev.soft_probs is not None
+        assert ev.true_prob is not None
         soft = ~np.isnan(ev.true_prob[self.j_pairs])
         n, order = len(self._order), self._order
         pos, found = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
@@ -209,11 +230,11 @@ class PointPlan:
             at = np.minimum(np.searchsorted(ev.soft_keys, self._sorted), len(ev.soft_keys) - 1)
             pos[order], found[order] = at, ev.soft_keys[at] == self._sorted
         prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
-        if ev.system_prior is not None and ev.soft_prior is not None:
+        prior = None
+        if ev.soft_prior is not None:
             prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
-            own = ev.system_prior[self.j_sys]
-            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
-        return np.where(soft, prob, ok.astype(float))
+        self._last = (arrays, (soft, prob, prior))
+        return self._last[1]
 
     def joint_precision(self, ev: Evidence, scheme: str = "instance",
                         confidence: float = 0.9) -> np.ndarray:
@@ -299,12 +320,13 @@ class PointPlan:
             return out
         right, soft = self.right(ev), ev.true_prob is not None
         # Recall is surely 0 where every pair is labelled and none right (instance bounds).
-        known, exact, _, _ = self._bounds("instance", False, right, z, soft)
+        bounds = {("instance", False): self._bounds("instance", False, right, z, soft)}
+        known, exact, _, _ = bounds[("instance", False)]
         zero = exact & (known == 0)
         for s in SCHEMES:
             if s not in schemes:
                 continue
-            prec = self._precision(s, right, z, ["simple", "joint"], soft)
+            prec = self._precision(s, right, z, ["simple", "joint"], soft, bounds)
             rec = self._recall(s, ev, right)
             for kind in ("simple", "joint"):
                 p, r = prec[kind], np.where(zero, 0.0, rec[kind])
