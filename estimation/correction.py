@@ -13,18 +13,29 @@ their spread to the intervals. Only the parameters vary between replicates: each
 pair's own answer noise is already in its probability and in the label bounds. The
 generator is seeded from the answers themselves, so a recompute on the same data gives
 the same intervals.
+
+The refitted parameters are stored (`models.CorrectionFit`) and refitted only when the
+answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH, changed, or brought a worker or
+answer the fit does not know (docs/noisy-crowds.md §2); in between each replicate's
+posterior of the current answers is one E-step under its stored parameters.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 
 from annotations.models import PairLabel, Question, Response, TaskKind
 from annotations.quality.aggregation import (
     NO_RELATION,
+    OneCoinParams,
     answer_key,
+    coin_posterior,
     one_coin,
     parameter_replicates,
 )
@@ -32,10 +43,29 @@ from annotations.quality.workers import offered
 from kbpo.core.models import Corpus
 
 from .core.noise import SoftLabels, data_seed
+from .models import CorrectionFit
 
 
-def _answers(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, list[str], list[int], int]:
-    """(items, workers, answer keys, question ids by item, workers) of the relation answers."""
+@dataclass
+class _Answers:
+    """The corpus's relation answers in id order, indexed for the model."""
+
+    items: np.ndarray    # question index per answer (order of first appearance)
+    workers: np.ndarray  # worker index per answer (order of first appearance)
+    keys: list[str]      # answer keys
+    qids: list[int]      # question id per question index
+    wids: list[int]      # worker id per worker index
+
+    def digest(self, n: int) -> str:
+        """A digest of the first ``n`` answers (question, worker, answer)."""
+        h = hashlib.blake2b(digest_size=32)
+        h.update(np.asarray(self.qids, np.int64)[self.items[:n]].tobytes())
+        h.update(np.asarray(self.wids, np.int64)[self.workers[:n]].tobytes())
+        h.update("\n".join(self.keys[:n]).encode())
+        return h.hexdigest()
+
+
+def _answers(corpus: Corpus) -> _Answers:
     rows = (Response.objects.filter(question__corpus=corpus, question__kind=TaskKind.RELATION)
             .values_list("question_id", "worker_id", "choices").order_by("pk"))
     q_index: dict[int, int] = {}
@@ -45,20 +75,87 @@ def _answers(corpus: Corpus) -> tuple[np.ndarray, np.ndarray, list[str], list[in
         items.append(q_index.setdefault(q, len(q_index)))
         workers.append(w_index.setdefault(w, len(w_index)))
         answers.append(answer_key(choices))
-    return (np.asarray(items, np.int64), np.asarray(workers, np.int64), answers,
-            list(q_index), len(w_index))
+    return _Answers(np.asarray(items, np.int64), np.asarray(workers, np.int64), answers,
+                    list(q_index), list(w_index))
 
 
-def soft_label_replicates(corpus: Corpus, replicates: int,
-                          codes: Mapping[str, int]) -> list[SoftLabels]:
+@dataclass
+class PendingFit:
+    """Replicate parameters refitted by a load, to be stored after its read-only snapshot."""
+
+    corpus: Corpus
+    n_answers: int
+    n_workers: int
+    digest: str
+    params: list[OneCoinParams]
+
+    def store(self) -> None:
+        p0 = self.params[0]
+        buf = io.BytesIO()
+        arrays: dict[str, np.ndarray] = {}
+        for k, p in enumerate(self.params):
+            for i, r in enumerate(p.rates):
+                arrays[f"rate{k}_{i}"] = r
+            arrays[f"priors{k}"] = p.priors
+            if p.stratum_shares is not None:
+                arrays[f"shares{k}"] = p.stratum_shares
+        np.savez(buf, **arrays)
+        CorrectionFit.objects.update_or_create(corpus=self.corpus, defaults={
+            "n_answers": self.n_answers, "n_workers": self.n_workers, "digest": self.digest,
+            "categories": list(p0.categories), "none_index": p0.none_index,
+            "params": buf.getvalue()})
+
+
+def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
+    with np.load(io.BytesIO(bytes(fit.params))) as z:
+        out = []
+        for k in range(replicates):
+            if f"priors{k}" not in z:
+                return []
+            rates = []
+            while f"rate{k}_{len(rates)}" in z:
+                rates.append(z[f"rate{k}_{len(rates)}"])
+            out.append(OneCoinParams(list(fit.categories), tuple(rates), z[f"priors{k}"],
+                                     z.get(f"shares{k}", None),
+                                     fit.none_index))
+        return out
+
+
+def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
+              strata: np.ndarray, known: dict[int, str]) -> list[OneCoinParams]:
+    """The stored replicates' parameters, if they still apply to these answers: the same
+    first answers, at most KBPO_SOFT_LABEL_REFIT_GROWTH more of them, no worker, answer
+    key or pair-type stratum the fit does not know. Else none (refit)."""
+    if fit is None or fit.n_answers == 0:
+        return []
+    grown = len(ans.keys) - fit.n_answers
+    if grown < 0 or grown > settings.KBPO_SOFT_LABEL_REFIT_GROWTH * fit.n_answers:
+        return []
+    cats = set(fit.categories)
+    if len(ans.wids) > fit.n_workers or not set(ans.keys) | set(known.values()) <= cats:
+        return []
+    if ans.digest(fit.n_answers) != fit.digest:
+        return []
+    params = _stored(fit, replicates)
+    shares = params[0].stratum_shares if params else None
+    if shares is not None and len(strata) and int(strata.max()) >= len(shares):
+        return []
+    return params
+
+
+def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int]
+                          ) -> tuple[list[SoftLabels], PendingFit | None]:
     """Soft labels of the corpus's labelled pairs under ``replicates`` bootstrap
-    replicates of the model's parameters (fewer than 2, or no answers: none);
+    replicates of the model's parameters (fewer than 2, or no answers: none), and the
+    refitted parameters to store when they were refitted (else None);
     ``codes``: predicate name → the estimators' code."""
     if replicates < 2:
-        return []
-    items, workers, answers, qids, n_workers = _answers(corpus)
+        return [], None
+    ans = _answers(corpus)
+    items, workers, answers, qids = ans.items, ans.workers, ans.keys, ans.qids
+    n_workers = len(ans.wids)
     if not len(items):
-        return []
+        return [], None
     index = {q: i for i, q in enumerate(qids)}
     known = {index[q]: answer_key(a) for q, a in
              Question.objects.filter(pk__in=qids, control_answer__isnull=False)
@@ -68,23 +165,34 @@ def soft_label_replicates(corpus: Corpus, replicates: int,
                                                                            "pair_id")]
     rows = np.asarray([i for i, _ in labelled], np.int64)
     pair_of = np.asarray([p for _, p in labelled], np.int64)
+    # The model the quality pass fits (offered answers, shares per pair type).
+    n_options, strata = offered(qids)
+    stored = _reusable(CorrectionFit.objects.filter(corpus=corpus).first(), ans, replicates,
+                       strata, known)
+    if stored:
+        # Stored parameters: only each replicate's E-step on the current answers.
+        reps = [(coin_posterior(p, items, workers, answers, len(qids), n_options=n_options,
+                                known=known or None, strata=strata), p.priors) for p in stored]
+        return [_rows(stored[0].categories, post[rows], priors, pair_of, codes)
+                for post, priors in reps], None
     # Seeded from the answers' shape, not from database ids: the same answers give the
     # same intervals wherever their rows were numbered (another database, a test order).
     codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
     rng = np.random.default_rng(data_seed(items, workers,
                                           np.asarray([codes_of[a] for a in answers])))
-    # The model the quality pass fits (offered answers, shares per pair type).
-    n_options, strata = offered(qids)
     fit = one_coin(items, workers, answers, len(qids), n_workers, n_options=n_options,
                    known=known or None, none=NO_RELATION, strata=strata)
     cats = fit.categories  # replicates keep them: an answer a replicate lacks stays known
     is_ctrl = np.zeros(len(qids), dtype=bool)
     is_ctrl[list(known)] = True
     groups = [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)]
+    fits: list[OneCoinParams] = []
     reps = parameter_replicates(fit, items, workers, answers, n_workers, groups, replicates,
                                 rng, n_options=n_options, known=known, strata=strata,
-                                none=NO_RELATION)
-    return [_rows(cats, post[rows], priors, pair_of, codes) for post, priors in reps]
+                                none=NO_RELATION, fits=fits)
+    pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
+        if len(fits) == replicates and all(p is not None for p in fits) else None
+    return [_rows(cats, post[rows], priors, pair_of, codes) for post, priors in reps], pending
 
 
 def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,

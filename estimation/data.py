@@ -306,10 +306,11 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
     y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
     y_docs = exhaustive_documents(corpus) if len(y_pairs) else None
     soft = load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None
-    replicates = []
+    replicates: list[SoftLabels] = []
+    refitted = None  # replicate parameters to store (estimation/correction.py)
     if soft is not None and len(soft.pairs):
-        replicates = soft_label_replicates(corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP,
-                                           PREDICATE_CODE)
+        replicates, refitted = soft_label_replicates(
+            corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE)
     if y_docs is not None and len(y_docs) != len(y_pairs):
         raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
                            "instances: the exhaustive sample changed while loading")
@@ -320,7 +321,8 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         exhaustive_preds=y_preds, exhaustive_subjects=y_subjects, exhaustive_docs=y_docs,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
         soft=soft, soft_replicates=replicates,
-        extra={"instance_cache": loaded.pending, "reloaded": loaded.reloaded,
+        extra={"instance_cache": loaded.pending, "correction_fit": refitted,
+               "reloaded": loaded.reloaded,
                "hot": loaded.arrays is None})
 
 
@@ -336,6 +338,9 @@ def store_instance_cache(data: CorpusData) -> None:
     pending = data.extra.get("instance_cache")
     if pending is not None:
         instance_cache.store(pending)
+    refitted = data.extra.get("correction_fit")
+    if refitted is not None:
+        refitted.store()
 
 
 __all__ = ["MATCH_MODES", "PREDICATES", "PREDICATE_CODE", "CorpusData",

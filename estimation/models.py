@@ -287,3 +287,29 @@ class InstanceCache(models.Model):
 
     def __str__(self) -> str:
         return f"instances of {self.submission_id} ({self.n_instances})"
+
+
+class CorrectionFit(models.Model):
+    """The noise correction's bootstrap replicates of the crowd model's parameters, as
+    last refitted for a corpus (estimation/correction.py).
+
+    Refitting them takes most of a recompute; they are refitted only when the relation
+    answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH since, or changed otherwise
+    (`digest`: the first `n_answers` answers in id order), or brought a worker or an
+    answer the fit does not know. In between, each replicate's posterior of the current
+    answers is computed under its stored parameters. Every recompute (incremental or
+    full, in any worker) reads the same row, so they give the same scores.
+    """
+
+    corpus = models.OneToOneField("kbpo.Corpus", on_delete=models.CASCADE, related_name="+")
+    n_answers = models.PositiveIntegerField()
+    n_workers = models.PositiveIntegerField()
+    digest = models.CharField(max_length=64)
+    categories = models.JSONField()  # the answer keys, index = the parameters' columns
+    none_index = models.IntegerField()
+    # np.savez of each replicate's rates, class shares and shares per stratum.
+    params = models.BinaryField()
+    fitted_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"correction fit of corpus {self.corpus_id} ({self.n_answers} answers)"

@@ -46,8 +46,9 @@ from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
 from . import instance_cache
-from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
+from .core import SCHEMES, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
+from .core.points import PointPlan
 from .core.recall import exhaustive_hits
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .models import (
@@ -216,14 +217,20 @@ def _consistent_snapshot() -> None:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
 
 
-def _hard_estimates(data: CorpusData, draw_scheme: str, schemes: list[str],
-                    confidence: float) -> Estimates | None:
-    """With soft labels in use, the same estimates from the 0/1 labels (for the report's
-    "the correction moved it by"); None when the scores already are the hard ones."""
+def _hard_estimates(data: CorpusData, evidence: Evidence, draw_scheme: str,
+                    schemes: list[str], confidence: float, plan: PointPlan | None = None
+                    ) -> dict[tuple[str, str, str], np.ndarray] | None:
+    """With soft labels in use, the same point estimates from the 0/1 labels (for the
+    report's "the correction moved it by"), keyed (scheme, metric, kind); None when the
+    scores already are the hard ones. Only point estimates: ``plan`` (a `PointPlan` of
+    these draws and labels) gives them, `estimate`'s to rounding."""
     if data.soft is None or not len(data.soft.pairs):
         return None
-    return estimate(data.population, replace(data, soft=None).evidence(),
-                    draw_scheme=draw_scheme, schemes=schemes, confidence=confidence)
+    hard = replace(evidence, soft_keys=None, soft_probs=None, true_prob=None,
+                   soft_prior=None, true_prior=None, system_prior=None)
+    if plan is None or plan.draw_scheme != draw_scheme:
+        plan = PointPlan(data.population, hard, draw_scheme)
+    return plan.estimates(hard, schemes, confidence)
 
 
 def _store_cache(data: CorpusData) -> None:
@@ -340,13 +347,20 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                        confidence=confidence)
         say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
             f"({time.monotonic() - t0:.2f} s)")
+        plan = None
+        if data.soft is not None and len(data.soft.pairs):
+            # Point estimates alone, for the replicates and the hard labels: made after
+            # the full estimate, so that the two never hold their memory at once.
+            plan = PointPlan(data.population, evidence, draw_scheme)
         if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
             t1 = time.monotonic()
             res = widen(res, correction_variance(data.population, evidence, data.soft_replicates,
-                                                 draw_scheme, schemes, confidence), confidence)
+                                                 draw_scheme, schemes, confidence, plan),
+                        confidence)
             say(f"{len(data.soft_replicates)} correction replicates in "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
-        hard = _hard_estimates(data, draw_scheme, schemes, confidence)
+        hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
+        del plan
         costs = attributed_costs(ids)
         found = exhaustive_found(data, evidence)
         rows = []
@@ -363,7 +377,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                         values[f"{stem}_{kind}_hi"] = _num(iv.hi[i])
                 if hard is not None:
                     for metric in METRICS:
-                        est = hard.results[scheme][metric]["joint"].estimate[i]
+                        est = hard[(scheme, metric, "joint")][i]
                         values[f"{METRIC_COLUMNS[metric]}_joint_hard"] = _num(est)
                 rows.append(SystemScore(
                     run=run, submission_id=sid, scheme=scheme, **values,

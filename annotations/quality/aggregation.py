@@ -404,14 +404,15 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
                          replicates: int, rng: np.random.Generator, *,
                          n_options: np.ndarray, known: dict[int, object] | None,
                          strata: np.ndarray | None, none: object | None,
-                         ) -> list[tuple[np.ndarray, np.ndarray]]:
+                         fits: list | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """(posterior, class shares) of the fitted answers under each of ``replicates``
     bootstrap replicates of ``fit``'s parameters: the questions drawn with replacement
     within each of ``groups`` (`resample_questions`), the model refitted on them (EM
     started at the fit's posterior, the fit's categories), then one E-step on the
     original answers. Only the parameters vary; each question's own answer noise is
     the posterior's already. ``n_options``, ``known`` and ``strata`` are per item, as
-    ``fit`` was fitted with them."""
+    ``fit`` was fitted with them. ``fits``: a list that receives each replicate's
+    refitted parameters (`OneCoinParams`), e.g. to keep them."""
     known = known or {}
     answers = list(answers)
     n_options = np.asarray(n_options, dtype=float)
@@ -427,6 +428,8 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
         post = coin_posterior(refit.params, items, workers, answers, len(n_options),
                               n_options=n_options, known=known or None, strata=strata)
         out.append((post, refit.priors))
+        if fits is not None:
+            fits.append(refit.params)
     return out
 
 

@@ -439,7 +439,10 @@ def _product_plan(ps: sp.csr_matrix, pt: sp.csr_matrix, used: np.ndarray,
                       ptt.data[p]))
     blocks = []
     many = np.flatnonzero(sizes > _FEW_SYSTEMS)
-    width = n_lefts * len(used)
+    # A block's product has a row per pair of n_lefts·k columns (k: rows of ps), not
+    # n_lefts·len(used): they differ when some system is unused (no draws) or ps is a
+    # subset of the systems (unreached_mass).
+    width = n_lefts * ps.shape[0]
     if len(many):
         ptt = ptt[many]
         rank = np.full(n_cols, -1, dtype=np.int64)

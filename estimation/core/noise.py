@@ -40,6 +40,7 @@ import numpy as np
 
 from . import intervals as ci
 from .evidence import ALSO_TRUE_STRIDE, NO_RELATION, Evidence, Interval
+from .points import PointPlan, consistent
 from .population import Population
 
 if TYPE_CHECKING:
@@ -113,27 +114,20 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
 
 def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance",
                     rounds: int = 4, start: np.ndarray | None = None,
-                    **kwargs: object) -> Evidence:
+                    confidence: float = 0.9, plan: PointPlan | None = None) -> Evidence:
     """The evidence with each system's precision as the prior of its instances.
 
     Starts from the crowd-wide posteriors and re-estimates each system's joint
     precision (under the instance scheme: the prior of a random instance) with its
     own prior, ``rounds`` times; a system without an estimate keeps the crowd's.
     ``start``: the priors to start from instead (a replicate starts at the fit's).
+    Only point estimates are needed: `points.PointPlan` gives `estimate`'s (``plan``:
+    one for these draws and labels under ``draw_scheme``, to share it; default a new one).
     """
-    from .estimators import estimate
-
     if ev.true_prob is None or ev.soft_prior is None or len(pop) == 0:
         return ev  # nothing soft, or no system to give a prior to
-    prior = np.full(len(pop), np.nan) if start is None else np.asarray(start, float)
-    for _ in range(rounds):
-        cur = replace(ev, system_prior=prior)
-        res = estimate(pop, cur, draw_scheme, ["instance"], **kwargs)  # type: ignore[arg-type]
-        new = np.clip(res.results["instance"]["precision"]["joint"].estimate, 1e-3, 1 - 1e-3)
-        if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
-            break
-        prior = new
-    return replace(ev, system_prior=prior)
+    plan = PointPlan(pop, ev, draw_scheme) if plan is None else plan
+    return consistent(plan, ev, rounds, start, confidence)
 
 
 def data_seed(*arrays: np.ndarray) -> int:
@@ -151,27 +145,28 @@ Key = tuple[str, str, str]  # (scheme, metric, kind)
 
 def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[SoftLabels],
                         draw_scheme: str = "instance", schemes: Sequence[str] | None = None,
-                        confidence: float = 0.9) -> dict[Key, np.ndarray]:
+                        confidence: float = 0.9, plan: PointPlan | None = None
+                        ) -> dict[Key, np.ndarray]:
     """Between-replicate variance of every estimate over replicate soft labels.
 
     ``ev``: the evidence with the fit's soft labels (its ``system_prior`` is where
     each replicate's fixed-point iteration starts; one round moves it most of the way).
-    Fewer than 2 replicates: no variance (empty).
+    Fewer than 2 replicates: no variance (empty). ``plan``: the `PointPlan` of these
+    draws and labels under ``draw_scheme`` if one was made (e.g. for ``ev``'s fixed point).
     """
-    from .estimators import estimate
-
     if len(replicates) < 2:
         return {}
+    # Only the replicates' point estimates count: one plan serves them all.
+    if plan is None or plan.draw_scheme != draw_scheme:
+        plan = PointPlan(pop, ev, draw_scheme)
     values: dict[Key, list[np.ndarray]] = {}
     for soft in replicates:
         rep = with_soft_labels(pop, ev, soft)
         if ev.system_prior is not None:
-            rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior)
-        res = estimate(pop, rep, draw_scheme, schemes, confidence)
-        for s, metrics in res.results.items():
-            for metric, kinds in metrics.items():
-                for kind, iv in kinds.items():
-                    values.setdefault((s, metric, kind), []).append(iv.estimate)
+            rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior,
+                                  plan=plan)
+        for key, est in plan.estimates(rep, schemes, confidence).items():
+            values.setdefault(key, []).append(est)
     out = {}
     for key, vals in values.items():
         arr = np.stack(vals)

@@ -230,3 +230,28 @@ def test_unreached_mass_matches_reference(seed, monkeypatch):
     k = pop.index_of("disjoint")
     _, (missing,) = imp.unreached_mass(ps, pop.stacked("instance"), w, np.array([k]))
     assert missing == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_dense_blocks_with_unused_systems(seed, monkeypatch):
+    """Pairs of more than _FEW_SYSTEMS used systems go through the dense blocks; with
+    systems without draws (unused columns) or a subset of rows (unreached_mass) the
+    block's row width is the rows of ps, not the systems used (an old bug: wrong sizes
+    or an IndexError)."""
+    monkeypatch.setattr(imp, "_BLOCK_BYTES", 8 * 14 * 3)
+    rng = np.random.default_rng(seed)
+    pop = Population()
+    m = 14
+    for k in range(m):  # a core of 30 pairs every system predicts, private tails
+        pairs = np.concatenate([np.arange(30), 100 + 50 * k + np.arange(int(rng.integers(1, 40)))])
+        pop.add_system(f"s{k}", pairs, rng.integers(0, 6, len(pairs)), pairs // 3)
+    n = rng.integers(1, 30, m)
+    n[:3] = 0
+    none = n == 0
+    for scheme in ("instance", "entity"):
+        ps, pt = pop.stacked(scheme), pop.stacked("instance")
+        w = mixing_weights(pop.overlap(scheme, "instance"), n)
+        _same(exact_effective_size(ps, pt, w, n), _reference(ps, pt, w, n))
+        rows, missing = imp.unreached_mass(ps, pt, w, none)
+        assert missing == pytest.approx([_unreached_reference(ps, pt, w, i) for i in rows],
+                                        abs=1e-12)

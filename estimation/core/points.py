@@ -1,0 +1,352 @@
+"""Point estimates alone, for evidence that differs only in its soft labels.
+
+The noise correction's replicates (noise.correction_variance) need each replicate's
+point estimates, not intervals: recomputing the full `estimate` per replicate spends
+nearly all its time on variances, effective sizes and interval ends it then drops.
+What changes between replicates is only P(right) of the instances on labelled pairs,
+P(pair true) of the labelled pairs and the systems' priors; every estimate is a sum
+linear in those probabilities (precision), a ratio of such sums (ν of joint recall),
+clipped into bounds that are themselves such sums, or a function of those (F1). So
+`PointPlan` computes once, per population and draws, each instance's coefficient in
+those sums; a replicate then costs a few gathers and bincounts.
+
+The numbers are `estimate(...)`'s point estimates up to the order of floating-point
+additions (the importance sums run over instances here, over draws there: equal to
+~1e-15 relative, tests/estimation/core/test_points.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import intervals as ci
+from .evidence import ALSO_TRUE_STRIDE, Evidence, reprior
+from .importance import mixing_weights, unreached_mass
+from .population import Population
+from .precision import MIN_BORROWED, LabelState
+from .recall import exhaustive_hits
+from .schemes import SCHEMES, check_scheme, scheme_weights
+
+Key = tuple[str, str, str]  # (scheme, metric, kind)
+
+
+def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """x[rows, cols] elementwise (0 where x has no entry), by search in canonical CSR."""
+    x = sp.csr_matrix(x)
+    x.sum_duplicates()
+    x.sort_indices()
+    width = np.int64(max(x.shape[1], 1))
+    keys = np.repeat(np.arange(x.shape[0], dtype=np.int64), np.diff(x.indptr)) * width \
+        + x.indices
+    want = rows.astype(np.int64) * width + cols
+    pos = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+    found = (keys[pos] == want) if len(keys) else np.zeros(len(want), bool)
+    return np.where(found, x.data[pos] if len(keys) else 0.0, 0.0)
+
+
+def _product_at(xt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                block: int = 4096) -> np.ndarray:
+    """(w · xtᵀ)[rows, cols] for a sparse xt (nU × m), by blocks of ``block`` pairs: the
+    dense (nU × m) product is never held whole. Each entry is the same dot product."""
+    out = np.zeros(len(rows))
+    order = np.argsort(cols, kind="stable")
+    sorted_cols = cols[order]
+    cuts = np.searchsorted(sorted_cols, np.arange(0, xt.shape[0] + block, block))
+    for k, c0 in enumerate(range(0, xt.shape[0], block)):
+        s, e = cuts[k], cuts[k + 1]
+        if s == e:
+            continue
+        dense = np.asarray(xt[c0:c0 + block] @ w.T)
+        at = order[s:e]
+        out[at] = dense[sorted_cols[s:e] - c0, rows[at]]
+    return out
+
+
+class PointPlan:
+    """The label-free part of every point estimate over one population, its draws and
+    labels (``ev``: any evidence on them; the soft labels may differ per call)."""
+
+    def __init__(self, pop: Population, ev: Evidence, draw_scheme: str = "instance") -> None:
+        self.pop, self.ev, self.draw_scheme = pop, ev, check_scheme(draw_scheme)
+        self.m = len(pop)
+        n = ev.n
+        self.none = n == 0
+        # Instances on labelled pairs (LabelState's "judged" ones) and, among them,
+        # those on the labelled drawn pairs U (at_pairs's).
+        self.state = LabelState(pop, replace(ev, true_prob=None))  # soft labels unused
+        inst = pop.instances()
+        st = self.state
+        st.right = None  # the hard labels' verdicts: `right` gives them per call
+        self.j_pairs = inst["pairs"][st.judged]
+        self.j_sys = inst["system"][st.judged]
+        preds = inst["predicates"][st.judged]
+        hard = replace(ev, true_prob=None, soft_keys=None, soft_probs=None)
+        self._hard = hard.correct(self.j_pairs, preds, self.j_sys)
+        # The instances' soft-label keys in sorted order: searched once per call.
+        keys = self.j_pairs * ALSO_TRUE_STRIDE + preds
+        self._order = np.argsort(keys, kind="stable")
+        self._sorted = keys[self._order]
+        del keys, preds
+        where = np.full(pop.n_pairs, -1, dtype=np.int64)
+        where[ev.pairs] = np.arange(len(ev.pairs))
+        col = where[self.j_pairs]
+        self.on = np.flatnonzero(col >= 0)  # positions among the judged instances
+        self.on_sys, self.on_col = self.j_sys[self.on], col[self.on]
+        self.on_inst = st.judged[self.on]
+        self.n_u = len(ev.pairs)
+        # The proposal rows at U and the draws per pair, shared by every scheme.
+        self.b = pop.stacked(draw_scheme)[:, ev.pairs].tocsr()
+        self.cpd = (sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts).tocsr()
+        self.bt, self.cpdt = self.b.T.tocsr(), self.cpd.T.tocsr()
+        self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._parts: dict | None = None
+        self._fixed: dict[tuple[str, bool], tuple[np.ndarray, ...]] = {}
+        self._use_j: dict[bool, np.ndarray] = {}
+        self._last: tuple | None = None
+
+    # ---- precision ----------------------------------------------------------------
+
+    def _coefficients(self, scheme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(simple coefficients, joint coefficients, joint NaN mask) under ``scheme``.
+
+        The importance estimate Σ_j (w_ij/n_j) Σ_draws p_i f/q_i is Σ over system i's
+        instances x on U of f(x) · p_i(x)/q_i(u) · Σ_j w_ij cpd_ju: the coefficient.
+        """
+        if scheme in self._coef:
+            return self._coef[scheme]
+        pop, ev, n = self.pop, self.ev, self.ev.n
+        rows, cols = self.on_sys, self.on_col
+        p = pop.instance_probs(scheme)[self.on_inst]
+        # Simple: w = diag(n > 0), so q_i = b_i and the draw weight is cpd_i.
+        own = (~self.none).astype(float)[rows]
+        q_s = _gather(self.b, rows, cols) * own
+        c_s = _gather(self.cpd, rows, cols) * own
+        simple = np.divide(p, q_s, out=np.zeros(len(p)), where=q_s > 0) * c_s
+        w = mixing_weights(pop.overlap(scheme, self.draw_scheme), n)
+        q_j = _product_at(self.bt, w, rows, cols)  # q_i(u)
+        joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
+            * _product_at(self.cpdt, w, rows, cols)  # Σ_j w_ij cpd_ju
+        nan = np.zeros(self.m, dtype=bool)
+        if self.none.any():
+            # Systems without draws: no estimate when the others' draws carry little
+            # weight (Kish size below MIN_BORROWED) or miss part of their pairs.
+            a = sp.coo_matrix(pop.stacked(scheme)[:, ev.pairs])
+            qa = _product_at(self.bt, w, a.row, a.col)
+            z = np.divide(a.data, qa, out=np.zeros(len(qa)), where=qa > 0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                coef = np.where(n > 0, w * w / n[None, :], 0.0)
+            mass = np.bincount(a.row, weights=z * _product_at(self.cpdt, w, a.row, a.col),
+                               minlength=self.m)
+            spread = np.bincount(a.row, weights=z * z * _product_at(self.cpdt, coef, a.row,
+                                                                      a.col),
+                                 minlength=self.m)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                kish = np.where(spread > 0, mass * mass / spread, 0.0)
+            nan |= self.none & (kish < MIN_BORROWED)
+            idx, missing = unreached_mass(pop.stacked(scheme), pop.stacked(self.draw_scheme),
+                                          w, self.none)
+            nan[idx[np.asarray(missing) > 1e-12]] = True
+        self._coef[scheme] = (simple, joint, nan)
+        return self._coef[scheme]
+
+    def _bounds(self, scheme: str, own: bool, right: np.ndarray, z: float, soft: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(known, exact, lower, upper): precision.label_bounds widened as apply_bounds does."""
+        st = self.state
+        if (scheme, own) not in self._fixed:
+            use = st._use(own)
+            lab_data, judged_p = st.masses(self.pop, scheme)
+            lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
+            exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
+            self._fixed[(scheme, own)] = (lab_mass, exact)
+            if own and own not in self._use_j:
+                self._use_j[own] = use[st.judged_at].astype(float)
+        lab_mass, exact = self._fixed[(scheme, own)]
+        # use is 0/1: the product with it first is label_bounds's to the bit.
+        judged_p = st.masses(self.pop, scheme)[1]
+        q = judged_p * self._use_j[own] if own else judged_p
+        known = np.bincount(st.judged_rows, weights=q * right, minlength=self.m)
+        wrong = np.maximum(lab_mass - known, 0.0)
+        sd: np.ndarray | float = 0.0
+        if soft:
+            sd = np.sqrt(np.bincount(st.judged_rows, weights=q * q * right * (1 - right),
+                                     minlength=self.m))
+        known = np.minimum(known, 1.0)
+        upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))
+        spread = z * np.asarray(sd)
+        return known, exact, np.maximum(known - spread, 0.0), np.minimum(upper + spread, 1.0)
+
+    def _precision(self, scheme: str, right: np.ndarray, z: float, kinds: Sequence[str],
+                   soft: bool, bounds: dict | None = None) -> dict[str, np.ndarray]:
+        simple_c, joint_c, joint_nan = self._coefficients(scheme)
+        f = right[self.on]
+        out = {}
+        for kind in kinds:
+            if kind == "simple":
+                raw = np.bincount(self.on_sys, weights=simple_c * f, minlength=self.m)
+                raw = np.where(self.none, np.nan, raw)
+            else:
+                raw = np.bincount(self.on_sys, weights=joint_c * f, minlength=self.m)
+                raw = np.where(joint_nan, np.nan, raw)
+            own = kind == "simple"
+            cache = {} if bounds is None else bounds  # the same right and z
+            if (scheme, own) not in cache:
+                cache[(scheme, own)] = self._bounds(scheme, own, right, z, soft)
+            known, exact, lo, hi = cache[(scheme, own)]
+            out[kind] = np.where(exact, known, np.clip(raw, lo, hi))
+        return out
+
+    def right(self, ev: Evidence) -> np.ndarray:
+        """P(right) of every instance on a labelled pair under ``ev``'s labels:
+        `Evidence.correct`'s values, with the instances' keys searched in sorted order
+        (computed once: the searches are most of a replicate's time otherwise)."""
+        ok = self._hard
+        if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
+            return ok.astype(float)
+        soft, prob, prior = self._lookup(ev)
+        if ev.system_prior is not None and prior is not None:
+            own = ev.system_prior[self.j_sys]
+            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
+        return np.where(soft, prob, ok.astype(float))
+
+    def _lookup(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(soft, P, prior) of each instance's soft-label row: the part of `right`
+        that does not depend on the systems' priors, kept for the soft labels last seen
+        (a replicate's fixed-point round and its estimates share them)."""
+        arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.true_prob)
+        if self._last is not None and all(a is b for a, b in zip(self._last[0], arrays,
+                                                                   strict=True)):
+            return self._last[1]
+        assert ev.soft_keys is not None and ev.soft_probs is not None
+        assert ev.true_prob is not None
+        soft = ~np.isnan(ev.true_prob[self.j_pairs])
+        n, order = len(self._order), self._order
+        pos, found = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        if len(ev.soft_keys):
+            at = np.minimum(np.searchsorted(ev.soft_keys, self._sorted), len(ev.soft_keys) - 1)
+            pos[order], found[order] = at, ev.soft_keys[at] == self._sorted
+        prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
+        prior = None
+        if ev.soft_prior is not None:
+            prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
+        self._last = (arrays, (soft, prob, prior))
+        return self._last[1]
+
+    def joint_precision(self, ev: Evidence, scheme: str = "instance",
+                        confidence: float = 0.9) -> np.ndarray:
+        """The joint precision estimate (as `estimate`'s) under ``ev``'s labels."""
+        return self._precision(scheme, self.right(ev), ci.z_value(confidence), ["joint"],
+                               ev.true_prob is not None)["joint"]
+
+    # ---- recall -------------------------------------------------------------------
+
+    def _recall_parts(self) -> dict:
+        if self._parts is None:
+            pop, ev, n = self.pop, self.ev, self.ev.n
+            gy = exhaustive_hits(pop, ev)
+            n0 = len(ev.y_pairs)
+            drawn = np.flatnonzero(n > 0)
+            known = ev.y_pairs >= 0
+            covered = np.zeros(n0, dtype=bool)
+            pt = pop.stacked(self.draw_scheme)
+            if len(drawn) and n0:
+                covered[known] = np.asarray(
+                    (pt[drawn][:, ev.y_pairs[known]] > 0).sum(axis=0)).ravel() > 0
+            total = n.sum()
+            q = np.asarray(self.b.T @ (n / max(total, 1))).ravel()
+            # Cells (system, pair of U) of the instances on U: g sums per cell.
+            cell, inv = np.unique(self.on_sys * np.int64(max(self.n_u, 1)) + self.on_col,
+                                  return_inverse=True)
+            self._parts = {
+                "gy": gy, "n0": n0, "cov_f": covered.astype(float)[None, :], "q": q,
+                "total": total, "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
+                "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
+                "inv": inv.ravel(), "n_cells": len(cell)}
+        return self._parts
+
+    def _nu(self, ev: Evidence, right: np.ndarray) -> np.ndarray:
+        """ν̂ of joint recall (recall.recall_instance) under ``ev``'s labels."""
+        r = self._recall_parts()
+        q, n = r["q"], self.ev.n
+        t = ev.true_share(self.ev.pairs)
+        if ev.system_prior is not None and ev.true_prior is not None and len(t):
+            prec = np.where(np.isnan(ev.system_prior), ev.true_prior, ev.system_prior)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mix = np.asarray(self.b.T @ (n * prec / max(r["total"], 1))).ravel() / q
+            mix = np.where(q > 0, mix, ev.true_prior)
+            soft = ~np.isnan(ev.true_prob[self.ev.pairs])
+            t = np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where((t > 0) & (q > 0), t / q, 0.0)
+        g = np.bincount(r["inv"], weights=right[self.on], minlength=r["n_cells"])
+        col = r["cell_col"]
+        if ev.true_prob is not None:
+            inv_t = np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0)
+            g = np.minimum(g * inv_t[col], 1.0)
+        den = float(r["c_tot"] @ a)
+        if den <= 0:
+            return np.full(self.m, np.nan)
+        return np.bincount(r["cell_row"], weights=g * a[col] * r["c_tot"][col],
+                           minlength=self.m) / den
+
+    def _recall(self, scheme: str, ev: Evidence, right: np.ndarray) -> dict[str, np.ndarray]:
+        r = self._recall_parts()
+        gy, n0 = r["gy"], r["n0"]
+        if n0 == 0:
+            nan = np.full(self.m, np.nan)
+            return {"simple": nan, "joint": nan}
+        if scheme != "instance":
+            est = gy @ scheme_weights(scheme, ev.y_preds, ev.y_subjects)
+            return {"simple": est, "joint": est}
+        nu = self._nu(ev, right)
+        cov_f = r["cov_f"]
+        joint = (nu[:, None] * cov_f + gy * (1 - cov_f)).mean(axis=1)
+        return {"simple": gy.mean(axis=1), "joint": np.where(np.isfinite(joint), joint, np.nan)}
+
+    # ---- all of them --------------------------------------------------------------
+
+    def estimates(self, ev: Evidence, schemes: Sequence[str] | None = None,
+                  confidence: float = 0.9) -> dict[Key, np.ndarray]:
+        """Every point estimate `estimate(pop, ev, draw_scheme, schemes, confidence)`
+        reports, keyed (scheme, metric, kind)."""
+        schemes = [self.draw_scheme] if schemes is None else [check_scheme(s) for s in schemes]
+        z = ci.z_value(confidence)
+        out: dict[Key, np.ndarray] = {}
+        if self.m == 0:
+            return out
+        right, soft = self.right(ev), ev.true_prob is not None
+        # Recall is surely 0 where every pair is labelled and none right (instance bounds).
+        bounds = {("instance", False): self._bounds("instance", False, right, z, soft)}
+        known, exact, _, _ = bounds[("instance", False)]
+        zero = exact & (known == 0)
+        for s in SCHEMES:
+            if s not in schemes:
+                continue
+            prec = self._precision(s, right, z, ["simple", "joint"], soft, bounds)
+            rec = self._recall(s, ev, right)
+            for kind in ("simple", "joint"):
+                p, r = prec[kind], np.where(zero, 0.0, rec[kind])
+                f1 = ci.f1_score(np.nan_to_num(p), np.nan_to_num(r))
+                out[(s, "precision", kind)] = p
+                out[(s, "recall", kind)] = r
+                out[(s, "f1", kind)] = np.where(np.isnan(p) | np.isnan(r), np.nan, f1)
+        return out
+
+
+def consistent(plan: PointPlan, ev: Evidence, rounds: int = 4,
+               start: np.ndarray | None = None, confidence: float = 0.9) -> Evidence:
+    """noise.self_consistent on the plan's point estimates (same fixed point)."""
+    if ev.true_prob is None or ev.soft_prior is None or plan.m == 0:
+        return ev
+    prior = np.full(plan.m, np.nan) if start is None else np.asarray(start, float)
+    for _ in range(rounds):
+        cur = replace(ev, system_prior=prior)
+        new = np.clip(plan.joint_precision(cur, confidence=confidence), 1e-3, 1 - 1e-3)
+        if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
+            break
+        prior = new
+    return replace(ev, system_prior=prior)

@@ -1,0 +1,115 @@
+"""The lean point estimates (estimation/core/points.py) are `estimate`'s, to rounding.
+
+Worlds with systems without draws of their own (estimates borrowed, or none), several
+schemes, hard labels, soft labels with priors and the systems' own priors.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from estimation.core import Population, estimate, prepare_evidence
+from estimation.core.noise import from_posterior, self_consistent, with_soft_labels
+from estimation.core.points import PointPlan, _product_at, consistent
+from estimation.validation.worlds import WorldSpec, make_world
+
+CATS = list(range(-1, 20))
+SCHEMES = ["instance", "predicate", "entity", "entity_relation"]
+
+
+@pytest.fixture(scope="module", params=["instance", "entity_relation"])
+def task(request):
+    spec = WorldSpec(n_systems=12, n_pairs=5_000, disjoint_pairs=800)
+    world = make_world(spec, np.random.default_rng(7))
+    pop = Population()
+    for name, pairs, preds in world.systems:
+        pop.add_system(name, pairs, preds, world.subject[pairs])
+    rng = np.random.default_rng(3)
+    # Two systems without draws: one estimate borrowed from the others' draws, or none.
+    draws = {n: p[rng.choice(len(p), 60)] for n, p, _ in world.systems[2:]}
+    lab = np.unique(np.concatenate(list(draws.values())))
+    lab = np.concatenate([lab, rng.choice(len(world.label), 300)])  # undrawn labels too
+    lab = np.unique(lab)
+    y = np.flatnonzero(world.label >= 0)[:200]
+    ev = prepare_evidence(pop, draws, lab, world.label[lab],
+                          y, world.label[y], world.subject[y], world.doc[y])
+    return world, pop, ev, lab, request.param
+
+
+def _noisy(world, lab, seed):
+    """A posterior that puts most of its mass on the truth, the rest spread at random."""
+    rng = np.random.default_rng(seed)
+    post = rng.dirichlet(np.full(len(CATS), 0.3), len(lab)) * 0.4
+    post[np.arange(len(lab)), world.label[lab] + 1] += 0.6
+    priors = rng.dirichlet(np.full(len(CATS), 2.0))
+    return from_posterior(lab, CATS, post, priors)
+
+
+def _check(pop, ev, draw_scheme, plan, confidence=0.9):
+    full = estimate(pop, ev, draw_scheme, SCHEMES, confidence)
+    lean = plan.estimates(ev, SCHEMES, confidence)
+    assert len(lean) == 4 * 3 * 2
+    for (s, metric, kind), got in lean.items():
+        want = full.results[s][metric][kind].estimate
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{s} {metric}")
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=f"{s} {metric} {kind}")
+    return full
+
+
+def test_hard_labels(task):
+    _, pop, ev, _, draw_scheme = task
+    plan = PointPlan(pop, ev, draw_scheme)
+    full = _check(pop, ev, draw_scheme, plan)
+    # The world has what the masks are for: a borrowed estimate and a missing one.
+    est = full.results[draw_scheme]["precision"]["joint"].estimate
+    assert np.isnan(est[:2]).sum() >= 1 and np.isnan(est).sum() < len(est)
+
+
+def test_soft_labels_and_replicates_share_one_plan(task):
+    world, pop, ev, lab, draw_scheme = task
+    plan = PointPlan(pop, with_soft_labels(pop, ev, _noisy(world, lab, 0)), draw_scheme)
+    _check(pop, ev, draw_scheme, plan)  # a plan made on soft labels serves hard ones
+    for seed in (1, 2, 3):
+        soft = with_soft_labels(pop, ev, _noisy(world, lab, seed))
+        _check(pop, soft, draw_scheme, plan)
+        own = self_consistent(pop, soft, draw_scheme)
+        assert own.system_prior is not None and np.isfinite(own.system_prior).sum() >= 8
+        _check(pop, own, draw_scheme, plan, confidence=0.8)
+
+
+def _full_self_consistent(pop, ev, draw_scheme, rounds=4, start=None):
+    """The fixed point as it was computed before points.py: full estimates."""
+    prior = np.full(len(pop), np.nan) if start is None else np.asarray(start, float)
+    for _ in range(rounds):
+        res = estimate(pop, replace(ev, system_prior=prior), draw_scheme, ["instance"])
+        new = np.clip(res.results["instance"]["precision"]["joint"].estimate, 1e-3, 1 - 1e-3)
+        if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
+            break
+        prior = new
+    return prior
+
+
+def test_consistent_is_the_full_fixed_point(task):
+    world, pop, ev, lab, draw_scheme = task
+    soft = with_soft_labels(pop, ev, _noisy(world, lab, 5))
+    plan = PointPlan(pop, soft, draw_scheme)
+    want = _full_self_consistent(pop, soft, draw_scheme)
+    np.testing.assert_allclose(consistent(plan, soft).system_prior, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(self_consistent(pop, soft, draw_scheme).system_prior, want,
+                               rtol=0, atol=1e-12)
+    start = np.clip(want + 0.05, 0, 1)
+    one = _full_self_consistent(pop, soft, draw_scheme, rounds=1, start=start)
+    np.testing.assert_allclose(consistent(plan, soft, 1, start).system_prior, one,
+                               rtol=0, atol=1e-12)
+    assert np.nanmax(np.abs(one - start)) > 1e-3  # the round moved it
+
+
+def test_blocked_product_is_the_dense_one():
+    rng = np.random.default_rng(2)
+    x = sp.random(7, 50, density=0.3, random_state=3, format="csr")
+    w = rng.random((7, 7))
+    rows, cols = rng.integers(0, 7, 200), rng.integers(0, 50, 200)
+    got = _product_at(x.T.tocsr(), w, rows, cols, block=6)
+    assert np.array_equal(got, np.asarray(x.T.tocsr() @ w.T)[cols, rows])  # whole product
