@@ -24,6 +24,7 @@ import numpy as np
 from annotations.models import PairLabel, Question, Response, TaskKind
 from annotations.quality.aggregation import (
     NO_RELATION,
+    SOFT_TYPE_SHRINK,
     answer_key,
     one_coin,
     parameter_replicates,
@@ -73,10 +74,12 @@ def soft_label_replicates(corpus: Corpus, replicates: int,
     codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
     rng = np.random.default_rng(data_seed(items, workers,
                                           np.asarray([codes_of[a] for a in answers])))
-    # The model the quality pass fits (offered answers, shares per pair type).
+    # The model behind the stored posteriors (offered answers, shares per pair type,
+    # the calibrated miss rates of the quality pass's soft fit).
     n_options, strata = offered(qids)
     fit = one_coin(items, workers, answers, len(qids), n_workers, n_options=n_options,
-                   known=known or None, none=NO_RELATION, strata=strata)
+                   known=known or None, none=NO_RELATION, strata=strata,
+                   type_shrink=SOFT_TYPE_SHRINK)
     cats = fit.categories  # replicates keep them: an answer a replicate lacks stays known
     is_ctrl = np.zeros(len(qids), dtype=bool)
     is_ctrl[list(known)] = True
