@@ -179,15 +179,20 @@ def recall_instance(
     c_tot = np.asarray(ev.counts.sum(axis=0)).ravel()
     den = float(c_tot @ a)
     g = g.tocsr()
+    # Second moments take E[y] = t where the truth y of a soft-labelled pair is unknown
+    # (t/q², not t²/q²): its spread around t is a pair's own answer noise, which the
+    # parameters' bootstrap leaves to the sampling variance (precision counts it too).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a2 = np.where(q > 0, t / q**2, 0.0) if ev.true_prob is not None else a * a
     ag = g @ sp.diags(a)
-    a2g = g @ sp.diags(a * a)
+    a2g = g @ sp.diags(a2)
     with np.errstate(divide="ignore", invalid="ignore"):
         nu = (ag @ c_tot) / den if den > 0 else np.full(m, np.nan)
         cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
         e_ag = (cn @ ag.T).toarray()  # (j × i)
         e_a2g = (cn @ a2g.T).toarray()
         e_a = np.asarray(cn @ a).ravel()[:, None]
-        e_a2 = np.asarray(cn @ (a * a)).ravel()[:, None]
+        e_a2 = np.asarray(cn @ a2).ravel()[:, None]
         # Moments of the linearised residual e = a (g_i - ν_i) within each system's draws.
         m1 = e_ag - nu[None, :] * e_a
         m2 = (1 - 2 * nu[None, :]) * e_a2g + nu[None, :] ** 2 * e_a2
