@@ -33,6 +33,7 @@ from django.conf import settings
 from annotations.models import PairLabel, Question, Response, TaskKind
 from annotations.quality.aggregation import (
     NO_RELATION,
+    SOFT_TYPE_SHRINK,
     OneCoinParams,
     answer_key,
     coin_posterior,
@@ -99,6 +100,9 @@ class PendingFit:
             arrays[f"priors{k}"] = p.priors
             if p.stratum_shares is not None:
                 arrays[f"shares{k}"] = p.stratum_shares
+        # The model's setting too: a fit of another model (an upgrade that changed the
+        # shrinkage) is refitted rather than reused.
+        arrays["type_shrink"] = np.asarray(p0.type_shrink, dtype=float)
         np.savez(buf, **arrays)
         CorrectionFit.objects.update_or_create(corpus=self.corpus, defaults={
             "n_answers": self.n_answers, "n_workers": self.n_workers, "digest": self.digest,
@@ -108,6 +112,8 @@ class PendingFit:
 
 def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
     with np.load(io.BytesIO(bytes(fit.params))) as z:
+        if "type_shrink" not in z or float(z["type_shrink"]) != SOFT_TYPE_SHRINK:
+            return []
         out = []
         for k in range(replicates):
             if f"priors{k}" not in z:
@@ -117,7 +123,7 @@ def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
                 rates.append(z[f"rate{k}_{len(rates)}"])
             out.append(OneCoinParams(list(fit.categories), tuple(rates), z[f"priors{k}"],
                                      z.get(f"shares{k}", None),
-                                     fit.none_index))
+                                     fit.none_index, SOFT_TYPE_SHRINK))
         return out
 
 
@@ -165,7 +171,8 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
                                                                            "pair_id")]
     rows = np.asarray([i for i, _ in labelled], np.int64)
     pair_of = np.asarray([p for _, p in labelled], np.int64)
-    # The model the quality pass fits (offered answers, shares per pair type).
+    # The model behind the stored posteriors (offered answers, shares per pair type,
+    # the calibrated miss rates of the quality pass's soft fit).
     n_options, strata = offered(qids)
     stored = _reusable(CorrectionFit.objects.filter(corpus=corpus).first(), ans, replicates,
                        strata, known)
@@ -181,7 +188,8 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     rng = np.random.default_rng(data_seed(items, workers,
                                           np.asarray([codes_of[a] for a in answers])))
     fit = one_coin(items, workers, answers, len(qids), n_workers, n_options=n_options,
-                   known=known or None, none=NO_RELATION, strata=strata)
+                   known=known or None, none=NO_RELATION, strata=strata,
+                   type_shrink=SOFT_TYPE_SHRINK)
     cats = fit.categories  # replicates keep them: an answer a replicate lacks stays known
     is_ctrl = np.zeros(len(qids), dtype=bool)
     is_ctrl[list(known)] = True

@@ -14,6 +14,7 @@ one category). We implement it here rather than depend on crowd-kit, whose requi
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -185,6 +186,16 @@ def worker_agreement(items: np.ndarray, workers: np.ndarray, answers: Sequence[s
 # ---- one-coin Dawid–Skene with priors, anchored by control questions ----------------
 
 
+# A worker's miss rate per relation type is shrunk towards their overall rate by
+# `type_shrink` pseudo-answers. The stored hard label wants sharp rates (5: blind spots
+# found, labels at least as accurate as majority). The soft labels the estimators sum
+# want calibrated probabilities: a handful of answers per (worker, type) also learns
+# "blind spots" from noise, and the scores' bias fell monotonically with the shrinkage
+# up to one rate per worker (inf; docs/noisy-crowds.md §6).
+LABEL_TYPE_SHRINK = 5.0
+SOFT_TYPE_SHRINK = math.inf
+
+
 @dataclass
 class OneCoinResult:
     categories: list            # category values, index = column
@@ -212,6 +223,7 @@ class OneCoinParams:
     priors: np.ndarray             # (categories,) corpus-wide class shares
     stratum_shares: np.ndarray | None  # (strata, categories) shares per stratum, or None
     none_index: int                # column of `none`; −1: the symmetric coin
+    type_shrink: float = LABEL_TYPE_SHRINK  # the fit's (a replicate refits with it)
 
 
 def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
@@ -221,7 +233,8 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
              categories: Sequence | None = None, none: object | None = None,
              strata: np.ndarray | None = None, strata_shrink: float = 10.0,
              prior_accuracy: float = 0.8, prior_strength: float = 4.0,
-             class_pseudocount: float = 0.5, type_shrink: float = 5.0, max_iter: int = 200,
+             class_pseudocount: float = 0.5, type_shrink: float = LABEL_TYPE_SHRINK,
+             max_iter: int = 200,
              tol: float = 1e-7, init: np.ndarray | None = None) -> OneCoinResult:
     """One-coin Dawid–Skene by EM with priors (maximum a posteriori).
 
@@ -323,7 +336,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     if nc >= 0:
         result.specificity, result.sensitivity, result.miss_rate = rates[:3]
     if rates:
-        result.params = OneCoinParams(cats, rates, priors, shares, nc)
+        result.params = OneCoinParams(cats, rates, priors, shares, nc, type_shrink)
     return result
 
 
@@ -416,6 +429,7 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
     known = known or {}
     answers = list(answers)
     n_options = np.asarray(n_options, dtype=float)
+    shrink = fit.params.type_shrink if fit.params is not None else LABEL_TYPE_SHRINK
     out = []
     for _ in range(replicates):
         idx, new, pick = resample_questions(items, groups, rng)
@@ -424,7 +438,7 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
                          n_options=n_options[pick], known=rep_known or None,
                          categories=fit.categories, none=none,
                          strata=None if strata is None else strata[pick], tol=1e-4,
-                         init=fit.posterior[pick])
+                         init=fit.posterior[pick], type_shrink=shrink)
         post = coin_posterior(refit.params, items, workers, answers, len(n_options),
                               n_options=n_options, known=known or None, strata=strata)
         out.append((post, refit.priors))
@@ -484,8 +498,11 @@ def _lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
     miss = np.clip((pos_miss + beta / 2) / (pos + alpha + beta), 1e-6, 1 - 1e-6)
     # Per type: (misses of type c + shrink · overall rate) / (answers on type c + shrink).
     inc = inc or _Incidence(items, workers, obs, nc, post.shape[0], n_w)
-    per_type = (((inc.worker_nones @ post) + shrink * miss[:, None])
-                / ((inc.by_worker @ post) + shrink))
+    if np.isinf(shrink):  # one miss rate per worker, whatever the type
+        per_type = np.repeat(miss[:, None], post.shape[1], axis=1)
+    else:
+        per_type = (((inc.worker_nones @ post) + shrink * miss[:, None])
+                    / ((inc.by_worker @ post) + shrink))
     return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6), miss,
             np.clip(per_type, 1e-6, 1 - 1e-6))
 

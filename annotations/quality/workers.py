@@ -206,19 +206,30 @@ def offered(qids: list[int]) -> tuple[np.ndarray, np.ndarray]:
 def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
                  qids: list[int], n_workers: int, report: QualityReport,
                  known: dict[int, str] | None = None) -> int:
-    """Fit the lopsided one-coin model, store each label's posterior on it, and move
-    hard labels to the configured aggregator's answer.
+    """Fit the lopsided one-coin model, store each label's posterior on it (the
+    calibrated fit), and move hard labels to the configured aggregator's answer (the
+    sharp fit for `lopsided`).
 
     An answer key holding two relations ("a|b") gives its probability to both.
     Control questions (`known`) anchor the workers' rates; they have no label.
     """
     k, strata = offered(qids)
+    # Two fits of one model: the hard label from sharp per-type miss rates (blind spots
+    # found), the stored posterior, which the estimators sum, from calibrated ones
+    # (aggregation.SOFT_TYPE_SHRINK), fitted as estimation/correction.py refits it. The
+    # sharp fit is the one the labels had before, so no label moves for this.
     fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers, n_options=k,
                                known=known or None, none=aggregation.NO_RELATION,
-                               strata=strata)
-    report.coin_labels.update({q: str(fit.labels[i]).split("|") for i, q in enumerate(qids)})
+                               strata=strata, type_shrink=aggregation.SOFT_TYPE_SHRINK)
     method = settings.KBPO_LABEL_AGGREGATION
-    hard = fit if method == "lopsided" else None
+    hard = None
+    if method == "lopsided":
+        hard = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
+                                    n_options=k, known=known or None,
+                                    none=aggregation.NO_RELATION, strata=strata,
+                                    type_shrink=aggregation.LABEL_TYPE_SHRINK)
+    report.coin_labels.update({q: str((hard or fit).labels[i]).split("|")
+                               for i, q in enumerate(qids)})
     if method == "one_coin":
         hard = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
                                     n_options=k, known=known or None, strata=strata)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotations.quality import aggregation
 from annotations.quality.aggregation import one_coin, parameter_replicates
 
 from ..core import Evidence, Population, prepare_evidence
@@ -258,11 +259,13 @@ class CrowdLabeller:
 
     def _fit(self, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
              answers: np.ndarray, known: dict[int, int], n_workers: int, tol: float = 1e-6):
-        # As in production (annotations.quality.workers.offered): class shares per pair type.
+        # As in production (annotations.quality.workers.offered): class shares per pair
+        # type, and the soft labels' calibrated miss rates per type.
         return one_coin(items, workers, answers.tolist(), len(both), n_workers,
                         n_options=self.got.n_options[both], known=known,
                         categories=list(range(-1, self.n_predicates)), none=NO_RELATION,
-                        strata=self._strata(both), tol=tol)
+                        strata=self._strata(both), tol=tol,
+                        type_shrink=aggregation.SOFT_TYPE_SHRINK)
 
     def _strata(self, both: np.ndarray) -> np.ndarray | None:
         return None if self.types is None else self.types[both]

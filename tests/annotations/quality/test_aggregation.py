@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from annotations.quality import aggregation
 from annotations.quality.aggregation import (
+    LABEL_TYPE_SHRINK,
     NO_RELATION,
+    SOFT_TYPE_SHRINK,
     answer_key,
     coin_posterior,
     dawid_skene,
@@ -278,3 +281,51 @@ def test_one_coin_started_at_its_fit_stays_there() -> None:
     again = one_coin(*args, **kwargs, init=fit.posterior)
     assert again.iterations <= 3 < fit.iterations
     np.testing.assert_allclose(again.posterior, fit.posterior, atol=1e-5)
+
+
+def test_soft_fit_does_not_inflate_p_pair_true() -> None:
+    """Miss rates per (worker, relation type) from a handful of answers learn "blind
+    spots" from noise, and the pairs' P(true) summed over the test questions exceeds the
+    true pairs (measured +29 of ~720 over 6 seeds, every seed positive). The soft labels'
+    fit (one miss rate per worker, SOFT_TYPE_SHRINK) removes that excess (measured −14,
+    per-seed spread about 10, so a mean's standard error about 4)."""
+    excess = {LABEL_TYPE_SHRINK: [], SOFT_TYPE_SHRINK: []}
+    for seed in range(6):
+        items, workers, answers, truth, stratum, known, k = _typed_crowd(seed)
+        n = len(truth)
+        test = np.arange(n) >= n // 10
+        y = np.array([t != "no_relation" for t in truth])
+        for shrink, out in excess.items():
+            fit = one_coin(items, workers, answers, n, 20, n_options=k, known=known,
+                           none="no_relation", strata=stratum, type_shrink=shrink)
+            p_true = 1 - fit.posterior[:, fit.categories.index("no_relation")]
+            out.append(float(p_true[test].sum() - y[test].sum()))
+    sharp, soft = (float(np.mean(excess[s])) for s in (LABEL_TYPE_SHRINK, SOFT_TYPE_SHRINK))
+    assert sharp > 12, excess  # the inflation this guards against (3 standard errors)
+    assert abs(soft) < sharp - 8, excess
+
+
+def test_soft_fit_has_one_miss_rate_per_worker_and_replicates_keep_it(monkeypatch) -> None:
+    """SOFT_TYPE_SHRINK = inf: every relation type gets the worker's overall miss rate;
+    the parameter bootstrap refits with the fit's own shrinkage, not the default."""
+    items, workers, answers, truth, stratum, known, k = _typed_crowd(2, n=400)
+    n = len(truth)
+    fit = one_coin(items, workers, answers, n, 20, n_options=k, known=known,
+                   none="no_relation", strata=stratum, type_shrink=SOFT_TYPE_SHRINK)
+    miss, per_type = fit.params.rates[2], fit.params.rates[3]
+    np.testing.assert_allclose(per_type, np.repeat(miss[:, None], per_type.shape[1], 1))
+    assert fit.params.type_shrink == SOFT_TYPE_SHRINK
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("type_shrink"))
+        return one_coin(*args, **kwargs)
+
+    monkeypatch.setattr(aggregation, "one_coin", spy)
+    is_ctrl = np.zeros(n, dtype=bool)
+    is_ctrl[list(known)] = True
+    reps = aggregation.parameter_replicates(
+        fit, items, workers, answers, 20, [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)],
+        2, np.random.default_rng(0), n_options=np.full(n, k), known=known, strata=stratum,
+        none="no_relation")
+    assert seen == [SOFT_TYPE_SHRINK] * 2 and len(reps) == 2
