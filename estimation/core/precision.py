@@ -157,7 +157,9 @@ def label_bounds(
     label_sd: np.ndarray | float = 0.0
     if state.soft:
         q = judged_p * use[state.judged_at]
-        c = state.right.astype(float)
+        # Clipped: a re-weighted probability can pass 1 by rounding, and c(1 - c) < 0
+        # would make the spread NaN.
+        c = np.clip(state.right.astype(float), 0.0, 1.0)
         label_sd = np.sqrt(np.bincount(state.judged_rows,
                                        weights=q * q * c * (1 - c), minlength=m))
     bounds = LabelBounds(np.minimum(known, 1.0), wrong, exact, count, label_sd)

@@ -159,6 +159,28 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     return pi[inv]
 
 
+def pair_true_share(ev: Evidence, pairs: np.ndarray, b: sp.spmatrix, n: np.ndarray,
+                    q: np.ndarray, total: float) -> np.ndarray:
+    """P(pair true) of the drawn ``pairs`` as joint recall weighs them: 0/1 with hard
+    labels; a soft label re-weighted from the crowd-wide share to the pair's own prior,
+    the precision of the systems that draw it (``b``: their sampling probabilities on
+    the pairs, ``n`` draws each, ``total`` draws, ``q`` the proposal), mixed as the
+    draws are (noise.py) and pooled per group of pairs (pooled_true_prior). One
+    definition for the estimate and its replicates' point path (points.py)."""
+    t = ev.true_share(pairs)
+    if ev.system_prior is None or ev.true_prior is None or not len(t):
+        return t
+    prec = np.where(np.isnan(ev.system_prior), ev.true_prior, ev.system_prior)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mix = np.asarray(b.T @ (n * prec / max(total, 1))).ravel() / q
+    mix = np.where(q > 0, mix, ev.true_prior)
+    soft = ~np.isnan(ev.true_prob[pairs])
+    if soft.any():
+        k = np.asarray((b > 0).sum(axis=0)).ravel()
+        mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft])
+    return np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
+
+
 def recall_instance(
     pop: Population,
     ev: Evidence,
@@ -200,20 +222,7 @@ def recall_instance(
     # t: P(pair true), 0/1 with hard labels. With soft labels a = t/q and g is
     # P(i right | pair true), so a·g = P(i right)/q and e = (c_i − ν t)/q stays the
     # linearised residual; g² ≤ g makes the second moment below an upper bound.
-    t = ev.true_share(ev.pairs)
-    if ev.system_prior is not None and ev.true_prior is not None and len(t):
-        # A pair's prior of holding a relation: the precision of the systems that
-        # draw it, mixed as the draws are (noise.py), pooled per group of pairs
-        # (pooled_true_prior); the crowd's share elsewhere.
-        prec = np.where(np.isnan(ev.system_prior), ev.true_prior, ev.system_prior)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mix = np.asarray(b.T @ (n * prec / max(total, 1))).ravel() / q
-        mix = np.where(q > 0, mix, ev.true_prior)
-        soft = ~np.isnan(ev.true_prob[ev.pairs])
-        if soft.any():
-            k = np.asarray((b > 0).sum(axis=0)).ravel()
-            mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft])
-        t = np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
+    t = pair_true_share(ev, ev.pairs, b, n, q, total)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where((t > 0) & (q > 0), t / q, 0.0)
         if ev.true_prob is not None:
