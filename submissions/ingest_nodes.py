@@ -45,24 +45,39 @@ class NodeStore:
         self.postgres = stager.postgres
         if self.postgres:  # the planner settings `_by_index` restores
             cursor.execute("SELECT current_setting('enable_hashjoin'), "
-                           "current_setting('enable_mergejoin')")
+                           "current_setting('enable_mergejoin'), "
+                           "current_setting('enable_seqscan')")
             self.joins = list(cursor.fetchone())
 
-    def _by_index(self, sql: str) -> list[tuple[Any, ...]]:
+    def _by_index(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         """Run a per-batch lookup by the batch's keys as index probes. The planner
         otherwise hashes the keys and scans the whole node or mention table for every
         batch, which makes a file's lookups grow with its size squared."""
         if not self.postgres:
-            self.cursor.execute(sql)
+            self.cursor.execute(sql, params)
             return self.cursor.fetchall()
-        self.cursor.execute("SET LOCAL enable_hashjoin = off")
-        self.cursor.execute("SET LOCAL enable_mergejoin = off")
-        self.cursor.execute(sql)
+        self.cursor.execute("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;"
+                            " SET LOCAL enable_seqscan = off")
+        self.cursor.execute(sql, params)
         rows = self.cursor.fetchall()
         # (After an error the rollback restores them.)
         self.cursor.execute("SELECT set_config('enable_hashjoin', %s, true), "
-                            "set_config('enable_mergejoin', %s, true)", self.joins)
+                            "set_config('enable_mergejoin', %s, true), "
+                            "set_config('enable_seqscan', %s, true)", self.joins)
         return rows
+
+    def _nodes(self, nodes: set[str], extra: str = "") -> list[tuple[Any, ...]]:
+        """The stored state of `nodes` (those known). On Postgres the nodes go as one
+        array parameter: an index probe each, with no table to fill and analyze per
+        batch (the keys table and `_by_index` serve the other databases)."""
+        cols = "node, line, type, skip" + (f", {extra}" if extra else "")
+        if self.postgres:
+            return self._by_index(f"SELECT {cols} FROM kbpo_stage_node WHERE node = ANY(%s)",
+                                  [list(nodes)])
+        self._keys((node, None) for node in nodes)
+        return self._by_index(f"""
+            SELECT {cols} FROM kbpo_stage_node
+            WHERE node IN (SELECT node FROM kbpo_stage_keys)""")
 
     def _keys(self, rows: Iterable[tuple[str, int | None]]) -> None:
         """Replace the batch's keys: (node, document pk or NULL)."""
@@ -81,11 +96,8 @@ class NodeStore:
                  if seen[(h := hash(node) & SEEN_MASK) >> 3] & (1 << (h & 7))}
         if not nodes:
             return {}, {}
-        self._keys((node, None) for node in nodes)
         ents: dict[str, Entity] = {}
-        for node, line, typ, skip, type_error in self._by_index("""
-                SELECT node, line, type, skip, type_error FROM kbpo_stage_node
-                WHERE node IN (SELECT node FROM kbpo_stage_keys)"""):
+        for node, line, typ, skip, type_error in self._nodes(nodes, "type_error"):
             ent = ents[node] = Entity(line)
             ent.type, ent.skip, ent.type_error = typ, bool(skip), bool(type_error)
         return ents, {node: state_of(ent) for node, ent in ents.items()}
@@ -155,17 +167,24 @@ class NodeStore:
         the documents given for it; unknown nodes are absent."""
         if not keys:
             return {}
-        self._keys(keys)
         ents: dict[str, Entity] = {}
-        for node, line, typ, skip in self._by_index("""
-                SELECT node, line, type, skip FROM kbpo_stage_node
-                WHERE node IN (SELECT node FROM kbpo_stage_keys)"""):
+        for node, line, typ, skip in self._nodes({node for node, _ in keys}):
             ent = ents[node] = Entity(line)
             ent.type, ent.skip = typ, bool(skip)
-        for node, doc, b, e in self._by_index("""
+        if self.postgres:
+            pairs = [(node, doc) for node, doc in keys if doc is not None]
+            rows = self._by_index("""
+                SELECT DISTINCT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
+                JOIN unnest(%s::text[], %s::bigint[]) k (node, doc)
+                     ON k.node = m.node AND k.doc = m.doc""",
+                                  [[node for node, _ in pairs], [doc for _, doc in pairs]])
+        else:
+            self._keys(keys)
+            rows = self._by_index("""
                 SELECT DISTINCT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
                 JOIN (SELECT DISTINCT node, doc FROM kbpo_stage_keys) k
-                     ON k.node = m.node AND k.doc = m.doc"""):
+                     ON k.node = m.node AND k.doc = m.doc""")
+        for node, doc, b, e in rows:
             ents[node].add((doc << 64) | (b << 32) | e)
         return ents
 
