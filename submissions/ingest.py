@@ -155,6 +155,9 @@ class Ingestor:
         self.docs = DocumentIndex(submission.corpus_id)
         # The current batch's entities only (the rest are in `kbpo_stage_node`).
         self.entities: dict[str, Entity] = {}
+        # The current batch's mention lines: (node, doc, begin, end) -> [canonical,
+        # first line, last line].
+        self.mentions: dict[tuple[str, int, int, int], list[int]] = {}
         self.counts = _Counts()
         self.run_id = ""
         self.staged_relations = 0
@@ -262,6 +265,7 @@ class Ingestor:
                     self.report.add(number, *problem)
                 else:
                     self._entity_line(number, cols, stager)
+            self._stage_mentions(stager)
             store.save(self.entities, loaded)
         self.entities = {}
 
@@ -359,8 +363,24 @@ class Ingestor:
         pk = self._resolve_span(doc_id, begin, end)
         self._check_text(pk, doc_id, begin, end, text)
         # Pass 2 and the entity's canonical span read the staged row (ingest_nodes).
-        canonical = cols[1] == "canonical_mention"
-        stager.add("kbpo_stage_mention", (cols[0], pk, begin, end, None, int(canonical), number))
+        # Lines repeating a span of their entity (a canonical_mention and its mention)
+        # merge into one row per batch (`_stage_mentions`).
+        canonical = int(cols[1] == "canonical_mention")
+        key = (cols[0], pk, begin, end)
+        row = self.mentions.get(key)
+        if row is None:
+            self.mentions[key] = [canonical, number, number]
+        else:
+            if canonical > row[0]:  # the first canonical line now ranks the span
+                row[0], row[1] = canonical, number
+            row[2] = number
+
+    def _stage_mentions(self, stager: Stager) -> None:
+        """Stage the batch's merged mention rows (see `kbpo_stage_mention`)."""
+        for (node, pk, begin, end), (canonical, first, last) in self.mentions.items():
+            stager.add("kbpo_stage_mention", (node, pk, begin, end, None, canonical, first,
+                                              last))
+        self.mentions = {}
 
     def _finish_entities(self, store: NodeStore) -> None:
         skipped = store.skipped()
@@ -536,7 +556,8 @@ class Ingestor:
         stager.add("kbpo_stage_relation", row)
         self.staged_relations += 1
         if filler is not None:
-            stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number))
+            stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number,
+                                                  number))
 
     def _find(self, ent: Entity, pk: int, region: Iterable[tuple[int, int]], code: str,
               node: str, doc_id: str) -> list[tuple[int, int]]:

@@ -150,7 +150,7 @@ class NodeStore:
                               ROW_NUMBER() OVER (PARTITION BY node ORDER BY line) AS r
                        FROM kbpo_stage_link) l ON l.node = n.node AND l.r = 1
             LEFT JOIN (SELECT node, doc, b, e, ROW_NUMBER() OVER (
-                                  PARTITION BY node ORDER BY canon DESC, line) AS r
+                                  PARTITION BY node ORDER BY canon DESC, first) AS r
                        FROM kbpo_stage_mention WHERE node IS NOT NULL) c
                  ON c.node = n.node AND c.r = 1
             WHERE n.type IS NOT NULL AND n.skip = 0""")

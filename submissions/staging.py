@@ -18,9 +18,11 @@ STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "kbpo_stage_entity": (("node", "TEXT"), ("type", "TEXT"), ("link", "TEXT"),
                           ("cdoc", "BIGINT"), ("cb", "INTEGER"), ("ce", "INTEGER"),
                           ("ord", "INTEGER")),
+    # One row per (node, span) and batch of lines: `canon` whether any of its lines is a
+    # canonical_mention, `first` the first of its lines of that kind, `line` the last.
     "kbpo_stage_mention": (("node", "TEXT"), ("doc", "BIGINT"), ("b", "INTEGER"),
                            ("e", "INTEGER"), ("type", "TEXT"), ("canon", "INTEGER"),
-                           ("line", "INTEGER")),
+                           ("first", "INTEGER"), ("line", "INTEGER")),
     "kbpo_stage_relation": (("line", "INTEGER"), ("doc", "BIGINT"), ("sb", "INTEGER"),
                             ("se", "INTEGER"), ("ob", "INTEGER"), ("oe", "INTEGER"),
                             ("stype", "TEXT"), ("otype", "TEXT"), ("sent", "BIGINT"),
