@@ -4,10 +4,11 @@ A file is accepted whole or refused whole, unless its owner chose drop-invalid:
 `processing` then re-runs the ingestor leaving out the lines (and the entities) that
 had errors, until what is left is clean.
 
-The file is streamed twice, in batches of lines. Pass 1 reads entity lines (types,
+The file is streamed once, in batches of lines. Pass 1 reads entity lines (types,
 mentions, links), checks mention text against the documents and stages the mentions;
 each entity's state (type, first line) lives in a temporary table that every batch
-reads and updates (`ingest_nodes`). Pass 2 reads relation lines, loads the batch's
+reads and updates (`ingest_nodes`); relation lines go to a temporary spool file. Pass
+2 reads the spooled relation lines in batches, loads the batch's
 entities with their mentions in the cited documents, resolves each argument to a
 mention of its entity inside the provenance (the closest subject/object pair when
 there are several), folds the predicate into canonical direction and streams the row
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +40,7 @@ from kbpo.core import schema
 from kbpo.core.gold import closest_pair
 
 from .indexes import MASK, DocumentIndex, Entity
-from .ingest_lines import ENTITY_KINDS, Item, LineBatches
+from .ingest_lines import ENTITY_KINDS, Item, LineBatches, spooled_batches
 from .ingest_nodes import NodeStore, report_untyped
 from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, submission_stats
 from .kbformat import (
@@ -181,14 +183,15 @@ class Ingestor:
     def _run(self, cursor: Any, stager: Stager) -> Outcome:
         store = NodeStore(cursor, stager)
         try:
-            with self._open() as raw:
-                self._pass1(raw, stager, store)
-            if self.counts.lines == 0:
-                self.report.add(1, "EMPTY_FILE", "the file is empty")
-                raise self._rejected()
-            self._finish_entities(store)
-            with self._open() as raw:
-                self._pass2(raw, stager, store)
+            # Pass 1 keeps the relation lines on disk for pass 2 (memory stays flat).
+            with tempfile.TemporaryFile(buffering=1 << 20) as spool:
+                with self._open() as raw:
+                    self._pass1(raw, spool, stager, store)
+                if self.counts.lines == 0:
+                    self.report.add(1, "EMPTY_FILE", "the file is empty")
+                    raise self._rejected()
+                self._finish_entities(store)
+                self._pass2(spool, stager, store)
         except FileTooLarge as exc:
             self.report.add(exc.line, "FILE_TOO_LARGE",
                             f"the file is larger than {exc.limit:,} bytes uncompressed "
@@ -228,26 +231,26 @@ class Ingestor:
         return Rejected(self.report, self._base_stats(), self.run_id,
                         frozenset(self.bad_nodes))
 
-    def _batches(self, raw: IO[bytes], report: bool) -> Iterator[list[Item]]:
-        """`LineBatches` over the file, keeping the run id and (with `report`) the
-        count of lines read up to date as each batch is handed out."""
+    def _batches(self, raw: IO[bytes], spool: IO[bytes]) -> Iterator[list[Item]]:
+        """`LineBatches` over the file, keeping the run id and the count of lines read
+        up to date as each batch is handed out."""
         lines = LineBatches(self.drop_lines, self.max_bytes, self.max_line, self.run_id)
         try:
-            for batch in lines.batches(raw, report):
-                self._took(lines, report)
+            for batch in lines.batches(raw, spool):
+                self._took(lines)
                 yield batch
         finally:
-            self._took(lines, report)
+            self._took(lines)
 
-    def _took(self, lines: LineBatches, report: bool) -> None:
+    def _took(self, lines: LineBatches) -> None:
         self.run_id = lines.run_id
-        if report:
-            self.counts.lines = lines.lines
+        self.counts.lines = lines.lines
 
     # -- pass 1: entities --
 
-    def _pass1(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for batch in self._batches(raw, report=True):
+    def _pass1(self, raw: IO[bytes], spool: IO[bytes], stager: Stager,
+               store: NodeStore) -> None:
+        for batch in self._batches(raw, spool):
             nodes: set[str] = set()
             docs: set[int] = set()
             for _, cols, _ in batch:
@@ -391,10 +394,8 @@ class Ingestor:
 
     # -- pass 2: relations --
 
-    def _pass2(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for batch in self._batches(raw, report=False):
-            lines = [(number, cols) for number, cols, _ in batch
-                     if cols is not None and cols[1] not in ENTITY_KINDS]
+    def _pass2(self, spool: IO[bytes], stager: Stager, store: NodeStore) -> None:
+        for lines in spooled_batches(spool):
             keys: set[tuple[str, int | None]] = set()
             filler_docs: set[int] = set()
             for _, cols in lines:

@@ -110,7 +110,7 @@ def test_known_node_filter_never_changes_the_outcome(
 @pytest.mark.django_db
 def test_pass2_skips_only_entity_lines(stored: Callable[..., Submission],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pass 2 drops entity lines from their raw bytes; a kind column padded with
+    """Pass 2 reads only the relation lines pass 1 spooled; a kind column padded with
     non-ASCII whitespace (str.strip removes it, bytes.strip does not) still counts as
     an entity line, and entity lines that are not UTF-8 are reported once (pass 1)."""
     lines = reordered()
