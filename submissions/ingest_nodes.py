@@ -103,16 +103,23 @@ class NodeStore:
         return ents, {node: state_of(ent) for node, ent in ents.items()}
 
     def save(self, ents: dict[str, Entity], loaded: dict[str, NodeState]) -> None:
-        """Write back the nodes that are new or whose state changed."""
+        """Write back the nodes that are new or whose state changed: new ones (absent
+        from `loaded`, so from the table) are appended as they are, changed ones
+        upserted through `kbpo_stage_node_batch`."""
         changed = False
-        seen = self.seen
+        seen, add = self.seen, self.stager.add
         for node, ent in ents.items():
-            if loaded.get(node) != state_of(ent):
+            state = loaded.get(node)
+            if state != state_of(ent):
                 h = hash(node) & SEEN_MASK
                 seen[h >> 3] |= 1 << (h & 7)
-                self.stager.add("kbpo_stage_node_batch", (node, ent.line, ent.type,
-                                                          int(ent.skip), int(ent.type_error)))
-                changed = True
+                row = (node, ent.line, ent.type, int(ent.skip), int(ent.type_error))
+                if state is None:
+                    add("kbpo_stage_node", row)
+                else:
+                    add("kbpo_stage_node_batch", row)
+                    changed = True
+        self.stager.flush("kbpo_stage_node")  # the next batch's `load` reads them
         if not changed:
             return
         self.stager.flush("kbpo_stage_node_batch")
