@@ -164,7 +164,7 @@ class NodeStore:
         # Pass 2 looks mentions up by node and document.
         self.cursor.execute(
             "CREATE INDEX kbpo_stage_mention_node ON kbpo_stage_mention (node, doc)")
-        for table in ("kbpo_stage_mention", "kbpo_stage_node"):
+        for table in ("kbpo_stage_mention", "kbpo_stage_node", "kbpo_stage_entity"):
             self.stager.analyze(table)
 
     # -- pass 2 --

@@ -79,6 +79,7 @@ class Stager:
         self.postgres = connection.vendor == "postgresql"
         self.buffers: dict[str, list[Sequence[object]]] = {t: [] for t in STAGE_TABLES}
         self.rows: Counter[str] = Counter()
+        self.unanalyzed: set[str] = set()  # tables written to since their last ANALYZE
 
     def create(self) -> None:
         for table, cols in STAGE_TABLES.items():
@@ -105,15 +106,19 @@ class Stager:
             self.cursor.executemany(
                 f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})", buf)
         self.rows[table] += len(buf)
+        self.unanalyzed.add(table)
         buf.clear()
 
     def flush_all(self) -> None:
         for table in STAGE_TABLES:
             self.flush(table)
         for table in STAGE_TABLES:
-            self.analyze(table)
+            if table in self.unanalyzed:
+                self.analyze(table)
 
     def analyze(self, table: str) -> None:
+        """(Tables filled by SQL rather than `flush` are analyzed by their filler.)"""
+        self.unanalyzed.discard(table)
         if self.postgres:
             # Temporary tables are never auto-analyzed; the joins need row counts.
             self.cursor.execute(f"ANALYZE {table}")
@@ -121,6 +126,7 @@ class Stager:
     def clear(self, table: str) -> None:
         """Empty a table reused batch after batch (TRUNCATE leaves no dead rows)."""
         self.buffers[table].clear()
+        self.unanalyzed.discard(table)
         self.cursor.execute(f"{'TRUNCATE' if self.postgres else 'DELETE FROM'} {table}")
 
     def drop(self) -> None:
