@@ -395,20 +395,8 @@ class Ingestor:
     # -- pass 2: relations --
 
     def _pass2(self, spool: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for lines in spooled_batches(spool):
-            keys: set[tuple[str, int | None]] = set()
-            filler_docs: set[int] = set()
-            for _, cols in lines:
-                doc = self._first_document(cols)
-                keys.add((cols[0], doc))
-                if is_node(cols[2]):
-                    keys.add((cols[2], doc))
-                elif doc is not None:
-                    filler_docs.add(doc)
-            self.entities = store.lookup(keys)
-            # Every relation needs its sentence; a string filler, its text checked.
-            self.docs.prefetch({doc for _, doc in keys if doc is not None}, sentences=True)
-            self.docs.prefetch(filler_docs, texts=True)
+        for lines, entities in store.looked_up(spooled_batches(spool), self._keys):
+            self.entities = entities
             drop_nodes = self.drop_nodes
             for number, cols in lines:
                 if drop_nodes and (cols[0] in drop_nodes or cols[2] in drop_nodes):
@@ -419,6 +407,22 @@ class Ingestor:
                 except SyntaxProblem as exc:
                     self.report.add(number, exc.code, exc.message)
         self.entities = {}
+
+    def _keys(self, lines: list[tuple[int, list[str]]]) -> set[tuple[str, int | None]]:
+        """The (node, document) keys of a batch of relation lines, its documents loaded."""
+        keys: set[tuple[str, int | None]] = set()
+        filler_docs: set[int] = set()
+        for _, cols in lines:
+            doc = self._first_document(cols)
+            keys.add((cols[0], doc))
+            if is_node(cols[2]):
+                keys.add((cols[2], doc))
+            elif doc is not None:
+                filler_docs.add(doc)
+        # Every relation needs its sentence; a string filler, its text checked.
+        self.docs.prefetch({doc for _, doc in keys if doc is not None}, sentences=True)
+        self.docs.prefetch(filler_docs, texts=True)
+        return keys
 
     def _first_document(self, cols: list[str]) -> int | None:
         """The primary key of the document a relation line's provenance starts in

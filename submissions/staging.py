@@ -5,6 +5,7 @@ tables, so a rollback or the end of the connection removes them."""
 from __future__ import annotations
 
 import io
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -80,6 +81,10 @@ class Stager:
         self.buffers: dict[str, list[Sequence[object]]] = {t: [] for t in STAGE_TABLES}
         self.rows: Counter[str] = Counter()
         self.unanalyzed: set[str] = set()  # tables written to since their last ANALYZE
+        # Held while a COPY streams its rows: the driver sends them outside its own
+        # connection lock, so a statement from another thread (`NodeStore.looked_up`)
+        # must not start meanwhile.
+        self.lock = threading.Lock()
 
     def create(self) -> None:
         for table, cols in STAGE_TABLES.items():
@@ -99,8 +104,9 @@ class Stager:
             return
         cols = [c for c, _ in STAGE_TABLES[table]]
         if self.postgres:
-            self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN",
-                                    io.StringIO(copy_text(buf, len(cols))))
+            data = io.StringIO(copy_text(buf, len(cols)))
+            with self.lock:
+                self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN", data)
         else:
             marks = ", ".join(["%s"] * len(cols))
             self.cursor.executemany(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from submissions import ingest_lines, ingest_nodes
+from submissions import ingest_lines, ingest_nodes, staging
 from submissions.models import RelationInstance, Submission, SubmissionEntity, SubmissionMention
 from submissions.processing import run_ingestion
 
@@ -153,3 +153,16 @@ def test_repeated_spans_merged_per_batch_keep_their_lines(
         assert [(p["line"], p["code"]) for p in whole["report"]
                 if p["code"] == "INCONSISTENT_ENTITY_TYPE"] == [(last, "INCONSISTENT_ENTITY_TYPE")]
     assert snapshot(stored, to_bytes(lines), 1, monkeypatch) == whole  # nothing merged
+
+
+@pytest.mark.django_db
+def test_lookahead_thread_never_interrupts_a_copy(
+        stored: Callable[..., Submission], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass 2 looks the next batch up in a helper thread on the same connection while
+    relation rows are copied: with a COPY for every staged row and two-line batches,
+    the outcome is still the one-batch outcome (no `COPY terminated by new PQexec`)."""
+    data = to_bytes(reordered())
+    whole = snapshot(stored, data, 100_000, monkeypatch)
+    monkeypatch.setattr(staging, "STAGE_BATCH", 1)
+    for _ in range(3):
+        assert snapshot(stored, data, 2, monkeypatch) == whole
