@@ -4,10 +4,11 @@ A file is accepted whole or refused whole, unless its owner chose drop-invalid:
 `processing` then re-runs the ingestor leaving out the lines (and the entities) that
 had errors, until what is left is clean.
 
-The file is streamed twice, in batches of lines. Pass 1 reads entity lines (types,
+The file is streamed once, in batches of lines. Pass 1 reads entity lines (types,
 mentions, links), checks mention text against the documents and stages the mentions;
 each entity's state (type, first line) lives in a temporary table that every batch
-reads and updates (`ingest_nodes`). Pass 2 reads relation lines, loads the batch's
+reads and updates (`ingest_nodes`); relation lines go to a temporary spool file. Pass
+2 reads the spooled relation lines in batches, loads the batch's
 entities with their mentions in the cited documents, resolves each argument to a
 mention of its entity inside the provenance (the closest subject/object pair when
 there are several), folds the predicate into canonical direction and streams the row
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +40,7 @@ from kbpo.core import schema
 from kbpo.core.gold import closest_pair
 
 from .indexes import MASK, DocumentIndex, Entity
-from .ingest_lines import ENTITY_KINDS, Item, LineBatches
+from .ingest_lines import ENTITY_KINDS, Item, LineBatches, spooled_batches
 from .ingest_nodes import NodeStore, report_untyped
 from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, submission_stats
 from .kbformat import (
@@ -155,6 +157,9 @@ class Ingestor:
         self.docs = DocumentIndex(submission.corpus_id)
         # The current batch's entities only (the rest are in `kbpo_stage_node`).
         self.entities: dict[str, Entity] = {}
+        # The current batch's mention lines: (node, doc, begin, end) -> [canonical,
+        # first line, last line].
+        self.mentions: dict[tuple[str, int, int, int], list[int]] = {}
         self.counts = _Counts()
         self.run_id = ""
         self.staged_relations = 0
@@ -178,14 +183,15 @@ class Ingestor:
     def _run(self, cursor: Any, stager: Stager) -> Outcome:
         store = NodeStore(cursor, stager)
         try:
-            with self._open() as raw:
-                self._pass1(raw, stager, store)
-            if self.counts.lines == 0:
-                self.report.add(1, "EMPTY_FILE", "the file is empty")
-                raise self._rejected()
-            self._finish_entities(store)
-            with self._open() as raw:
-                self._pass2(raw, stager, store)
+            # Pass 1 keeps the relation lines on disk for pass 2 (memory stays flat).
+            with tempfile.TemporaryFile(buffering=1 << 20) as spool:
+                with self._open() as raw:
+                    self._pass1(raw, spool, stager, store)
+                if self.counts.lines == 0:
+                    self.report.add(1, "EMPTY_FILE", "the file is empty")
+                    raise self._rejected()
+                self._finish_entities(store)
+                self._pass2(spool, stager, store)
         except FileTooLarge as exc:
             self.report.add(exc.line, "FILE_TOO_LARGE",
                             f"the file is larger than {exc.limit:,} bytes uncompressed "
@@ -225,26 +231,26 @@ class Ingestor:
         return Rejected(self.report, self._base_stats(), self.run_id,
                         frozenset(self.bad_nodes))
 
-    def _batches(self, raw: IO[bytes], report: bool) -> Iterator[list[Item]]:
-        """`LineBatches` over the file, keeping the run id and (with `report`) the
-        count of lines read up to date as each batch is handed out."""
+    def _batches(self, raw: IO[bytes], spool: IO[bytes]) -> Iterator[list[Item]]:
+        """`LineBatches` over the file, keeping the run id and the count of lines read
+        up to date as each batch is handed out."""
         lines = LineBatches(self.drop_lines, self.max_bytes, self.max_line, self.run_id)
         try:
-            for batch in lines.batches(raw, report):
-                self._took(lines, report)
+            for batch in lines.batches(raw, spool):
+                self._took(lines)
                 yield batch
         finally:
-            self._took(lines, report)
+            self._took(lines)
 
-    def _took(self, lines: LineBatches, report: bool) -> None:
+    def _took(self, lines: LineBatches) -> None:
         self.run_id = lines.run_id
-        if report:
-            self.counts.lines = lines.lines
+        self.counts.lines = lines.lines
 
     # -- pass 1: entities --
 
-    def _pass1(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for batch in self._batches(raw, report=True):
+    def _pass1(self, raw: IO[bytes], spool: IO[bytes], stager: Stager,
+               store: NodeStore) -> None:
+        for batch in self._batches(raw, spool):
             nodes: set[str] = set()
             docs: set[int] = set()
             for _, cols, _ in batch:
@@ -262,6 +268,7 @@ class Ingestor:
                     self.report.add(number, *problem)
                 else:
                     self._entity_line(number, cols, stager)
+            self._stage_mentions(stager)
             store.save(self.entities, loaded)
         self.entities = {}
 
@@ -359,8 +366,24 @@ class Ingestor:
         pk = self._resolve_span(doc_id, begin, end)
         self._check_text(pk, doc_id, begin, end, text)
         # Pass 2 and the entity's canonical span read the staged row (ingest_nodes).
-        canonical = cols[1] == "canonical_mention"
-        stager.add("kbpo_stage_mention", (cols[0], pk, begin, end, None, int(canonical), number))
+        # Lines repeating a span of their entity (a canonical_mention and its mention)
+        # merge into one row per batch (`_stage_mentions`).
+        canonical = int(cols[1] == "canonical_mention")
+        key = (cols[0], pk, begin, end)
+        row = self.mentions.get(key)
+        if row is None:
+            self.mentions[key] = [canonical, number, number]
+        else:
+            if canonical > row[0]:  # the first canonical line now ranks the span
+                row[0], row[1] = canonical, number
+            row[2] = number
+
+    def _stage_mentions(self, stager: Stager) -> None:
+        """Stage the batch's merged mention rows (see `kbpo_stage_mention`)."""
+        for (node, pk, begin, end), (canonical, first, last) in self.mentions.items():
+            stager.add("kbpo_stage_mention", (node, pk, begin, end, None, canonical, first,
+                                              last))
+        self.mentions = {}
 
     def _finish_entities(self, store: NodeStore) -> None:
         skipped = store.skipped()
@@ -371,23 +394,9 @@ class Ingestor:
 
     # -- pass 2: relations --
 
-    def _pass2(self, raw: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for batch in self._batches(raw, report=False):
-            lines = [(number, cols) for number, cols, _ in batch
-                     if cols is not None and cols[1] not in ENTITY_KINDS]
-            keys: set[tuple[str, int | None]] = set()
-            filler_docs: set[int] = set()
-            for _, cols in lines:
-                doc = self._first_document(cols)
-                keys.add((cols[0], doc))
-                if is_node(cols[2]):
-                    keys.add((cols[2], doc))
-                elif doc is not None:
-                    filler_docs.add(doc)
-            self.entities = store.lookup(keys)
-            # Every relation needs its sentence; a string filler, its text checked.
-            self.docs.prefetch({doc for _, doc in keys if doc is not None}, sentences=True)
-            self.docs.prefetch(filler_docs, texts=True)
+    def _pass2(self, spool: IO[bytes], stager: Stager, store: NodeStore) -> None:
+        for lines, entities in store.looked_up(spooled_batches(spool), self._keys):
+            self.entities = entities
             drop_nodes = self.drop_nodes
             for number, cols in lines:
                 if drop_nodes and (cols[0] in drop_nodes or cols[2] in drop_nodes):
@@ -398,6 +407,22 @@ class Ingestor:
                 except SyntaxProblem as exc:
                     self.report.add(number, exc.code, exc.message)
         self.entities = {}
+
+    def _keys(self, lines: list[tuple[int, list[str]]]) -> set[tuple[str, int | None]]:
+        """The (node, document) keys of a batch of relation lines, its documents loaded."""
+        keys: set[tuple[str, int | None]] = set()
+        filler_docs: set[int] = set()
+        for _, cols in lines:
+            doc = self._first_document(cols)
+            keys.add((cols[0], doc))
+            if is_node(cols[2]):
+                keys.add((cols[2], doc))
+            elif doc is not None:
+                filler_docs.add(doc)
+        # Every relation needs its sentence; a string filler, its text checked.
+        self.docs.prefetch({doc for _, doc in keys if doc is not None}, sentences=True)
+        self.docs.prefetch(filler_docs, texts=True)
+        return keys
 
     def _first_document(self, cols: list[str]) -> int | None:
         """The primary key of the document a relation line's provenance starts in
@@ -536,7 +561,8 @@ class Ingestor:
         stager.add("kbpo_stage_relation", row)
         self.staged_relations += 1
         if filler is not None:
-            stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number))
+            stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number,
+                                                  number))
 
     def _find(self, ent: Entity, pk: int, region: Iterable[tuple[int, int]], code: str,
               node: str, doc_id: str) -> list[tuple[int, int]]:

@@ -1,4 +1,5 @@
-"""Reading a KB file into batches of split lines, for both passes of the ingestor."""
+"""Reading a KB file into batches of split lines (pass 1 of the ingestor), spooling its
+relation lines to a temporary file that pass 2 reads in batches."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from .kbformat import (
 )
 
 ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
-ENTITY_KINDS_BYTES = frozenset(kind.encode() for kind in ENTITY_KINDS)
 
 # One item per read line: (number, columns, None), or (number, None, (code, message))
 # for a line-level problem.
@@ -40,15 +40,15 @@ class LineBatches:
         self.run_id = run_id
         self.lines = 0
 
-    def batches(self, raw: IO[bytes], report: bool) -> Iterator[list[Item]]:
+    def batches(self, raw: IO[bytes], spool: IO[bytes]) -> Iterator[list[Item]]:
         """Split KB lines into columns, in batches of bounded size (lines, and
-        characters of the lines split). With `report`, line-level problems are items
-        too (recorded in file order with the rest of the batch); without it (pass 2,
-        which reads relation lines only) entity lines are skipped before decoding. A
-        file-level error (too large, corrupt) is raised after the lines before it are
-        handed out. One loop over locals: it runs for every line, twice."""
-        skip_kinds = None if report else ENTITY_KINDS_BYTES
+        characters of the lines split); line-level problems are items too (recorded
+        in file order with the rest of the batch). Relation lines also go to `spool`
+        as read, for pass 2 (`spooled_batches`). A file-level error (too large,
+        corrupt) is raised after the lines before it are handed out. One loop over
+        locals: it runs for every line."""
         drop_lines, node_match, strip = self.drop_lines, NODE_MATCH, str.strip
+        entity_kinds, write = ENTITY_KINDS, spool.write
         max_line = self.max_line
         batch: list[Item] = []
         chars = 0  # characters of the lines split into the current batch
@@ -58,17 +58,9 @@ class LineBatches:
                 if number in drop_lines:
                     continue
                 if data is None:
-                    if not report:
-                        continue
                     batch.append((number, None, (
                         "LINE_TOO_LONG", f"the line is longer than {max_line:,} bytes")))
                 else:
-                    if skip_kinds is not None:
-                        # ASCII-stripped equal to a kind means str-stripped equal too:
-                        # the slow path would have dropped the line as an entity line.
-                        head = data.split(b"\t", 2)
-                        if len(head) > 1 and head[1].strip() in skip_kinds:
-                            continue
                     try:
                         line = data.decode("utf-8")
                         if "\x00" in line:
@@ -77,10 +69,7 @@ class LineBatches:
                         try:
                             decode_line(data)
                         except SyntaxProblem as exc:
-                            if report:
-                                batch.append((number, None, (exc.code, exc.message)))
-                        if not report:
-                            continue
+                            batch.append((number, None, (exc.code, exc.message)))
                     else:
                         if number == 1:
                             stripped = line.strip()
@@ -88,14 +77,13 @@ class LineBatches:
                             if stripped and not looks_like_kb:
                                 self.run_id = clean_run_id(stripped)
                                 continue
-                            if report:
-                                batch.append((1, None, (
-                                    "MISSING_RUN_ID", "the first line must be the run id, "
-                                    f"found {clip(stripped) if stripped else 'an empty line'}")))
-                                if len(batch) >= BATCH_LINES:  # (no characters counted yet)
-                                    self.lines = number
-                                    yield batch
-                                    batch = []
+                            batch.append((1, None, (
+                                "MISSING_RUN_ID", "the first line must be the run id, "
+                                f"found {clip(stripped) if stripped else 'an empty line'}")))
+                            if len(batch) >= BATCH_LINES:  # (no characters counted yet)
+                                self.lines = number
+                                yield batch
+                                batch = []
                             if not looks_like_kb:
                                 continue
                         if not line or line.isspace():
@@ -103,8 +91,6 @@ class LineBatches:
                         chars += len(line)
                         cols = list(map(strip, line.split("\t")))
                         if len(cols) < 3 or not node_match(cols[0]):
-                            if not report:
-                                continue
                             what = (f"found {len(cols)} tab-separated column(s), expected 3 "
                                     "to 5" if len(cols) < 3 else
                                     f"the first column {clip(cols[0])} is not an entity "
@@ -112,6 +98,8 @@ class LineBatches:
                             batch.append((number, None, ("MALFORMED_LINE", what)))
                         else:
                             batch.append((number, cols, None))
+                            if cols[1] not in entity_kinds:
+                                write(b"%d\t%s\n" % (number, data))
                 if len(batch) >= BATCH_LINES or chars >= BATCH_CHARS:
                     self.lines = number
                     yield batch
@@ -125,3 +113,22 @@ class LineBatches:
         if batch:
             yield batch
 
+
+def spooled_batches(spool: IO[bytes]) -> Iterator[list[tuple[int, list[str]]]]:
+    """Pass 2's batches: the relation lines `LineBatches` spooled, as (number, columns),
+    split and batched by the same rules (so the same batches as re-reading the file
+    and skipping its other lines), without reading or decompressing the file again."""
+    spool.seek(0)
+    strip = str.strip
+    batch: list[tuple[int, list[str]]] = []
+    chars = 0
+    for raw in spool:
+        number, _, data = raw.partition(b"\t")
+        line = data[:-1].decode("utf-8")  # (checked when spooled)
+        chars += len(line)
+        batch.append((int(number), list(map(strip, line.split("\t")))))
+        if len(batch) >= BATCH_LINES or chars >= BATCH_CHARS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch

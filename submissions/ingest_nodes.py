@@ -11,8 +11,12 @@ whole-file checks).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from django.db import connection
 
 from .indexes import Entity
 from .kbformat import Report
@@ -26,6 +30,7 @@ SEEN_BITS = 1 << 24  # 2 MB: about 6% false "maybe known" at a million nodes
 SEEN_MASK = SEEN_BITS - 1
 
 NodeState = tuple[str | None, bool, bool]  # type, skip (FAC/LOC), type_error
+Batch = TypeVar("Batch")
 
 
 def state_of(ent: Entity) -> NodeState:
@@ -45,24 +50,39 @@ class NodeStore:
         self.postgres = stager.postgres
         if self.postgres:  # the planner settings `_by_index` restores
             cursor.execute("SELECT current_setting('enable_hashjoin'), "
-                           "current_setting('enable_mergejoin')")
+                           "current_setting('enable_mergejoin'), "
+                           "current_setting('enable_seqscan')")
             self.joins = list(cursor.fetchone())
 
-    def _by_index(self, sql: str) -> list[tuple[Any, ...]]:
+    def _by_index(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         """Run a per-batch lookup by the batch's keys as index probes. The planner
         otherwise hashes the keys and scans the whole node or mention table for every
         batch, which makes a file's lookups grow with its size squared."""
         if not self.postgres:
-            self.cursor.execute(sql)
+            self.cursor.execute(sql, params)
             return self.cursor.fetchall()
-        self.cursor.execute("SET LOCAL enable_hashjoin = off")
-        self.cursor.execute("SET LOCAL enable_mergejoin = off")
-        self.cursor.execute(sql)
+        self.cursor.execute("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off;"
+                            " SET LOCAL enable_seqscan = off")
+        self.cursor.execute(sql, params)
         rows = self.cursor.fetchall()
         # (After an error the rollback restores them.)
         self.cursor.execute("SELECT set_config('enable_hashjoin', %s, true), "
-                            "set_config('enable_mergejoin', %s, true)", self.joins)
+                            "set_config('enable_mergejoin', %s, true), "
+                            "set_config('enable_seqscan', %s, true)", self.joins)
         return rows
+
+    def _nodes(self, nodes: set[str], extra: str = "") -> list[tuple[Any, ...]]:
+        """The stored state of `nodes` (those known). On Postgres the nodes go as one
+        array parameter: an index probe each, with no table to fill and analyze per
+        batch (the keys table and `_by_index` serve the other databases)."""
+        cols = "node, line, type, skip" + (f", {extra}" if extra else "")
+        if self.postgres:
+            return self._by_index(f"SELECT {cols} FROM kbpo_stage_node WHERE node = ANY(%s)",
+                                  [list(nodes)])
+        self._keys((node, None) for node in nodes)
+        return self._by_index(f"""
+            SELECT {cols} FROM kbpo_stage_node
+            WHERE node IN (SELECT node FROM kbpo_stage_keys)""")
 
     def _keys(self, rows: Iterable[tuple[str, int | None]]) -> None:
         """Replace the batch's keys: (node, document pk or NULL)."""
@@ -81,26 +101,30 @@ class NodeStore:
                  if seen[(h := hash(node) & SEEN_MASK) >> 3] & (1 << (h & 7))}
         if not nodes:
             return {}, {}
-        self._keys((node, None) for node in nodes)
         ents: dict[str, Entity] = {}
-        for node, line, typ, skip, type_error in self._by_index("""
-                SELECT node, line, type, skip, type_error FROM kbpo_stage_node
-                WHERE node IN (SELECT node FROM kbpo_stage_keys)"""):
+        for node, line, typ, skip, type_error in self._nodes(nodes, "type_error"):
             ent = ents[node] = Entity(line)
             ent.type, ent.skip, ent.type_error = typ, bool(skip), bool(type_error)
         return ents, {node: state_of(ent) for node, ent in ents.items()}
 
     def save(self, ents: dict[str, Entity], loaded: dict[str, NodeState]) -> None:
-        """Write back the nodes that are new or whose state changed."""
+        """Write back the nodes that are new or whose state changed: new ones (absent
+        from `loaded`, so from the table) are appended as they are, changed ones
+        upserted through `kbpo_stage_node_batch`."""
         changed = False
-        seen = self.seen
+        seen, add = self.seen, self.stager.add
         for node, ent in ents.items():
-            if loaded.get(node) != state_of(ent):
+            state = loaded.get(node)
+            if state != state_of(ent):
                 h = hash(node) & SEEN_MASK
                 seen[h >> 3] |= 1 << (h & 7)
-                self.stager.add("kbpo_stage_node_batch", (node, ent.line, ent.type,
-                                                          int(ent.skip), int(ent.type_error)))
-                changed = True
+                row = (node, ent.line, ent.type, int(ent.skip), int(ent.type_error))
+                if state is None:
+                    add("kbpo_stage_node", row)
+                else:
+                    add("kbpo_stage_node_batch", row)
+                    changed = True
+        self.stager.flush("kbpo_stage_node")  # the next batch's `load` reads them
         if not changed:
             return
         self.stager.flush("kbpo_stage_node_batch")
@@ -138,14 +162,14 @@ class NodeStore:
                               ROW_NUMBER() OVER (PARTITION BY node ORDER BY line) AS r
                        FROM kbpo_stage_link) l ON l.node = n.node AND l.r = 1
             LEFT JOIN (SELECT node, doc, b, e, ROW_NUMBER() OVER (
-                                  PARTITION BY node ORDER BY canon DESC, line) AS r
+                                  PARTITION BY node ORDER BY canon DESC, first) AS r
                        FROM kbpo_stage_mention WHERE node IS NOT NULL) c
                  ON c.node = n.node AND c.r = 1
             WHERE n.type IS NOT NULL AND n.skip = 0""")
         # Pass 2 looks mentions up by node and document.
         self.cursor.execute(
             "CREATE INDEX kbpo_stage_mention_node ON kbpo_stage_mention (node, doc)")
-        for table in ("kbpo_stage_mention", "kbpo_stage_node"):
+        for table in ("kbpo_stage_mention", "kbpo_stage_node", "kbpo_stage_entity"):
             self.stager.analyze(table)
 
     # -- pass 2 --
@@ -155,19 +179,57 @@ class NodeStore:
         the documents given for it; unknown nodes are absent."""
         if not keys:
             return {}
-        self._keys(keys)
         ents: dict[str, Entity] = {}
-        for node, line, typ, skip in self._by_index("""
-                SELECT node, line, type, skip FROM kbpo_stage_node
-                WHERE node IN (SELECT node FROM kbpo_stage_keys)"""):
+        for node, line, typ, skip in self._nodes({node for node, _ in keys}):
             ent = ents[node] = Entity(line)
             ent.type, ent.skip = typ, bool(skip)
-        for node, doc, b, e in self._by_index("""
+        if self.postgres:
+            pairs = [(node, doc) for node, doc in keys if doc is not None]
+            rows = self._by_index("""
+                SELECT DISTINCT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
+                JOIN unnest(%s::text[], %s::bigint[]) k (node, doc)
+                     ON k.node = m.node AND k.doc = m.doc""",
+                                  [[node for node, _ in pairs], [doc for _, doc in pairs]])
+        else:
+            self._keys(keys)
+            rows = self._by_index("""
                 SELECT DISTINCT m.node, m.doc, m.b, m.e FROM kbpo_stage_mention m
                 JOIN (SELECT DISTINCT node, doc FROM kbpo_stage_keys) k
-                     ON k.node = m.node AND k.doc = m.doc"""):
+                     ON k.node = m.node AND k.doc = m.doc""")
+        for node, doc, b, e in rows:
             ents[node].add((doc << 64) | (b << 32) | e)
         return ents
+
+
+    def looked_up(self, batches: Iterable[Batch],
+                  keys_of: Callable[[Batch], set[tuple[str, int | None]]]
+                  ) -> Iterator[tuple[Batch, dict[str, Entity]]]:
+        """Each batch with `lookup(keys_of(batch))`. On Postgres the lookup of the next
+        batch runs in a helper thread while the caller works on the current one: the
+        thread has a cursor of its own on the same connection (so the same transaction
+        and temporary tables; the driver runs one statement at a time), and the server
+        answers while the caller's Python runs. `keys_of` runs in the caller's thread."""
+        if not self.postgres:
+            for batch in batches:
+                yield batch, self.lookup(keys_of(batch))
+            return
+        # Leaving the `with` waits for the thread, whether the caller finished or failed.
+        with contextlib.closing(connection.connection.cursor()) as cursor, \
+                ThreadPoolExecutor(1) as pool:
+            ahead = NodeStore(cursor, self.stager)
+
+            def lookup(keys: set[tuple[str, int | None]]) -> dict[str, Entity]:
+                with self.stager.lock:  # not while the caller's thread streams a COPY
+                    return ahead.lookup(keys)
+
+            pending: tuple[Batch, Future[dict[str, Entity]]] | None = None
+            for batch in batches:
+                submitted = (batch, pool.submit(lookup, keys_of(batch)))
+                if pending is not None:
+                    yield pending[0], pending[1].result()
+                pending = submitted
+            if pending is not None:
+                yield pending[0], pending[1].result()
 
 
 def report_untyped(store: NodeStore, report: Report, bad_nodes: set[str]) -> None:

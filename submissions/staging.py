@@ -5,6 +5,7 @@ tables, so a rollback or the end of the connection removes them."""
 from __future__ import annotations
 
 import io
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -18,9 +19,11 @@ STAGE_TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "kbpo_stage_entity": (("node", "TEXT"), ("type", "TEXT"), ("link", "TEXT"),
                           ("cdoc", "BIGINT"), ("cb", "INTEGER"), ("ce", "INTEGER"),
                           ("ord", "INTEGER")),
+    # One row per (node, span) and batch of lines: `canon` whether any of its lines is a
+    # canonical_mention, `first` the first of its lines of that kind, `line` the last.
     "kbpo_stage_mention": (("node", "TEXT"), ("doc", "BIGINT"), ("b", "INTEGER"),
                            ("e", "INTEGER"), ("type", "TEXT"), ("canon", "INTEGER"),
-                           ("line", "INTEGER")),
+                           ("first", "INTEGER"), ("line", "INTEGER")),
     "kbpo_stage_relation": (("line", "INTEGER"), ("doc", "BIGINT"), ("sb", "INTEGER"),
                             ("se", "INTEGER"), ("ob", "INTEGER"), ("oe", "INTEGER"),
                             ("stype", "TEXT"), ("otype", "TEXT"), ("sent", "BIGINT"),
@@ -77,6 +80,11 @@ class Stager:
         self.postgres = connection.vendor == "postgresql"
         self.buffers: dict[str, list[Sequence[object]]] = {t: [] for t in STAGE_TABLES}
         self.rows: Counter[str] = Counter()
+        self.unanalyzed: set[str] = set()  # tables written to since their last ANALYZE
+        # Held while a COPY streams its rows: the driver sends them outside its own
+        # connection lock, so a statement from another thread (`NodeStore.looked_up`)
+        # must not start meanwhile.
+        self.lock = threading.Lock()
 
     def create(self) -> None:
         for table, cols in STAGE_TABLES.items():
@@ -96,22 +104,27 @@ class Stager:
             return
         cols = [c for c, _ in STAGE_TABLES[table]]
         if self.postgres:
-            self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN",
-                                    io.StringIO(copy_text(buf, len(cols))))
+            data = io.StringIO(copy_text(buf, len(cols)))
+            with self.lock:
+                self.cursor.copy_expert(f"COPY {table} ({', '.join(cols)}) FROM STDIN", data)
         else:
             marks = ", ".join(["%s"] * len(cols))
             self.cursor.executemany(
                 f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks})", buf)
         self.rows[table] += len(buf)
+        self.unanalyzed.add(table)
         buf.clear()
 
     def flush_all(self) -> None:
         for table in STAGE_TABLES:
             self.flush(table)
         for table in STAGE_TABLES:
-            self.analyze(table)
+            if table in self.unanalyzed:
+                self.analyze(table)
 
     def analyze(self, table: str) -> None:
+        """(Tables filled by SQL rather than `flush` are analyzed by their filler.)"""
+        self.unanalyzed.discard(table)
         if self.postgres:
             # Temporary tables are never auto-analyzed; the joins need row counts.
             self.cursor.execute(f"ANALYZE {table}")
@@ -119,6 +132,7 @@ class Stager:
     def clear(self, table: str) -> None:
         """Empty a table reused batch after batch (TRUNCATE leaves no dead rows)."""
         self.buffers[table].clear()
+        self.unanalyzed.discard(table)
         self.cursor.execute(f"{'TRUNCATE' if self.postgres else 'DELETE FROM'} {table}")
 
     def drop(self) -> None:

@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import pytest
 
-from submissions import ingest_lines, ingest_nodes
+from submissions import ingest_lines, ingest_nodes, staging
 from submissions.models import RelationInstance, Submission, SubmissionEntity, SubmissionMention
 from submissions.processing import run_ingestion
 
-from .kb import mention, sentence, to_bytes, valid_lines
+from .kb import mention, sentence, span, to_bytes, valid_lines
 
 
 def reordered() -> list[str]:
@@ -110,7 +110,7 @@ def test_known_node_filter_never_changes_the_outcome(
 @pytest.mark.django_db
 def test_pass2_skips_only_entity_lines(stored: Callable[..., Submission],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pass 2 drops entity lines from their raw bytes; a kind column padded with
+    """Pass 2 reads only the relation lines pass 1 spooled; a kind column padded with
     non-ASCII whitespace (str.strip removes it, bytes.strip does not) still counts as
     an entity line, and entity lines that are not UTF-8 are reported once (pass 1)."""
     lines = reordered()
@@ -125,3 +125,44 @@ def test_pass2_skips_only_entity_lines(stored: Callable[..., Submission],
     got = snapshot(stored, bad, 2, monkeypatch)
     assert got["state"] == "rejected"
     assert got["counts"] == {**plain["counts"], "NOT_UTF8": 1, "MALFORMED_LINE": 1}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", ["accepted", "rejected"])
+def test_repeated_spans_merged_per_batch_keep_their_lines(
+        stored: Callable[..., Submission], monkeypatch: pytest.MonkeyPatch,
+        case: str) -> None:
+    """Pass 1 stages a span its entity repeats within a batch once: the canonical span
+    is still the first canonical_mention's (here not the span's first line), and a
+    type conflict on the span is still reported at the span's last line."""
+    lines = valid_lines()
+    e1 = [mention(":E1", "D1", "Ada Byron", 0), mention(":E1", "D1", "Ada Byron", 1,
+                                                       "canonical_mention")]
+    if case == "rejected":  # an ORG on the same span, between E1's two lines for it
+        e1 += [":E9\ttype\tORG", mention(":E9", "D1", "Ada Byron", 0)]
+    e1 += [mention(":E1", "D1", "Ada Byron", 0, "canonical_mention"),
+           mention(":E1", "D1", "Ada Byron", 0)]
+    lines = [*lines[:2], *e1, *lines[4:]]
+    whole = snapshot(stored, to_bytes(lines), 100_000, monkeypatch)
+    if case == "accepted":
+        assert whole["state"] == "ingested", whole["report"]
+        ada = next(e for e in whole["entities"] if e[0] == ":E1")
+        assert (ada[4], ada[5]) == span("D1", "Ada Byron", 1)
+    else:
+        last = 2 + len(e1)  # the span's last line: E1's plain mention
+        assert [(p["line"], p["code"]) for p in whole["report"]
+                if p["code"] == "INCONSISTENT_ENTITY_TYPE"] == [(last, "INCONSISTENT_ENTITY_TYPE")]
+    assert snapshot(stored, to_bytes(lines), 1, monkeypatch) == whole  # nothing merged
+
+
+@pytest.mark.django_db
+def test_lookahead_thread_never_interrupts_a_copy(
+        stored: Callable[..., Submission], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass 2 looks the next batch up in a helper thread on the same connection while
+    relation rows are copied: with a COPY for every staged row and two-line batches,
+    the outcome is still the one-batch outcome (no `COPY terminated by new PQexec`)."""
+    data = to_bytes(reordered())
+    whole = snapshot(stored, data, 100_000, monkeypatch)
+    monkeypatch.setattr(staging, "STAGE_BATCH", 1)
+    for _ in range(3):
+        assert snapshot(stored, data, 2, monkeypatch) == whole
