@@ -325,6 +325,25 @@ class SampleDraw(models.Model):
                                                name="draw_unique_index")]
 
 
+class DrawLabelStamp(models.Model):
+    """A counter per corpus that moves whenever one of its sample draws or pair labels
+    is written or deleted, so a stored report or progress.json can tell in one indexed
+    read that the draws and labels it shows are unchanged (estimation/stored_pages.py).
+
+    Kept by Postgres triggers (migration 0009), deferred to commit: each committing
+    transaction that wrote draws or labels of a corpus adds 1, in that transaction, so
+    any reader that sees the new rows also sees the new counter. Nothing else writes
+    it. Off Postgres stored pages are not used and the counter is not kept.
+    """
+
+    corpus = models.OneToOneField("kbpo.Corpus", on_delete=models.CASCADE, primary_key=True,
+                                  related_name="+")
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}: {self.version}"
+
+
 class Bonus(models.Model):
     """A bonus payment; the row (and its token) exists before the money moves."""
 

@@ -5,13 +5,19 @@ put together (tests compare them), but the database does all of it in one round 
 with no ORM compilation: the submission's visibility fields, the draw and label
 counts, the crowd questions' answers, the newest run that scored it (its draw scheme's
 joint intervals) and the corpus's newest run.
+
+`progress_json` serves that body stored (`ReportBody`, view `stored_pages.PROGRESS`)
+under the report's key, which moves with everything the body shows: a poll is then one
+indexed read, like a stored report page; a poll after a change computes it again.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection
 
 from annotations.models import (
@@ -25,7 +31,7 @@ from annotations.models import (
 from kbpo.core import prepared
 from submissions.models import RelationInstance, Submission
 
-from . import report
+from . import report, stored_pages
 from .models import BOUNDS, METRIC_COLUMNS, METRICS, ScoreRun, SystemScore, is_exact
 from .report import Progress
 from .scoring import latest_run
@@ -128,4 +134,25 @@ def progress_body(pk: int, user: object) -> dict[str, Any] | None:
     return body
 
 
-__all__ = ["may_see", "progress_body"]
+def progress_json(pk: int, user: object) -> str | None:
+    """progress.json's text for `user` (None as for `progress_body`): the stored body if
+    its key is current, else computed and stored. The body is the same for everyone who
+    may see the report; who may is decided from the live row read with the key."""
+    found = stored_pages.report_lookup(pk, stored_pages.PROGRESS)
+    if found is None and connection.vendor == "postgresql":
+        return None  # no such submission
+    if found is not None:
+        if not may_see(user, found.owner_id, found.public):
+            return None
+        if found.body is not None:
+            return found.body
+    body = progress_body(pk, user)
+    if body is None:
+        return None
+    text = json.dumps(body, cls=DjangoJSONEncoder)  # what JsonResponse would send
+    if found is not None:
+        stored_pages.store_report(pk, stored_pages.PROGRESS, found.key, text)
+    return text
+
+
+__all__ = ["may_see", "progress_body", "progress_json"]

@@ -51,6 +51,7 @@ from annotations.models import (
     Assignment,
     Bonus,
     BudgetSettings,
+    DrawLabelStamp,
     ExhaustiveDocument,
     GoldRelation,
     Hit,
@@ -76,7 +77,7 @@ _SOURCES = ("estimation/snapshot.py", "estimation/views.py", "estimation/stored_
             "estimation/leaderboard.py", "estimation/urls.py", "kbpo/urls.py",
             "estimation/report.py", "estimation/api_reports.py", "estimation/data.py",
             "estimation/templatetags/scores.py", "annotations/quality/accuracy.py",
-            "submissions/models.py")
+            "submissions/models.py", "estimation/report_progress.py")
 _SETTINGS = ("KBPO_CROWD_BACKEND", "KBPO_ENV", "KBPO_SAMPLING_SCHEME", "KBPO_CONFIDENCE",
              "KBPO_LABEL_AGGREGATION", "KBPO_BUDGET_PER_SUBMISSION_USD", "LANGUAGE_CODE",
              "TIME_ZONE", "USE_TZ", "USE_THOUSAND_SEPARATOR")
@@ -264,18 +265,28 @@ def _report_sql() -> str:
     t = {m.__name__: m._meta.db_table for m in (
         Submission, Corpus, SystemScore, ScoreRun, SampleDraw, RelationInstance, PairLabel,
         Question, Response, Hit, HitQuestion, Assignment, Bonus, SubmissionBudget,
-        BudgetSettings, ExhaustiveDocument, GoldRelation, ReportBody)}
+        BudgetSettings, ExhaustiveDocument, GoldRelation, ReportBody, DrawLabelStamp)}
     parts = [
         "%(version)s", "s.x",
         f"(SELECT ctid::text || xmin::text FROM {t['Corpus']} WHERE id = s.corpus_id)",
         # Scores, the latest run and the history plot.
         _fp(t["SystemScore"], "ss", f"JOIN {t['ScoreRun']} r ON r.id = ss.run_id "
             "WHERE ss.submission_id = s.id", "r"),
-        # Progress, per-predicate counts, verdicts, samples: draws and their labels
-        # (one pass; a draw without a label adds nothing to the label sums).
-        _fp(t["SampleDraw"], "sd", f"JOIN {t['RelationInstance']} ri ON ri.id = sd.instance_id "
-            f"LEFT JOIN {t['PairLabel']} pl ON pl.pair_id = ri.pair_id "
-            "WHERE sd.submission_id = s.id", "pl"),
+        # Progress, per-predicate counts, verdicts, samples: draws and their labels,
+        # through the corpus's stamp (annotations.DrawLabelStamp), which every committed
+        # write of a draw or label on the corpus moves. The stamp moves at commit: a
+        # transaction that has written (a test; never a request) reads the rows'
+        # versions instead (one pass; a draw without a label adds nothing to the label
+        # sums).
+        "CASE WHEN txid_current_if_assigned() IS NULL THEN 'v' || coalesce((SELECT version "
+        f"FROM {t['DrawLabelStamp']} WHERE corpus_id = s.corpus_id), 0) ELSE "
+        + _fp(t["SampleDraw"], "sd", f"JOIN {t['RelationInstance']} ri ON ri.id = sd.instance_id "
+              f"LEFT JOIN {t['PairLabel']} pl ON pl.pair_id = ri.pair_id "
+              "WHERE sd.submission_id = s.id", "pl") + " END",
+        # progress.json's newest run on the corpus (one that did not score this
+        # submission too).
+        f"(SELECT id FROM {t['ScoreRun']} cr WHERE cr.corpus_id = s.corpus_id "
+        "AND cr.status = %(complete)s ORDER BY cr.finished_at DESC, cr.id DESC LIMIT 1)",
         # The questions it asked and their answers.
         _fp(t["Question"], "q", "WHERE q.requested_by_id = s.id"),
         _fp(t["Response"], "a", f"JOIN {t['Question']} q ON q.id = a.question_id "
@@ -326,6 +337,10 @@ def _report_sql() -> str:
         f"LEFT JOIN {t['ReportBody']} p ON p.submission_id = s.id AND p.view = %(view)s")
 
 
+# The `view` under which a report's progress.json body is stored.
+PROGRESS = "progress.json"
+
+
 @dataclass
 class ReportLookup:
     owner_id: int
@@ -339,17 +354,19 @@ _REPORT_TYPES = {"pk": "bigint", "view": "text", "version": "text", "complete": 
 
 
 def report_lookup(pk: int, view: str) -> ReportLookup | None:
-    """The stored report of submission `pk` for query `view`, if its key is current,
-    with what decides who may see it: one query. The key covers the submission's row
-    and corpus, its score rows and runs, draws and their labels, questions and answers,
-    HITs, assignments, bonuses and budget caps, and the code and settings
-    (`render_version`). The crowd section and per-predicate recall come from the run
-    (covered by its row); only for a run that predates them are the corpus's labels and
-    answers, or its gold, in the key. So no set of rows in the key is the whole
-    corpus's. Relation instances are written once, by the ingest that then moves the
-    submission's state.
+    """The stored report of submission `pk` for query `view` (or its progress.json,
+    view `PROGRESS`), if its key is current, with what decides who may see it: one
+    query. The key covers the submission's row and corpus, its score rows and runs, the
+    corpus's newest run, its draws and their labels (the corpus's `DrawLabelStamp`),
+    questions and answers, HITs, assignments, bonuses and budget caps, and the code and
+    settings (`render_version`). The crowd section and per-predicate recall come from
+    the run (covered by its row); only for a run that predates them are the corpus's
+    labels and answers, or its gold, in the key. So no set of rows in the key is the
+    whole corpus's (the stamp is one row). Relation instances are written once, by the
+    ingest that then moves the submission's state.
 
-    None: no such submission, or not on Postgres (xmin is Postgres's).
+    None: no such submission, or not on Postgres (xmin and the stamp's triggers are
+    Postgres's).
     """
     if connection.vendor != "postgresql":
         return None
@@ -368,6 +385,6 @@ def store_report(pk: int, view: str, key: str, body: str) -> None:
     _upsert(sql, [pk, view, key, body])
 
 
-__all__ = ["PARTS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request", "fill", "lookup",
-           "render_version", "report_lookup", "response", "slotted", "storable", "store",
-           "store_report", "viewer_class"]
+__all__ = ["PARTS", "PROGRESS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request", "fill",
+           "lookup", "render_version", "report_lookup", "response", "slotted", "storable",
+           "store", "store_report", "viewer_class"]

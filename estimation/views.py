@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
@@ -349,13 +349,13 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
 
 
 @require_GET
-def submission_evaluation_progress(request: HttpRequest, pk: int) -> JsonResponse:
+def submission_evaluation_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Small JSON polled by the report page: progress, state and the newest run
-    (one query: estimation/report_progress.py)."""
-    body = report_progress.progress_body(pk, request.user)
+    (stored under the report's key: estimation/report_progress.py)."""
+    body = report_progress.progress_json(pk, request.user)
     if body is None:
         raise Http404("No such submission.")
-    return JsonResponse(body)
+    return HttpResponse(body, content_type="application/json")
 
 
 @require_GET
