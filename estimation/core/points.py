@@ -28,7 +28,7 @@ from .evidence import ALSO_TRUE_STRIDE, Evidence, reprior
 from .importance import mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState
-from .recall import exhaustive_hits
+from .recall import exhaustive_hits, pair_true_share
 from .schemes import SCHEMES, check_scheme, scheme_weights
 
 Key = tuple[str, str, str]  # (scheme, metric, kind)
@@ -272,14 +272,9 @@ class PointPlan:
         """ν̂ of joint recall (recall.recall_instance) under ``ev``'s labels."""
         r = self._recall_parts()
         q, n = r["q"], self.ev.n
-        t = ev.true_share(self.ev.pairs)
-        if ev.system_prior is not None and ev.true_prior is not None and len(t):
-            prec = np.where(np.isnan(ev.system_prior), ev.true_prior, ev.system_prior)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                mix = np.asarray(self.b.T @ (n * prec / max(r["total"], 1))).ravel() / q
-            mix = np.where(q > 0, mix, ev.true_prior)
-            soft = ~np.isnan(ev.true_prob[self.ev.pairs])
-            t = np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
+        # The plan's draws with ``ev``'s labels (a replicate's evidence shares them).
+        t = pair_true_share(replace(ev, pairs=self.ev.pairs, counts=self.ev.counts),
+                            self.b, n, q)
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.where((t > 0) & (q > 0), t / q, 0.0)
         g = np.bincount(r["inv"], weights=right[self.on], minlength=r["n_cells"])
