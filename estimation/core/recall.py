@@ -188,7 +188,11 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray
     soft = ~np.isnan(ev.true_prob[ev.pairs])
     if soft.any():
         k = np.asarray((b > 0).sum(axis=0)).ravel()
-        mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft])
+        # Recall sums a pair with weight draws / q: the group's prior is fitted so.
+        drawn = np.asarray(ev.counts.sum(axis=0)).ravel()
+        weight = np.where(q > 0, drawn / np.maximum(q, 1e-300), 0.0)
+        mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft],
+                                      weights=weight[soft])
     return np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
 
 
