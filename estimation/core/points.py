@@ -272,7 +272,9 @@ class PointPlan:
         """ν̂ of joint recall (recall.recall_instance) under ``ev``'s labels."""
         r = self._recall_parts()
         q, n = r["q"], self.ev.n
-        t = pair_true_share(ev, self.ev.pairs, self.b, n, q, r["total"])
+        # The plan's draws with ``ev``'s labels (a replicate's evidence shares them).
+        t = pair_true_share(replace(ev, pairs=self.ev.pairs, counts=self.ev.counts),
+                            self.b, n, q)
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.where((t > 0) & (q > 0), t / q, 0.0)
         g = np.bincount(r["inv"], weights=right[self.on], minlength=r["n_cells"])

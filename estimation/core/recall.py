@@ -127,7 +127,8 @@ POOL_STRENGTH = 10.0  # pseudo-pairs at the group's mean precision
 
 
 def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
-                      k: np.ndarray, rounds: int = 100) -> np.ndarray:
+                      k: np.ndarray, rounds: int = 100,
+                      weights: np.ndarray | None = None) -> np.ndarray:
     """Per pair, the prior of holding a relation of its group of pairs: the value at
     which the group's posteriors, re-weighted to it, average to it (the fixed point EM
     reaches for a class share), shrunk towards the group's mean ``mix`` by
@@ -140,16 +141,23 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     imprecise systems predict is true less often than their precision (full-size
     battery: 17% of the pairs whose mix is 0.3–0.5), and recall's denominator gains
     their false pairs' mass (docs/noisy-crowds.md §3).
+
+    ``weights``: each pair's weight in recall's sums (its draws over the proposal q),
+    so that a group's prior is the one at which the posteriors recall sums, weighted as
+    it sums them, average to it: unweighted, the often drawn pairs of precise systems
+    set the prior of a group whose rarely drawn pairs count most (1/q).
     """
     edges = np.quantile(mix, np.linspace(0, 1, POOL_BINS + 1)[1:-1])
     key = np.searchsorted(edges, mix) * 3 + np.clip(k, 1, 3) - 1
     _, inv = np.unique(key, return_inverse=True)
     n = np.bincount(inv).astype(float)
     centre = np.bincount(inv, weights=mix) / n
+    w = np.ones(len(post)) if weights is None else weights
+    scale = n / np.maximum(np.bincount(inv, weights=w), 1e-300)  # weights sum to n
     crowd_prior = np.full(len(post), crowd)
     pi = centre
     for _ in range(rounds):
-        new = (np.bincount(inv, weights=reprior(post, crowd_prior, pi[inv]))
+        new = (scale * np.bincount(inv, weights=w * reprior(post, crowd_prior, pi[inv]))
                + POOL_STRENGTH * centre) / (n + POOL_STRENGTH)
         new = np.clip(new, 1e-3, 1 - 1e-3)
         done = np.abs(new - pi).max() < 1e-6
@@ -159,25 +167,32 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     return pi[inv]
 
 
-def pair_true_share(ev: Evidence, pairs: np.ndarray, b: sp.spmatrix, n: np.ndarray,
-                    q: np.ndarray, total: float) -> np.ndarray:
-    """P(pair true) of the drawn ``pairs`` as joint recall weighs them: 0/1 with hard
-    labels; a soft label re-weighted from the crowd-wide share to the pair's own prior,
-    the precision of the systems that draw it (``b``: their sampling probabilities on
-    the pairs, ``n`` draws each, ``total`` draws, ``q`` the proposal), mixed as the
-    draws are (noise.py) and pooled per group of pairs (pooled_true_prior). One
-    definition for the estimate and its replicates' point path (points.py)."""
-    t = ev.true_share(pairs)
+def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray
+                    ) -> np.ndarray:
+    """P(each drawn labelled pair holds a relation) as joint recall sums it: the hard
+    verdict, or the soft label re-weighted to the pair's own prior — the precision of
+    the systems that draw it (mixed as the draws are, noise.py), pooled per group of
+    pairs (pooled_true_prior) — once systems' priors are known; the crowd's share before.
+
+    ``b``: (systems × drawn pairs) scheme weights, ``n`` draws per system, ``q`` the
+    proposal. Shared by `recall_instance` and the replicates' points (points.py).
+    """
+    t = ev.true_share(ev.pairs)
     if ev.system_prior is None or ev.true_prior is None or not len(t):
         return t
+    total = n.sum()
     prec = np.where(np.isnan(ev.system_prior), ev.true_prior, ev.system_prior)
     with np.errstate(divide="ignore", invalid="ignore"):
         mix = np.asarray(b.T @ (n * prec / max(total, 1))).ravel() / q
     mix = np.where(q > 0, mix, ev.true_prior)
-    soft = ~np.isnan(ev.true_prob[pairs])
+    soft = ~np.isnan(ev.true_prob[ev.pairs])
     if soft.any():
         k = np.asarray((b > 0).sum(axis=0)).ravel()
-        mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft])
+        # Recall sums a pair with weight draws / q: the group's prior is fitted so.
+        drawn = np.asarray(ev.counts.sum(axis=0)).ravel()
+        weight = np.where(q > 0, drawn / np.maximum(q, 1e-300), 0.0)
+        mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft],
+                                      weights=weight[soft])
     return np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
 
 
@@ -222,7 +237,7 @@ def recall_instance(
     # t: P(pair true), 0/1 with hard labels. With soft labels a = t/q and g is
     # P(i right | pair true), so a·g = P(i right)/q and e = (c_i − ν t)/q stays the
     # linearised residual; g² ≤ g makes the second moment below an upper bound.
-    t = pair_true_share(ev, ev.pairs, b, n, q, total)
+    t = pair_true_share(ev, b, n, q)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where((t > 0) & (q > 0), t / q, 0.0)
         if ev.true_prob is not None:
