@@ -208,7 +208,8 @@ class NodeStore:
         batch runs in a helper thread while the caller works on the current one: the
         thread has a cursor of its own on the same connection (so the same transaction
         and temporary tables; the driver runs one statement at a time), and the server
-        answers while the caller's Python runs. `keys_of` runs in the caller's thread."""
+        answers while the caller's Python runs. `keys_of` runs in the caller's thread, never
+        during a lookup (whose SET LOCAL planner settings its queries would run under)."""
         if not self.postgres:
             for batch in batches:
                 yield batch, self.lookup(keys_of(batch))
@@ -224,7 +225,11 @@ class NodeStore:
 
             pending: tuple[Batch, Future[dict[str, Entity]]] | None = None
             for batch in batches:
-                submitted = (batch, pool.submit(lookup, keys_of(batch)))
+                # keys_of queries too: not while the thread's lookup has its planner
+                # settings (SET LOCAL: the whole transaction's) switched off.
+                with self.stager.lock:
+                    keys = keys_of(batch)
+                submitted = (batch, pool.submit(lookup, keys))
                 if pending is not None:
                     yield pending[0], pending[1].result()
                 pending = submitted
