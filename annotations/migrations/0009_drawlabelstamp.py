@@ -2,11 +2,14 @@
 
 The triggers are constraint triggers deferred to commit: the stamp row is locked only
 while the writing transaction commits (not from its first write on), so concurrent
-label writers on a corpus neither queue behind each other's work nor deadlock on it,
-and it moves once per transaction and corpus (a per-transaction setting remembers the
+label writers on a corpus do not queue behind each other's work, and it moves once per
+transaction and corpus (a per-transaction setting remembers the
 bump), not once per row. A row whose corpus is gone by commit (its submission or
 mention pair deleted) bumps nothing: every report that showed it is gone too, or lost
 a draw in the same transaction (an instance's deletion deletes its draws).
+Two transactions that each write two corpora, in opposite orders, can deadlock at
+commit (Postgres aborts one of them with a deadlock error); every writer
+today writes one corpus per transaction.
 
 Off Postgres (SQLite for `make demo`) only the table is made: stored pages are not
 used there, so nothing reads the stamp.

@@ -66,8 +66,13 @@ def execute(cursor: Any, name: str, sql: str, params: Mapping[str, Any],
     connection.ensure_connection()
     prepared = _prepared_names()
     if name not in prepared:
-        arg_types = ", ".join(types[n] for n in names)
-        cursor.execute(f"PREPARE {name} ({arg_types}) AS {text}")
+        # Asked, not assumed: an interruption between a PREPARE and the bookkeeping
+        # (a task's time limit, say) would otherwise make every later PREPARE fail with
+        # "already exists" until the connection closed.
+        cursor.execute("SELECT 1 FROM pg_prepared_statements WHERE name = %s", [name])
+        if cursor.fetchone() is None:
+            arg_types = ", ".join(types[n] for n in names)
+            cursor.execute(f"PREPARE {name} ({arg_types}) AS {text}")
         prepared.add(name)
     placeholders = ", ".join(["%s"] * len(names))
     cursor.execute(f"EXECUTE {name} ({placeholders})", [params[n] for n in names])

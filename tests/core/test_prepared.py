@@ -72,3 +72,16 @@ def test_switched_off_runs_the_plain_query(settings: object) -> None:
     with CaptureQueriesContext(connection) as q:
         assert run(3, "auth") == plain(3, "auth")
     assert not any(x["sql"].startswith(("PREPARE", "EXECUTE")) for x in q.captured_queries)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_prepared_but_not_recorded_is_reused(needs_postgres: None) -> None:
+    """An interruption between PREPARE and its bookkeeping (a task's time limit) leaves
+    a statement the process does not know of: the next call uses it instead of failing
+    with "already exists" until the connection closes."""
+    connection.close()
+    assert run(1, "auth") == plain(1, "auth")
+    prepared._prepared_names().clear()  # as if the bookkeeping had been interrupted
+    with CaptureQueriesContext(connection) as q:
+        assert run(2, "auth") == plain(2, "auth")
+    assert not any(x["sql"].startswith("PREPARE") for x in q.captured_queries)
