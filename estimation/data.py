@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
 from kbpo.core.models import Corpus, Document
@@ -116,9 +118,18 @@ def load_soft_labels(corpus: Corpus) -> SoftLabels:
     preds: list[int] = []
     probs: list[float] = []
     priors: list[float] = []
+    # JSON as text, decoded here: the priors once per distinct text (most labels share
+    # one), the posteriors without the ORM's per-row converters.
     qs = (PairLabel.objects.filter(pair__document__corpus=corpus).exclude(posterior={})
-          .values_list("pair_id", "posterior", "prior").order_by("pair_id"))
-    for pair_id, posterior, prior in qs.iterator(chunk_size=CHUNK):
+          .annotate(post_text=Cast("posterior", TextField()),
+                    prior_text=Cast("prior", TextField()))
+          .values_list("pair_id", "post_text", "prior_text").order_by("pair_id"))
+    prior_of: dict[str, dict] = {}
+    for pair_id, post_text, prior_text in qs.iterator(chunk_size=CHUNK):
+        posterior = json.loads(post_text)
+        prior = prior_of.get(prior_text)
+        if prior is None:
+            prior = prior_of[prior_text] = json.loads(prior_text)
         for name, p in posterior.items():
             code = -1 if name == NO_RELATION else PREDICATE_CODE.get(name)
             if code is None:
