@@ -48,29 +48,51 @@ def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.where(found, x.data[pos] if len(keys) else 0.0, 0.0)
 
 
-def _summing(rows: np.ndarray, m: int, cols: np.ndarray, width: int,
-              data: np.ndarray | None = None) -> sp.csr_matrix:
-    """S with (S @ x)[i] = Σ_{k: rows_k = i} data_k · x[cols_k], summed in k's order:
-    `np.bincount(rows, weights=data * x[cols], minlength=m)` to the bit, several times
-    faster (csr_matvec: no weights array, no per-call gather)."""
-    data = np.ones(len(rows)) if data is None else data
-    counts = np.bincount(rows, minlength=m) if len(rows) else np.zeros(m, np.int64)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
-        order = np.argsort(rows, kind="stable")  # within a row, k's order
-        data, cols = data[order], cols[order]
-    return sp.csr_matrix((data, cols.astype(np.int64, copy=False), indptr), shape=(m, width),
-                         copy=False)
+class _Sums:
+    """A summing layout: ``matrix(data) @ x`` is Σ_{k: rows_k = i} data_k · x[cols_k] per
+    row i, summed in k's order, i.e. `np.bincount(rows, weights=data * x[cols],
+    minlength=m)` to the bit, several times faster (csr_matvec: no weights array, no
+    gather). The index arrays are shared by every matrix of the layout."""
+
+    def __init__(self, rows: np.ndarray, m: int, cols: np.ndarray, width: int) -> None:
+        counts = np.bincount(rows, minlength=m) if len(rows) else np.zeros(m, np.int64)
+        big = max(len(rows), width) >= 2**31 - 1
+        kind = np.int64 if big else np.int32
+        self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(kind)
+        self.order = None
+        if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
+            self.order = np.argsort(rows, kind="stable")  # within a row, k's order
+            cols = cols[self.order]
+        self.indices = cols.astype(kind)
+        self.shape = (m, width)
+
+    def matrix(self, data: np.ndarray | None = None) -> sp.csr_matrix:
+        if data is None:
+            data = np.ones(len(self.indices))
+        elif self.order is not None:
+            data = data[self.order]
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape, copy=False)
+
+
+class _Blocks:
+    """`_product_at`'s grouping of entries by column block, for one set of entries."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, n_cols: int, block: int = 4096):
+        self.block = block
+        self.order = np.argsort(cols, kind="stable")
+        self.sorted_cols = cols[self.order]
+        self.cuts = np.searchsorted(self.sorted_cols, np.arange(0, n_cols + block, block))
 
 
 def _product_at(xt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                block: int = 4096) -> np.ndarray:
+                block: int = 4096, at: _Blocks | None = None) -> np.ndarray:
     """(w · xtᵀ)[rows, cols] for a sparse xt (nU × m), by blocks of ``block`` pairs: the
-    dense (nU × m) product is never held whole. Each entry is the same dot product."""
+    dense (nU × m) product is never held whole. Each entry is the same dot product.
+    ``at``: the entries' grouping by block, if made before (same rows, cols, block)."""
     out = np.zeros(len(rows))
-    order = np.argsort(cols, kind="stable")
-    sorted_cols = cols[order]
-    cuts = np.searchsorted(sorted_cols, np.arange(0, xt.shape[0] + block, block))
+    if at is None:
+        at = _Blocks(rows, cols, xt.shape[0], block)
+    order, sorted_cols, cuts, block = at.order, at.sorted_cols, at.cuts, at.block
     for k, c0 in enumerate(range(0, xt.shape[0], block)):
         s, e = cuts[k], cuts[k + 1]
         if s == e:
@@ -119,7 +141,10 @@ class PointPlan:
         self.bt, self.cpdt = self.b.T.tocsr(), self.cpd.T.tocsr()
         self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parts: dict | None = None
-        self._fixed: dict[tuple[str, bool], tuple[np.ndarray, ...]] = {}
+        self._fixed: dict[tuple[str, bool], tuple] = {}
+        self._own_at: tuple | None = None
+        self._on_sums: _Sums | None = None
+        self._judged_sums: _Sums | None = None
         self._last: tuple | None = None
 
     # ---- precision ----------------------------------------------------------------
@@ -137,14 +162,17 @@ class PointPlan:
         rows, cols = self.on_sys, self.on_col
         p = pop.instance_probs(scheme)[self.on_inst]
         # Simple: w = diag(n > 0), so q_i = b_i and the draw weight is cpd_i.
-        own = (~self.none).astype(float)[rows]
-        q_s = _gather(self.b, rows, cols) * own
-        c_s = _gather(self.cpd, rows, cols) * own
+        if self._own_at is None:  # scheme-free: the same for every scheme
+            own = (~self.none).astype(float)[rows]
+            self._own_at = (_gather(self.b, rows, cols) * own,
+                            _gather(self.cpd, rows, cols) * own,
+                            _Blocks(rows, cols, self.bt.shape[0]))
+        q_s, c_s, blocks = self._own_at
         simple = np.divide(p, q_s, out=np.zeros(len(p)), where=q_s > 0) * c_s
         w = mixing_weights(pop.overlap(scheme, self.draw_scheme), n)
-        q_j = _product_at(self.bt, w, rows, cols)  # q_i(u)
+        q_j = _product_at(self.bt, w, rows, cols, at=blocks)  # q_i(u)
         joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
-            * _product_at(self.cpdt, w, rows, cols)  # Σ_j w_ij cpd_ju
+            * _product_at(self.cpdt, w, rows, cols, at=blocks)  # Σ_j w_ij cpd_ju
         nan = np.zeros(self.m, dtype=bool)
         if self.none.any():
             # Systems without draws: no estimate when the others' draws carry little
@@ -165,9 +193,9 @@ class PointPlan:
             idx, missing = unreached_mass(pop.stacked(scheme), pop.stacked(self.draw_scheme),
                                           w, self.none)
             nan[idx[np.asarray(missing) > 1e-12]] = True
-        n_j = len(self.j_pairs)
-        self._coef[scheme] = (_summing(rows, self.m, self.on, n_j, simple),
-                              _summing(rows, self.m, self.on, n_j, joint), nan)
+        if self._on_sums is None:
+            self._on_sums = _Sums(rows, self.m, self.on, len(self.j_pairs))
+        self._coef[scheme] = (self._on_sums.matrix(simple), self._on_sums.matrix(joint), nan)
         return self._coef[scheme]
 
     def _bounds(self, scheme: str, own: bool, right: np.ndarray, z: float, soft: bool
@@ -181,18 +209,17 @@ class PointPlan:
             exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
             # use is 0/1: the product with it first is label_bounds's to the bit.
             q = judged_p * use[st.judged_at] if own else judged_p
-            n_j = len(q)
-            cols = np.arange(n_j)
-            self._fixed[(scheme, own)] = (lab_mass, exact,
-                                          _summing(st.judged_rows, self.m, cols, n_j, q),
-                                          _summing(st.judged_rows, self.m, cols, n_j, q * q))
-        lab_mass, exact, q_sum, q2_sum = self._fixed[(scheme, own)]
+            if self._judged_sums is None:
+                n_j = len(q)
+                self._judged_sums = _Sums(st.judged_rows, self.m, np.arange(n_j), n_j)
+            self._fixed[(scheme, own)] = (lab_mass, exact, q, self._judged_sums.matrix(q))
+        lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
         known = q_sum @ right
         wrong = np.maximum(lab_mass - known, 0.0)
         sd: np.ndarray | float = 0.0
         if soft:
-            # Σ q²·(r(1 − r)): label_bounds's Σ q²·r·(1 − r) to rounding (~1e-16).
-            sd = np.sqrt(q2_sum @ (right * (1 - right)))
+            # Σ q·(q·r(1 − r)): label_bounds's Σ q·q·r·(1 − r) to rounding (~1e-16).
+            sd = np.sqrt(q_sum @ (q * (right * (1 - right))))
         known = np.minimum(known, 1.0)
         upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))
         spread = z * np.asarray(sd)
@@ -280,7 +307,7 @@ class PointPlan:
                 "gy": gy, "n0": n0, "cov_f": covered.astype(float)[None, :], "q": q,
                 "total": total, "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
                 "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
-                "cells": _summing(inv.ravel(), len(cell), self.on, len(self.j_pairs)),
+                "cells": _Sums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
                 "n_cells": len(cell),
                 "k": np.asarray((self.b > 0).sum(axis=0)).ravel()}  # systems per pair
         return self._parts
