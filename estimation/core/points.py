@@ -123,11 +123,12 @@ class PointPlan:
         preds = inst["predicates"][st.judged]
         hard = replace(ev, true_prob=None, soft_keys=None, soft_probs=None)
         self._hard = hard.correct(self.j_pairs, preds, self.j_sys)
-        # The instances' soft-label keys in sorted order: searched once per call.
-        keys = self.j_pairs * ALSO_TRUE_STRIDE + preds
-        self._order = np.argsort(keys, kind="stable")
-        self._sorted = keys[self._order]
-        del keys, preds
+        # The instances' distinct soft-label keys (sorted), searched once per call, and
+        # each instance's among them (several systems predict the same pair and relation).
+        self._ukeys, self._uinv = np.unique(self.j_pairs * ALSO_TRUE_STRIDE + preds,
+                                            return_inverse=True)
+        self._uinv = self._uinv.ravel()
+        del preds
         where = np.full(pop.n_pairs, -1, dtype=np.int64)
         where[ev.pairs] = np.arange(len(ev.pairs))
         col = where[self.j_pairs]
@@ -145,6 +146,8 @@ class PointPlan:
         self._own_at: tuple | None = None
         self._on_sums: _Sums | None = None
         self._judged_sums: _Sums | None = None
+        self._p_sums: dict[str, sp.csr_matrix] = {}
+        self._use_j = np.zeros(0, dtype=bool)  # the simple bounds' labels, per judged
         self._last: tuple | None = None
 
     # ---- precision ----------------------------------------------------------------
@@ -207,19 +210,23 @@ class PointPlan:
             lab_data, judged_p = st.masses(self.pop, scheme)
             lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
             exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
-            # use is 0/1: the product with it first is label_bounds's to the bit.
-            q = judged_p * use[st.judged_at] if own else judged_p
             if self._judged_sums is None:
-                n_j = len(q)
+                n_j = len(judged_p)
                 self._judged_sums = _Sums(st.judged_rows, self.m, np.arange(n_j), n_j)
-            self._fixed[(scheme, own)] = (lab_mass, exact, q, self._judged_sums.matrix(q))
+                self._use_j = st.own[st.judged_at]
+            matrices = self._p_sums.get(scheme)
+            if matrices is None:  # one per scheme: the simple bounds' use is on x
+                matrices = self._p_sums[scheme] = self._judged_sums.matrix(judged_p)
+            self._fixed[(scheme, own)] = (lab_mass, exact, judged_p, matrices)
         lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
-        known = q_sum @ right
+        # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
+        x = right * self._use_j if own else right
+        known = q_sum @ x
         wrong = np.maximum(lab_mass - known, 0.0)
         sd: np.ndarray | float = 0.0
         if soft:
-            # Σ q·(q·r(1 − r)): label_bounds's Σ q·q·r·(1 − r) to rounding (~1e-16).
-            sd = np.sqrt(q_sum @ (q * (right * (1 - right))))
+            # Σ p·(p·r(1 − r)·use): label_bounds's Σ q·q·r·(1 − r) to rounding (~1e-16).
+            sd = np.sqrt(q_sum @ (q * (x * (1 - right))))
         known = np.minimum(known, 1.0)
         upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))
         spread = z * np.asarray(sd)
@@ -266,15 +273,18 @@ class PointPlan:
         assert ev.soft_keys is not None and ev.soft_probs is not None
         assert ev.true_prob is not None
         soft = ~np.isnan(ev.true_prob[self.j_pairs])
-        n, order = len(self._order), self._order
+        n, keys = len(self._ukeys), self._ukeys
         pos, found = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         if len(ev.soft_keys):
-            at = np.minimum(np.searchsorted(ev.soft_keys, self._sorted), len(ev.soft_keys) - 1)
-            pos[order], found[order] = at, ev.soft_keys[at] == self._sorted
-        prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
+            pos = np.minimum(np.searchsorted(ev.soft_keys, keys), len(ev.soft_keys) - 1)
+            found = ev.soft_keys[pos] == keys
+        # Per distinct key, then spread to the instances (the same values).
+        prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0,
+                        0.0)[self._uinv]
         prior = None
         if ev.soft_prior is not None:
-            prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
+            prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5,
+                             0.5)[self._uinv]
         self._last = (arrays, (soft, prob, prior))
         return self._last[1]
 
