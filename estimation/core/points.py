@@ -27,7 +27,7 @@ from . import intervals as ci
 from .evidence import ALSO_TRUE_STRIDE, Evidence, reprior
 from .importance import mixing_weights, unreached_mass
 from .population import Population
-from .precision import MIN_BORROWED, LabelState
+from .precision import MIN_BORROWED, LabelState, RowSums
 from .recall import exhaustive_hits, pooled_true_prior
 from .schemes import SCHEMES, check_scheme, scheme_weights
 
@@ -46,32 +46,6 @@ def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     pos = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
     found = (keys[pos] == want) if len(keys) else np.zeros(len(want), bool)
     return np.where(found, x.data[pos] if len(keys) else 0.0, 0.0)
-
-
-class _Sums:
-    """A summing layout: ``matrix(data) @ x`` is Σ_{k: rows_k = i} data_k · x[cols_k] per
-    row i, summed in k's order, i.e. `np.bincount(rows, weights=data * x[cols],
-    minlength=m)` to the bit, several times faster (csr_matvec: no weights array, no
-    gather). The index arrays are shared by every matrix of the layout."""
-
-    def __init__(self, rows: np.ndarray, m: int, cols: np.ndarray, width: int) -> None:
-        counts = np.bincount(rows, minlength=m) if len(rows) else np.zeros(m, np.int64)
-        big = max(len(rows), width) >= 2**31 - 1
-        kind = np.int64 if big else np.int32
-        self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(kind)
-        self.order = None
-        if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
-            self.order = np.argsort(rows, kind="stable")  # within a row, k's order
-            cols = cols[self.order]
-        self.indices = cols.astype(kind)
-        self.shape = (m, width)
-
-    def matrix(self, data: np.ndarray | None = None) -> sp.csr_matrix:
-        if data is None:
-            data = np.ones(len(self.indices))
-        elif self.order is not None:
-            data = data[self.order]
-        return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape, copy=False)
 
 
 class _Blocks:
@@ -144,8 +118,7 @@ class PointPlan:
         self._parts: dict | None = None
         self._fixed: dict[tuple[str, bool], tuple] = {}
         self._own_at: tuple | None = None
-        self._on_sums: _Sums | None = None
-        self._judged_sums: _Sums | None = None
+        self._on_sums: RowSums | None = None
         self._p_sums: dict[str, sp.csr_matrix] = {}
         self._use_j = np.zeros(0, dtype=bool)  # the simple bounds' labels, per judged
         self._last: tuple | None = None
@@ -197,7 +170,7 @@ class PointPlan:
                                           w, self.none)
             nan[idx[np.asarray(missing) > 1e-12]] = True
         if self._on_sums is None:
-            self._on_sums = _Sums(rows, self.m, self.on, len(self.j_pairs))
+            self._on_sums = RowSums(rows, self.m, self.on, len(self.j_pairs))
         self._coef[scheme] = (self._on_sums.matrix(simple), self._on_sums.matrix(joint), nan)
         return self._coef[scheme]
 
@@ -210,13 +183,11 @@ class PointPlan:
             lab_data, judged_p = st.masses(self.pop, scheme)
             lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
             exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
-            if self._judged_sums is None:
-                n_j = len(judged_p)
-                self._judged_sums = _Sums(st.judged_rows, self.m, np.arange(n_j), n_j)
+            if own and not len(self._use_j):
                 self._use_j = st.own[st.judged_at]
             matrices = self._p_sums.get(scheme)
             if matrices is None:  # one per scheme: the simple bounds' use is on x
-                matrices = self._p_sums[scheme] = self._judged_sums.matrix(judged_p)
+                matrices = self._p_sums[scheme] = st.judged_sums.matrix(judged_p)
             self._fixed[(scheme, own)] = (lab_mass, exact, judged_p, matrices)
         lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
         # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
@@ -317,7 +288,7 @@ class PointPlan:
                 "gy": gy, "n0": n0, "cov_f": covered.astype(float)[None, :], "q": q,
                 "total": total, "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
                 "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
-                "cells": _Sums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
+                "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
                 "n_cells": len(cell),
                 "k": np.asarray((self.b > 0).sum(axis=0)).ravel()}  # systems per pair
         return self._parts
