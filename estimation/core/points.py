@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import ALSO_TRUE_STRIDE, Evidence, reprior
+from .evidence import ALSO_TRUE_STRIDE, Evidence, likelihood_ratio, reprior, reprior_lr
 from .importance import mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, RowSums
@@ -227,16 +227,17 @@ class PointPlan:
         ok = self._hard
         if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
             return ok.astype(float)
-        soft, prob, prior = self._lookup(ev)
-        if ev.system_prior is not None and prior is not None:
+        soft, prob, lr = self._lookup(ev)
+        if ev.system_prior is not None and lr is not None:
             own = ev.system_prior[self.j_sys]
-            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
+            prob = np.where(np.isnan(own), prob, reprior_lr(prob, lr, own))
         return np.where(soft, prob, ok.astype(float))
 
     def _lookup(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(soft, P, prior) of each instance's soft-label row: the part of `right`
-        that does not depend on the systems' priors, kept for the soft labels last seen
-        (a replicate's fixed-point round and its estimates share them)."""
+        """(soft, P, likelihood ratio of P to its prior) of each instance's soft-label
+        row: the part of `right` that does not depend on the systems' priors, kept for
+        the soft labels last seen (a replicate's fixed-point round and its estimates
+        share them). Computed per distinct key, then spread to the instances."""
         arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.true_prob)
         if self._last is not None and all(a is b for a, b in zip(self._last[0], arrays,
                                                                    strict=True)):
@@ -249,14 +250,12 @@ class PointPlan:
         if len(ev.soft_keys):
             pos = np.minimum(np.searchsorted(ev.soft_keys, keys), len(ev.soft_keys) - 1)
             found = ev.soft_keys[pos] == keys
-        # Per distinct key, then spread to the instances (the same values).
-        prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0,
-                        0.0)[self._uinv]
-        prior = None
+        prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
+        lr = None
         if ev.soft_prior is not None:
-            prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5,
-                             0.5)[self._uinv]
-        self._last = (arrays, (soft, prob, prior))
+            prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
+            lr = likelihood_ratio(prob, prior)[self._uinv]
+        self._last = (arrays, (soft, prob[self._uinv], lr))
         return self._last[1]
 
     def joint_precision(self, ev: Evidence, scheme: str = "instance",
