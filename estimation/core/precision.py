@@ -290,7 +290,7 @@ def precision(
 
     none = n == 0
     w_simple = np.diag((~none).astype(float))
-    label_var = label_variance_at_pairs(pop, ev, scheme)
+    label_var = label_variance_at_pairs(pop, ev, scheme, shared)
     simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var, shared=shared)
     if reweighted:
         lo, hi = interval(simple, w_simple)
