@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from estimation.core import Population, estimate, prepare_evidence
 from estimation.core.noise import from_posterior, self_consistent, with_soft_labels
 from estimation.core.points import PointPlan, _product_at, consistent
+from estimation.core.precision import RowSums
 from estimation.validation.worlds import WorldSpec, make_world
 
 CATS = list(range(-1, 20))
@@ -113,3 +114,19 @@ def test_blocked_product_is_the_dense_one():
     rows, cols = rng.integers(0, 7, 200), rng.integers(0, 50, 200)
     got = _product_at(x.T.tocsr(), w, rows, cols, block=6)
     assert np.array_equal(got, np.asarray(x.T.tocsr() @ w.T)[cols, rows])  # whole product
+
+
+@pytest.mark.parametrize("sorted_rows", [True, False])
+def test_row_sums_are_bincounts_to_the_bit(sorted_rows):
+    """RowSums's matvec adds each row's terms in the same order as np.bincount."""
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, 9, 5_000)
+    if sorted_rows:
+        rows = np.sort(rows)
+    cols = rng.integers(0, 700, 5_000)  # repeated columns too
+    data, x = rng.random(5_000), rng.random(700)
+    sums = RowSums(rows, 10, cols, 700)
+    want = np.bincount(rows, weights=data * x[cols], minlength=10)
+    np.testing.assert_array_equal(sums.matrix(data) @ x, want)
+    np.testing.assert_array_equal(sums.matrix() @ x, np.bincount(rows, weights=x[cols],
+                                                                 minlength=10))
