@@ -26,6 +26,7 @@ from submissions.models import MentionPair, RelationInstance, Submission
 from . import instance_cache
 from .core import Evidence, Population, prepare_evidence
 from .core.noise import SoftLabels, self_consistent, with_soft_labels
+from .core.points import PointPlan
 from .correction import soft_label_replicates
 
 PREDICATES: tuple[str, ...] = tuple(sorted(CANONICAL_PREDICATES))
@@ -63,14 +64,23 @@ class CorpusData:
     soft_replicates: list[SoftLabels] = field(default_factory=list)
 
     def evidence(self) -> Evidence:
+        return self.evidence_and_plan()[0]
+
+    def evidence_and_plan(self, draw_scheme: str = "instance"
+                          ) -> tuple[Evidence, PointPlan | None]:
+        """The evidence, and with soft labels the `PointPlan` its systems' priors were
+        fixed with, when made under ``draw_scheme`` (else None): its label-free part
+        serves any soft labels on these draws (the correction's replicates)."""
         ev = prepare_evidence(
             self.population, self.draws, self.label_pairs, self.label_preds,
             self.exhaustive_pairs, self.exhaustive_preds, self.exhaustive_subjects,
             self.exhaustive_docs)
         if self.soft is None or not len(self.soft.pairs):
-            return ev
-        return self_consistent(self.population,
-                               with_soft_labels(self.population, ev, self.soft))
+            return ev, None
+        soft = with_soft_labels(self.population, ev, self.soft)
+        plan = PointPlan(self.population, soft, "instance")  # self_consistent's scheme
+        ev = self_consistent(self.population, soft, plan=plan)
+        return ev, plan if draw_scheme == "instance" else None
 
 
 def _label_codes(predicates: list[str]) -> list[int]:

@@ -11,7 +11,12 @@ import pytest
 import scipy.sparse as sp
 
 from estimation.core import Population, estimate, prepare_evidence
-from estimation.core.noise import from_posterior, self_consistent, with_soft_labels
+from estimation.core.noise import (
+    correction_variance,
+    from_posterior,
+    self_consistent,
+    with_soft_labels,
+)
 from estimation.core.points import PointPlan, _product_at, consistent
 from estimation.core.precision import RowSums
 from estimation.validation.worlds import WorldSpec, make_world
@@ -130,3 +135,21 @@ def test_row_sums_are_bincounts_to_the_bit(sorted_rows):
     np.testing.assert_array_equal(sums.matrix(data) @ x, want)
     np.testing.assert_array_equal(sums.matrix() @ x, np.bincount(rows, weights=x[cols],
                                                                  minlength=10))
+
+
+def test_the_fixed_points_plan_gives_the_replicates_variance(task):
+    """recompute reuses the plan its systems' priors were fixed with (made on the soft
+    evidence before the fixed point) for the replicates: the same variance, to the bit,
+    as a plan made on the fixed evidence."""
+    world, pop, ev, lab, draw_scheme = task
+    soft = with_soft_labels(pop, ev, _noisy(world, lab, 7))
+    early = PointPlan(pop, soft, draw_scheme)
+    fixed = self_consistent(pop, soft, draw_scheme, plan=early)
+    reps = [_noisy(world, lab, seed) for seed in (8, 9, 10)]
+    got = correction_variance(pop, fixed, reps, draw_scheme, SCHEMES, 0.9, early)
+    want = correction_variance(pop, fixed, reps, draw_scheme, SCHEMES, 0.9,
+                               PointPlan(pop, fixed, draw_scheme))
+    assert got.keys() == want.keys() and len(got) == 24
+    for key, v in want.items():
+        np.testing.assert_array_equal(got[key], v, err_msg=str(key))
+    assert any(np.nanmax(v) > 0 for v in want.values())
