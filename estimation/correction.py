@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotations.models import PairLabel, Question, Response, TaskKind
 from annotations.quality.aggregation import (
@@ -40,7 +43,7 @@ from annotations.quality.aggregation import (
     one_coin,
     parameter_replicates,
 )
-from annotations.quality.workers import offered
+from annotations.quality.workers import in_ids, offered
 from kbpo.core.models import Corpus
 
 from .core.noise import SoftLabels, data_seed
@@ -67,15 +70,21 @@ class _Answers:
 
 
 def _answers(corpus: Corpus) -> _Answers:
+    # The choices as JSON text, decoded once per distinct text (a crowd gives few).
     rows = (Response.objects.filter(question__corpus=corpus, question__kind=TaskKind.RELATION)
-            .values_list("question_id", "worker_id", "choices").order_by("pk"))
+            .annotate(text=Cast("choices", TextField()))
+            .values_list("question_id", "worker_id", "text").order_by("pk"))
     q_index: dict[int, int] = {}
     w_index: dict[int, int] = {}
+    keys: dict[str, str] = {}
     items, workers, answers = [], [], []
-    for q, w, choices in rows.iterator(chunk_size=5000):
+    for q, w, text in rows.iterator(chunk_size=5000):
         items.append(q_index.setdefault(q, len(q_index)))
         workers.append(w_index.setdefault(w, len(w_index)))
-        answers.append(answer_key(choices))
+        key = keys.get(text)
+        if key is None:
+            key = keys[text] = answer_key(json.loads(text))
+        answers.append(key)
     return _Answers(np.asarray(items, np.int64), np.asarray(workers, np.int64), answers,
                     list(q_index), list(w_index))
 
@@ -164,11 +173,11 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
         return [], None
     index = {q: i for i, q in enumerate(qids)}
     known = {index[q]: answer_key(a) for q, a in
-             Question.objects.filter(pk__in=qids, control_answer__isnull=False)
+             Question.objects.filter(pk__in=in_ids(qids), control_answer__isnull=False)
              .values_list("pk", "control_answer")}
     labelled = [(index[q], pair) for q, pair in
-                PairLabel.objects.filter(question_id__in=qids).values_list("question_id",
-                                                                           "pair_id")]
+                PairLabel.objects.filter(question_id__in=in_ids(qids))
+                .values_list("question_id", "pair_id")]
     rows = np.asarray([i for i, _ in labelled], np.int64)
     pair_of = np.asarray([p for _, p in labelled], np.int64)
     # The model behind the stored posteriors (offered answers, shares per pair type,

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
 from kbpo.core.models import Corpus, Document
@@ -24,6 +26,7 @@ from submissions.models import MentionPair, RelationInstance, Submission
 from . import instance_cache
 from .core import Evidence, Population, prepare_evidence
 from .core.noise import SoftLabels, self_consistent, with_soft_labels
+from .core.points import PointPlan
 from .correction import soft_label_replicates
 
 PREDICATES: tuple[str, ...] = tuple(sorted(CANONICAL_PREDICATES))
@@ -61,14 +64,23 @@ class CorpusData:
     soft_replicates: list[SoftLabels] = field(default_factory=list)
 
     def evidence(self) -> Evidence:
+        return self.evidence_and_plan()[0]
+
+    def evidence_and_plan(self, draw_scheme: str = "instance"
+                          ) -> tuple[Evidence, PointPlan | None]:
+        """The evidence, and with soft labels the `PointPlan` its systems' priors were
+        fixed with, when made under ``draw_scheme`` (else None): its label-free part
+        serves any soft labels on these draws (the correction's replicates)."""
         ev = prepare_evidence(
             self.population, self.draws, self.label_pairs, self.label_preds,
             self.exhaustive_pairs, self.exhaustive_preds, self.exhaustive_subjects,
             self.exhaustive_docs)
         if self.soft is None or not len(self.soft.pairs):
-            return ev
-        return self_consistent(self.population,
-                               with_soft_labels(self.population, ev, self.soft))
+            return ev, None
+        soft = with_soft_labels(self.population, ev, self.soft)
+        plan = PointPlan(self.population, soft, "instance")  # self_consistent's scheme
+        ev = self_consistent(self.population, soft, plan=plan)
+        return ev, plan if draw_scheme == "instance" else None
 
 
 def _label_codes(predicates: list[str]) -> list[int]:
@@ -116,9 +128,18 @@ def load_soft_labels(corpus: Corpus) -> SoftLabels:
     preds: list[int] = []
     probs: list[float] = []
     priors: list[float] = []
+    # JSON as text, decoded here: the priors once per distinct text (most labels share
+    # one), the posteriors without the ORM's per-row converters.
     qs = (PairLabel.objects.filter(pair__document__corpus=corpus).exclude(posterior={})
-          .values_list("pair_id", "posterior", "prior").order_by("pair_id"))
-    for pair_id, posterior, prior in qs.iterator(chunk_size=CHUNK):
+          .annotate(post_text=Cast("posterior", TextField()),
+                    prior_text=Cast("prior", TextField()))
+          .values_list("pair_id", "post_text", "prior_text").order_by("pair_id"))
+    prior_of: dict[str, dict] = {}
+    for pair_id, post_text, prior_text in qs.iterator(chunk_size=CHUNK):
+        posterior = json.loads(post_text)
+        prior = prior_of.get(prior_text)
+        if prior is None:
+            prior = prior_of[prior_text] = json.loads(prior_text)
         for name, p in posterior.items():
             code = -1 if name == NO_RELATION else PREDICATE_CODE.get(name)
             if code is None:

@@ -339,28 +339,30 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             f"{data.exhaustive_documents} exhaustive documents "
             f"({time.monotonic() - t0:.2f} s)")
         schemes = score_schemes(draw_scheme)
-        evidence = data.evidence()
+        # With soft labels, the plan of point estimates the systems' priors were fixed
+        # with serves the replicates and the hard labels too; both come before the full
+        # estimate and the plan is dropped then, so the two never hold their memory at once.
+        evidence, plan = data.evidence_and_plan(draw_scheme)
+        if plan is None and data.soft is not None and len(data.soft.pairs):
+            plan = PointPlan(data.population, evidence, draw_scheme)
+        variance = None
+        if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
+            t1 = time.monotonic()
+            variance = correction_variance(data.population, evidence, data.soft_replicates,
+                                           draw_scheme, schemes, confidence, plan)
+            say(f"{len(data.soft_replicates)} correction replicates in "
+                f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
+        hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
+        del plan
         t1 = time.monotonic()
         # One call for every scheme: the scheme-free parts (which pairs are labelled, who
         # found each exhaustive instance, the sure bounds) are computed once.
         res = estimate(data.population, evidence, draw_scheme=draw_scheme, schemes=schemes,
                        confidence=confidence)
+        if variance is not None:
+            res = widen(res, variance, confidence)
         say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
             f"({time.monotonic() - t0:.2f} s)")
-        plan = None
-        if data.soft is not None and len(data.soft.pairs):
-            # Point estimates alone, for the replicates and the hard labels: made after
-            # the full estimate, so that the two never hold their memory at once.
-            plan = PointPlan(data.population, evidence, draw_scheme)
-        if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
-            t1 = time.monotonic()
-            res = widen(res, correction_variance(data.population, evidence, data.soft_replicates,
-                                                 draw_scheme, schemes, confidence, plan),
-                        confidence)
-            say(f"{len(data.soft_replicates)} correction replicates in "
-                f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
-        hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
-        del plan
         costs = attributed_costs(ids)
         found = exhaustive_found(data, evidence)
         rows = []

@@ -176,40 +176,80 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
         return Cast(field, TextField())
 
     labelled = PairLabel.objects.filter(question__corpus_id=corpus_id)
-    labels = {}
+    key_id: dict[str, int] = {}  # answer key -> small integer, compared as arrays
+    lab_q, lab_key, lab_vote, post_texts = [], [], [], []
     for q, preds, vote, post in (labelled.annotate(p=as_text("predicates"),
                                                    v=as_text("majority"),
                                                    d=as_text("posterior"))
-                                 .values_list("question_id", "p", "v", "d")):
+                                 .values_list("question_id", "p", "v", "d")
+                                 .order_by("question_id")):
         key = decode(preds)[1]
         vote_key = decode(vote)[1] if vote and decode(vote)[0] else key
-        labels[q] = (key, vote_key, post)
-    rows = (Response.objects.filter(question__corpus_id=corpus_id,
-                                    question__kind=TaskKind.RELATION,
-                                    question_id__in=labelled.values("question_id"))
-            .annotate(text=as_text("choices"))
-            .values_list("question_id", "worker_id", "text").order_by())
-    posteriors: dict[int, dict[str, float]] = {}
-    agree, vote_agree, agree_w, right, right_w = [], [], [], [], []
-    answered: set[int] = set()
-    for qid, wid, text in rows.iterator(chunk_size=5000):
-        key, vote, post_text = labels[qid]
-        answered.add(qid)
-        choices, given = decode(text)
-        agree.append(1.0 if given == key else 0.0)
-        vote_agree.append(1.0 if given == vote else 0.0)
-        agree_w.append(wid)
-        if qid not in posteriors:
-            posteriors[qid] = json.loads(post_text) if post_text else {}
-        if post := posteriors[qid]:
-            right.append(p_right(choices, post, given))
-            right_w.append(wid)
+        lab_q.append(q)
+        lab_key.append(key_id.setdefault(key, len(key_id)))
+        lab_vote.append(key_id.setdefault(vote_key, len(key_id)))
+        post_texts.append(post)
+    rows = list(Response.objects.filter(question__corpus_id=corpus_id,
+                                        question__kind=TaskKind.RELATION,
+                                        question_id__in=labelled.values("question_id"))
+                .annotate(text=as_text("choices"))
+                .values_list("question_id", "worker_id", "text").order_by())
+    # Per answer, in the rows' order (the shares' sums follow it): its label, worker
+    # and distinct answer text.
+    n = len(rows)
+    text_id: dict[str, int] = {}
+    at = np.searchsorted(np.asarray(lab_q, np.int64),
+                         np.fromiter((r[0] for r in rows), np.int64, n))
+    workers = np.fromiter((r[1] for r in rows), np.int64, n)
+    tid = np.fromiter((text_id.setdefault(r[2], len(text_id)) for r in rows), np.int64, n)
+    del rows
+    texts = [decode(t) for t in text_id]
+    given = np.asarray([key_id.setdefault(k, len(key_id)) for _, k in texts], np.int64)[tid]
+    agree = (given == np.asarray(lab_key, np.int64)[at]).astype(float)
+    vote_agree = (given == np.asarray(lab_vote, np.int64)[at]).astype(float)
+    answered = np.unique(at)
+    # The answered labels' posteriors, flattened: cell (label, name) -> P.
+    name_id: dict[str, int] = {}
+    has_post = np.zeros(len(lab_q), dtype=bool)
+    cells: list[int] = []
+    probs: list[float] = []
+    for i in answered.tolist():
+        post = json.loads(post_texts[i]) if post_texts[i] else {}
+        has_post[i] = bool(post)
+        for name, p in post.items():
+            cells.append(i * (1 << 16) + name_id.setdefault(name, len(name_id)))
+            probs.append(float(p))
+    order = np.argsort(np.asarray(cells, np.int64), kind="stable")
+    cell_keys = np.asarray(cells, np.int64)[order]
+    vals = np.asarray(probs, float)[order]
+
+    def prob_of(name: str, labels: np.ndarray) -> np.ndarray:
+        """P(name) in each label's posterior (0 where it has none), as p_right reads it."""
+        if name not in name_id or not len(cell_keys):
+            return np.zeros(len(labels))
+        want = labels * (1 << 16) + name_id[name]
+        pos = np.minimum(np.searchsorted(cell_keys, want), len(cell_keys) - 1)
+        return np.where(cell_keys[pos] == want, vals[pos], 0.0)
+
+    # P(answer right) = p_right: the smallest P of the names the answer gives.
+    with_post = has_post[at]
+    right = np.zeros(n)
+    for t, (choices, key) in enumerate(texts):
+        sel = np.flatnonzero(with_post & (tid == t))
+        if not len(sel):
+            continue
+        names = [NO_RELATION] if key == NO_RELATION else list(choices)
+        right[sel] = np.minimum.reduce([prob_of(name, at[sel]) for name in names])
+    agree_w = workers
+    right_w = workers[with_post]
+    right = right[with_post]
+    differs = int((np.asarray(lab_key, np.int64)[answered]
+                   != np.asarray(lab_vote, np.int64)[answered]).sum()) if len(answered) else 0
     return CrowdAccuracy(clustered_share(agree, agree_w, confidence),
                          clustered_share(right, right_w, confidence),
                          clustered_share(vote_agree, agree_w, confidence),
                          aggregator=settings.KBPO_LABEL_AGGREGATION, labels=len(answered),
-                         differs_from_majority=sum(1 for q in answered
-                                                   if labels[q][0] != labels[q][1]),
+                         differs_from_majority=differs,
                          controls=control_accuracy(corpus_id, confidence, decode))
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models.expressions import RawSQL
 
 from annotations.models import (
     CrowdWorker,
@@ -184,6 +185,14 @@ def control_outliers(min_answers: int | None = None,
     return out
 
 
+def in_ids(ids: list[int]) -> list[int] | RawSQL:
+    """The right-hand side of ``field__in`` for a long list of ids: on Postgres one
+    array parameter (Django prepares an IN list element by element: ~0.1 s per 20k)."""
+    if connection.vendor == "postgresql":
+        return RawSQL("SELECT unnest(%s::bigint[])", [list(ids)])
+    return ids
+
+
 def offered(qids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Per item, how many answers its question offered (the relations its pair's types
     allow, and no_relation), and its stratum: items with the same pair types share one.
@@ -192,11 +201,11 @@ def offered(qids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     the corpus (which would make one odd answer look far less likely than it is); the
     class shares are fitted per stratum (`aggregation.one_coin`).
     """
-    types = {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=qids).values_list(
-        "pk", "pair__subject_type", "pair__object_type")}
+    types = {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=in_ids(qids))
+             .values_list("pk", "pair__subject_type", "pair__object_type")}
     pair_types = [types.get(q, (None, None)) for q in qids]
-    k = np.array([len(predicates_for(*t)) + 1 if t[0] else 2 for t in pair_types],
-                 dtype=float)
+    sizes = {t: len(predicates_for(*t)) + 1 if t[0] else 2 for t in set(pair_types)}
+    k = np.array([sizes[t] for t in pair_types], dtype=float)
     strata_of: dict[tuple, int] = {}
     strata = np.array([strata_of.setdefault(t, len(strata_of)) for t in pair_types],
                       dtype=np.int64)

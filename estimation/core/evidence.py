@@ -110,10 +110,20 @@ class Evidence:
 def reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:
     """The posterior under another prior: odds(post)/odds(prior) is the answers'
     likelihood ratio, the same whatever the prior. 0 and 1 stay put."""
+    return reprior_lr(post, likelihood_ratio(post, prior), new)
+
+
+def likelihood_ratio(post: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """odds(post)/odds(prior): `reprior`'s part that does not depend on the new prior."""
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.clip(post, 1e-300, 1 - 1e-16)
         pr = np.clip(prior, 1e-12, 1 - 1e-12)
-        lr = (p / (1 - p)) / (pr / (1 - pr))
+        return (p / (1 - p)) / (pr / (1 - pr))
+
+
+def reprior_lr(post: np.ndarray, lr: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """`reprior` given ``lr = likelihood_ratio(post, prior)`` (the same floats)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
         out = new * lr / (new * lr + 1 - new)
     return np.where((post <= 0) | (post >= 1) | ~np.isfinite(out), post, out)
 

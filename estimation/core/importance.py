@@ -78,24 +78,34 @@ def at_pairs(
     return pf, g
 
 
-def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str) -> sp.coo_matrix | None:
+def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str,
+                            shared: dict | None = None) -> sp.coo_matrix | None:
     """Σ p_i(x)² c(1 − c) per (system, pair in U) under soft labels (None with hard ones).
 
     A soft label c is the mean of a 0/1 truth: the per-draw second moment of the
     true terms is E[(p/q)² c], not E[(p c/q)²]; this is the difference, so that the
-    variance counts the labels' own uncertainty.
+    variance counts the labels' own uncertainty. ``shared``: a dict kept across the
+    schemes of one evidence; the scheme-free part (which instances, their c) is
+    computed once into it.
     """
     if ev.true_prob is None:
         return None
-    inst = pop.instances()
-    where = np.full(pop.n_pairs, -1, dtype=np.int64)
-    where[ev.pairs] = np.arange(len(ev.pairs))
-    col = where[inst["pairs"]]
-    on = np.flatnonzero(col >= 0)
-    c = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+    parts = None if shared is None else shared.get("label_var_terms")
+    if parts is None:
+        inst = pop.instances()
+        where = np.full(pop.n_pairs, -1, dtype=np.int64)
+        where[ev.pairs] = np.arange(len(ev.pairs))
+        col = where[inst["pairs"]]
+        on = np.flatnonzero(col >= 0)
+        c = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+        small = np.int32 if len(col) < 2**31 else np.int64  # kept: half the memory
+        parts = (on.astype(small), inst["system"][on].astype(small), col[on].astype(small), c)
+        if shared is not None:
+            shared["label_var_terms"] = parts
+    on, rows, cols, c = parts
     p = pop.instance_probs(scheme)[on]
     shape = (len(pop), len(ev.pairs))
-    return sp.coo_matrix((p * p * c * (1 - c), (inst["system"][on], col[on])), shape=shape)
+    return sp.coo_matrix((p * p * c * (1 - c), (rows, cols)), shape=shape)
 
 
 class ImportanceResult(NamedTuple):

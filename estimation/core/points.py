@@ -8,7 +8,7 @@ P(pair true) of the labelled pairs and the systems' priors; every estimate is a 
 linear in those probabilities (precision), a ratio of such sums (ν of joint recall),
 clipped into bounds that are themselves such sums, or a function of those (F1). So
 `PointPlan` computes once, per population and draws, each instance's coefficient in
-those sums; a replicate then costs a few gathers and bincounts.
+those sums; a replicate then costs a few gathers and sparse sums.
 
 The numbers are `estimate(...)`'s point estimates up to the order of floating-point
 additions (the importance sums run over instances here, over draws there: equal to
@@ -24,10 +24,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import ALSO_TRUE_STRIDE, Evidence, reprior
+from .evidence import ALSO_TRUE_STRIDE, Evidence, likelihood_ratio, reprior_lr
 from .importance import mixing_weights, unreached_mass
 from .population import Population
-from .precision import MIN_BORROWED, LabelState
+from .precision import MIN_BORROWED, LabelState, RowSums
 from .recall import exhaustive_hits, pair_true_share
 from .schemes import SCHEMES, check_scheme, scheme_weights
 
@@ -48,14 +48,25 @@ def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.where(found, x.data[pos] if len(keys) else 0.0, 0.0)
 
 
+class _Blocks:
+    """`_product_at`'s grouping of entries by column block, for one set of entries."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, n_cols: int, block: int = 4096):
+        self.block = block
+        self.order = np.argsort(cols, kind="stable")
+        self.sorted_cols = cols[self.order]
+        self.cuts = np.searchsorted(self.sorted_cols, np.arange(0, n_cols + block, block))
+
+
 def _product_at(xt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                block: int = 4096) -> np.ndarray:
+                block: int = 4096, at: _Blocks | None = None) -> np.ndarray:
     """(w · xtᵀ)[rows, cols] for a sparse xt (nU × m), by blocks of ``block`` pairs: the
-    dense (nU × m) product is never held whole. Each entry is the same dot product."""
+    dense (nU × m) product is never held whole. Each entry is the same dot product.
+    ``at``: the entries' grouping by block, if made before (same rows, cols, block)."""
     out = np.zeros(len(rows))
-    order = np.argsort(cols, kind="stable")
-    sorted_cols = cols[order]
-    cuts = np.searchsorted(sorted_cols, np.arange(0, xt.shape[0] + block, block))
+    if at is None:
+        at = _Blocks(rows, cols, xt.shape[0], block)
+    order, sorted_cols, cuts, block = at.order, at.sorted_cols, at.cuts, at.block
     for k, c0 in enumerate(range(0, xt.shape[0], block)):
         s, e = cuts[k], cuts[k + 1]
         if s == e:
@@ -86,11 +97,12 @@ class PointPlan:
         preds = inst["predicates"][st.judged]
         hard = replace(ev, true_prob=None, soft_keys=None, soft_probs=None)
         self._hard = hard.correct(self.j_pairs, preds, self.j_sys)
-        # The instances' soft-label keys in sorted order: searched once per call.
-        keys = self.j_pairs * ALSO_TRUE_STRIDE + preds
-        self._order = np.argsort(keys, kind="stable")
-        self._sorted = keys[self._order]
-        del keys, preds
+        # The instances' distinct soft-label keys (sorted), searched once per call, and
+        # each instance's among them (several systems predict the same pair and relation).
+        self._ukeys, self._uinv = np.unique(self.j_pairs * ALSO_TRUE_STRIDE + preds,
+                                            return_inverse=True)
+        self._uinv = self._uinv.ravel()
+        del preds
         where = np.full(pop.n_pairs, -1, dtype=np.int64)
         where[ev.pairs] = np.arange(len(ev.pairs))
         col = where[self.j_pairs]
@@ -104,14 +116,18 @@ class PointPlan:
         self.bt, self.cpdt = self.b.T.tocsr(), self.cpd.T.tocsr()
         self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parts: dict | None = None
-        self._fixed: dict[tuple[str, bool], tuple[np.ndarray, ...]] = {}
-        self._use_j: dict[bool, np.ndarray] = {}
+        self._fixed: dict[tuple[str, bool], tuple] = {}
+        self._own_at: tuple | None = None
+        self._on_sums: RowSums | None = None
+        self._p_sums: dict[str, sp.csr_matrix] = {}
+        self._use_j = np.zeros(0, dtype=bool)  # the simple bounds' labels, per judged
         self._last: tuple | None = None
 
     # ---- precision ----------------------------------------------------------------
 
-    def _coefficients(self, scheme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(simple coefficients, joint coefficients, joint NaN mask) under ``scheme``.
+    def _coefficients(self, scheme: str) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+        """(simple coefficients, joint coefficients, joint NaN mask) under ``scheme``, the
+        coefficients as summing matrices over P(right) of the judged instances.
 
         The importance estimate Σ_j (w_ij/n_j) Σ_draws p_i f/q_i is Σ over system i's
         instances x on U of f(x) · p_i(x)/q_i(u) · Σ_j w_ij cpd_ju: the coefficient.
@@ -122,14 +138,17 @@ class PointPlan:
         rows, cols = self.on_sys, self.on_col
         p = pop.instance_probs(scheme)[self.on_inst]
         # Simple: w = diag(n > 0), so q_i = b_i and the draw weight is cpd_i.
-        own = (~self.none).astype(float)[rows]
-        q_s = _gather(self.b, rows, cols) * own
-        c_s = _gather(self.cpd, rows, cols) * own
+        if self._own_at is None:  # scheme-free: the same for every scheme
+            own = (~self.none).astype(float)[rows]
+            self._own_at = (_gather(self.b, rows, cols) * own,
+                            _gather(self.cpd, rows, cols) * own,
+                            _Blocks(rows, cols, self.bt.shape[0]))
+        q_s, c_s, blocks = self._own_at
         simple = np.divide(p, q_s, out=np.zeros(len(p)), where=q_s > 0) * c_s
         w = mixing_weights(pop.overlap(scheme, self.draw_scheme), n)
-        q_j = _product_at(self.bt, w, rows, cols)  # q_i(u)
+        q_j = _product_at(self.bt, w, rows, cols, at=blocks)  # q_i(u)
         joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
-            * _product_at(self.cpdt, w, rows, cols)  # Σ_j w_ij cpd_ju
+            * _product_at(self.cpdt, w, rows, cols, at=blocks)  # Σ_j w_ij cpd_ju
         nan = np.zeros(self.m, dtype=bool)
         if self.none.any():
             # Systems without draws: no estimate when the others' draws carry little
@@ -150,7 +169,9 @@ class PointPlan:
             idx, missing = unreached_mass(pop.stacked(scheme), pop.stacked(self.draw_scheme),
                                           w, self.none)
             nan[idx[np.asarray(missing) > 1e-12]] = True
-        self._coef[scheme] = (simple, joint, nan)
+        if self._on_sums is None:
+            self._on_sums = RowSums(rows, self.m, self.on, len(self.j_pairs))
+        self._coef[scheme] = (self._on_sums.matrix(simple), self._on_sums.matrix(joint), nan)
         return self._coef[scheme]
 
     def _bounds(self, scheme: str, own: bool, right: np.ndarray, z: float, soft: bool
@@ -162,19 +183,21 @@ class PointPlan:
             lab_data, judged_p = st.masses(self.pop, scheme)
             lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
             exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
-            self._fixed[(scheme, own)] = (lab_mass, exact)
-            if own and own not in self._use_j:
-                self._use_j[own] = use[st.judged_at].astype(float)
-        lab_mass, exact = self._fixed[(scheme, own)]
-        # use is 0/1: the product with it first is label_bounds's to the bit.
-        judged_p = st.masses(self.pop, scheme)[1]
-        q = judged_p * self._use_j[own] if own else judged_p
-        known = np.bincount(st.judged_rows, weights=q * right, minlength=self.m)
+            if own and not len(self._use_j):
+                self._use_j = st.own[st.judged_at]
+            matrices = self._p_sums.get(scheme)
+            if matrices is None:  # one per scheme: the simple bounds' use is on x
+                matrices = self._p_sums[scheme] = st.judged_sums.matrix(judged_p)
+            self._fixed[(scheme, own)] = (lab_mass, exact, judged_p, matrices)
+        lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
+        # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
+        x = right * self._use_j if own else right
+        known = q_sum @ x
         wrong = np.maximum(lab_mass - known, 0.0)
         sd: np.ndarray | float = 0.0
         if soft:
-            sd = np.sqrt(np.bincount(st.judged_rows, weights=q * q * right * (1 - right),
-                                     minlength=self.m))
+            # Σ p·(p·r(1 − r)·use): label_bounds's Σ q·q·r·(1 − r) to rounding (~1e-16).
+            sd = np.sqrt(q_sum @ (q * (x * (1 - right))))
         known = np.minimum(known, 1.0)
         upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))
         spread = z * np.asarray(sd)
@@ -183,15 +206,12 @@ class PointPlan:
     def _precision(self, scheme: str, right: np.ndarray, z: float, kinds: Sequence[str],
                    soft: bool, bounds: dict | None = None) -> dict[str, np.ndarray]:
         simple_c, joint_c, joint_nan = self._coefficients(scheme)
-        f = right[self.on]
         out = {}
         for kind in kinds:
             if kind == "simple":
-                raw = np.bincount(self.on_sys, weights=simple_c * f, minlength=self.m)
-                raw = np.where(self.none, np.nan, raw)
+                raw = np.where(self.none, np.nan, simple_c @ right)
             else:
-                raw = np.bincount(self.on_sys, weights=joint_c * f, minlength=self.m)
-                raw = np.where(joint_nan, np.nan, raw)
+                raw = np.where(joint_nan, np.nan, joint_c @ right)
             own = kind == "simple"
             cache = {} if bounds is None else bounds  # the same right and z
             if (scheme, own) not in cache:
@@ -207,16 +227,17 @@ class PointPlan:
         ok = self._hard
         if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
             return ok.astype(float)
-        soft, prob, prior = self._lookup(ev)
-        if ev.system_prior is not None and prior is not None:
+        soft, prob, lr = self._lookup(ev)
+        if ev.system_prior is not None and lr is not None:
             own = ev.system_prior[self.j_sys]
-            prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
+            prob = np.where(np.isnan(own), prob, reprior_lr(prob, lr, own))
         return np.where(soft, prob, ok.astype(float))
 
     def _lookup(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(soft, P, prior) of each instance's soft-label row: the part of `right`
-        that does not depend on the systems' priors, kept for the soft labels last seen
-        (a replicate's fixed-point round and its estimates share them)."""
+        """(soft, P, likelihood ratio of P to its prior) of each instance's soft-label
+        row: the part of `right` that does not depend on the systems' priors, kept for
+        the soft labels last seen (a replicate's fixed-point round and its estimates
+        share them). Computed per distinct key, then spread to the instances."""
         arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.true_prob)
         if self._last is not None and all(a is b for a, b in zip(self._last[0], arrays,
                                                                    strict=True)):
@@ -224,16 +245,17 @@ class PointPlan:
         assert ev.soft_keys is not None and ev.soft_probs is not None
         assert ev.true_prob is not None
         soft = ~np.isnan(ev.true_prob[self.j_pairs])
-        n, order = len(self._order), self._order
+        n, keys = len(self._ukeys), self._ukeys
         pos, found = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         if len(ev.soft_keys):
-            at = np.minimum(np.searchsorted(ev.soft_keys, self._sorted), len(ev.soft_keys) - 1)
-            pos[order], found[order] = at, ev.soft_keys[at] == self._sorted
+            pos = np.minimum(np.searchsorted(ev.soft_keys, keys), len(ev.soft_keys) - 1)
+            found = ev.soft_keys[pos] == keys
         prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
-        prior = None
+        lr = None
         if ev.soft_prior is not None:
             prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
-        self._last = (arrays, (soft, prob, prior))
+            lr = likelihood_ratio(prob, prior)[self._uinv]
+        self._last = (arrays, (soft, prob[self._uinv], lr))
         return self._last[1]
 
     def joint_precision(self, ev: Evidence, scheme: str = "instance",
@@ -265,7 +287,8 @@ class PointPlan:
                 "gy": gy, "n0": n0, "cov_f": covered.astype(float)[None, :], "q": q,
                 "total": total, "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
                 "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
-                "inv": inv.ravel(), "n_cells": len(cell)}
+                "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
+                "n_cells": len(cell)}
         return self._parts
 
     def _nu(self, ev: Evidence, right: np.ndarray) -> np.ndarray:
@@ -277,7 +300,7 @@ class PointPlan:
                             self.b, n, q)
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.where((t > 0) & (q > 0), t / q, 0.0)
-        g = np.bincount(r["inv"], weights=right[self.on], minlength=r["n_cells"])
+        g = r["cells"] @ right  # per cell, Σ right over its instances
         col = r["cell_col"]
         if ev.true_prob is not None:
             inv_t = np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0)

@@ -71,6 +71,32 @@ class LabelBounds(NamedTuple):
         return self.upper - self.known
 
 
+class RowSums:
+    """A summing layout: ``matrix(data) @ x`` is Σ_{k: rows_k = i} data_k · x[cols_k] per
+    row i, summed in k's order, i.e. `np.bincount(rows, weights=data * x[cols],
+    minlength=m)` to the bit, several times faster (csr_matvec: no weights array, no
+    gather). The index arrays are shared by every matrix of the layout."""
+
+    def __init__(self, rows: np.ndarray, m: int, cols: np.ndarray, width: int) -> None:
+        counts = np.bincount(rows, minlength=m) if len(rows) else np.zeros(m, np.int64)
+        big = max(len(rows), width) >= 2**31 - 1
+        kind = np.int64 if big else np.int32
+        self.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(kind)
+        self.order = None
+        if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
+            self.order = np.argsort(rows, kind="stable")  # within a row, k's order
+            cols = cols[self.order]
+        self.indices = cols.astype(kind)
+        self.shape = (m, width)
+
+    def matrix(self, data: np.ndarray | None = None) -> sp.csr_matrix:
+        if data is None:
+            data = np.ones(len(self.indices))
+        elif self.order is not None:
+            data = data[self.order]
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=self.shape, copy=False)
+
+
 class LabelState:
     """Which pairs are labelled and which instances are right: the same for every
     scheme, so computed once per estimate. Only entries on labelled pairs are
@@ -106,6 +132,10 @@ class LabelState:
         # Scheme-free pieces of `label_bounds`, and per scheme the masses it gathers
         # (the same for the simple and the joint bounds).
         self.judged_rows = self.lab_rows[self.judged_at]
+        # Per-system sums over the labelled entries and the judged instances.
+        self.lab_sums = RowSums(self.lab_rows, self.m, np.arange(len(self.lab)), len(self.lab))
+        self.judged_sums = RowSums(self.judged_rows, self.m, np.arange(len(self.judged)),
+                                   len(self.judged))
         self.n_lab = {own: np.bincount(self.lab_rows, weights=self._use(own), minlength=self.m)
                       for own in (False, True)}
         self.gathered: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -137,13 +167,14 @@ def label_bounds(
     state = LabelState(pop, ev) if state is None else state
     if (scheme, own_draws_only) in state.cache:
         return state.cache[(scheme, own_draws_only)]
-    m = state.m
     use = state._use(own_draws_only)
     lab_data, judged_p = state.masses(pop, scheme)
     mass = lab_data * use
     total, total_sq = pop.mass_moments(scheme)
-    lab_mass = np.bincount(state.lab_rows, weights=mass, minlength=m)
-    lab_sq = np.bincount(state.lab_rows, weights=mass * mass, minlength=m)
+    # Σ d·use and Σ d·(d·use): with use 0/1 the bincounts of mass and mass² to the bit.
+    lab_matrix = state.lab_sums.matrix(lab_data)
+    lab_mass = lab_matrix @ use.astype(float)
+    lab_sq = lab_matrix @ mass
     n_lab = state.n_lab[own_draws_only]
     exact = (n_lab == state.sizes) & (state.sizes > 0)
     unknown = np.where(exact, 0.0, np.maximum(total - lab_mass, 0.0))
@@ -151,17 +182,18 @@ def label_bounds(
     with np.errstate(divide="ignore", invalid="ignore"):
         count = np.where(square > 0, unknown**2 / square, 0.0)
     # Right mass from the instances (a pair may hold several predictions).
-    p = judged_p * state.right * use[state.judged_at]
-    known = np.bincount(state.judged_rows, weights=p, minlength=m)
+    # Σ p·(right·use): with use 0/1, Σ (p·right)·use to the bit.
+    judged_matrix = state.judged_sums.matrix(judged_p)
+    x = state.right * use[state.judged_at].astype(float)
+    known = judged_matrix @ x
     wrong = np.maximum(lab_mass - known, 0.0)
     label_sd: np.ndarray | float = 0.0
     if state.soft:
-        q = judged_p * use[state.judged_at]
-        # Clipped: a re-weighted probability can pass 1 by rounding, and c(1 - c) < 0
-        # would make the spread NaN.
+        # Σ p·(p·use·c(1 − c)): Σ q·q·c·(1 − c) to rounding (~1e-16). c clipped: a
+        # re-weighted probability can pass 1 by rounding, and c(1 − c) < 0 made it NaN.
         c = np.clip(state.right.astype(float), 0.0, 1.0)
-        label_sd = np.sqrt(np.bincount(state.judged_rows,
-                                       weights=q * q * c * (1 - c), minlength=m))
+        label_sd = np.sqrt(judged_matrix @ (judged_p * (c * use[state.judged_at].astype(float)
+                                                        * (1 - c))))
     bounds = LabelBounds(np.minimum(known, 1.0), wrong, exact, count, label_sd)
     state.cache[(scheme, own_draws_only)] = bounds
     return bounds
@@ -260,7 +292,7 @@ def precision(
 
     none = n == 0
     w_simple = np.diag((~none).astype(float))
-    label_var = label_variance_at_pairs(pop, ev, scheme)
+    label_var = label_variance_at_pairs(pop, ev, scheme, shared)
     simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var, shared=shared)
     if reweighted:
         lo, hi = interval(simple, w_simple)

@@ -194,3 +194,69 @@ def test_no_control_answers_measure_nothing() -> None:
     empty = accuracy.control_accuracy(corpus_id)
     assert empty.relation_answers == 0 and empty.share_of_answers is None
     assert accuracy.control_accuracy(corpus_id + 1000).accuracy.answers == 0  # other corpus
+
+
+def _row_by_row(corpus_id: int) -> tuple[list, list, list, list, int, int]:
+    """crowd_accuracy's figures as it computed them before it was vectorised: one
+    answer at a time, with p_right (agreement, its workers, P(right), its workers,
+    labels answered, labels off their vote)."""
+    labels = {}
+    for label in PairLabel.objects.filter(question__corpus_id=corpus_id):
+        key = accuracy.answer_key(label.predicates)
+        vote = accuracy.answer_key(label.majority) if label.majority else key
+        labels[label.question_id] = (key, vote, label.posterior)
+    agree, agree_w, right, right_w = [], [], [], []
+    answered = set()
+    for r in Response.objects.filter(question__corpus_id=corpus_id,
+                                     question_id__in=list(labels)).order_by("pk"):
+        key, _, post = labels[r.question_id]
+        answered.add(r.question_id)
+        agree.append(1.0 if accuracy.answer_key(r.choices) == key else 0.0)
+        agree_w.append(r.worker_id)
+        if post:
+            right.append(accuracy.p_right(r.choices, post))
+            right_w.append(r.worker_id)
+    differs = sum(1 for q in answered if labels[q][0] != labels[q][1])
+    return agree, agree_w, right, right_w, len(answered), differs
+
+
+@pytest.mark.django_db
+def test_crowd_accuracy_equals_the_row_by_row_figures() -> None:
+    """Random answers (some naming two relations) and posteriors (some missing a
+    name, one empty): the vectorised figures are the row-by-row ones."""
+    rng = np.random.default_rng(11)
+    corpus = make_corpus("vec")
+    doc = corpus.documents.get(doc_id="D1")
+    pairs = [make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE"),
+             make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")]
+    hit = make_hit(corpus, pairs)
+    questions = [hq.question for hq in HitQuestion.objects.filter(hit=hit).order_by("position")]
+    options = [["per:place_of_birth"], ["no_relation"], ["per:origin"],
+               ["per:origin", "per:place_of_birth"], ["org:founded_by"]]
+    for w in range(12):
+        worker = CrowdWorker.objects.create(backend=Backend.SIMULATED, external_id=f"w{w}")
+        asg = Assignment.objects.create(hit=hit, worker=worker, external_id=f"as-{w}")
+        for q in questions:
+            Response.objects.create(assignment=asg, question=q, worker=worker,
+                                    choices=options[rng.integers(len(options))])
+    PairLabel.objects.create(pair=pairs[0], question=questions[0], predicates=options[0],
+                             majority=options[2], support=0.5, n_answers=12,
+                             posterior={"per:place_of_birth": float(rng.random()),
+                                        "no_relation": float(rng.random())})
+    PairLabel.objects.create(pair=pairs[1], question=questions[1], predicates=options[3],
+                             support=0.5, n_answers=12,
+                             posterior={"per:origin": float(rng.random()),
+                                        "per:place_of_birth": float(rng.random())})
+    for _ in range(2):
+        agree, agree_w, right, right_w, n_labels, differs = _row_by_row(corpus.pk)
+        got = accuracy.crowd_accuracy(corpus.pk)
+        assert got.labels == n_labels == 2 and got.differs_from_majority == differs
+        for share, (x, w) in ((got.agreement, (agree, agree_w)),
+                              (got.accuracy, (right, right_w))):
+            want = accuracy.clustered_share(x, w)
+            assert share.answers == want.answers and share.workers == want.workers
+            assert share.estimate == pytest.approx(want.estimate, rel=1e-12, abs=1e-15)
+            assert share.lo == pytest.approx(want.lo, rel=1e-12, abs=1e-15)
+            assert share.hi == pytest.approx(want.hi, rel=1e-12, abs=1e-15)
+        # An empty posterior: that label's answers leave the model accuracy.
+        PairLabel.objects.filter(pair=pairs[1]).update(posterior={})

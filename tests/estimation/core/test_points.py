@@ -11,8 +11,14 @@ import pytest
 import scipy.sparse as sp
 
 from estimation.core import Population, estimate, prepare_evidence
-from estimation.core.noise import from_posterior, self_consistent, with_soft_labels
+from estimation.core.noise import (
+    correction_variance,
+    from_posterior,
+    self_consistent,
+    with_soft_labels,
+)
 from estimation.core.points import PointPlan, _product_at, consistent
+from estimation.core.precision import RowSums
 from estimation.validation.worlds import WorldSpec, make_world
 
 CATS = list(range(-1, 20))
@@ -113,3 +119,37 @@ def test_blocked_product_is_the_dense_one():
     rows, cols = rng.integers(0, 7, 200), rng.integers(0, 50, 200)
     got = _product_at(x.T.tocsr(), w, rows, cols, block=6)
     assert np.array_equal(got, np.asarray(x.T.tocsr() @ w.T)[cols, rows])  # whole product
+
+
+@pytest.mark.parametrize("sorted_rows", [True, False])
+def test_row_sums_are_bincounts_to_the_bit(sorted_rows):
+    """RowSums's matvec adds each row's terms in the same order as np.bincount."""
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, 9, 5_000)
+    if sorted_rows:
+        rows = np.sort(rows)
+    cols = rng.integers(0, 700, 5_000)  # repeated columns too
+    data, x = rng.random(5_000), rng.random(700)
+    sums = RowSums(rows, 10, cols, 700)
+    want = np.bincount(rows, weights=data * x[cols], minlength=10)
+    np.testing.assert_array_equal(sums.matrix(data) @ x, want)
+    np.testing.assert_array_equal(sums.matrix() @ x, np.bincount(rows, weights=x[cols],
+                                                                 minlength=10))
+
+
+def test_the_fixed_points_plan_gives_the_replicates_variance(task):
+    """recompute reuses the plan its systems' priors were fixed with (made on the soft
+    evidence before the fixed point) for the replicates: the same variance, to the bit,
+    as a plan made on the fixed evidence."""
+    world, pop, ev, lab, draw_scheme = task
+    soft = with_soft_labels(pop, ev, _noisy(world, lab, 7))
+    early = PointPlan(pop, soft, draw_scheme)
+    fixed = self_consistent(pop, soft, draw_scheme, plan=early)
+    reps = [_noisy(world, lab, seed) for seed in (8, 9, 10)]
+    got = correction_variance(pop, fixed, reps, draw_scheme, SCHEMES, 0.9, early)
+    want = correction_variance(pop, fixed, reps, draw_scheme, SCHEMES, 0.9,
+                               PointPlan(pop, fixed, draw_scheme))
+    assert got.keys() == want.keys() and len(got) == 24
+    for key, v in want.items():
+        np.testing.assert_array_equal(got[key], v, err_msg=str(key))
+    assert any(np.nanmax(v) > 0 for v in want.values())
