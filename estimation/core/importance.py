@@ -180,23 +180,27 @@ def importance_estimate(
 
         q_a = qt[a.indices, rows_a]
 
-    def ratio(m: sp.coo_matrix) -> sp.csr_matrix:
+    def at_entries(m: sp.coo_matrix, power: int = 1) -> np.ndarray:
+        """Σ m/q^power per entry of a (m's entries lie among a's), summed in m's order
+        by bincount rather than through a CSR, whose duplicate sum sorts every row
+        first (most of this call's time once): the CSR's sums to the bit up to two
+        terms per entry, to rounding beyond."""
         # q = 0 only where no draw can reach (systems without a donor): no term.
-        q = q_at(m.row, m.col)
+        q = q_at(m.row, m.col) ** power
         vals = np.divide(m.data, q, out=np.zeros(len(q)), where=q > 0)
-        return sp.csr_matrix((vals, (m.row, m.col)), shape=m.shape)
+        pos = at.find(m.row, m.col)
+        if len(pos) and pos.min() < 0:
+            raise ValueError("terms outside the target's entries")
+        return np.bincount(pos, weights=vals, minlength=at.pattern.nnz)
 
-    # z = a/q on a's own entries; r = pf/q (pf's entries lie among a's).
+    # z = a/q on a's own entries; r = pf/q on a's pattern (pf's entries lie among a's).
     z = np.divide(a.data, q_a, out=np.zeros(len(q_a)), where=q_a > 0)
-    r = ratio(sp.coo_matrix(pf))
-    r_at = at.values(r)
+    r_at = at_entries(sp.coo_matrix(pf))
+    r = sp.csr_matrix((r_at, at.pattern.indices.copy(), at.pattern.indptr.copy()), shape=a.shape)
     terms = [r_at, r_at * r_at]
     if label_var is not None:
         # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
-        lv = label_var.tocoo()
-        q2 = q_at(lv.row, lv.col) ** 2
-        vals = np.divide(lv.data, q2, out=np.zeros(len(q2)), where=q2 > 0)
-        terms.append(at.values(sp.csr_matrix((vals, (lv.row, lv.col)), shape=lv.shape)))
+        terms.append(at_entries(label_var.tocoo(), 2))
     terms += [z, z * z, (z > 0).astype(float)]
     means = _draw_means(sp.csr_matrix(counts_per_draw), at, terms, diagonal)
     m1, m2 = means[0], means[1]  # (j × i): mean of r_i, r_i² under p_j

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import ALSO_TRUE_STRIDE, Evidence, likelihood_ratio, reprior_lr
+from .evidence import ALSO_TRUE_STRIDE, Evidence, likelihood_ratio
 from .importance import mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, RowSums
@@ -122,6 +122,7 @@ class PointPlan:
         self._p_sums: dict[str, sp.csr_matrix] = {}
         self._use_j = np.zeros(0, dtype=bool)  # the simple bounds' labels, per judged
         self._last: tuple | None = None
+        self._base: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0, dtype=bool))
 
     # ---- precision ----------------------------------------------------------------
 
@@ -227,11 +228,20 @@ class PointPlan:
         ok = self._hard
         if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
             return ok.astype(float)
-        soft, prob, lr = self._lookup(ev)
-        if ev.system_prior is not None and lr is not None:
-            own = ev.system_prior[self.j_sys]
-            prob = np.where(np.isnan(own), prob, reprior_lr(prob, lr, own))
-        return np.where(soft, prob, ok.astype(float))
+        lr = self._lookup(ev)[2]  # sets self._base too
+        base, live = self._base
+        if ev.system_prior is None or lr is None:
+            return base
+        # reprior_lr's floats in fewer passes (this runs per fixed-point round and per
+        # replicate): new·lr / ((new·lr + 1) − new), kept where the instance is soft,
+        # its P strictly inside (0, 1), its system's prior known and the result finite;
+        # elsewhere P (soft) or the hard verdict, as reprior_lr's own fallback does.
+        own = ev.system_prior[self.j_sys]
+        t = own * lr
+        den = t + 1
+        den -= own
+        t /= den
+        return np.where(live & np.isfinite(t), t, base)
 
     def _lookup(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(soft, P, likelihood ratio of P to its prior) of each instance's soft-label
@@ -256,6 +266,11 @@ class PointPlan:
             prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
             lr = likelihood_ratio(prob, prior)[self._uinv]
         self._last = (arrays, (soft, prob[self._uinv], lr))
+        p = self._last[1][1]
+        # Without the systems' priors, and where `right` keeps P or the hard verdict.
+        base = np.where(soft, p, self._hard.astype(float))
+        base.flags.writeable = False  # returned as is when there are no priors
+        self._base = (base, soft & (p > 0) & (p < 1))
         return self._last[1]
 
     def joint_precision(self, ev: Evidence, scheme: str = "instance",

@@ -255,3 +255,46 @@ def test_dense_blocks_with_unused_systems(seed, monkeypatch):
         rows, missing = imp.unreached_mass(ps, pt, w, none)
         assert missing == pytest.approx([_unreached_reference(ps, pt, w, i) for i in rows],
                                         abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_importance_estimate_sums_repeated_entries_like_dense_sums(seed, diagonal):
+    """pf and the label variance reach importance_estimate as coo with repeated
+    (system, pair) entries (several predicates per pair): each must count once per
+    term, divided by q (pf) or q² (label variance), as the dense sums do."""
+    rng = np.random.default_rng(seed)
+    m, n_u = 6, 40
+    a = sp.random(m, n_u, density=0.4, random_state=seed, format="csr") + sp.csr_matrix(
+        (np.full(m, 0.5), (np.arange(m), np.arange(m))), shape=(m, n_u))
+    a.sum_duplicates()
+    b = a.copy() if diagonal else sp.random(m, n_u, density=0.5, random_state=seed + 9,
+                                            format="csr") + a
+    ac = a.tocoo()
+    # Up to 4 terms per entry of a, in shuffled order.
+    pick = rng.choice(ac.nnz, 3 * ac.nnz)
+    pick = pick[rng.permutation(len(pick))]
+    pf = sp.coo_matrix((rng.random(len(pick)) * 0.3, (ac.row[pick], ac.col[pick])),
+                       shape=a.shape)
+    lv = sp.coo_matrix((rng.random(len(pick)) * 0.05, (ac.row[pick], ac.col[pick])),
+                       shape=a.shape)
+    n = rng.integers(2, 9, m).astype(float)
+    n[1] = 1
+    counts = sp.random(m, n_u, density=0.3, random_state=seed + 3, format="csr")
+    cpd = sp.csr_matrix(sp.diags(1.0 / n) @ counts)
+    w = np.diag(np.ones(m)) if diagonal else mixing_weights(rng.random((m, m)) + np.eye(m), n)
+    got = imp.importance_estimate(a, pf, b, w, cpd, n, lv)
+    # Dense reference.
+    q = w @ b.toarray()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(q > 0, pf.toarray() / q, 0.0)
+        extra = np.where(q > 0, lv.toarray() / q**2, 0.0)
+    c = cpd.toarray()
+    m1, m2 = c @ r.T, c @ (r * r).T + c @ extra.T
+    est = (w * m1.T).sum(axis=1)
+    coef = w * w / n[None, :]
+    var = (coef * imp.per_draw_variance(m1, m2, n).T).sum(axis=1)
+    np.testing.assert_allclose(got.r.toarray(), r, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got.estimate, est, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got.variance, var, rtol=1e-12, atol=0)
+    assert got.estimate.min() > 0 and (extra > 0).any()

@@ -112,6 +112,29 @@ def test_consistent_is_the_full_fixed_point(task):
     assert np.nanmax(np.abs(one - start)) > 1e-3  # the round moved it
 
 
+def test_right_is_reprior_lr_to_the_bit(task):
+    """`right` reprices P(right) with the systems' priors in fewer passes than
+    Evidence.correct's reprior_lr: the same floats, including a system without a prior
+    and soft labels at exactly 0 and 1 (kept as they are)."""
+    world, pop, ev, lab, draw_scheme = task
+    soft = with_soft_labels(pop, ev, _noisy(world, lab, 6))
+    probs = soft.soft_probs.copy()
+    probs[::7], probs[3::11] = 0.0, 1.0
+    soft = replace(soft, soft_probs=probs)
+    plan = PointPlan(pop, soft, draw_scheme)
+    inst = pop.instances()
+    judged = plan.state.judged
+    prior = np.random.default_rng(1).uniform(0.05, 0.95, len(pop))
+    prior[2] = np.nan
+    for sp_ in (None, prior):
+        cur = replace(soft, system_prior=sp_)
+        want = cur.correct(inst["pairs"][judged], inst["predicates"][judged],
+                           inst["system"][judged])
+        got = plan.right(cur)
+        np.testing.assert_array_equal(got, want)
+    assert ((got > 0) & (got < 1)).any() and (got == 1).any() and (got == 0).any()
+
+
 def test_blocked_product_is_the_dense_one():
     rng = np.random.default_rng(2)
     x = sp.random(7, 50, density=0.3, random_state=3, format="csr")
