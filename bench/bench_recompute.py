@@ -14,7 +14,13 @@ again), and checks that incremental and full store identical scores (the two lat
 runs find exactly the incremental run's numbers, so they store nothing new and return
 that run; a difference would store a new run and fail the check). Prints the split
 and drops the database; the last line is `incremental X s, full Y s, peak Z MB`
-(medians per batch; peak RSS of the process, the build included).
+(medians per batch). Z is the recompute's peak: before each run the process's peak RSS
+is reset (Linux: "5" into /proc/self/clear_refs, which sets VmHWM to the current RSS)
+and VmHWM read after it, so every run's peak counts all the memory resident while it
+runs — what it allocates, its caches kept from earlier runs and whatever the build left
+in the process — but not the build's own transient peak; Z is the largest over all runs
+(cold full, incremental, new worker, full). The line before it gives each run kind's
+peak, the build's peak and the whole process's peak (VmHWM's maximum over all phases).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
         [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200] \
@@ -31,7 +37,6 @@ import cProfile
 import io
 import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -57,6 +62,21 @@ def copy(cursor, table: str, columns: list[str], rows) -> int:
     buf.seek(0)
     cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", buf)
     return n
+
+
+def reset_peak() -> None:
+    """Reset the process's peak RSS (VmHWM) to its current RSS."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_mb() -> float:
+    """The process's peak RSS (VmHWM) since start or the last `reset_peak`, in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def label_name(code: int) -> str:
@@ -304,6 +324,7 @@ def main() -> None:
     try:
         t = time.monotonic()
         data = build(args, np.random.default_rng(7))
+        peaks: dict[str, list[float]] = {"build": [peak_mb()]}
         print(f"built {args.systems} systems × {args.per_system:,} predictions over "
               f"{args.pairs:,} pairs, {args.draws} draws each, {data['gold']:,} gold "
               f"relations, {data['answers']:,} crowd answers in {time.monotonic() - t:.1f} s")
@@ -331,6 +352,7 @@ def main() -> None:
         def timed(label: str, profile: bool = False, **kw) -> tuple[float, object]:
             marks: list[tuple[float, str]] = []
             t, cpu = time.monotonic(), time.process_time()
+            reset_peak()
             if profile and profiler is not None:
                 profiler.enable()
             run = recompute(corpus, trigger=label, **kw,
@@ -338,6 +360,7 @@ def main() -> None:
             if profile and profiler is not None:
                 profiler.disable()
             total, cpu = time.monotonic() - t, time.process_time() - cpu
+            peaks.setdefault(label, []).append(peak_mb())
             split = "; ".join(f"{m.split(' ')[0]} at {ts - t:.2f} s" for ts, m in marks[1:])
             # On a shared machine wall time swings with the neighbours' load; this
             # process's CPU time (the database's is not in it) swings far less.
@@ -379,10 +402,13 @@ def main() -> None:
         if profiler is not None:
             profiler.dump_stats(args.profile)
             print(f"profile of the incremental runs written to {args.profile}")
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        run_peak = max(max(v) for k, v in peaks.items() if k != "build")
         print(f"finished {timezone.now():%H:%M:%S}")
+        print("peak RSS (VmHWM, reset before each phase), max per kind: " + ", ".join(
+            f"{k} {max(v):.0f} MB" for k, v in peaks.items())
+            + f"; whole process {max(max(v) for v in peaks.values()):.0f} MB")
         print(f"incremental {np.median(inc):.2f} s, full {np.median(full):.2f} s, "
-              f"peak {rss:.0f} MB")
+              f"peak {run_peak:.0f} MB")
         django.db.connections.close_all()
     finally:
         drop_db(base, name)
