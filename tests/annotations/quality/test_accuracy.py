@@ -66,14 +66,21 @@ def test_interval_covers_the_crowds_accuracy_with_systematic_workers() -> None:
     assert naive.mean() < 0.8  # what the answer-level interval would claim
 
 
-@pytest.mark.django_db
-def test_crowd_accuracy_from_answers_and_posteriors() -> None:
-    corpus = make_corpus("acc")
+def _two_questions(tag: str) -> tuple:
+    """A corpus with two mention pairs asked in one relation HIT: (corpus, pairs, the
+    HIT, its questions in HIT order)."""
+    corpus = make_corpus(tag)
     doc = corpus.documents.get(doc_id="D1")
     pairs = [make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE"),
              make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")]
     hit = make_hit(corpus, pairs)
-    questions = [hq.question for hq in HitQuestion.objects.filter(hit=hit).order_by("position")]
+    return corpus, pairs, hit, [hq.question for hq in
+                                HitQuestion.objects.filter(hit=hit).order_by("position")]
+
+
+@pytest.mark.django_db
+def test_crowd_accuracy_from_answers_and_posteriors() -> None:
+    corpus, pairs, hit, questions = _two_questions("acc")
     truth = [["per:place_of_birth"], ["no_relation"]]
     answers = {"a": truth, "b": truth, "c": [["no_relation"], ["no_relation"]]}
     for name, given in answers.items():
@@ -116,12 +123,7 @@ def test_crowd_accuracy_from_answers_and_posteriors() -> None:
 def _control_world() -> tuple[list, list]:
     """Two test questions and four controls (two relations, two no relation) answered
     by four workers; returns (test questions, controls)."""
-    corpus = make_corpus("ctl")
-    doc = corpus.documents.get(doc_id="D1")
-    pairs = [make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE"),
-             make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")]
-    hit = make_hit(corpus, pairs)
-    tests = [hq.question for hq in HitQuestion.objects.filter(hit=hit).order_by("position")]
+    corpus, pairs, hit, tests = _two_questions("ctl")
     known = [["per:place_of_birth"], ["per:employee_or_member_of", "per:title"],
              ["no_relation"], ["no_relation"]]
     controls = [Question.objects.create(corpus=corpus, kind=TaskKind.RELATION,
@@ -225,12 +227,7 @@ def test_crowd_accuracy_equals_the_row_by_row_figures() -> None:
     """Random answers (some naming two relations) and posteriors (some missing a
     name, one empty): the vectorised figures are the row-by-row ones."""
     rng = np.random.default_rng(11)
-    corpus = make_corpus("vec")
-    doc = corpus.documents.get(doc_id="D1")
-    pairs = [make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE"),
-             make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")]
-    hit = make_hit(corpus, pairs)
-    questions = [hq.question for hq in HitQuestion.objects.filter(hit=hit).order_by("position")]
+    corpus, pairs, hit, questions = _two_questions("vec")
     options = [["per:place_of_birth"], ["no_relation"], ["per:origin"],
                ["per:origin", "per:place_of_birth"], ["org:founded_by"]]
     for w in range(12):

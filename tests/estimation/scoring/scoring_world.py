@@ -35,6 +35,18 @@ def label(pair: MentionPair, *predicates: str) -> PairLabel:
                                     n_answers=3)
 
 
+def scored_with_beta_private(world: World) -> World:
+    """Two true pairs labelled and scored, then Beta made private: the stored-report
+    tests' world (a public and a private report on one corpus)."""
+    from estimation import scoring
+
+    label(world.pairs["born"], "per:place_of_birth")
+    label(world.pairs["wed"], "per:spouse")
+    scoring.recompute(world.corpus)
+    Submission.objects.filter(pk=world.b.pk).update(public=False)
+    return world
+
+
 def build_world(tag: str = "t", state_a: str = State.SCORING,
                 state_b: str = State.ANNOTATING) -> World:
     corpus = make_corpus(tag)

@@ -11,21 +11,17 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.models import DrawLabelStamp, PairLabel, SampleDraw
-from estimation import report_progress, scoring, stored_pages
+from estimation import report_progress, stored_pages
 from estimation.models import ReportBody
 from submissions.models import RelationInstance, State, Submission
-from tests.estimation.scoring.scoring_world import World, label
+from tests.estimation.scoring.scoring_world import World, label, scored_with_beta_private
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("needs_postgres")]
 
 
 @pytest.fixture
 def scored(world: World) -> World:
-    label(world.pairs["born"], "per:place_of_birth")
-    label(world.pairs["wed"], "per:spouse")
-    scoring.recompute(world.corpus)
-    Submission.objects.filter(pk=world.b.pk).update(public=False)
-    return world
+    return scored_with_beta_private(world)
 
 
 def _stamp(world: World) -> int:

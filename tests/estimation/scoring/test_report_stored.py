@@ -33,7 +33,7 @@ from estimation import scoring, stored_pages
 from estimation.models import ReportBody, ScoreRun, SystemScore
 from kbpo.core.models import Corpus
 from submissions.models import RelationInstance, State, Submission
-from tests.estimation.scoring.scoring_world import World, label
+from tests.estimation.scoring.scoring_world import World, label, scored_with_beta_private
 from tests.factories import make_hit, make_user
 
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
@@ -49,11 +49,7 @@ def _norm(page: bytes | str) -> str:
 
 @pytest.fixture
 def scored(world: World) -> World:
-    label(world.pairs["born"], "per:place_of_birth")
-    label(world.pairs["wed"], "per:spouse")
-    scoring.recompute(world.corpus)
-    Submission.objects.filter(pk=world.b.pk).update(public=False)
-    return world
+    return scored_with_beta_private(world)
 
 
 def _url(sub: Submission, query: str = "") -> str:
