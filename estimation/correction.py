@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,6 +33,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotations.models import PairLabel, Question, Response, TaskKind
+from annotations.quality.accuracy import Decoder
 from annotations.quality.aggregation import (
     NO_RELATION,
     SOFT_TYPE_SHRINK,
@@ -76,15 +76,12 @@ def _answers(corpus: Corpus) -> _Answers:
             .values_list("question_id", "worker_id", "text").order_by("pk"))
     q_index: dict[int, int] = {}
     w_index: dict[int, int] = {}
-    keys: dict[str, str] = {}
+    decode = Decoder()
     items, workers, answers = [], [], []
     for q, w, text in rows.iterator(chunk_size=5000):
         items.append(q_index.setdefault(q, len(q_index)))
         workers.append(w_index.setdefault(w, len(w_index)))
-        key = keys.get(text)
-        if key is None:
-            key = keys[text] = answer_key(json.loads(text))
-        answers.append(key)
+        answers.append(decode(text)[1])
     return _Answers(np.asarray(items, np.int64), np.asarray(workers, np.int64), answers,
                     list(q_index), list(w_index))
 
@@ -208,7 +205,7 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
                                 rng, n_options=n_options, known=known, strata=strata,
                                 none=NO_RELATION, fits=fits)
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
-        if len(fits) == replicates and all(p is not None for p in fits) else None
+        if len(fits) == replicates else None
     return [_rows(cats, post[rows], priors, pair_of, codes) for post, priors in reps], pending
 
 

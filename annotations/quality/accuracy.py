@@ -32,7 +32,7 @@ is one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,6 +156,20 @@ def p_right(choices: list[str], posterior: dict[str, float], key: str | None = N
     return min(float(posterior.get(name, 0.0)) for name in names)
 
 
+class Decoder:
+    """JSON answer text → (choices, answer key), decoded once per distinct text (a crowd
+    gives few distinct answers)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[list[str], str]] = {}
+
+    def __call__(self, text: str) -> tuple[list[str], str]:
+        if text not in self._keys:
+            choices = json.loads(text)
+            self._keys[text] = (choices, answer_key(choices))
+        return self._keys[text]
+
+
 def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
     """The crowd's agreement and model accuracy over the corpus's labelled answers.
 
@@ -164,13 +178,7 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
     """
     # JSON read as text and decoded once per distinct value (a crowd gives few
     # distinct answers); the labelled questions as a subquery, not an IN list of ids.
-    keys: dict[str, tuple[list[str], str]] = {}
-
-    def decode(text: str) -> tuple[list[str], str]:
-        if text not in keys:
-            choices = json.loads(text)
-            keys[text] = (choices, answer_key(choices))
-        return keys[text]
+    decode = Decoder()
 
     def as_text(field: str) -> Cast:
         return Cast(field, TextField())
@@ -254,7 +262,7 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
 
 
 def control_accuracy(corpus_id: int, confidence: float = 0.9,
-                     decode: Callable[[str], tuple[list[str], str]] | None = None
+                     decode: Decoder | None = None
                      ) -> ControlAccuracy:
     """Control answers against their known answers, and the controls' share of answers.
 
@@ -263,11 +271,7 @@ def control_accuracy(corpus_id: int, confidence: float = 0.9,
     answers to test questions are only counted (their answer is not read).
     `decode`: the caller's JSON text → (choices, answer key) cache, if it has one.
     """
-    if decode is None:
-        def decode(text: str) -> tuple[list[str], str]:
-            choices = json.loads(text)
-            return choices, answer_key(choices)
-
+    decode = decode or Decoder()
     is_control = Q(question__control_answer__isnull=False)
     rows = (Response.objects.filter(question__corpus_id=corpus_id,
                                     question__kind=TaskKind.RELATION)
