@@ -300,10 +300,9 @@ class PointPlan:
                                   return_inverse=True)
             self._parts = {
                 "gy": gy, "n0": n0, "cov_f": covered.astype(float)[None, :], "q": q,
-                "total": total, "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
+                "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
                 "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
-                "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
-                "n_cells": len(cell)}
+                "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix()}
         return self._parts
 
     def _nu(self, ev: Evidence, right: np.ndarray) -> np.ndarray:

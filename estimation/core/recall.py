@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import Evidence, Interval, reprior
+from .evidence import Evidence, Interval, likelihood_ratio, reprior, reprior_lr
 from .importance import ImportanceResult, content_key, frozen, per_draw_variance
 from .population import Population
 from .schemes import scheme_weights
@@ -154,10 +154,10 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     centre = np.bincount(inv, weights=mix) / n
     w = np.ones(len(post)) if weights is None else weights
     scale = n / np.maximum(np.bincount(inv, weights=w), 1e-300)  # weights sum to n
-    crowd_prior = np.full(len(post), crowd)
+    lr = likelihood_ratio(post, np.full(len(post), crowd))  # the same every round
     pi = centre
     for _ in range(rounds):
-        new = (scale * np.bincount(inv, weights=w * reprior(post, crowd_prior, pi[inv]))
+        new = (scale * np.bincount(inv, weights=w * reprior_lr(post, lr, pi[inv]))
                + POOL_STRENGTH * centre) / (n + POOL_STRENGTH)
         new = np.clip(new, 1e-3, 1 - 1e-3)
         done = np.abs(new - pi).max() < 1e-6
