@@ -67,7 +67,7 @@ def test_survives_a_rolled_back_transaction(needs_postgres: None) -> None:
 
 
 @pytest.mark.django_db
-def test_switched_off_runs_the_plain_query(settings: object) -> None:
+def test_switched_off_runs_the_plain_query(settings: object, needs_postgres: None) -> None:
     settings.KBPO_DB_PREPARED_STATEMENTS = False
     with CaptureQueriesContext(connection) as q:
         assert run(3, "auth") == plain(3, "auth")

@@ -17,9 +17,13 @@ ROWS = [
 ]
 
 
+def _plain(row: tuple) -> bool:
+    """No value needing COPY's escaping (a backslash or a carriage return)."""
+    return all(not isinstance(v, str) or ("\\" not in v and "\r" not in v) for v in row)
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("rows", [ROWS, [r for r in ROWS if "\\" not in str(r) and
-                                          "\r" not in str(r)]])
+@pytest.mark.parametrize("rows", [ROWS, [r for r in ROWS if _plain(r)]])
 def test_staged_rows_read_back_exactly(rows: list[tuple]) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         stager = Stager(cursor)
