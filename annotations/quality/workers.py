@@ -39,7 +39,9 @@ class QualityReport:
     alpha: dict[int, float | None] = field(default_factory=dict)       # per corpus
     batch_alpha: dict[int, float | None] = field(default_factory=dict)
     ds_labels: dict[int, list[str]] = field(default_factory=dict)      # question -> DS label
-    coin_labels: dict[int, list[str]] = field(default_factory=dict)    # question -> one-coin
+    # question -> the lopsided model's label: its sharp fit's under `lopsided`, the
+    # calibrated soft fit's under the other methods (which store no such label).
+    coin_labels: dict[int, list[str]] = field(default_factory=dict)
     soft_labels: int = 0                                               # PairLabels updated
     reposterior: int = 0      # ... whose posterior the refit moved (soft scores rest on it)
     control_answers: int = 0                                           # answers to controls

@@ -302,7 +302,8 @@ class PointPlan:
                 "gy": gy, "n0": n0, "cov_f": covered.astype(float)[None, :], "q": q,
                 "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
                 "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
-                "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix()}
+                "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
+                "k": np.asarray((self.b > 0).sum(axis=0)).ravel()}  # systems per pair
         return self._parts
 
     def _nu(self, ev: Evidence, right: np.ndarray) -> np.ndarray:
@@ -311,7 +312,7 @@ class PointPlan:
         q, n = r["q"], self.ev.n
         # The plan's draws with ``ev``'s labels (a replicate's evidence shares them).
         t = pair_true_share(replace(ev, pairs=self.ev.pairs, counts=self.ev.counts),
-                            self.b, n, q)
+                            self.b, n, q, k=r["k"], drawn=r["c_tot"])
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.where((t > 0) & (q > 0), t / q, 0.0)
         g = r["cells"] @ right  # per cell, Σ right over its instances

@@ -167,7 +167,8 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     return pi[inv]
 
 
-def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray
+def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
+                    k: np.ndarray | None = None, drawn: np.ndarray | None = None
                     ) -> np.ndarray:
     """P(each drawn labelled pair holds a relation) as joint recall sums it: the hard
     verdict, or the soft label re-weighted to the pair's own prior — the precision of
@@ -175,7 +176,9 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray
     pairs (pooled_true_prior) — once systems' priors are known; the crowd's share before.
 
     ``b``: (systems × drawn pairs) scheme weights, ``n`` draws per system, ``q`` the
-    proposal. Shared by `recall_instance` and the replicates' points (points.py).
+    proposal. Shared by `recall_instance` and the replicates' points (points.py), which
+    passes the label-free ``k`` (systems predicting each pair) and ``drawn`` (draws of
+    each pair) once instead of per replicate.
     """
     t = ev.true_share(ev.pairs)
     if ev.system_prior is None or ev.true_prior is None or not len(t):
@@ -187,9 +190,11 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray
     mix = np.where(q > 0, mix, ev.true_prior)
     soft = ~np.isnan(ev.true_prob[ev.pairs])
     if soft.any():
-        k = np.asarray((b > 0).sum(axis=0)).ravel()
+        if k is None:
+            k = np.asarray((b > 0).sum(axis=0)).ravel()
         # Recall sums a pair with weight draws / q: the group's prior is fitted so.
-        drawn = np.asarray(ev.counts.sum(axis=0)).ravel()
+        if drawn is None:
+            drawn = np.asarray(ev.counts.sum(axis=0)).ravel()
         weight = np.where(q > 0, drawn / np.maximum(q, 1e-300), 0.0)
         mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft],
                                       weights=weight[soft])
