@@ -110,6 +110,24 @@ class ShareSerializer(serializers.Serializer):
         help_text="Answers divided by the design effect of clustering by worker.")
 
 
+class ReweightedSerializer(serializers.Serializer):
+    estimate = serializers.FloatField(
+        allow_null=True, help_text="null: not measurable (no control answers of one kind, "
+        "or no posteriors on the labelled pairs).")
+    lo = serializers.FloatField(allow_null=True)
+    hi = serializers.FloatField(allow_null=True)
+    relation_share = serializers.FloatField(
+        allow_null=True, help_text="Estimated share of the tested pairs holding a relation: "
+        "the mean of 1 - P(no relation) over the labelled pairs' posteriors.")
+    relation_share_se = serializers.FloatField(allow_null=True,
+                                               help_text="Its standard error.")
+    pairs = serializers.IntegerField(help_text="Labelled pairs the share is measured on.")
+    workers = serializers.IntegerField()
+    effective_answers = serializers.FloatField(
+        help_text="Answers' worth of the interval (sampling clustered by worker, and the "
+        "mix's uncertainty).")
+
+
 class ControlsSerializer(serializers.Serializer):
     accuracy = ShareSerializer(help_text="Share of answers to control questions equal to "
                                "the known answer (from the exhaustive gold): accuracy "
@@ -124,6 +142,10 @@ class ControlsSerializer(serializers.Serializer):
     share_of_answers = serializers.FloatField(
         allow_null=True, help_text="Control answers / relation_answers: the controls' part "
         "of the crowd work. null: no relation answers.")
+    reweighted = ReweightedSerializer(
+        allow_null=True, help_text="Accuracy on controls with the two parts (on_relation, "
+        "on_no_relation) weighted to the tested pairs' estimated mix: how often an answer "
+        "to a question under test is right. null: the run predates this figure.")
 
 
 class CrowdSerializer(serializers.Serializer):

@@ -144,7 +144,11 @@ def crowd(sub: Submission, confidence: float, scores: dict[str, SystemScore],
                for s in scores.values())
     # A run stored before the control figures has no "controls": shown as not
     # available (null), not measured live, so the page stays the run's.
-    return {"controls": None, **acc, "soft_labels": soft}
+    # One stored before the re-weighted control figure has controls without it: null.
+    acc = {"controls": None, **acc, "soft_labels": soft}
+    if acc["controls"] is not None and "reweighted" not in acc["controls"]:
+        acc["controls"] = {**acc["controls"], "reweighted": None}
+    return acc
 
 
 # --- History plot (server-rendered SVG) -----------------------------------------------

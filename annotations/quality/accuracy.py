@@ -15,6 +15,11 @@ Three figures, and what each measures:
   relations and "no relation"; so it is also split by the known answer (a crowd
   that says "no relation" to everything scores well when most controls are
   negatives). Beside it, the controls' share of all relation answers (their cost).
+- *control accuracy on the test mix*: the two parts of the control accuracy
+  weighted by the estimated share of tested pairs that hold a relation (the mean of
+  1 − P(no relation) over the labels' posteriors), so that the figure answers "how
+  often is an answer to a question under test right", not "... to a control". Its
+  interval adds the mix's uncertainty to the two parts' (`reweighted_share`).
 
 Beside them, the labels: which aggregator decides them (`KBPO_LABEL_AGGREGATION`),
 how many labelled pairs there are, on how many the stored label differs from the
@@ -64,6 +69,29 @@ class Proportion:
 
 
 @dataclass(frozen=True)
+class Reweighted:
+    """Control accuracy weighted to the tested pairs' mix of relation / no relation."""
+
+    estimate: float | None
+    lo: float | None
+    hi: float | None
+    relation_share: float | None     # estimated share of tested pairs holding a relation
+    relation_share_se: float | None  # ... its standard error
+    pairs: int                       # tested pairs the share is estimated on
+    workers: int
+    effective_answers: float
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi,
+                "relation_share": self.relation_share,
+                "relation_share_se": self.relation_share_se, "pairs": self.pairs,
+                "workers": self.workers, "effective_answers": round(self.effective_answers, 1)}
+
+
+NOT_REWEIGHTED = Reweighted(None, None, None, None, None, 0, 0, 0.0)
+
+
+@dataclass(frozen=True)
 class ControlAccuracy:
     """Answers to control questions against their known answers."""
 
@@ -71,6 +99,8 @@ class ControlAccuracy:
     on_relation: Proportion   # ... on controls whose known answer is a relation
     on_no_relation: Proportion  # ... on controls whose known answer is no_relation
     relation_answers: int = 0   # every answer to a relation question, controls included
+    # The two parts weighted to the tested pairs' mix (None estimate: not measurable).
+    reweighted: Reweighted = NOT_REWEIGHTED
 
     @property
     def share_of_answers(self) -> float | None:
@@ -82,7 +112,8 @@ class ControlAccuracy:
         return {"accuracy": self.accuracy.as_dict(), "on_relation": self.on_relation.as_dict(),
                 "on_no_relation": self.on_no_relation.as_dict(),
                 "relation_answers": self.relation_answers,
-                "share_of_answers": self.share_of_answers}
+                "share_of_answers": self.share_of_answers,
+                "reweighted": self.reweighted.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -140,6 +171,69 @@ def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
     lo = 0.0 if p <= 0 else float(np.clip(center - half, 0, 1))
     hi = 1.0 if p >= 1 else float(np.clip(center + half, 0, 1))
     return lo, hi
+
+
+def tested_mix(p_relation: np.ndarray) -> tuple[float, float, int] | None:
+    """(share, standard error, pairs): the share of tested pairs holding a relation,
+    the mean of their posterior P(relation) (for a fitted class share that is its
+    EM fixed point), with the mixture's observed information for its variance:
+    1 / Σ (p/π − (1 − p)/(1 − π))². With certain posteriors that is π(1 − π)/pairs;
+    vague ones (few answers, noisy workers) say less about the mix, and it grows."""
+    p = np.asarray(p_relation, dtype=float)
+    if not len(p):
+        return None
+    pi = float(p.mean())
+    if not 0 < pi < 1:
+        return pi, 0.0, len(p)
+    info = float(((p / pi - (1 - p) / (1 - pi)) ** 2).sum())
+    # Every posterior at the share itself says nothing about the mix: not measured.
+    return (pi, float(np.sqrt(1 / info)), len(p)) if info > 1e-12 else None
+
+
+def reweighted_share(values: np.ndarray, clusters: np.ndarray, positive: np.ndarray,
+                     mix: tuple[float, float, int] | None, confidence: float = 0.9
+                     ) -> Reweighted:
+    """π·a₁ + (1 − π)·a₀: the share right among answers with `positive` (a₁) and without
+    (a₀), weighted by π from `mix` = (π, its standard error, pairs it is measured on:
+    `tested_mix`).
+
+    Variance: the two parts' sampling variance, clustered by worker (one worker's
+    answers in both parts form one cluster, so their covariance is in), at least the
+    independent answers' one; plus the mix's, (a₁ − a₀)²·se(π)² (delta method). The
+    interval is Wilson's on the effective number of answers that variance gives, with
+    Student's t on workers − 1 degrees of freedom, as `clustered_share`. Not
+    measurable (estimate None) without answers in both parts or without a mix."""
+    x = np.asarray(values, dtype=float)
+    g = np.asarray(clusters)
+    pos = np.asarray(positive, dtype=bool)
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    n_g = len(np.unique(g)) if len(g) else 0
+    if mix is None or not n1 or not n0:
+        share, se, pairs = mix or (None, None, 0)
+        return Reweighted(None, None, None, share, se, pairs, n_g, 0.0)
+    pi, se, pairs = mix
+    a1, a0 = float(x[pos].mean()), float(x[~pos].mean())
+    est = pi * a1 + (1 - pi) * a0
+    # Each answer's term in the estimator's deviation from its expectation.
+    dev = np.where(pos, pi * (x - a1) / n1, (1 - pi) * (x - a0) / n0)
+    v_srs = pi ** 2 * a1 * (1 - a1) / n1 + (1 - pi) ** 2 * a0 * (1 - a0) / n0
+    n_kish = 1 / (pi ** 2 / n1 + (1 - pi) ** 2 / n0)  # answers' worth, all independent
+    if n_g < 2:
+        v_samp, n_samp = None, 1.0  # one worker counts as one answer (clustered_share)
+    else:
+        _, idx = np.unique(g, return_inverse=True)
+        v_cl = float((np.bincount(idx, weights=dev, minlength=n_g) ** 2).sum()) \
+            * n_g / (n_g - 1)
+        v_samp = max(v_cl, v_srs)
+        n_samp = n_kish / max(1.0, v_cl / v_srs) if v_srs > 0 else n_kish
+    v_mix = (a1 - a0) ** 2 * se ** 2
+    if v_samp is None:
+        v_samp = est * (1 - est) / n_samp
+    var = v_samp + v_mix
+    n_eff = est * (1 - est) / var if est * (1 - est) > 0 and var > 0 else n_samp
+    z = float(student_t.ppf(0.5 + confidence / 2, max(n_g - 1, 1)))
+    lo, hi = _wilson(est, n_eff, z)
+    return Reweighted(est, lo, hi, pi, se, pairs, n_g, n_eff)
 
 
 def p_right(choices: list[str], posterior: dict[str, float], key: str | None = None
@@ -248,6 +342,9 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
             continue
         names = [NO_RELATION] if key == NO_RELATION else list(choices)
         right[sel] = np.minimum.reduce([prob_of(name, at[sel]) for name in names])
+    # The tested pairs' mix: the mean P(pair holds a relation) over the posteriors.
+    posted = answered[has_post[answered]]
+    mix = tested_mix(1 - prob_of(NO_RELATION, posted))
     agree_w = workers
     right_w = workers[with_post]
     right = right[with_post]
@@ -258,18 +355,21 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9) -> CrowdAccuracy:
                          clustered_share(vote_agree, agree_w, confidence),
                          aggregator=settings.KBPO_LABEL_AGGREGATION, labels=len(answered),
                          differs_from_majority=differs,
-                         controls=control_accuracy(corpus_id, confidence, decode))
+                         controls=control_accuracy(corpus_id, confidence, decode, mix))
 
 
 def control_accuracy(corpus_id: int, confidence: float = 0.9,
-                     decode: Decoder | None = None
-                     ) -> ControlAccuracy:
+                     decode: Decoder | None = None,
+                     mix: tuple[float, float, int] | None = None) -> ControlAccuracy:
     """Control answers against their known answers, and the controls' share of answers.
 
     One query grouped in the database by (worker, answer, known answer): a worker gives
     few distinct answers, so the rows are about workers × answers, not answers. The
     answers to test questions are only counted (their answer is not read).
     `decode`: the caller's JSON text → (choices, answer key) cache, if it has one.
+    `mix`: the tested pairs' share holding a relation, its standard error and the
+    pairs it is measured on (`tested_mix`), to weight the two parts to the tested
+    pairs' mix (`reweighted_share`).
     """
     decode = decode or Decoder()
     is_control = Q(question__control_answer__isnull=False)
@@ -297,4 +397,5 @@ def control_accuracy(corpus_id: int, confidence: float = 0.9,
     return ControlAccuracy(clustered_share(x, w, confidence),
                            clustered_share(x[pos], w[pos], confidence),
                            clustered_share(x[~pos], w[~pos], confidence),
-                           relation_answers=total)
+                           relation_answers=total,
+                           reweighted=reweighted_share(x, w, pos, mix, confidence))

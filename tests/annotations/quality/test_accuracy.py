@@ -257,3 +257,137 @@ def test_crowd_accuracy_equals_the_row_by_row_figures() -> None:
             assert share.hi == pytest.approx(want.hi, rel=1e-12, abs=1e-15)
         # An empty posterior: that label's answers leave the model accuracy.
         PairLabel.objects.filter(pair=pairs[1]).update(posterior={})
+
+
+def _tested_posteriors(answers: np.ndarray, sens: float, spec: float) -> np.ndarray:
+    """P(relation) of tested pairs (rows of yes/no answers) under the crowd-average
+    rates and the class share fitted by EM (its fixed point is the mean posterior):
+    what the labels' stored posteriors give when the model fits."""
+    yes = answers.sum(axis=1)
+    no = answers.shape[1] - yes
+    like1 = sens ** yes * (1 - sens) ** no
+    like0 = (1 - spec) ** yes * spec ** no
+    share = 0.5
+    for _ in range(200):
+        post = share * like1 / (share * like1 + (1 - share) * like0)
+        share = float(post.mean())
+    return post
+
+
+def _reweighting_trial(rng: np.random.Generator
+                       ) -> tuple[float, accuracy.Proportion, accuracy.Reweighted]:
+    """One simulated crowd that misses relations (sensitivity ~ Beta(6, 4), specificity
+    ~ Beta(19, 1), both systematic per worker) on controls that are 15% relations and
+    tested pairs that are 40%: (the answers' expected accuracy on the tested mix, the
+    raw control share, the re-weighted figure)."""
+    workers, per_worker, pairs, per_pair = 15, 40, 400, 3
+    sens, spec = rng.beta(6, 4, workers), rng.beta(19, 1, workers)
+    truth_share, control_share = 0.4, 0.15
+    # Controls: per worker, each control a relation with probability 0.15.
+    positive = rng.random((workers, per_worker)) < control_share
+    rate = np.where(positive, sens[:, None], spec[:, None])
+    right = (rng.random((workers, per_worker)) < rate).ravel().astype(float)
+    who = np.repeat(rng.permutation(10_000)[:workers], per_worker)
+    # Tested pairs, each answered by three random workers.
+    holds = rng.random(pairs) < truth_share
+    asked = rng.integers(0, workers, (pairs, per_pair))
+    says_yes = np.where(holds[:, None], rng.random((pairs, per_pair)) < sens[asked],
+                        rng.random((pairs, per_pair)) >= spec[asked])
+    pos = positive.ravel()
+    post = _tested_posteriors(says_yes, right[pos].mean(), right[~pos].mean())
+    got = accuracy.reweighted_share(right, who, pos, accuracy.tested_mix(post))
+    target = truth_share * 0.6 + (1 - truth_share) * 0.95  # the crowd's mean rates
+    return target, accuracy.clustered_share(right, who), got
+
+
+def test_reweighted_control_accuracy_is_closer_to_the_accuracy_on_the_tested_mix() -> None:
+    rng = np.random.default_rng(2417)
+    trials = 300
+    raw_err, rw_err = np.zeros(trials), np.zeros(trials)
+    hits = np.zeros(trials, dtype=bool)
+    raw_hits = np.zeros(trials, dtype=bool)
+    for t in range(trials):
+        target, raw, got = _reweighting_trial(rng)
+        raw_err[t], rw_err[t] = abs(raw.estimate - target), abs(got.estimate - target)
+        hits[t] = got.lo <= target <= got.hi
+        raw_hits[t] = raw.lo <= target <= raw.hi
+    gain = raw_err - rw_err
+    se = gain.std(ddof=1) / np.sqrt(trials)
+    # The raw share sits near 0.15·0.6 + 0.85·0.95 ≈ 0.90 against a target of 0.81.
+    assert gain.mean() > 5 * se and gain.mean() > 0.04, (gain.mean(), se)
+    # The interval under-covers (0.81 measured here, nominal 0.9): the mix's variance
+    # leaves out the fitted rates' own error and a worker's correlation across tested
+    # pairs (the share's spread is 0.043 against a stated 0.030). The floor is 2.5
+    # binomial standard errors (0.023 at 300 trials) below that; the raw share's
+    # interval, centred on the controls' mix, almost never covers.
+    rate = hits.mean()
+    assert rate > 0.81 - 2.5 * np.sqrt(0.81 * 0.19 / trials), rate
+    assert raw_hits.mean() < 0.2, raw_hits.mean()
+
+
+def test_reweighted_interval_counts_the_mix_and_the_clusters() -> None:
+    rng = np.random.default_rng(77)
+    right = (rng.random(400) < 0.8).astype(float)
+    pos = np.arange(400) % 4 == 0
+    who = np.repeat(np.arange(40), 10)
+    sure = accuracy.reweighted_share(right, who, pos, (0.5, 0.0, 10 ** 9))
+    vague = accuracy.reweighted_share(right, who, pos, (0.5, 0.1, 20))
+    a1, a0 = right[pos].mean(), right[~pos].mean()
+    assert sure.estimate == pytest.approx(0.5 * a1 + 0.5 * a0) == vague.estimate
+    # The mix's uncertainty adds (a1 − a0)²·se(π)² to the variance.
+    var = lambda r: r.estimate * (1 - r.estimate) / r.effective_answers  # noqa: E731
+    assert var(vague) - var(sure) == pytest.approx((a1 - a0) ** 2 * 0.1 ** 2, rel=1e-6)
+    # Workers all-right or all-wrong on both parts: their answers count about once each.
+    good = np.repeat(rng.random(40) < 0.8, 10).astype(float)
+    clustered = accuracy.reweighted_share(good, who, pos, (0.5, 0.0, 10 ** 9))
+    assert clustered.effective_answers < 60 < sure.effective_answers
+    assert clustered.hi - clustered.lo > sure.hi - sure.lo
+
+
+def test_reweighting_needs_both_parts_a_share_and_takes_one_worker_as_one_answer() -> None:
+    right = np.array([1.0, 1.0, 0.0, 1.0])
+    pos = np.array([True, False, False, False])
+    who = np.array([3, 3, 4, 4])
+    mix = (0.3, 0.05, 50)
+    assert accuracy.reweighted_share(right, who, pos, None).estimate is None
+    only_neg = accuracy.reweighted_share(right[1:], who[1:], pos[1:], mix)
+    assert only_neg.estimate is None and only_neg.relation_share == 0.3
+    none = accuracy.reweighted_share(np.zeros(0), np.zeros(0), np.zeros(0, bool), mix)
+    assert none.estimate is None and none.workers == 0
+    one = accuracy.reweighted_share(right, [9] * 4, pos, mix)
+    assert one.estimate == pytest.approx(0.3 * 1 + 0.7 * 2 / 3)
+    assert one.workers == 1 and one.effective_answers < 1.01 and one.lo < 0.3
+    perfect = accuracy.reweighted_share(np.ones(4), who, pos, mix)
+    assert perfect.estimate == 1.0 and perfect.hi == 1.0 and perfect.lo < 1.0
+
+
+def test_the_tested_mix_is_the_mean_posterior_and_vague_posteriors_widen_it() -> None:
+    certain = accuracy.tested_mix(np.array([1.0] * 30 + [0.0] * 70))
+    assert certain == pytest.approx((0.3, np.sqrt(0.3 * 0.7 / 100), 100))
+    vague = accuracy.tested_mix(np.array([0.6] * 30 + [0.2] * 70))
+    assert vague[0] == pytest.approx(0.32) and vague[1] > 2 * certain[1]
+    assert accuracy.tested_mix(np.zeros(0)) is None
+    assert accuracy.tested_mix(np.zeros(5)) == (0.0, 0.0, 5)
+    assert accuracy.tested_mix(np.full(5, 0.5)) is None  # says nothing about the mix
+
+
+@pytest.mark.django_db
+def test_control_accuracy_is_reweighted_to_the_labelled_pairs_posteriors() -> None:
+    tests, controls = _control_world()
+    corpus_id = controls[0].corpus_id
+    # No posterior yet (quality pass not run): no mix, so no re-weighted figure.
+    assert accuracy.crowd_accuracy(corpus_id).controls.reweighted.estimate is None
+    for q, post in zip(tests, [{"no_relation": 0.8, "per:title": 0.2},
+                               {"per:title": 0.9, "no_relation": 0.1}], strict=True):
+        PairLabel.objects.create(pair=q.pair, question=q, predicates=["no_relation"],
+                                 support=1.0, n_answers=3, posterior=post)
+    ctl = accuracy.crowd_accuracy(corpus_id).controls
+    share = (0.2 + 0.9) / 2
+    rw = ctl.reweighted
+    assert rw.relation_share == pytest.approx(share) and rw.pairs == 2 and rw.workers == 4
+    assert rw.estimate == pytest.approx(share * 3 / 6 + (1 - share) * 6 / 7)
+    assert rw.lo < rw.estimate < rw.hi
+    assert rw.relation_share_se == pytest.approx(accuracy.tested_mix(np.array([0.2, 0.9]))[1])
+    assert ctl.as_dict()["reweighted"]["estimate"] == pytest.approx(rw.estimate)
+    # The standalone figure has no labels to weigh by.
+    assert accuracy.control_accuracy(corpus_id).reweighted.estimate is None

@@ -314,6 +314,15 @@ def test_accuracy_on_control_questions_on_the_page_and_api(world: World, setting
     assert '<span class="score">67%</span>' in html and '<span class="score">100%</span>' in html
     assert "<span id=\"control-share\">40% of the corpus's 15 relation answers</span>" in html
     assert "(3 answers on relations, 3 on no relation)" in html
+    # Weighted to the labelled pairs' mix: their posteriors say 85% hold a relation.
+    share = sum(POSTERIOR.values()) / 3
+    rw = ctl["reweighted"]
+    assert rw["relation_share"] == pytest.approx(share) and rw["pairs"] == 3
+    assert rw["estimate"] == pytest.approx(share * 2 / 3 + (1 - share) * 1.0)
+    assert rw["lo"] < rw["estimate"] < rw["hi"]
+    assert ('<div id="control-reweighted"><dt>On the tested pairs\' mix</dt><dd>'
+            f'<span class="score">{100 * rw["estimate"]:.0f}%</span>') in html
+    assert "85% holding a relation, from the 3 labels\' posteriors" in html
 
 
 @pytest.mark.django_db
@@ -341,3 +350,22 @@ def test_a_run_from_before_the_control_figures_says_not_available(world: World,
     body = ReportBody.objects.get(submission=world.a).body  # the stored body is the new one
     assert "Accuracy on control questions" in body and "40% of the corpus" in body
     assert _scores(world.a.pk)["crowd"]["controls"]["accuracy"]["answers"] == 6
+
+
+@pytest.mark.django_db
+def test_a_run_from_before_the_reweighted_figure_says_not_available(world: World,
+                                                                    settings) -> None:
+    settings.KBPO_SOFT_LABELS = False
+    _crowd(world)
+    _controls(world)
+    run = scoring.recompute(world.corpus)
+    assert run.crowd["controls"]["reweighted"]["estimate"] is not None
+    old = {**run.crowd, "controls": {k: v for k, v in run.crowd["controls"].items()
+                                     if k != "reweighted"}}
+    ScoreRun.objects.filter(pk=run.pk).update(crowd=old)
+    html = _page(world)
+    assert ("<dt>On the tested pairs' mix</dt><dd><span class=\"muted\">not available for "
+            "this run</span>") in html and 'id="control-reweighted-help"' not in html
+    api = Client().get(reverse("api-submission-scores", args=[world.a.pk])).json()
+    assert api["crowd"]["controls"]["reweighted"] is None
+    assert api["crowd"]["controls"]["accuracy"]["answers"] == 6  # the rest as stored
