@@ -25,7 +25,6 @@ file has errors, and the caller's rollback removes every staged row.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import tempfile
 from collections import Counter
@@ -95,17 +94,6 @@ class Outcome:
     n_relations: int
     # line -> (code, message) of lines dropped with an entity (drop mode only)
     cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)
-
-
-@functools.lru_cache(maxsize=4096)
-def _orientation(predicate: str, subject_type: str,
-                 object_type: str) -> tuple[str, str | None, bool]:
-    """`schema.canonicalize` without the spans, cached (it runs for every relation
-    line): the folded predicate, its inverse, and whether the types alone swap the
-    arguments. The caller has checked the predicate takes these types."""
-    folded = schema.fold(predicate)
-    by_type = schema.TYPE_RANK[subject_type] > schema.TYPE_RANK[object_type]
-    return folded, schema.inverse(folded, subject_type, object_type), by_type
 
 
 # ---- the ingestor -------------------------------------------------------------------
@@ -547,17 +535,14 @@ class Ingestor:
                             f"{clip(text[s_span[0]:s_span[1]])} at {doc_id}:{s_span[0]}-"
                             f"{s_span[1] - 1} and {clip(text[o_span[0]:o_span[1]])} at "
                             f"{doc_id}:{o_span[0]}-{o_span[1] - 1}")
-        folded, inverse, by_type = _orientation(pred, stype, otype)
+        predicate, swap = schema.orient(pred, stype, s_span, otype, o_span)
         subj_node, obj_node = cols[0], (obj_col if obj_is_node else None)
-        # schema.canonicalize's rule: swap when the subject's type ranks after the
-        # object's, or for equal types when the subject span comes after the object's.
-        if by_type or (stype == otype and s_span > o_span):
-            assert inverse is not None
+        if swap:
             row = (number, pk, o_span[0], o_span[1], s_span[0], s_span[1], otype, stype,
-                   sentence[0], inverse, obj_node, subj_node, conf)
+                   sentence[0], predicate, obj_node, subj_node, conf)
         else:
             row = (number, pk, s_span[0], s_span[1], o_span[0], o_span[1], stype, otype,
-                   sentence[0], folded, subj_node, obj_node, conf)
+                   sentence[0], predicate, subj_node, obj_node, conf)
         stager.add("kbpo_stage_relation", row)
         self.staged_relations += 1
         if filler is not None:

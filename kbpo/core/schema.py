@@ -12,6 +12,7 @@ the estimation glue all share it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 PER, ORG, GPE, DATE, TITLE = "PER", "ORG", "GPE", "DATE", "TITLE"
@@ -262,14 +263,37 @@ def canonicalize(subject: Span, subject_type: str, predicate: str,
 
     Raises ValueError if the predicate does not accept these argument types.
     """
-    predicate = fold(predicate)
     if (subject_type, object_type) not in allowed_types(predicate):
         raise ValueError(
-            f"{predicate} does not take a {subject_type} subject and {object_type} object")
-    swap = TYPE_RANK[subject_type] > TYPE_RANK[object_type] or (
-        subject_type == object_type and (subject[1], subject[2]) > (obj[1], obj[2]))
+            f"{fold(predicate)} does not take a {subject_type} subject and {object_type} "
+            "object")
+    predicate, swap = orient(predicate, subject_type, (subject[1], subject[2]),
+                             object_type, (obj[1], obj[2]))
     if not swap:
         return Canonical(subject, subject_type, predicate, obj, object_type)
-    inv = inverse(predicate, subject_type, object_type)
-    assert inv is not None  # only same-rank or reversible predicates reach here
-    return Canonical(obj, object_type, inv, subject, subject_type)
+    return Canonical(obj, object_type, predicate, subject, subject_type)
+
+
+def orient(predicate: str, subject_type: str, subject_at: tuple[int, int],
+           object_type: str, object_at: tuple[int, int]) -> tuple[str, bool]:
+    """(The predicate stated in canonical direction, whether the arguments swap for it.)
+
+    The one rule of canonical direction (`canonicalize`, and ingestion per relation
+    line): swap when the subject's type ranks after the object's, or, for equal types,
+    when the subject's (begin, end) comes after the object's. The caller has checked
+    that the predicate takes these types."""
+    folded, inv, by_type = _orientation(predicate, subject_type, object_type)
+    if by_type or (subject_type == object_type and subject_at > object_at):
+        assert inv is not None  # only same-rank or reversible predicates reach here
+        return inv, True
+    return folded, False
+
+
+@functools.lru_cache(maxsize=4096)
+def _orientation(predicate: str, subject_type: str,
+                 object_type: str) -> tuple[str, str | None, bool]:
+    """The folded predicate, its inverse, and whether the types alone swap the
+    arguments; cached (ingestion asks once per relation line)."""
+    folded = fold(predicate)
+    return folded, inverse(folded, subject_type, object_type), \
+        TYPE_RANK[subject_type] > TYPE_RANK[object_type]

@@ -140,3 +140,17 @@ def test_date_and_title_are_never_subjects() -> None:
 
 def test_every_canonical_predicate_has_a_description() -> None:
     assert set(s.DESCRIPTIONS) == set(s.CANONICAL_PREDICATES)
+
+
+@pytest.mark.parametrize(("stype", "pred", "otype"), ROWS)
+def test_orient_is_canonicalize_without_the_spans(stype: str, pred: str, otype: str) -> None:
+    """Ingestion orients each relation line with `orient`; `canonicalize` too: one rule,
+    here against the spans in every order (equal types: by begin, then by end)."""
+    for a, b in [((0, 5), (10, 20)), ((10, 20), (0, 5)), ((3, 9), (3, 7)), ((3, 7), (3, 9))]:
+        c = s.canonicalize(("D", *a), stype, pred, ("D", *b), otype)
+        predicate, swap = s.orient(pred, stype, a, otype, b)
+        assert predicate == c.predicate
+        assert swap == (c.subject != ("D", *a) or c.subject_type != stype)
+        later = a > b
+        assert swap == (s.TYPE_RANK[stype] > s.TYPE_RANK[otype]
+                        or (stype == otype and later))
