@@ -5,6 +5,7 @@ and the corpus documents' texts and sentence bounds (an LRU cache of DOC_CACHE).
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -61,7 +62,13 @@ class Entity:
 
 
 class DocumentIndex:
-    """Document ids, lengths, texts and sentence boundaries of one corpus, cached."""
+    """Document ids, lengths, texts and sentence boundaries of one corpus, cached.
+
+    The cache keeps DOC_CACHE documents of each kind, least recently used out first,
+    but never the documents of the last two batches `prefetch_batch` loaded: pass 2
+    loads a batch ahead (the look-ahead), so the one the caller works on is the one
+    before, and evicting its documents would make each a query of its own. So the
+    cache can hold up to two batches' documents when they exceed DOC_CACHE."""
 
     def __init__(self, corpus_id: int) -> None:
         self.ids: dict[str, tuple[int, int]] = {
@@ -70,6 +77,21 @@ class DocumentIndex:
         self._texts: OrderedDict[int, str] = OrderedDict()
         self._sentences: OrderedDict[int, tuple[list[int], list[int], list[int]]] = \
             OrderedDict()
+        self._batch: set[int] = set()  # the documents of the batch loaded last
+        self._keep: set[int] = set()   # ... and of the one before: never evicted
+        # Held around every query: the ingestor sets the stager's lock, which the
+        # look-ahead thread holds for a lookup.
+        self.lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+
+    def prefetch_batch(self, sentences: set[int], texts: set[int]) -> None:
+        """Load a batch's sentence bounds and texts, keeping the previous batch's."""
+        batch = sentences | texts
+        self._keep = self._batch | batch
+        self._batch = batch
+        self.prefetch(sentences, sentences=True)
+        self.prefetch(texts, texts=True)
+        self._trim(self._sentences)  # back to the bound when older batches were kept
+        self._trim(self._texts)
 
     def prefetch(self, pks: Iterable[int], texts: bool = False,
                  sentences: bool = False) -> None:
@@ -79,38 +101,48 @@ class DocumentIndex:
         if texts:
             missing = [pk for pk in pks if pk not in self._texts][:DOC_CACHE]
             for i in range(0, len(missing), PREFETCH):
-                for pk, text in Document.objects.filter(
-                        pk__in=missing[i:i + PREFETCH]).values_list("id", "text"):
-                    self._remember(self._texts, pk, text)
+                with self.lock:
+                    rows = list(Document.objects.filter(
+                        pk__in=missing[i:i + PREFETCH]).values_list("id", "text"))
+                for pk, text in rows:
+                    self._texts[pk] = text
+                self._trim(self._texts)
         if sentences:
             every = [pk for pk in pks if pk not in self._sentences][:DOC_CACHE]
             for i in range(0, len(every), PREFETCH):
                 missing = every[i:i + PREFETCH]
                 rows: dict[int, tuple[list[int], list[int], list[int]]] = {
                     pk: ([], [], []) for pk in missing}
-                for doc, begin, end, sid in Sentence.objects.filter(
-                        document_id__in=missing).order_by("document_id", "begin").values_list(
-                        "document_id", "begin", "end", "id"):
+                with self.lock:
+                    found = list(Sentence.objects.filter(document_id__in=missing)
+                                 .order_by("document_id", "begin")
+                                 .values_list("document_id", "begin", "end", "id"))
+                for doc, begin, end, sid in found:
                     begins, ends, ids = rows[doc]
                     begins.append(begin)
                     ends.append(end)
                     ids.append(sid)
-                for pk, bounds in rows.items():
-                    self._remember(self._sentences, pk, bounds)
+                self._sentences.update(rows)
+                self._trim(self._sentences)
 
-    @staticmethod
-    def _remember(cache: OrderedDict[int, Any], pk: int, value: Any) -> None:
-        cache[pk] = value
-        if len(cache) > DOC_CACHE:
-            cache.popitem(last=False)
+    def _trim(self, cache: OrderedDict[int, Any]) -> None:
+        """Evict the least recently used beyond DOC_CACHE, the kept batches' excepted
+        (moved to the recent end instead)."""
+        keep, kept = self._keep, []
+        while len(cache) + len(kept) > DOC_CACHE and cache:
+            pk, value = cache.popitem(last=False)
+            if pk in keep:
+                kept.append((pk, value))
+        for pk, value in kept:
+            cache[pk] = value
 
     def text(self, pk: int) -> str:
         cached = self._texts.get(pk)
         if cached is None:
-            cached = Document.objects.values_list("text", flat=True).get(pk=pk)
+            with self.lock:
+                cached = Document.objects.values_list("text", flat=True).get(pk=pk)
             self._texts[pk] = cached
-            if len(self._texts) > DOC_CACHE:
-                self._texts.popitem(last=False)
+            self._trim(self._texts)
         else:
             self._texts.move_to_end(pk)
         return cached
@@ -119,12 +151,12 @@ class DocumentIndex:
         """(sentence id, begin, end) of the sentence containing [begin, end), if any."""
         cached = self._sentences.get(pk)
         if cached is None:
-            rows = list(Sentence.objects.filter(document_id=pk).order_by("begin")
-                        .values_list("begin", "end", "id"))
+            with self.lock:
+                rows = list(Sentence.objects.filter(document_id=pk).order_by("begin")
+                            .values_list("begin", "end", "id"))
             cached = ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
             self._sentences[pk] = cached
-            if len(self._sentences) > DOC_CACHE:
-                self._sentences.popitem(last=False)
+            self._trim(self._sentences)
         else:
             self._sentences.move_to_end(pk)
         begins, ends, ids = cached
@@ -132,4 +164,3 @@ class DocumentIndex:
         if i < 0 or end > ends[i]:
             return None
         return ids[i], begins[i], ends[i]
-

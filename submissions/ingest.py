@@ -162,6 +162,8 @@ class Ingestor:
                 # SET LOCAL ends with the ingestion's transaction.
                 cursor.execute("SET LOCAL work_mem = '64MB'")
             stager = Stager(cursor)
+            # The document index's queries wait for the look-ahead's lookup (pass 2).
+            self.docs.lock = stager.lock
             stager.create()
             outcome = self._run(cursor, stager)
             # On rejection the caller's rollback removes the tables with everything else.
@@ -383,17 +385,18 @@ class Ingestor:
     # -- pass 2: relations --
 
     def _pass2(self, spool: IO[bytes], stager: Stager, store: NodeStore) -> None:
-        for lines, entities in store.looked_up(spooled_batches(spool), self._keys):
-            self.entities = entities
-            drop_nodes = self.drop_nodes
-            for number, cols in lines:
-                if drop_nodes and (cols[0] in drop_nodes or cols[2] in drop_nodes):
-                    self._cascade(number, cols[0] if cols[0] in drop_nodes else cols[2])
-                    continue
-                try:
-                    self._relation_line(number, cols, stager)
-                except SyntaxProblem as exc:
-                    self.report.add(number, exc.code, exc.message)
+        with store.looking_up(spooled_batches(spool), self._keys) as looked_up:
+            for lines, entities in looked_up:
+                self.entities = entities
+                drop_nodes = self.drop_nodes
+                for number, cols in lines:
+                    if drop_nodes and (cols[0] in drop_nodes or cols[2] in drop_nodes):
+                        self._cascade(number, cols[0] if cols[0] in drop_nodes else cols[2])
+                        continue
+                    try:
+                        self._relation_line(number, cols, stager)
+                    except SyntaxProblem as exc:
+                        self.report.add(number, exc.code, exc.message)
         self.entities = {}
 
     def _keys(self, lines: list[tuple[int, list[str]]]) -> set[tuple[str, int | None]]:
@@ -408,8 +411,7 @@ class Ingestor:
             elif doc is not None:
                 filler_docs.add(doc)
         # Every relation needs its sentence; a string filler, its text checked.
-        self.docs.prefetch({doc for _, doc in keys if doc is not None}, sentences=True)
-        self.docs.prefetch(filler_docs, texts=True)
+        self.docs.prefetch_batch({doc for _, doc in keys if doc is not None}, filler_docs)
         return keys
 
     def _first_document(self, cols: list[str]) -> int | None:

@@ -201,40 +201,61 @@ class NodeStore:
         return ents
 
 
-    def looked_up(self, batches: Iterable[Batch],
-                  keys_of: Callable[[Batch], set[tuple[str, int | None]]]
-                  ) -> Iterator[tuple[Batch, dict[str, Entity]]]:
+    @contextlib.contextmanager
+    def looking_up(self, batches: Iterable[Batch],
+                   keys_of: Callable[[Batch], set[tuple[str, int | None]]]
+                   ) -> Iterator[Iterator[tuple[Batch, dict[str, Entity]]]]:
         """Each batch with `lookup(keys_of(batch))`. On Postgres the lookup of the next
         batch runs in a helper thread while the caller works on the current one: the
         thread has a cursor of its own on the same connection (so the same transaction
         and temporary tables; the driver runs one statement at a time), and the server
         answers while the caller's Python runs. `keys_of` runs in the caller's thread, never
-        during a lookup (whose SET LOCAL planner settings its queries would run under)."""
+        during a lookup (whose SET LOCAL planner settings its queries would run under);
+        so must every other statement of the caller's (the stager's COPY and the document
+        index take `stager.lock`, as the lookup does).
+
+        Leaving the `with` waits for the thread, whether the caller finished or failed,
+        so nothing runs on the connection after it (the caller's rollback included). If
+        the caller failed and a lookup had failed too, the lookup's error is raised, the
+        caller's as its context: a failed statement aborts the transaction, so the
+        caller's error is then most likely only "current transaction is aborted"."""
         if not self.postgres:
-            for batch in batches:
-                yield batch, self.lookup(keys_of(batch))
+            yield ((batch, self.lookup(keys_of(batch))) for batch in batches)
             return
-        # Leaving the `with` waits for the thread, whether the caller finished or failed.
+        futures: list[Future[dict[str, Entity]]] = []
         with contextlib.closing(connection.connection.cursor()) as cursor, \
                 ThreadPoolExecutor(1) as pool:
             ahead = NodeStore(cursor, self.stager)
 
             def lookup(keys: set[tuple[str, int | None]]) -> dict[str, Entity]:
-                with self.stager.lock:  # not while the caller's thread streams a COPY
+                with self.stager.lock:  # not while the caller's thread runs a statement
                     return ahead.lookup(keys)
 
-            pending: tuple[Batch, Future[dict[str, Entity]]] | None = None
-            for batch in batches:
-                # keys_of queries too: not while the thread's lookup has its planner
-                # settings (SET LOCAL: the whole transaction's) switched off.
-                with self.stager.lock:
-                    keys = keys_of(batch)
-                submitted = (batch, pool.submit(lookup, keys))
+            def pairs() -> Iterator[tuple[Batch, dict[str, Entity]]]:
+                pending: tuple[Batch, Future[dict[str, Entity]]] | None = None
+                for batch in batches:
+                    # keys_of queries too: not while the thread's lookup has its planner
+                    # settings (SET LOCAL: the whole transaction's) switched off.
+                    with self.stager.lock:
+                        keys = keys_of(batch)
+                    submitted = (batch, pool.submit(lookup, keys))
+                    futures[:] = [submitted[1]] if pending is None else \
+                        [pending[1], submitted[1]]
+                    if pending is not None:
+                        yield pending[0], pending[1].result()
+                    pending = submitted
                 if pending is not None:
                     yield pending[0], pending[1].result()
-                pending = submitted
-            if pending is not None:
-                yield pending[0], pending[1].result()
+
+            try:
+                yield pairs()
+            except BaseException:
+                pool.shutdown(wait=True)
+                failed = next((exc for f in futures if (exc := f.exception()) is not None),
+                              None)
+                if failed is not None:
+                    raise failed  # noqa: B904 (the caller's error stays its __context__)
+                raise
 
 
 def report_untyped(store: NodeStore, report: Report, bad_nodes: set[str]) -> None:

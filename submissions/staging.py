@@ -82,9 +82,11 @@ class Stager:
         self.rows: Counter[str] = Counter()
         self.unanalyzed: set[str] = set()  # tables written to since their last ANALYZE
         # Held while a COPY streams its rows: the driver sends them outside its own
-        # connection lock, so a statement from another thread (`NodeStore.looked_up`)
-        # must not start meanwhile.
-        self.lock = threading.Lock()
+        # connection lock, so a statement from another thread (`NodeStore.looking_up`)
+        # must not start meanwhile; and by the look-ahead thread for a whole lookup (its
+        # SET LOCAL planner settings). Reentrant: the caller's `keys_of` holds it around
+        # the document index, which takes it itself.
+        self.lock = threading.RLock()
 
     def create(self) -> None:
         for table, cols in STAGE_TABLES.items():
