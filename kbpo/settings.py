@@ -127,7 +127,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "kbpo.core.middleware.CSPMiddleware",  # django-csp's, the policy built once
     # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]
@@ -267,8 +267,8 @@ CACHES = {"default": (
 # entry is read back from the table), so a signed-in page view makes no session query.
 # Without Redis they stay in the database alone: a per-process memory cache would let
 # the other workers go on accepting a session after its log-out.
-SESSION_ENGINE = ("django.contrib.sessions.backends.cached_db" if CACHE_URL
-                  else "django.contrib.sessions.backends.db")
+# (Django's engines, with the table read as a prepared query: kbpo/core/sessions.)
+SESSION_ENGINE = ("kbpo.core.sessions.cached_db" if CACHE_URL else "kbpo.core.sessions.db")
 # Proxies in front of the web server that append to X-Forwarded-For (0: none, the
 # client is REMOTE_ADDR). Every per-IP limit below reads the client address through it.
 KBPO_TRUSTED_PROXY_COUNT = env_int("KBPO_TRUSTED_PROXY_COUNT", 0)
@@ -277,8 +277,9 @@ KBPO_TRUSTED_PROXY_COUNT = env_int("KBPO_TRUSTED_PROXY_COUNT", 0)
 # KBPO_LOGIN_FAILURE_LIMIT failed attempts from one client address, logins from it are
 # refused with HTTP 429 for KBPO_LOGIN_COOLOFF_SECONDS. Attempts are kept in the
 # database, so every web worker sees them; a successful login resets the count.
+# After it, Django's ModelBackend with the per-request user read prepared (no caching).
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
-                           "django.contrib.auth.backends.ModelBackend"]
+                           "kbpo.core.backends.PreparedModelBackend"]
 AXES_FAILURE_LIMIT = env_int("KBPO_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = dt.timedelta(seconds=env_int("KBPO_LOGIN_COOLOFF_SECONDS", 900))
 AXES_LOCKOUT_PARAMETERS = ["ip_address"]

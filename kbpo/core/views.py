@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
+from . import backends
 from .forms import ProfileForm, RegisterForm
 from .models import Corpus, Profile
 
@@ -26,7 +27,7 @@ def register(request: HttpRequest) -> HttpResponse:
     form = RegisterForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend=backends.PATH)
         messages.success(request, f"Welcome, {user.username}. Your account is ready.")
         return redirect("home")
     return render(request, "registration/register.html", {"form": form})

@@ -101,6 +101,24 @@ def test_api_docs_policy_allows_only_its_viewer_cdn(client) -> None:
     assert "frame-ancestors 'none'" in csp
 
 
+@pytest.mark.django_db
+def test_built_once_policy_is_django_csps_and_follows_the_settings(client, settings) -> None:
+    """kbpo.core.middleware.CSPMiddleware caches the settings' policy: the header is
+    django-csp's own string, a changed setting is followed, a nonce or a per-view
+    override still goes through django-csp."""
+    from csp.utils import build_policy
+
+    make_corpus("t")
+    assert client.get("/leaderboard/t/")["Content-Security-Policy"] == build_policy()
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {"default-src": ["'none'"]}}
+    assert client.get("/leaderboard/t/")["Content-Security-Policy"] == "default-src 'none'"
+    settings.CONTENT_SECURITY_POLICY_REPORT_ONLY = {
+        "DIRECTIVES": {"default-src": ["'self'"], "report-uri": "/csp"}}
+    resp = client.get("/leaderboard/t/")
+    assert resp["Content-Security-Policy-Report-Only"] == build_policy(report_only=True)
+    assert "default-src 'self'" in resp["Content-Security-Policy-Report-Only"]
+
+
 @pytest.mark.parametrize("cell,safe", [
     ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
     ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),

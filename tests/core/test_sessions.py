@@ -30,7 +30,7 @@ def engine_for(monkeypatch: pytest.MonkeyPatch, **env: str) -> str:
 
 
 def test_session_engine_follows_the_shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    db, cached = "django.contrib.sessions.backends.db", "django.contrib.sessions.backends.cached_db"
+    db, cached = "kbpo.core.sessions.db", "kbpo.core.sessions.cached_db"
     assert engine_for(monkeypatch) == db  # make demo: no Redis
     assert engine_for(monkeypatch, CELERY_BROKER_URL="redis://127.0.0.1:6379/0") == db
     assert engine_for(monkeypatch, CACHE_URL="redis://127.0.0.1:6379/1") == cached
@@ -46,7 +46,7 @@ def redis_sessions(settings: object) -> Iterator[None]:
         pytest.skip("needs Redis (CELERY_BROKER_URL)")
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                                    "LOCATION": broker, "KEY_PREFIX": f"kbpo-test-{os.getpid()}"}}
-    settings.SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    settings.SESSION_ENGINE = "kbpo.core.sessions.cached_db"
     yield
 
 
@@ -54,7 +54,10 @@ def session_queries(client: Client, url: str) -> list[str]:
     with CaptureQueriesContext(connection) as q:
         resp = client.get(url)
     assert resp.status_code == 200
-    return [x["sql"] for x in q.captured_queries if "django_session" in x["sql"]]
+    # The session table read directly, or through its prepared statement (kbpo.core.sessions).
+    return [x["sql"] for x in q.captured_queries
+            if ("django_session" in x["sql"] and not x["sql"].startswith("PREPARE"))
+            or x["sql"].startswith("EXECUTE kbpo_session_read")]
 
 
 @pytest.mark.django_db
@@ -90,3 +93,95 @@ def test_cached_sessions_keep_the_login_lockout(redis_sessions: None,
     resp = client.post(reverse("login"), {"username": "ada", "password": PASSWORD})
     assert resp.status_code == 429
     assert client.get(reverse("profile")).status_code == 302
+
+
+# --- The session and user reads as prepared statements (kbpo/core/sessions, backends) ---
+
+
+def signed_in(client: Client) -> bool:
+    return client.get(reverse("profile")).status_code == 200
+
+
+@pytest.fixture
+def ada_client() -> tuple[User, Client]:
+    user = User.objects.create_user("ada", "ada@example.org", PASSWORD)
+    client = Client()
+    assert client.post(reverse("login"), {"username": "ada", "password": PASSWORD}
+                       ).status_code == 302
+    return user, client
+
+
+@pytest.mark.django_db
+def test_signed_in_request_reads_session_and_user_prepared(
+        ada_client: tuple[User, Client]) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are Postgres's")
+    _, client = ada_client
+    with CaptureQueriesContext(connection) as q:
+        assert client.get(reverse("profile")).status_code == 200
+    sql = [x["sql"] for x in q.captured_queries]
+    assert any(s.startswith("EXECUTE kbpo_session_read") for s in sql), sql
+    assert any(s.startswith("EXECUTE kbpo_auth_user") for s in sql), sql
+    assert not any("FROM \"django_session\"" in s for s in sql), sql
+    assert not any(s.startswith("SELECT") and "FROM \"auth_user\" WHERE \"auth_user\".\"id\""
+                   in s for s in sql), sql
+
+
+@pytest.mark.django_db
+def test_user_row_is_read_live_on_every_request(ada_client: tuple[User, Client]) -> None:
+    user, client = ada_client
+    assert signed_in(client)
+    # Deactivated behind the ORM's back (no signal): the next request is not signed in.
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    assert not signed_in(client)
+    User.objects.filter(pk=user.pk).update(is_active=True)
+    assert signed_in(client)
+    # Staff rights come and go with the row: the operator link in the navigation.
+    assert "Operator" not in client.get(reverse("profile")).content.decode()
+    User.objects.filter(pk=user.pk).update(is_staff=True)
+    assert "Operator" in client.get(reverse("profile")).content.decode()
+    # A password changed elsewhere ends this session (Django's session hash check).
+    other = User.objects.get(pk=user.pk)
+    other.set_password("another-horse-battery-7")
+    other.save()
+    assert not signed_in(client)
+
+
+@pytest.mark.django_db
+def test_expired_unknown_and_deleted_sessions_are_not_logins(
+        ada_client: tuple[User, Client]) -> None:
+    from django.contrib.sessions.models import Session
+    from django.utils import timezone
+
+    user, client = ada_client
+    key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+    forged = Client()
+    wrong = key[:-1] + ("a" if key[-1] != "a" else "b")
+    forged.cookies[django_settings.SESSION_COOKIE_NAME] = wrong
+    assert not signed_in(forged)
+    Session.objects.filter(session_key=key).update(
+        expire_date=timezone.now() - timezone.timedelta(seconds=1))
+    assert not signed_in(client)
+    # A signed-in session whose user is gone.
+    fresh = Client()
+    fresh.force_login(user)
+    user.delete()
+    assert not signed_in(fresh)
+
+
+@pytest.mark.django_db
+def test_sessions_signed_in_through_djangos_backend_stay_signed_in() -> None:
+    """Sessions from before the prepared backend name Django's ModelBackend; they stay
+    logins (and are checked against the live row like any other)."""
+    from django.contrib.auth import BACKEND_SESSION_KEY
+    from django.utils.module_loading import import_string
+
+    user = User.objects.create_user("ada", "ada@example.org", PASSWORD)
+    client = Client()
+    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+    key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+    store = import_string(django_settings.SESSION_ENGINE + ".SessionStore")
+    assert store(key).load()[BACKEND_SESSION_KEY] == "kbpo.core.backends.PreparedModelBackend"
+    assert signed_in(client)
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    assert not signed_in(client)

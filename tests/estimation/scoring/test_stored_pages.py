@@ -314,3 +314,33 @@ def test_prepared_lookups_are_never_stale_under_a_generic_plan(
         Client().get(PAGE)
     test_a_change_of_what_the_page_shows_is_never_served_stale(scored, change)
     assert "Beta" not in Client().get(PAGE).content.decode() or change == "public"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("who", ["anonymous", "user", "staff", "odd name"])
+def test_navigation_rendered_once_per_class_is_the_templates(who: str) -> None:
+    """stored_pages.nav fills the user name and CSRF token into a navigation rendered
+    once per viewer class: the same HTML as the template rendered for the request
+    (the token aside, masked afresh per call), with a token that passes the CSRF check."""
+    from django.contrib.auth.models import AnonymousUser
+    from django.middleware.csrf import _does_token_match, _unmask_cipher_token
+    from django.template.loader import get_template
+
+    user: object = AnonymousUser()
+    if who != "anonymous":
+        user = User.objects.create(username={"odd name": "a<b>&\"c"}.get(who, who),
+                                   is_staff=who == "staff")
+    stored_pages._NAV.clear()
+    for _ in range(2):  # rendered for the class, then from the cache
+        request = RequestFactory().get("/")
+        request.user = user
+        got = stored_pages.nav(request)
+        want = get_template("includes/viewer_nav.html").render(None, request)
+        assert TOKEN.sub("", got) == TOKEN.sub("", want)
+        assert "kbpo:" not in got
+        if who != "anonymous":
+            token = TOKEN.search(got).group(0).split('value="')[1][:-1]
+            secret = _unmask_cipher_token(TOKEN.search(want).group(0).split('value="')[1][:-1])
+            assert _does_token_match(token, secret)
+    if who == "odd name":
+        assert "a&lt;b&gt;&amp;&quot;c" in got and "a<b>" not in got
