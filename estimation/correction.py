@@ -39,6 +39,7 @@ from annotations.quality.aggregation import (
     SOFT_TYPE_SHRINK,
     OneCoinParams,
     answer_key,
+    category_codes,
     coin_posterior,
     one_coin,
     parameter_replicates,
@@ -183,9 +184,13 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     stored = _reusable(CorrectionFit.objects.filter(corpus=corpus).first(), ans, replicates,
                        strata, known)
     if stored:
-        # Stored parameters: only each replicate's E-step on the current answers.
+        # Stored parameters: only each replicate's E-step on the current answers (coded
+        # once: `_stored` gives every replicate the fit's categories).
+        obs = category_codes(stored[0].categories, answers)
         reps = [(coin_posterior(p, items, workers, answers, len(qids), n_options=n_options,
-                                known=known or None, strata=strata), p.priors) for p in stored]
+                                known=known or None, strata=strata,
+                                obs=obs if p.categories == stored[0].categories else None),
+                 p.priors) for p in stored]
         return [_rows(stored[0].categories, post[rows], priors, pair_of, codes)
                 for post, priors in reps], None
     # Seeded from the answers' shape, not from database ids: the same answers give the
