@@ -36,7 +36,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotations.models import PairLabel, Question, Response, TaskKind
-from annotations.quality.accuracy import Decoder
+from annotations.quality.accuracy import Decoder, RelationAnswers
 from annotations.quality.aggregation import (
     NO_RELATION,
     SOFT_TYPE_SHRINK,
@@ -243,15 +243,20 @@ def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
     return params
 
 
-def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int]
+def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int],
+                          read: list[RelationAnswers] | None = None
                           ) -> tuple[list[SoftLabels], PendingFit | None]:
     """Soft labels of the corpus's labelled pairs under ``replicates`` bootstrap
     replicates of the model's parameters (fewer than 2, or no answers: none), and the
     refitted parameters to store when they were refitted (else None);
-    ``codes``: predicate name → the estimators' code."""
+    ``codes``: predicate name → the estimators' code. ``read``: a list that receives
+    the relation answers read, if they were (e.g. for `crowd_accuracy`)."""
     if replicates < 2:
         return [], None
     ans = _answers(corpus)
+    if read is not None:
+        read.append(RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
+                                    np.asarray(ans.wids, np.int64)[ans.workers], ans.keys))
     items, workers, answers, qids = ans.items, ans.workers, ans.keys, ans.qids
     n_workers = len(ans.wids)
     if not len(items):

@@ -329,9 +329,10 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
     soft = load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None
     replicates: list[SoftLabels] = []
     refitted = None  # replicate parameters to store (estimation/correction.py)
+    answers: list = []  # the relation answers, if the replicates read them
     if soft is not None and len(soft.pairs):
         replicates, refitted = soft_label_replicates(
-            corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE)
+            corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE, read=answers)
     if y_docs is not None and len(y_docs) != len(y_pairs):
         raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
                            "instances: the exhaustive sample changed while loading")
@@ -343,6 +344,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
         soft=soft, soft_replicates=replicates,
         extra={"instance_cache": loaded.pending, "correction_fit": refitted,
+               "answers": answers[0] if answers else None,
                "reloaded": loaded.reloaded,
                "hot": loaded.arrays is None})
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from annotations.models import Assignment, Backend, CrowdWorker, Response
+from annotations.models import Assignment, Backend, CrowdWorker, PairLabel, Response
 from estimation import correction
 from tests.estimation.scoring.scoring_world import World
 from tests.estimation.scoring.test_correction_fit import _answer
@@ -127,3 +127,43 @@ def test_a_full_recompute_forgets_the_kept_answers(answered: World, settings) ->
     scoring.recompute(answered.corpus, full=True)
     assert correction._SEEN[answered.corpus.pk] is not seen  # read again from scratch
 
+
+def _close(a: object, b: object) -> bool:
+    """Equal, floats to 1e-12 (the shares sum in another order)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=1e-12)
+    return a == b
+
+
+@pytest.mark.django_db
+def test_crowd_accuracy_on_the_read_answers_is_the_read_from_scratch(answered: World,
+                                                                     settings) -> None:
+    """The recompute hands the correction's answers to crowd_accuracy: the same section
+    as crowd_accuracy reading them itself, also after an edited answer and a new one."""
+    from annotations.quality import accuracy
+    from estimation import scoring
+
+    settings.KBPO_SOFT_LABELS = True
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
+    for change in ("none", "edit", "new"):
+        if change == "edit":
+            # An answer naming two things: P(right) is the smaller of their probabilities.
+            first = Response.objects.order_by("pk").first()
+            Response.objects.filter(pk=first.pk).update(
+                choices=[*first.choices, "no_relation"])
+        elif change == "new":
+            # A new question on "born" answered by a known and a new worker, its label
+            # moved onto it (the old question's three answers leave the label).
+            _answer(answered, ["a", "d"])
+            PairLabel.objects.filter(pair=answered.pairs["born"]).update(
+                question=Response.objects.order_by("pk").last().question)
+        read: list = []
+        correction.soft_label_replicates(answered.corpus, 8, {}, read=read)
+        given = accuracy.crowd_accuracy(answered.corpus.pk, 0.9, read[0]).as_dict()
+        own = accuracy.crowd_accuracy(answered.corpus.pk, 0.9).as_dict()
+        assert _close(given, own), (change, given, own)
+        run = scoring.recompute(answered.corpus)
+        assert _close(run.crowd, own), change
+    assert own["agreement"]["answers"] == 8 and own["agreement"]["workers"] == 4
