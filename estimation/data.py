@@ -19,6 +19,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
+from annotations.quality.accuracy import json_many
 from kbpo.core.models import Corpus, Document
 from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
@@ -135,8 +136,9 @@ def load_soft_labels(corpus: Corpus) -> SoftLabels:
                     prior_text=Cast("prior", TextField()))
           .values_list("pair_id", "post_text", "prior_text").order_by("pair_id"))
     prior_of: dict[str, dict] = {}
-    for pair_id, post_text, prior_text in qs.iterator(chunk_size=CHUNK):
-        posterior = json.loads(post_text)
+    rows = list(qs.iterator(chunk_size=CHUNK))
+    posteriors = json_many([r[1] for r in rows])  # one parse, not one per label
+    for (pair_id, _, prior_text), posterior in zip(rows, posteriors, strict=True):
         prior = prior_of.get(prior_text)
         if prior is None:
             prior = prior_of[prior_text] = json.loads(prior_text)

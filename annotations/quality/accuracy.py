@@ -156,6 +156,12 @@ def p_right(choices: list[str], posterior: dict[str, float], key: str | None = N
     return min(float(posterior.get(name, 0.0)) for name in names)
 
 
+def json_many(texts: Sequence[str]) -> list:
+    """Each JSON text decoded, by one parse of their array: the same values as a
+    `json.loads` per text, without its per-call overhead (~half the time on 45k)."""
+    return json.loads("[" + ",".join(texts) + "]") if len(texts) else []
+
+
 class Decoder:
     """JSON answer text → (choices, answer key), decoded once per distinct text (a crowd
     gives few distinct answers)."""
@@ -247,8 +253,9 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
     has_post = np.zeros(len(lab_q), dtype=bool)
     cells: list[int] = []
     probs: list[float] = []
-    for i in answered.tolist():
-        post = json.loads(post_texts[i]) if post_texts[i] else {}
+    answered_list = answered.tolist()
+    for i, post in zip(answered_list, json_many([post_texts[i] or "{}" for i in answered_list]),
+                       strict=True):
         has_post[i] = bool(post)
         for name, p in post.items():
             cells.append(i * (1 << 16) + name_id.setdefault(name, len(name_id)))

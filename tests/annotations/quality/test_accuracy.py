@@ -3,6 +3,8 @@ figures computed from stored answers and soft labels."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy.stats import t as student_t
@@ -257,3 +259,10 @@ def test_crowd_accuracy_equals_the_row_by_row_figures() -> None:
             assert share.hi == pytest.approx(want.hi, rel=1e-12, abs=1e-15)
         # An empty posterior: that label's answers leave the model accuracy.
         PairLabel.objects.filter(pair=pairs[1]).update(posterior={})
+
+
+def test_json_many_decodes_as_one_loads_per_text() -> None:
+    texts = ['{"per:spouse": 0.123456789, "no_relation": 1e-7}', "{}", '["a", "b"]',
+             '{"x": 0.30000000000000004}']
+    assert accuracy.json_many(texts) == [json.loads(t) for t in texts]
+    assert accuracy.json_many([]) == []
