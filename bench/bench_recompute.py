@@ -333,7 +333,7 @@ def main() -> None:
         from django.db import connection, transaction
         from django.utils import timezone
 
-        from estimation import instance_cache
+        from estimation import correction, instance_cache
         from estimation.models import SystemScore
         from estimation.scoring import recompute, score_schemes
 
@@ -383,8 +383,9 @@ def main() -> None:
             print(f"batch {b + 1}: +{len(batch)} labels, +{answered} crowd answers")
             t_inc, run_inc = timed("incremental", profile=True)
             inc.append(t_inc)
-            # A fresh worker: the stored arrays, no population in memory.
+            # A fresh worker: the stored arrays, no population or answers in memory.
             instance_cache._HOT.clear()
+            correction.forget_answers()  # nor the crowd answers it read
             t_restart, _ = timed("incremental, new worker")
             restart.append(t_restart)
             t_full, run_full = timed("full", full=True)

@@ -24,21 +24,25 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotations.models import PairLabel, Question, Response, TaskKind
-from annotations.quality.accuracy import Decoder
+from annotations.quality.accuracy import Decoder, RelationAnswers
 from annotations.quality.aggregation import (
     NO_RELATION,
     SOFT_TYPE_SHRINK,
     OneCoinParams,
     answer_key,
+    category_codes,
     coin_posterior,
     one_coin,
     parameter_replicates,
@@ -69,21 +73,105 @@ class _Answers:
         return h.hexdigest()
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """The relation answers of one corpus this process has read (`_answers`), in id
+    order, with an MD5 of their rows as `_PREFIX_SQL` computes it in the database."""
+
+    watermark: int  # the largest response id read
+    count: int
+    md5: object  # hashlib md5 object over every row read (copied before each update)
+    q_index: dict[int, int]
+    w_index: dict[int, int]
+    items: np.ndarray
+    workers: np.ndarray
+    keys: list[str]
+
+
+# Corpora whose answers this process keeps (a worker serves one or two).
+SEEN_ENTRIES = 2
+_SEEN: OrderedDict[int, _Seen] = OrderedDict()
+_SEEN_LOCK = threading.Lock()
+
+# The rows a `_Seen` holds, as the database has them now: their count and the MD5 of
+# "id question worker choices\n" per row in id order. Equal to the kept ones, the rows
+# read earlier are unchanged and none was added among them (an edited or deleted
+# answer, or a transaction committing a lower id late, moves one or the other); only
+# the rows above the watermark are read then.
+_PREFIX_SQL = (
+    "SELECT count(*), md5(coalesce(string_agg(r.id::text || ' ' || r.question_id::text "
+    "|| ' ' || r.worker_id::text || ' ' || r.choices::text || E'\\n', '' ORDER BY r.id), ''))"
+    ' FROM "{response}" r JOIN "{question}" q ON q.id = r.question_id'
+    " WHERE q.corpus_id = %s AND q.kind = %s AND r.id <= %s")
+
+
+def forget_answers(corpus_id: int | None = None) -> None:
+    """Drop the answers kept for a corpus (None: every corpus), e.g. for a full rebuild."""
+    with _SEEN_LOCK:
+        if corpus_id is None:
+            _SEEN.clear()
+        else:
+            _SEEN.pop(corpus_id, None)
+
+
+def _kept(corpus_id: int) -> _Seen | None:
+    """The answers kept for the corpus if its rows up to their watermark are unchanged."""
+    if connection.vendor != "postgresql":
+        return None  # no md5/string_agg to check them with: read every row
+    with _SEEN_LOCK:
+        seen = _SEEN.get(corpus_id)
+    if seen is None:
+        return None
+    sql = _PREFIX_SQL.format(response=Response._meta.db_table,
+                             question=Question._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [corpus_id, TaskKind.RELATION.value, seen.watermark])
+        count, md5 = cursor.fetchone()
+    if count != seen.count or md5 != seen.md5.hexdigest():
+        forget_answers(corpus_id)
+        return None
+    return seen
+
+
 def _answers(corpus: Corpus) -> _Answers:
+    """The corpus's relation answers. Rows read before by this process are not read
+    again while the database still holds them unchanged (`_kept`): only newer ones."""
+    seen = _kept(corpus.pk)
     # The choices as JSON text, decoded once per distinct text (a crowd gives few).
     rows = (Response.objects.filter(question__corpus=corpus, question__kind=TaskKind.RELATION)
             .annotate(text=Cast("choices", TextField()))
-            .values_list("question_id", "worker_id", "text").order_by("pk"))
-    q_index: dict[int, int] = {}
-    w_index: dict[int, int] = {}
+            .values_list("pk", "question_id", "worker_id", "text").order_by("pk"))
+    if seen is not None:
+        rows = rows.filter(pk__gt=seen.watermark)
+        q_index, w_index = dict(seen.q_index), dict(seen.w_index)
+        md5, count, watermark = seen.md5.copy(), seen.count, seen.watermark
+    else:
+        q_index, w_index = {}, {}
+        md5, count, watermark = hashlib.md5(usedforsecurity=False), 0, 0
     decode = Decoder()
     items, workers, answers = [], [], []
-    for q, w, text in rows.iterator(chunk_size=5000):
+    for pk, q, w, text in rows.iterator(chunk_size=5000):
         items.append(q_index.setdefault(q, len(q_index)))
         workers.append(w_index.setdefault(w, len(w_index)))
         answers.append(decode(text)[1])
-    return _Answers(np.asarray(items, np.int64), np.asarray(workers, np.int64), answers,
-                    list(q_index), list(w_index))
+        md5.update(f"{pk} {q} {w} {text}\n".encode())
+        count += 1
+        watermark = pk
+    new_items, new_workers = np.asarray(items, np.int64), np.asarray(workers, np.int64)
+    if seen is not None:
+        new_items = np.concatenate([seen.items, new_items])
+        new_workers = np.concatenate([seen.workers, new_workers])
+        answers = seen.keys + answers
+    if connection.vendor == "postgresql":
+        for a in (new_items, new_workers):
+            a.flags.writeable = False  # shared with later reads
+        with _SEEN_LOCK:
+            _SEEN[corpus.pk] = _Seen(watermark, count, md5, q_index, w_index, new_items,
+                                     new_workers, answers)
+            _SEEN.move_to_end(corpus.pk)
+            while len(_SEEN) > SEEN_ENTRIES:
+                _SEEN.popitem(last=False)
+    return _Answers(new_items, new_workers, list(answers), list(q_index), list(w_index))
 
 
 @dataclass
@@ -155,15 +243,20 @@ def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
     return params
 
 
-def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int]
+def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int],
+                          read: list[RelationAnswers] | None = None
                           ) -> tuple[list[SoftLabels], PendingFit | None]:
     """Soft labels of the corpus's labelled pairs under ``replicates`` bootstrap
     replicates of the model's parameters (fewer than 2, or no answers: none), and the
     refitted parameters to store when they were refitted (else None);
-    ``codes``: predicate name → the estimators' code."""
+    ``codes``: predicate name → the estimators' code. ``read``: a list that receives
+    the relation answers read, if they were (e.g. for `crowd_accuracy`)."""
     if replicates < 2:
         return [], None
     ans = _answers(corpus)
+    if read is not None:
+        read.append(RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
+                                    np.asarray(ans.wids, np.int64)[ans.workers], ans.keys))
     items, workers, answers, qids = ans.items, ans.workers, ans.keys, ans.qids
     n_workers = len(ans.wids)
     if not len(items):
@@ -183,9 +276,13 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     stored = _reusable(CorrectionFit.objects.filter(corpus=corpus).first(), ans, replicates,
                        strata, known)
     if stored:
-        # Stored parameters: only each replicate's E-step on the current answers.
+        # Stored parameters: only each replicate's E-step on the current answers (coded
+        # once: `_stored` gives every replicate the fit's categories).
+        obs = category_codes(stored[0].categories, answers)
         reps = [(coin_posterior(p, items, workers, answers, len(qids), n_options=n_options,
-                                known=known or None, strata=strata), p.priors) for p in stored]
+                                known=known or None, strata=strata,
+                                obs=obs if p.categories == stored[0].categories else None),
+                 p.priors) for p in stored]
         return [_rows(stored[0].categories, post[rows], priors, pair_of, codes)
                 for post, priors in reps], None
     # Seeded from the answers' shape, not from database ids: the same answers give the

@@ -19,6 +19,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
+from annotations.quality.accuracy import json_many
 from kbpo.core.models import Corpus, Document
 from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
@@ -135,8 +136,9 @@ def load_soft_labels(corpus: Corpus) -> SoftLabels:
                     prior_text=Cast("prior", TextField()))
           .values_list("pair_id", "post_text", "prior_text").order_by("pair_id"))
     prior_of: dict[str, dict] = {}
-    for pair_id, post_text, prior_text in qs.iterator(chunk_size=CHUNK):
-        posterior = json.loads(post_text)
+    rows = list(qs.iterator(chunk_size=CHUNK))
+    posteriors = json_many([r[1] for r in rows])  # one parse, not one per label
+    for (pair_id, _, prior_text), posterior in zip(rows, posteriors, strict=True):
         prior = prior_of.get(prior_text)
         if prior is None:
             prior = prior_of[prior_text] = json.loads(prior_text)
@@ -329,9 +331,10 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
     soft = load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None
     replicates: list[SoftLabels] = []
     refitted = None  # replicate parameters to store (estimation/correction.py)
+    answers: list = []  # the relation answers, if the replicates read them
     if soft is not None and len(soft.pairs):
         replicates, refitted = soft_label_replicates(
-            corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE)
+            corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE, read=answers)
     if y_docs is not None and len(y_docs) != len(y_pairs):
         raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
                            "instances: the exhaustive sample changed while loading")
@@ -343,6 +346,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
         soft=soft, soft_replicates=replicates,
         extra={"instance_cache": loaded.pending, "correction_fit": refitted,
+               "answers": answers[0] if answers else None,
                "reloaded": loaded.reloaded,
                "hot": loaded.arrays is None})
 

@@ -50,6 +50,7 @@ from .core import SCHEMES, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
 from .core.points import PointPlan
 from .core.recall import exhaustive_hits
+from .correction import forget_answers
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .models import (
     METRIC_COLUMNS,
@@ -326,12 +327,15 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         say(f"loading evaluation data of corpus {corpus.tag}")
         if full:
             instance_cache.clear(corpus)
+            forget_answers(corpus.pk)
         with transaction.atomic():
             _consistent_snapshot()
             data = load_corpus_data(corpus, hot=True)
             # The report's crowd section, from the same snapshot as the labels scored:
             # stored with the run so a report request never reads the whole corpus.
-            run.crowd = crowd_accuracy(corpus.pk, confidence).as_dict()
+            # The relation answers, if the correction read them, are not read again.
+            run.crowd = crowd_accuracy(corpus.pk, confidence,
+                                       data.extra.get("answers")).as_dict()
         _store_cache(data)
         ids = [s.pk for s in data.submissions]
         n_draws = int(sum(len(d) for d in data.draws.values()))

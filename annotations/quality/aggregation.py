@@ -360,18 +360,26 @@ def _e_step(rates: tuple[np.ndarray, ...], priors: np.ndarray, shares: np.ndarra
     return _normalise_rows(np.exp(log_post))
 
 
+def category_codes(categories: Sequence, answers: Sequence) -> np.ndarray:
+    """Each answer's index in ``categories`` (a KeyError for an answer outside them)."""
+    index = {c: i for i, c in enumerate(categories)}
+    return np.fromiter((index[a] for a in answers), np.int64, len(answers))
+
+
 def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray,
                    answers: Sequence, n_items: int, *,
                    n_options: np.ndarray | int | None = None,
                    known: dict[int, object] | None = None,
-                   strata: np.ndarray | None = None) -> np.ndarray:
+                   strata: np.ndarray | None = None,
+                   obs: np.ndarray | None = None) -> np.ndarray:
     """(items × categories) posterior of these answers under a fit's parameters.
 
     One E-step, no refit: the answers' own noise with the rates held fixed. Worker
     indices must be those of the fit (rates per worker); `n_options`, `known` and
     `strata` as for `one_coin`. Answers outside the fit's categories are a KeyError;
     a fit with shares per stratum needs `strata` (a ValueError without: the corpus-wide
-    shares would silently stand in for them).
+    shares would silently stand in for them). `obs`: each answer's index in the fit's
+    categories (`category_codes`), when computed before for fits sharing them.
     """
     if params.stratum_shares is not None and strata is None:
         raise ValueError("coin_posterior: the fit has class shares per stratum; pass strata")
@@ -379,7 +387,10 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
     workers = np.asarray(workers, dtype=np.int64)
     cats = params.categories
     index = {c: i for i, c in enumerate(cats)}
-    obs = np.fromiter((index[a] for a in answers), np.int64, len(answers))
+    if obs is None:
+        obs = category_codes(cats, answers)
+    elif len(obs) != len(answers):
+        raise ValueError("coin_posterior: obs and answers differ in length")
     n_c = max(len(cats), 1)
     k_opt = np.broadcast_to(np.asarray(n_c if n_options is None else n_options, float),
                             (n_items,)).astype(float)
@@ -431,6 +442,7 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
     n_options = np.asarray(n_options, dtype=float)
     shrink = fit.params.type_shrink if fit.params is not None else LABEL_TYPE_SHRINK
     out = []
+    obs = category_codes(fit.categories, answers)  # the refits keep the fit's categories
     for _ in range(replicates):
         idx, new, pick = resample_questions(items, groups, rng)
         rep_known = {j: known[int(i)] for j, i in enumerate(pick) if int(i) in known}
@@ -439,8 +451,10 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
                          categories=fit.categories, none=none,
                          strata=None if strata is None else strata[pick], tol=1e-4,
                          init=fit.posterior[pick], type_shrink=shrink)
+        same = list(refit.params.categories) == list(fit.categories)
         post = coin_posterior(refit.params, items, workers, answers, len(n_options),
-                              n_options=n_options, known=known or None, strata=strata)
+                              n_options=n_options, known=known or None, strata=strata,
+                              obs=obs if same else None)
         out.append((post, refit.priors))
         if fits is not None:
             fits.append(refit.params)

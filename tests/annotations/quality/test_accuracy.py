@@ -3,6 +3,8 @@ figures computed from stored answers and soft labels."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy.stats import t as student_t
@@ -392,3 +394,10 @@ def test_control_accuracy_is_reweighted_to_the_labelled_pairs_posteriors() -> No
     assert ctl.as_dict()["reweighted"]["estimate"] == pytest.approx(rw.estimate)
     # The standalone figure has no labels to weigh by.
     assert accuracy.control_accuracy(corpus_id).reweighted.estimate is None
+
+
+def test_json_many_decodes_as_one_loads_per_text() -> None:
+    texts = ['{"per:spouse": 0.123456789, "no_relation": 1e-7}', "{}", '["a", "b"]',
+             '{"x": 0.30000000000000004}']
+    assert accuracy.json_many(texts) == [json.loads(t) for t in texts]
+    assert accuracy.json_many([]) == []

@@ -11,6 +11,7 @@ from annotations.quality.aggregation import (
     NO_RELATION,
     SOFT_TYPE_SHRINK,
     answer_key,
+    category_codes,
     coin_posterior,
     dawid_skene,
     krippendorff_alpha,
@@ -329,3 +330,23 @@ def test_soft_fit_has_one_miss_rate_per_worker_and_replicates_keep_it(monkeypatc
         2, np.random.default_rng(0), n_options=np.full(n, k), known=known, strata=stratum,
         none="no_relation")
     assert seen == [SOFT_TYPE_SHRINK] * 2 and len(reps) == 2
+
+
+def test_coin_posterior_with_precoded_answers_is_the_same_to_the_bit() -> None:
+    """`obs` (the answers coded once for fits sharing their categories) gives exactly the
+    posterior of coding them per call; codes of other answers give another posterior,
+    and codes of another length are refused."""
+    items, workers, answers, truth, stratum, known, k = _typed_crowd(2)
+    n = len(truth)
+    fit = one_coin(items, workers, answers, n, 20, n_options=k, known=known,
+                   none="no_relation", strata=stratum)
+    kwargs = {"n_options": k, "known": known, "strata": stratum}
+    obs = category_codes(fit.params.categories, answers)
+    plain = coin_posterior(fit.params, items, workers, answers, n, **kwargs)
+    coded = coin_posterior(fit.params, items, workers, answers, n, obs=obs, **kwargs)
+    assert np.array_equal(plain, coded)
+    moved = coin_posterior(fit.params, items, workers, answers, n,
+                           obs=np.zeros_like(obs), **kwargs)
+    assert not np.array_equal(moved, plain)
+    with pytest.raises(ValueError, match="length"):
+        coin_posterior(fit.params, items, workers, answers, n, obs=obs[1:], **kwargs)

@@ -1,0 +1,169 @@
+"""The correction's relation answers kept in the worker between recomputes
+(estimation/correction.py `_answers`): only rows above the watermark are read while the
+rows below it are provably unchanged; an edited, deleted or late-committed lower row
+forces a full re-read, and every read equals a read from scratch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from annotations.models import Assignment, Backend, CrowdWorker, PairLabel, Response
+from estimation import correction
+from tests.estimation.scoring.scoring_world import World
+from tests.estimation.scoring.test_correction_fit import _answer
+from tests.estimation.scoring.test_report_crowd import _crowd
+
+pytestmark = pytest.mark.skipif(connection.vendor != "postgresql",
+                                reason="the kept answers are checked with Postgres's md5")
+
+
+def _fresh(world: World) -> correction._Answers:
+    """The answers read from scratch (nothing kept), leaving the kept state as it was."""
+    kept = dict(correction._SEEN)
+    correction.forget_answers()
+    try:
+        return correction._answers(world.corpus)
+    finally:
+        correction._SEEN.clear()
+        correction._SEEN.update(kept)
+
+
+def _equal(a: correction._Answers, b: correction._Answers) -> bool:
+    return (np.array_equal(a.items, b.items) and np.array_equal(a.workers, b.workers)
+            and a.keys == b.keys and a.qids == b.qids and a.wids == b.wids)
+
+
+def _read(world: World, monkeypatch: pytest.MonkeyPatch) -> tuple[correction._Answers, bool]:
+    """The answers as `_answers` reads them, and whether it used the kept rows."""
+    used = []
+    kept = correction._kept
+
+    def spy(corpus_id: int) -> correction._Seen | None:
+        out = kept(corpus_id)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(correction, "_kept", spy)
+    out = correction._answers(world.corpus)
+    monkeypatch.setattr(correction, "_kept", kept)
+    return out, used == [True]
+
+
+@pytest.fixture
+def answered(world: World) -> World:
+    _crowd(world)
+    correction.forget_answers()
+    yield world
+    correction.forget_answers()
+
+
+@pytest.mark.django_db
+def test_new_answers_are_read_on_top_of_the_kept_ones(answered: World, monkeypatch) -> None:
+    first, used = _read(answered, monkeypatch)
+    assert not used and len(first.keys) == 9
+    again, used = _read(answered, monkeypatch)
+    assert used and _equal(again, first)
+    _answer(answered, ["a", "d"])  # a new question, and a worker the kept rows lack
+    grown, used = _read(answered, monkeypatch)
+    assert used and len(grown.keys) == 11 and len(grown.wids) == 4
+    assert _equal(grown, _fresh(answered))
+
+
+@pytest.mark.django_db
+def test_an_edited_answer_forces_a_re_read(answered: World, monkeypatch) -> None:
+    _read(answered, monkeypatch)
+    row = Response.objects.order_by("pk").first()
+    Response.objects.filter(pk=row.pk).update(choices=["no_relation"])
+    edited, used = _read(answered, monkeypatch)
+    assert not used
+    assert edited.keys[0] == "no_relation" and _equal(edited, _fresh(answered))
+
+
+@pytest.mark.django_db
+def test_a_deleted_answer_forces_a_re_read(answered: World, monkeypatch) -> None:
+    _read(answered, monkeypatch)
+    Response.objects.order_by("pk")[3].delete()
+    fewer, used = _read(answered, monkeypatch)
+    assert not used and len(fewer.keys) == 8 and _equal(fewer, _fresh(answered))
+
+
+@pytest.mark.django_db
+def test_a_lower_id_committed_late_forces_a_re_read(answered: World, monkeypatch) -> None:
+    # A transaction that took a lower id commits after a read that saw a higher one:
+    # the row appears below the watermark.
+    rows = list(Response.objects.order_by("pk"))
+    late = rows[4]
+    late_values = {f.attname: getattr(late, f.attname) for f in Response._meta.concrete_fields}
+    late.delete()
+    _read(answered, monkeypatch)
+    Response.objects.create(**late_values)
+    assert late_values["id"] < rows[-1].pk
+    read, used = _read(answered, monkeypatch)
+    assert not used and len(read.keys) == 9 and _equal(read, _fresh(answered))
+
+
+@pytest.mark.django_db
+def test_a_moved_worker_forces_a_re_read(answered: World, monkeypatch) -> None:
+    _read(answered, monkeypatch)
+    other = CrowdWorker.objects.create(backend=Backend.SIMULATED, external_id="z")
+    row = Response.objects.order_by("pk").last()
+    Assignment.objects.filter(pk=row.assignment_id).update(worker=other)
+    Response.objects.filter(pk=row.pk).update(worker=other)
+    moved, used = _read(answered, monkeypatch)
+    assert not used and len(moved.wids) == 4 and _equal(moved, _fresh(answered))
+
+
+@pytest.mark.django_db
+def test_a_full_recompute_forgets_the_kept_answers(answered: World, settings) -> None:
+    from estimation import scoring
+
+    settings.KBPO_SOFT_LABELS = True
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
+    scoring.recompute(answered.corpus)
+    assert answered.corpus.pk in correction._SEEN
+    seen = correction._SEEN[answered.corpus.pk]
+    scoring.recompute(answered.corpus, full=True)
+    assert correction._SEEN[answered.corpus.pk] is not seen  # read again from scratch
+
+
+def _close(a: object, b: object) -> bool:
+    """Equal, floats to 1e-12 (the shares sum in another order)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12, abs=1e-12)
+    return a == b
+
+
+@pytest.mark.django_db
+def test_crowd_accuracy_on_the_read_answers_is_the_read_from_scratch(answered: World,
+                                                                     settings) -> None:
+    """The recompute hands the correction's answers to crowd_accuracy: the same section
+    as crowd_accuracy reading them itself, also after an edited answer and a new one."""
+    from annotations.quality import accuracy
+    from estimation import scoring
+
+    settings.KBPO_SOFT_LABELS = True
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
+    for change in ("none", "edit", "new"):
+        if change == "edit":
+            # An answer naming two things: P(right) is the smaller of their probabilities.
+            first = Response.objects.order_by("pk").first()
+            Response.objects.filter(pk=first.pk).update(
+                choices=[*first.choices, "no_relation"])
+        elif change == "new":
+            # A new question on "born" answered by a known and a new worker, its label
+            # moved onto it (the old question's three answers leave the label).
+            _answer(answered, ["a", "d"])
+            PairLabel.objects.filter(pair=answered.pairs["born"]).update(
+                question=Response.objects.order_by("pk").last().question)
+        read: list = []
+        correction.soft_label_replicates(answered.corpus, 8, {}, read=read)
+        given = accuracy.crowd_accuracy(answered.corpus.pk, 0.9, read[0]).as_dict()
+        own = accuracy.crowd_accuracy(answered.corpus.pk, 0.9).as_dict()
+        assert _close(given, own), (change, given, own)
+        run = scoring.recompute(answered.corpus)
+        assert _close(run.crowd, own), change
+    assert own["agreement"]["answers"] == 8 and own["agreement"]["workers"] == 4
