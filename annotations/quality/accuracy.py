@@ -19,7 +19,8 @@ Three figures, and what each measures:
   weighted by the estimated share of tested pairs that hold a relation (the mean of
   1 − P(no relation) over the labels' posteriors), so that the figure answers "how
   often is an answer to a question under test right", not "... to a control". Its
-  interval adds the mix's uncertainty to the two parts' (`reweighted_share`).
+  interval adds the mix's uncertainty to the two parts', at least a jackknife over
+  workers that refits the mix without each (`reweighted_share`).
 
 Beside them, the labels: which aggregator decides them (`KBPO_LABEL_AGGREGATION`),
 how many labelled pairs there are, on how many the stored label differs from the

@@ -412,7 +412,8 @@ def test_the_tested_mix_is_the_mean_posterior_and_vague_posteriors_widen_it() ->
 
 
 @pytest.mark.django_db
-def test_control_accuracy_is_reweighted_to_the_labelled_pairs_posteriors() -> None:
+def test_control_accuracy_is_reweighted_to_the_labelled_pairs_posteriors(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     tests, controls = _control_world()
     corpus_id = controls[0].corpus_id
     # No posterior yet (quality pass not run): no mix, so no re-weighted figure.
@@ -429,5 +430,22 @@ def test_control_accuracy_is_reweighted_to_the_labelled_pairs_posteriors() -> No
     assert rw.lo < rw.estimate < rw.hi
     assert rw.relation_share_se == pytest.approx(accuracy.tested_mix(np.array([0.2, 0.9]))[1])
     assert ctl.as_dict()["reweighted"]["estimate"] == pytest.approx(rw.estimate)
+    # The interval's jackknife gets the tested answers (a, b, c: "no relation" to both
+    # pairs) and which control answers name a relation (a: 2, b: 3 of their 4).
+    seen = []
+    jackknife = accuracy._jackknife_variance
+
+    def spy(*args: object) -> float | None:
+        seen.append(args)
+        return jackknife(*args)
+
+    monkeypatch.setattr(accuracy, "_jackknife_variance", spy)
+    accuracy.crowd_accuracy(corpus_id)
+    (_, who, _, says, pi, tested), = seen
+    ids = {w.external_id: w.pk for w in CrowdWorker.objects.all()}
+    assert sorted(tested.workers.tolist()) == sorted([ids[k] for k in "abc"] * 2)
+    assert len(set(tested.pairs.tolist())) == 2 and not tested.says_relation.any()
+    named = {k: int(says[who == ids[k]].sum()) for k in "abcd"}
+    assert named == {"a": 2, "b": 3, "c": 0, "d": 0} and pi == pytest.approx(share)
     # The standalone figure has no labels to weigh by.
     assert accuracy.control_accuracy(corpus_id).reweighted.estimate is None
