@@ -203,26 +203,23 @@ class TestedAnswers:
     says_relation: np.ndarray
 
 
-def _mix_by_pattern(counts: np.ndarray, sens: np.ndarray, spec: np.ndarray,
-                    start: float, iters: int = 500) -> np.ndarray:
+def _mix_by_pattern(counts: np.ndarray, yes: np.ndarray, no: np.ndarray, sens: np.ndarray,
+                    spec: np.ndarray, start: float, iters: int = 500) -> np.ndarray:
     """The class share's EM fixed point (the mean posterior P(relation)) of pairs
     summarised by their (relation, no relation) answer counts, for several rate pairs at
-    once. `counts`: (replicates, yes + 1, no + 1) pairs per count pattern; `sens`,
-    `spec`: per replicate. A pair's posterior depends only on its pattern, so each
-    EM step is over a few patterns, not every pair."""
-    k_yes, k_no = counts.shape[1], counts.shape[2]
-    yes = np.arange(k_yes)[None, :, None]
-    no = np.arange(k_no)[None, None, :]
-    s = np.clip(sens, 1e-6, 1 - 1e-6)[:, None, None]
-    c = np.clip(spec, 1e-6, 1 - 1e-6)[:, None, None]
-    llr = yes * np.log(s / (1 - c)) + no * np.log((1 - s) / c)  # log P(·|rel)/P(·|none)
-    llr = np.clip(llr, -700, 700)
-    total = counts.sum(axis=(1, 2))
+    once. `counts`: (replicates, patterns) pairs per count pattern, pattern p having
+    `yes[p]` and `no[p]` answers; `sens`, `spec`: per replicate. A pair's posterior
+    depends only on its pattern, so each EM step is over a few patterns, not every
+    pair."""
+    s = np.clip(sens, 1e-6, 1 - 1e-6)[:, None]
+    c = np.clip(spec, 1e-6, 1 - 1e-6)[:, None]
+    llr = yes[None, :] * np.log(s / (1 - c)) + no[None, :] * np.log((1 - s) / c)
+    like = np.exp(np.clip(llr, -700, 700))  # P(pattern | relation) / P(... | none)
+    total = counts.sum(axis=1)
     share = np.full(len(counts), start)
     for _ in range(iters):
-        odds = np.exp(llr) * (share / (1 - share))[:, None, None]
-        new = (counts * (odds / (1 + odds))).sum(axis=(1, 2)) / total
-        new = np.clip(new, 1e-9, 1 - 1e-9)
+        odds = like * (share / (1 - share))[:, None]
+        new = np.clip((counts * (odds / (1 + odds))).sum(axis=1) / total, 1e-9, 1 - 1e-9)
         if np.max(np.abs(new - share)) < 1e-10:
             return new
         share = new
@@ -267,14 +264,21 @@ def _jackknife_variance(x: np.ndarray, g: np.ndarray, pos: np.ndarray, says: np.
     w_yes = np.bincount(inv, weights=yes_a, minlength=len(cell)).astype(np.int64)
     w_no = np.bincount(inv, weights=~yes_a, minlength=len(cell)).astype(np.int64)
     c_w, c_p = cell // n_pairs, cell % n_pairs
-    counts = np.zeros((n_w + 1, yes.max() + 1, no.max() + 1))
-    np.add.at(counts[-1], (yes, no), 1)
+    # Patterns by code yes·m + no: the full ones and those a worker's removal leaves
+    # (a sparse table: a control answered by everyone has a long pattern, not a grid).
+    m = int(max(yes.max(), no.max())) + 1
+    full, cut = yes * m + no, (yes[c_p] - w_yes) * m + no[c_p] - w_no
+    codes, inv_all = np.unique(np.concatenate([full, cut]), return_inverse=True)
+    p_full, p_cut = inv_all[:n_pairs], inv_all[n_pairs:]
+    counts = np.zeros((n_w + 1, len(codes)))
+    counts[-1] = np.bincount(p_full, minlength=len(codes))
     counts[:-1] = counts[-1]
-    np.add.at(counts, (c_w, yes[c_p], no[c_p]), -1)
-    np.add.at(counts, (c_w, yes[c_p] - w_yes, no[c_p] - w_no), 1)
+    np.add.at(counts, (c_w, p_full[c_p]), -1)
+    np.add.at(counts, (c_w, p_cut), 1)
     full_sens = float(y1.sum() / m1.sum())
     full_spec = float(r0.sum() / m0.sum())
-    fits = _mix_by_pattern(counts, np.append(sens, full_sens), np.append(a0, full_spec),
+    fits = _mix_by_pattern(counts, (codes // m).astype(float), (codes % m).astype(float),
+                           np.append(sens, full_sens), np.append(a0, full_spec),
                            start=min(max(pi, 1e-3), 1 - 1e-3))
     pis = np.clip(pi + fits[:-1] - fits[-1], 0, 1)
     theta = (pis * a1 + (1 - pis) * a0)[ok]
