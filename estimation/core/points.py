@@ -190,6 +190,8 @@ class PointPlan:
             if matrices is None:  # one per scheme: the simple bounds' use is on x
                 matrices = self._p_sums[scheme] = st.judged_sums.matrix(judged_p)
             self._fixed[(scheme, own)] = (lab_mass, exact, judged_p, matrices)
+            if (scheme, not own) in self._fixed:
+                st.gathered.pop(scheme, None)  # kept above what is read again
         lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
         # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
         x = right * self._use_j if own else right
