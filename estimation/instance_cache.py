@@ -217,11 +217,29 @@ def store(pending: Pending) -> None:
                     watermark=pending.watermark, token=token, n_instances=len(arrays[0]),
                     ids=i, pairs=p, predicates=c, subjects=s))
             InstanceCache.objects.bulk_create(objs, batch_size=20)
+            del objs
+            _shorten_logged_queries()
         if pending.advance:
             # Monotone: a slower run never moves a watermark back.
             InstanceCache.objects.filter(submission_id__in=pending.advance,
                                          watermark__lt=pending.watermark).update(
                 watermark=pending.watermark)
+
+
+# Logged query text kept whole up to this length (see `_shorten_logged_queries`).
+LOGGED_SQL_MAX = 100_000
+
+
+def _shorten_logged_queries() -> None:
+    """Under DEBUG, Django keeps the text of the last 9,000 queries until a request
+    starts, which never happens in a worker; the packed arrays' INSERTs are tens of MB
+    of text (about 50 MB at 1M instances). Their log entries keep a short head."""
+    if not connection.queries_logged:
+        return
+    for entry in connection.queries_log:
+        sql = entry.get("sql") or ""
+        if len(sql) > LOGGED_SQL_MAX:
+            entry["sql"] = f"{sql[:1000]}… ({len(sql):,} characters)"
 
 
 def clear(corpus: Corpus) -> int:

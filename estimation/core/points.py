@@ -93,7 +93,10 @@ class PointPlan:
         st = self.state
         st.right = None  # the hard labels' verdicts: `right` gives them per call
         self.j_pairs = inst["pairs"][st.judged]
-        self.j_sys = inst["system"][st.judged]
+        # Positions and systems in LabelState's index dtype (int32 while it fits): the
+        # plan lives through every replicate, these are among its largest arrays.
+        small = st.judged.dtype
+        self.j_sys = inst["system"][st.judged].astype(small)
         preds = inst["predicates"][st.judged]
         hard = replace(ev, true_prob=None, soft_keys=None, soft_probs=None)
         self._hard = hard.correct(self.j_pairs, preds, self.j_sys)
@@ -106,8 +109,8 @@ class PointPlan:
         where = np.full(pop.n_pairs, -1, dtype=np.int64)
         where[ev.pairs] = np.arange(len(ev.pairs))
         col = where[self.j_pairs]
-        self.on = np.flatnonzero(col >= 0)  # positions among the judged instances
-        self.on_sys, self.on_col = self.j_sys[self.on], col[self.on]
+        self.on = np.flatnonzero(col >= 0).astype(small)  # positions among the judged
+        self.on_sys, self.on_col = self.j_sys[self.on], col[self.on].astype(small)
         self.on_inst = st.judged[self.on]
         self.n_u = len(ev.pairs)
         # The proposal rows at U and the draws per pair, shared by every scheme.
@@ -190,6 +193,8 @@ class PointPlan:
             if matrices is None:  # one per scheme: the simple bounds' use is on x
                 matrices = self._p_sums[scheme] = st.judged_sums.matrix(judged_p)
             self._fixed[(scheme, own)] = (lab_mass, exact, judged_p, matrices)
+            if (scheme, not own) in self._fixed:
+                st.gathered.pop(scheme, None)  # kept above what is read again
         lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
         # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
         x = right * self._use_j if own else right
@@ -296,7 +301,7 @@ class PointPlan:
             total = n.sum()
             q = np.asarray(self.b.T @ (n / max(total, 1))).ravel()
             # Cells (system, pair of U) of the instances on U: g sums per cell.
-            cell, inv = np.unique(self.on_sys * np.int64(max(self.n_u, 1)) + self.on_col,
+            cell, inv = np.unique(self.on_sys.astype(np.int64) * max(self.n_u, 1) + self.on_col,
                                   return_inverse=True)
             self._parts = {
                 "gy": gy, "n0": n0, "cov_f": covered.astype(float)[None, :], "q": q,

@@ -23,6 +23,12 @@ T = TypeVar("T")
 MEMO_ENTRIES = 16
 
 
+def _split(flat: np.ndarray, parts: list[np.ndarray]) -> list[np.ndarray]:
+    """Views of ``flat`` (the concatenation of ``parts``) with the parts' lengths."""
+    ends = np.cumsum([len(p) for p in parts])
+    return [flat[a:b] for a, b in zip(ends - [len(p) for p in parts], ends, strict=True)]
+
+
 @dataclass
 class _System:
     name: str
@@ -206,24 +212,41 @@ class Population:
 
     # ---- stacked views ----------------------------------------------------
     def stacked(self, scheme: str) -> sp.csr_matrix:
-        """(m × n_pairs) CSR matrix of P_{i,scheme}(u)."""
+        """(m × n_pairs) CSR matrix of P_{i,scheme}(u).
+
+        The schemes' matrices share one pattern (indptr, indices): each system's pairs
+        are the same under every scheme. Each system's pair row becomes a view of the
+        matrix's data, so the values are held once, not per system and again stacked.
+        """
         check_scheme(scheme)
         if scheme not in self._stack_cache:
             rows = [s.pair_row(scheme) for s in self._systems]
-            indptr = np.concatenate([[0], np.cumsum([len(c) for c, _ in rows])]).astype(
-                np.int64
-            )
-            indices = (
-                np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, np.int64)
-            )
             data = np.concatenate([d for _, d in rows]) if rows else np.zeros(0)
-            self._stack_cache[scheme] = sp.csr_matrix(
-                (data, indices, indptr), shape=(len(rows), max(self.n_pairs, 1))
-            )
+            shape = (len(rows), max(self.n_pairs, 1))
+            pattern = self._inst_cache.get("stack_pattern")
+            if pattern is None:
+                indptr = np.concatenate(
+                    [[0], np.cumsum([len(c) for c, _ in rows])]
+                ).astype(np.int64)
+                indices = (
+                    np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, np.int64)
+                )
+                mat = sp.csr_matrix((data, indices, indptr), shape=shape)
+                # scipy's (possibly narrowed) copies, reused by the other schemes.
+                self._inst_cache["stack_pattern"] = (mat.indptr, mat.indices)
+            else:
+                indptr, indices = pattern
+                mat = sp.csr_matrix((data, indices, indptr), shape=shape)
+            for k, (system, (cols, _)) in enumerate(zip(self._systems, rows, strict=True)):
+                system.pair_rows[scheme] = (cols, mat.data[mat.indptr[k]:mat.indptr[k + 1]])
+            self._stack_cache[scheme] = mat
         return self._stack_cache[scheme]
 
     def instances(self) -> dict[str, np.ndarray]:
-        """All systems' instances concatenated: arrays system, pair, predicate."""
+        """All systems' instances concatenated: arrays system, pair, predicate.
+
+        The systems' own pair and predicate arrays become views of these (held once).
+        """
         if "system" not in self._inst_cache:
             sy = self._systems
             self._inst_cache["system"] = np.repeat(
@@ -231,9 +254,10 @@ class Population:
             ).astype(np.int64)
             for key in ("pairs", "predicates"):
                 parts = [getattr(s, key) for s in sy]
-                self._inst_cache[key] = (
-                    np.concatenate(parts) if parts else np.zeros(0, np.int64)
-                )
+                flat = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+                for s, view in zip(sy, _split(flat, parts), strict=True):
+                    setattr(s, key, view)
+                self._inst_cache[key] = flat
         return self._inst_cache
 
     def mass_moments(self, scheme: str) -> tuple[np.ndarray, np.ndarray]:
@@ -268,7 +292,11 @@ class Population:
         key = "p_" + check_scheme(scheme)
         if key not in self._inst_cache:
             parts = [s.probs(scheme) for s in self._systems]
-            self._inst_cache[key] = np.concatenate(parts) if parts else np.zeros(0)
+            flat = np.concatenate(parts) if parts else np.zeros(0)
+            # The systems' own p(x) become views of the concatenation (held once).
+            for s, view in zip(self._systems, _split(flat, parts), strict=True):
+                s.inst_p[scheme] = view
+            self._inst_cache[key] = flat
         return self._inst_cache[key]
 
     # ---- overlaps ---------------------------------------------------------

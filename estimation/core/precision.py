@@ -108,14 +108,17 @@ class LabelState:
         self.sizes = np.diff(ps.indptr)
         self.cache: dict[tuple[str, bool], LabelBounds] = {}
         # Entries (system, pair) whose pair has a label, and their systems.
-        self.lab = np.flatnonzero(ev.label[ps.indices] != UNLABELLED)
-        self.lab_rows = (np.searchsorted(ps.indptr, self.lab, side="right") - 1).astype(np.int64)
+        # Positions and rows as int32 while they fit: kept through the estimate (and a
+        # PointPlan), they are among its largest arrays.
+        small = np.int32 if max(ps.nnz, len(pop.instances()["pairs"])) < 2**31 else np.int64
+        self.lab = np.flatnonzero(ev.label[ps.indices] != UNLABELLED).astype(small)
+        self.lab_rows = (np.searchsorted(ps.indptr, self.lab, side="right") - 1).astype(small)
         # Which of them the system drew itself: the simple estimator's labels.
         self.own = np.zeros(len(self.lab), dtype=bool)
         drawn = ev.counts.tocoo()
         if drawn.nnz and len(self.lab):
             width = np.int64(max(pop.n_pairs, 1))
-            keys = self.lab_rows * width + ps.indices[self.lab]  # sorted: CSR order
+            keys = self.lab_rows.astype(np.int64) * width + ps.indices[self.lab]  # CSR order
             want = drawn.row.astype(np.int64) * width + ev.pairs[drawn.col]
             self.own[np.searchsorted(keys, want)] = True
         # Instances on labelled pairs, where they sit among the labelled entries,
@@ -123,8 +126,8 @@ class LabelState:
         inst = pop.instances()
         entries = pop.instance_entries()
         on = ev.label[inst["pairs"]] != UNLABELLED
-        self.judged = np.flatnonzero(on)
-        self.judged_at = np.searchsorted(self.lab, entries[self.judged])
+        self.judged = np.flatnonzero(on).astype(small)
+        self.judged_at = np.searchsorted(self.lab, entries[self.judged]).astype(small)
         self.right = ev.correct(
             inst["pairs"][self.judged], inst["predicates"][self.judged], inst["system"][self.judged]
         )
@@ -144,7 +147,9 @@ class LabelState:
         return self.own if own_draws_only else np.ones(len(self.lab), dtype=bool)
 
     def masses(self, pop: Population, scheme: str) -> tuple[np.ndarray, np.ndarray]:
-        """(pair mass of each labelled entry, p(x) of each judged instance) under scheme."""
+        """(pair mass of each labelled entry, p(x) of each judged instance) under scheme.
+
+        Kept until both of the scheme's bounds (simple and joint) are made from them."""
         if scheme not in self.gathered:
             self.gathered[scheme] = (pop.stacked(scheme).data[self.lab],
                                      pop.instance_probs(scheme)[self.judged])
@@ -196,6 +201,8 @@ def label_bounds(
                                                         * (1 - c))))
     bounds = LabelBounds(np.minimum(known, 1.0), wrong, exact, count, label_sd)
     state.cache[(scheme, own_draws_only)] = bounds
+    if (scheme, not own_draws_only) in state.cache:
+        state.gathered.pop(scheme, None)  # both bounds kept: its masses are not read again
     return bounds
 
 

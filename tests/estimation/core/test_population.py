@@ -130,3 +130,53 @@ def test_memoised_terms_give_the_fresh_numbers_and_go_with_the_systems():
     assert len(hot._memo) == 0
     hot.memo(("probe",), lambda: calls.append(1))
     assert calls == [1, 1, 1]
+
+
+def test_arrays_are_held_once_and_keep_their_values_as_systems_come_and_go():
+    """The systems' per-scheme arrays are views of the concatenated/stacked ones, the
+    schemes' stacked matrices share one pattern, and the numbers stay those of a
+    population built afresh when a system is added or withdrawn."""
+    rng = np.random.default_rng(11)
+    systems = {f"s{k}": random_system(rng, n_pairs=80 + 10 * k) for k in range(6)}
+    schemes = ("instance", "predicate", "entity", "entity_relation")
+    pop = Population()
+    for name, arrays in systems.items():
+        pop.add_system(name, *arrays)
+
+    def touch(p):
+        p.instances()
+        for s in schemes:
+            p.instance_probs(s), p.stacked(s)
+
+    def same_as_fresh(p):
+        fresh = Population()
+        for name in p.names:
+            fresh.add_system(name, *systems[name])
+        touch(fresh)
+        for s in schemes:
+            np.testing.assert_array_equal(p.instance_probs(s), fresh.instance_probs(s))
+            # Pair ids, not dense indices: a withdrawn system's pairs keep their columns.
+            for k in range(len(p)):
+                a, b = p.stacked(s)[k], fresh.stacked(s)[k]
+                ia, ib = p.pair_ids[a.indices], fresh.pair_ids[b.indices]
+                np.testing.assert_array_equal(np.sort(ia), np.sort(ib))
+                np.testing.assert_array_equal(a.data[np.argsort(ia)], b.data[np.argsort(ib)])
+        for key in ("system", "predicates"):
+            np.testing.assert_array_equal(p.instances()[key], fresh.instances()[key])
+        np.testing.assert_array_equal(p.pair_ids[p.instances()["pairs"]],
+                                      fresh.pair_ids[fresh.instances()["pairs"]])
+
+    touch(pop)
+    first = pop._systems[2]
+    for s in schemes:
+        assert np.shares_memory(first.inst_p[s], pop.instance_probs(s))
+        assert np.shares_memory(first.pair_rows[s][1], pop.stacked(s).data)
+        assert np.shares_memory(pop.stacked(s).indices, pop.stacked("instance").indices)
+    assert np.shares_memory(first.pairs, pop.instances()["pairs"])
+    same_as_fresh(pop)
+    pop.remove_system("s1")
+    touch(pop)
+    same_as_fresh(pop)
+    systems["late"] = random_system(rng, n_pairs=300)  # new pairs widen the stacks
+    pop.add_system("late", *systems["late"])
+    same_as_fresh(pop)

@@ -273,3 +273,20 @@ def test_exhaustive_found_counts_each_systems_matches() -> None:
     assert any(v[1] for f in found.values() for v in f.values())
     # With the run's evidence (as recompute passes it) the counts are the same.
     assert scoring.exhaustive_found(data, data.evidence()) == found
+
+
+@pytest.mark.django_db
+def test_the_logged_text_of_the_stored_arrays_is_cut_under_debug(monkeypatch) -> None:
+    """Django's query log (DEBUG) would keep the INSERT of the packed arrays whole."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    world = World(seed=5)
+    monkeypatch.setattr(instance_cache, "LOGGED_SQL_MAX", 2000)
+    with CaptureQueriesContext(connection) as logged:
+        scoring.recompute(world.corpus, trigger="full", full=True)
+    table = InstanceCache._meta.db_table
+    inserts = [q["sql"] for q in logged.captured_queries
+               if q["sql"].startswith(f'INSERT INTO "{table}"')]
+    assert inserts  # five systems' arrays: far above 2,000 characters whole
+    assert all(len(q) < 1100 and q.endswith("characters)") for q in inserts)
