@@ -49,10 +49,12 @@ def _per_metric(lines: list[str]) -> dict[str, list[float]]:
 
 def _count_em_rounds(counter: dict[str, int]) -> None:
     """Wrap the one-coin fit (once) to count fits that used every allowed round: EM that
-    did not converge. workers.py and the bootstrap call it through the module."""
+    did not converge. workers.py and the bootstrap call it through the module, the soft
+    labels' refit (estimation/correction.py) by its imported name."""
     import inspect
 
     from annotations.quality import aggregation
+    from estimation import correction
 
     fit = aggregation.one_coin
     default = inspect.signature(fit).parameters["max_iter"].default
@@ -63,7 +65,7 @@ def _count_em_rounds(counter: dict[str, int]) -> None:
         counter["at_limit"] += result.iterations >= kwargs.get("max_iter", default)
         return result
 
-    aggregation.one_coin = counted
+    aggregation.one_coin = correction.one_coin = counted
 
 
 def _one(out: Path, docs: int, systems: int, seed: int, error: float,
@@ -83,13 +85,13 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float,
     world = out / "world"
     tag = "docred" if world_kind == "docred" else "demo"
     extra = {"world": world_kind, "source": source} if world_kind == "docred" else {}
+    counter = {"fits": 0, "at_limit": 0}
+    _count_em_rounds(counter)  # the demo's own fits: labels at answer time, the soft refit
     with open(os.devnull, "w") as quiet:
         call_command("demo", out=str(world), docs=docs, systems=systems, seed=seed,
                      crowd_error=error, stdout=quiet, stderr=quiet, **extra)
         corpus = Corpus.objects.get(tag=tag)
-        result = {}
-        counter = {"fits": 0, "at_limit": 0}
-        _count_em_rounds(counter)
+        result = {"demo_em": dict(counter)}
         for name, soft, boot in VARIANTS:
             counter.update(fits=0, at_limit=0)
             with override_settings(KBPO_SOFT_LABELS=soft, KBPO_SOFT_LABEL_BOOTSTRAP=boot):
@@ -136,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                             *(["--source", str(source)] if source else [])],
                            env=env, check=True, cwd=tmp)
             res = json.loads((Path(tmp) / "result.json").read_text())
+        em = res.pop("demo_em")
+        print(f"{seed:>4} demo      one-coin EM fits at the round limit: "
+              f"{em['at_limit']}/{em['fits']}", flush=True)
         for labels, _, _ in VARIANTS:
             em = res[labels].pop("em")
             for kind, (covered, total, mae, seconds, split) in res[labels].items():
