@@ -1,7 +1,7 @@
 """End to end on the demo world with a noisy crowd: joint intervals against truth.json.
 
 Usage: python bench/bench_noisy_demo.py [--seeds 1 2 3] [--docs 120] [--systems 6]
-       [--error 0.2]
+       [--error 0.2] [--world docred --source dev_revised.json]
 
 For each seed, in a fresh temporary directory (SQLite, Celery eager: DATABASE_URL and
 CELERY_BROKER_URL are overridden for the child process), runs `manage.py demo
@@ -10,7 +10,10 @@ questions at KBPO_CONTROL_SHARE), then recomputes the scores with hard labels an
 soft labels (KBPO_SOFT_LABELS) without and with the parameter bootstrap
 (KBPO_SOFT_LABEL_BOOTSTRAP=8) and prints, per estimator kind, how many of the P and R
 intervals contain truth.json's values, the mean absolute error and the recompute's wall
-time. Slow: a few minutes per seed at the defaults.
+time, then the same split into P and R, and how many one-coin EM fits stopped at their
+round limit without converging. --world docred builds the world from a DocRED /
+Re-DocRED file instead (real text: about three quarters of the pairs hold no relation).
+Slow: a few minutes per seed at the defaults.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,9 +31,45 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # (name, KBPO_SOFT_LABELS, KBPO_SOFT_LABEL_BOOTSTRAP)
 VARIANTS = (("hard", False, 0), ("soft", True, 0), ("soft+boot", True, 8))
+# One metric's cell in against_truth's per-system lines.
+CELL = re.compile(r"([PR]) ([-\d.]+) \[([-\d.]+), ([-\d.]+)\] truth ([-\d.]+)")
 
 
-def _one(out: Path, docs: int, systems: int, seed: int, error: float) -> dict:
+def _per_metric(lines: list[str]) -> dict[str, list[float]]:
+    """P and R apart: {metric: [intervals containing the truth, intervals, summed |error|]}."""
+    out = {"P": [0, 0, 0.0], "R": [0, 0, 0.0]}
+    for line in lines:
+        for metric, est, lo, hi, truth in CELL.findall(line):
+            t = out[metric]
+            t[0] += float(lo) <= float(truth) <= float(hi)
+            t[1] += 1
+            t[2] += abs(float(est) - float(truth))
+    return out
+
+
+def _count_em_rounds(counter: dict[str, int]) -> None:
+    """Wrap the one-coin fit (once) to count fits that used every allowed round: EM that
+    did not converge. workers.py and the bootstrap call it through the module, the soft
+    labels' refit (estimation/correction.py) by its imported name."""
+    import inspect
+
+    from annotations.quality import aggregation
+    from estimation import correction
+
+    fit = aggregation.one_coin
+    default = inspect.signature(fit).parameters["max_iter"].default
+
+    def counted(*args: object, **kwargs: object) -> object:
+        result = fit(*args, **kwargs)
+        counter["fits"] += 1
+        counter["at_limit"] += result.iterations >= kwargs.get("max_iter", default)
+        return result
+
+    aggregation.one_coin = correction.one_coin = counted
+
+
+def _one(out: Path, docs: int, systems: int, seed: int, error: float,
+         world_kind: str, source: Path | None) -> dict:
     """In the child: run the demo, then score with hard and soft labels."""
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
@@ -43,18 +83,24 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float) -> dict:
     from kbpo.demo.management.commands.demo import against_truth
 
     world = out / "world"
+    tag = "docred" if world_kind == "docred" else "demo"
+    extra = {"world": world_kind, "source": source} if world_kind == "docred" else {}
+    counter = {"fits": 0, "at_limit": 0}
+    _count_em_rounds(counter)  # the demo's own fits: labels at answer time, the soft refit
     with open(os.devnull, "w") as quiet:
         call_command("demo", out=str(world), docs=docs, systems=systems, seed=seed,
-                     crowd_error=error, stdout=quiet, stderr=quiet)
-        corpus = Corpus.objects.get(tag="demo")
-        result = {}
+                     crowd_error=error, stdout=quiet, stderr=quiet, **extra)
+        corpus = Corpus.objects.get(tag=tag)
+        result = {"demo_em": dict(counter)}
         for name, soft, boot in VARIANTS:
+            counter.update(fits=0, at_limit=0)
             with override_settings(KBPO_SOFT_LABELS=soft, KBPO_SOFT_LABEL_BOOTSTRAP=boot):
                 start = time.perf_counter()
-                call_command("recompute_scores", corpus="demo", stdout=quiet)
+                call_command("recompute_scores", corpus=tag, stdout=quiet)
                 seconds = time.perf_counter() - start
                 got = against_truth(corpus, world / "truth.json")
-            result[name] = {k: [*v[:3], seconds] for k, v in got.items()}
+            result[name] = {k: [*v[:3], seconds, _per_metric(v[3])] for k, v in got.items()}
+            result[name]["em"] = dict(counter)
     return result
 
 
@@ -64,14 +110,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=120)
     parser.add_argument("--systems", type=int, default=6)
     parser.add_argument("--error", type=float, default=0.2)
+    parser.add_argument("--world", choices=["synthetic", "docred"], default="synthetic")
+    parser.add_argument("--source", type=Path, help="docred: the DocRED / Re-DocRED JSON file")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.world == "docred" and (args.source is None or not args.source.is_file()):
+        parser.error("--world docred needs --source FILE")
+    source = args.source.resolve() if args.source else None
     if args.child:
-        res = _one(args.child, args.docs, args.systems, args.seed, args.error)
+        res = _one(args.child, args.docs, args.systems, args.seed, args.error, args.world,
+                   source)
         (args.child / "result.json").write_text(json.dumps(res))
         return 0
-    print(f"demo world: {args.docs} documents, {args.systems} systems, crowd error "
+    print(f"{args.world} demo world: {args.docs} documents, {args.systems} systems, crowd error "
           f"{args.error} (+10% spammers); instance scheme, 90% intervals, P and R per system")
     print(f"{'seed':>4} {'labels':9s} {'kind':6s} {'covered':>9s} {'MAE':>6s} "
           f"{'recompute s':>11s}")
@@ -82,18 +134,31 @@ def main(argv: list[str] | None = None) -> int:
             env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
             subprocess.run([sys.executable, __file__, "--child", tmp, "--seed", str(seed),
                             "--docs", str(args.docs), "--systems", str(args.systems),
-                            "--error", str(args.error)], env=env, check=True, cwd=tmp)
+                            "--error", str(args.error), "--world", args.world,
+                            *(["--source", str(source)] if source else [])],
+                           env=env, check=True, cwd=tmp)
             res = json.loads((Path(tmp) / "result.json").read_text())
+        em = res.pop("demo_em")
+        print(f"{seed:>4} demo      one-coin EM fits at the round limit: "
+              f"{em['at_limit']}/{em['fits']}", flush=True)
         for labels, _, _ in VARIANTS:
-            for kind, (covered, total, mae, seconds) in res[labels].items():
+            em = res[labels].pop("em")
+            for kind, (covered, total, mae, seconds, split) in res[labels].items():
                 t = totals.setdefault((labels, kind), [0, 0, 0.0])
                 t[0] += covered
                 t[1] += total
                 t[2] += mae * total
+                for metric, (c, n, e) in split.items():
+                    m = totals.setdefault((labels, f"{kind} {metric}"), [0, 0, 0.0])
+                    m[0] += c
+                    m[1] += n
+                    m[2] += e
                 print(f"{seed:>4} {labels:9s} {kind:6s} {covered:>4}/{total:<4} {mae:6.3f} "
                       f"{seconds:11.1f}", flush=True)
+            print(f"{seed:>4} {labels:9s} one-coin EM fits at the round limit: "
+                  f"{em['at_limit']}/{em['fits']}", flush=True)
     for (labels, kind), (covered, total, err) in totals.items():
-        print(f"{'all':>4} {labels:9s} {kind:6s} {covered:>4}/{total:<4} "
+        print(f"{'all':>4} {labels:9s} {kind:8s} {covered:>4}/{total:<4} "
               f"{err / max(total, 1):6.3f}  ({covered / max(total, 1):.2f} covered)")
     return 0
 

@@ -245,8 +245,10 @@ def recall_instance(
     t = pair_true_share(ev, b, n, q)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where((t > 0) & (q > 0), t / q, 0.0)
+        uncapped = None
         if ev.true_prob is not None:
             g = sp.coo_matrix(g) @ sp.diags(np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0))
+            uncapped = g.tocsr()
             g = g.minimum(1.0)  # P(i right | true) ≤ 1 when the two priors differ
     c_tot = np.asarray(ev.counts.sum(axis=0)).ravel()
     den = float(c_tot @ a)
@@ -306,6 +308,19 @@ def recall_instance(
     _, rho_hi = ci.wilson(rho, rho_size, t_y)
     zero = r == 0
     hi = np.where(zero, np.minimum(1, th_hi0[0] * nu_hi0 + np.where(n == 0, rho_hi, 0)), hi)
+    # The cap above takes min(P(i right), P(pair true)) where the system's prior and the
+    # pair's pooled prior disagree; summing P(i right) instead is the other way to make
+    # them consistent, and the data cannot tell the two apart. The interval covers both:
+    # its upper end moves up by what the cap took from r (θ × the gap in ν̂; 0 with hard
+    # or certain labels). Measured: the cap's part of joint recall's bias under a noisy
+    # crowd (docs/noisy-crowds.md §3).
+    if uncapped is not None and den > 0:
+        with np.errstate(invalid="ignore"):
+            gap = np.maximum((uncapped @ sp.diags(a) @ c_tot) / den - nu, 0.0)
+        cap_gap = theta * np.nan_to_num(gap)
+        hi = np.minimum(1.0, hi + cap_gap)
+    else:
+        cap_gap = np.zeros(m)
     # No draw labelled true: ν is not estimable; report the exhaustive-only interval.
     undefined = ~np.isfinite(r)
     simple = out["simple"]
@@ -314,7 +329,8 @@ def recall_instance(
         np.where(undefined, simple.lo, lo),
         np.where(undefined, simple.hi, hi),
     )
-    parts = {"a": a, "nu": nu, "den": den, "theta": theta, "mean_e": m1, "cn": cn}
+    parts = {"a": a, "nu": nu, "den": den, "theta": theta, "mean_e": m1, "cn": cn,
+             "cap_gap": cap_gap}
     return out, parts
 
 

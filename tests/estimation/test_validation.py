@@ -60,11 +60,14 @@ def test_noisy_crowd_scenario_passes(name):
     # are as wide as hard labels from an error-free crowd (measured 0.96-1.01; the
     # worker bootstrap that re-drew every pair's answers gave 1.18-1.31 for precision).
     # A median over 480 intervals moves by about 1% between seeds: 1.05 catches that
-    # double counting.
+    # double counting. Recall's upper end also covers what the cap of its numerator
+    # took (docs/noisy-crowds.md §3 "Blind or seen"; measured 1.03-1.06 of the
+    # reference here): 1.10 for recall still catches a variance counted twice.
     ref = {(r.metric, r.kind): r.width for r in _hard_reference()}
+    limit = {"precision": 1.05, "recall": 1.10}
     for r in rows:
-        if r.kind == "joint" and r.metric in ("precision", "recall"):
-            assert r.width < 1.05 * ref[(r.metric, r.kind)], (r.metric, r.width)
+        if r.kind == "joint" and r.metric in limit:
+            assert r.width < limit[r.metric] * ref[(r.metric, r.kind)], (r.metric, r.width)
     # Controls are 9% of the questions: at most 10% on top of the labels.
     share = run.controls / (run.labels + run.controls)
     assert np.all((share > 0.085) & (share < 0.095))
