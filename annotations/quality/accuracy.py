@@ -503,8 +503,7 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
                          clustered_share(vote_agree, agree_w, confidence),
                          aggregator=settings.KBPO_LABEL_AGGREGATION, labels=len(answered),
                          differs_from_majority=differs,
-                         controls=control_accuracy(corpus_id, confidence, decode, mix,
-                                                           tested))
+                         controls=control_accuracy(corpus_id, confidence, decode, mix, tested))
 
 
 def control_accuracy(corpus_id: int, confidence: float = 0.9,
@@ -541,10 +540,11 @@ def control_accuracy(corpus_id: int, confidence: float = 0.9,
         if known is None:
             continue
         truth = decode(known)[1]
-        right += [1.0 if decode(text)[1] == truth else 0.0] * n
+        key = decode(text)[1]
+        right += [1.0 if key == truth else 0.0] * n
         workers += [wid] * n
         positive += [truth != NO_RELATION] * n
-        says += [decode(text)[1] != NO_RELATION] * n
+        says += [key != NO_RELATION] * n
     pos = np.asarray(positive, dtype=bool)
     x, w = np.asarray(right), np.asarray(workers)
     return ControlAccuracy(clustered_share(x, w, confidence),
