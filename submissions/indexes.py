@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kbpo.core.models import Document, Sentence
@@ -61,6 +61,65 @@ class Entity:
         return next(iter(ms.values()))[0]
 
 
+class _Cache:
+    """One kind of cached document data: an LRU part and the pinned entries taken out
+    of it. `trim` moves a kept entry it reaches to `pinned` (a kept one is never
+    evicted) instead of back to the recent end, so a cache that is mostly kept is not
+    walked through again on every miss: each entry is popped once per insertion or
+    unpinning, O(1) amortised."""
+
+    __slots__ = ("lru", "pinned")
+
+    def __init__(self) -> None:
+        self.lru: OrderedDict[int, Any] = OrderedDict()
+        self.pinned: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.lru) + len(self.pinned)
+
+    def __contains__(self, pk: object) -> bool:
+        return pk in self.lru or pk in self.pinned
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self.lru
+        yield from self.pinned
+
+    def clear(self) -> None:
+        self.lru.clear()
+        self.pinned.clear()
+
+    def get(self, pk: int) -> Any:
+        """The cached value (None if absent), marked the most recently used."""
+        value = self.pinned.get(pk)
+        if value is None:
+            value = self.lru.get(pk)
+            if value is not None:
+                self.lru.move_to_end(pk)
+        return value
+
+    def put(self, pk: int, value: Any) -> None:
+        if pk in self.pinned:
+            self.pinned[pk] = value
+        else:
+            self.lru[pk] = value
+
+    def unpin(self, keep: set[int]) -> None:
+        """Return the pinned entries no longer kept to the LRU part, as the most
+        recently used (they were in one of the last batches). O(pinned), which is at
+        most the two batches before: amortised over their prefetch."""
+        pinned = self.pinned
+        for pk in [pk for pk in pinned if pk not in keep]:
+            self.lru[pk] = pinned.pop(pk)
+
+    def trim(self, keep: set[int]) -> None:
+        """Evict the least recently used beyond DOC_CACHE, the kept excepted (pinned)."""
+        lru, pinned = self.lru, self.pinned
+        while len(lru) + len(pinned) > DOC_CACHE and lru:
+            pk, value = lru.popitem(last=False)
+            if pk in keep:
+                pinned[pk] = value
+
+
 class DocumentIndex:
     """Document ids, lengths, texts and sentence boundaries of one corpus, cached.
 
@@ -74,9 +133,8 @@ class DocumentIndex:
         self.ids: dict[str, tuple[int, int]] = {
             doc_id: (pk, length) for doc_id, pk, length in
             Document.objects.filter(corpus_id=corpus_id).values_list("doc_id", "id", "length")}
-        self._texts: OrderedDict[int, str] = OrderedDict()
-        self._sentences: OrderedDict[int, tuple[list[int], list[int], list[int]]] = \
-            OrderedDict()
+        self._texts = _Cache()      # pk -> text
+        self._sentences = _Cache()  # pk -> (begins, ends, sentence ids)
         self._batch: set[int] = set()  # the documents of the batch loaded last
         self._keep: set[int] = set()   # ... and of the one before: never evicted
         # Held around every query: the ingestor sets the stager's lock, which the
@@ -88,10 +146,12 @@ class DocumentIndex:
         batch = sentences | texts
         self._keep = self._batch | batch
         self._batch = batch
+        self._texts.unpin(self._keep)
+        self._sentences.unpin(self._keep)
         self.prefetch(sentences, sentences=True)
         self.prefetch(texts, texts=True)
-        self._trim(self._sentences)  # back to the bound when older batches were kept
-        self._trim(self._texts)
+        self._sentences.trim(self._keep)  # back to the bound when older batches were kept
+        self._texts.trim(self._keep)
 
     def prefetch(self, pks: Iterable[int], texts: bool = False,
                  sentences: bool = False) -> None:
@@ -105,8 +165,8 @@ class DocumentIndex:
                     rows = list(Document.objects.filter(
                         pk__in=missing[i:i + PREFETCH]).values_list("id", "text"))
                 for pk, text in rows:
-                    self._texts[pk] = text
-                self._trim(self._texts)
+                    self._texts.put(pk, text)
+                self._texts.trim(self._keep)
         if sentences:
             every = [pk for pk in pks if pk not in self._sentences][:DOC_CACHE]
             for i in range(0, len(every), PREFETCH):
@@ -122,29 +182,17 @@ class DocumentIndex:
                     begins.append(begin)
                     ends.append(end)
                     ids.append(sid)
-                self._sentences.update(rows)
-                self._trim(self._sentences)
-
-    def _trim(self, cache: OrderedDict[int, Any]) -> None:
-        """Evict the least recently used beyond DOC_CACHE, the kept batches' excepted
-        (moved to the recent end instead)."""
-        keep, kept = self._keep, []
-        while len(cache) + len(kept) > DOC_CACHE and cache:
-            pk, value = cache.popitem(last=False)
-            if pk in keep:
-                kept.append((pk, value))
-        for pk, value in kept:
-            cache[pk] = value
+                for pk, row in rows.items():
+                    self._sentences.put(pk, row)
+                self._sentences.trim(self._keep)
 
     def text(self, pk: int) -> str:
         cached = self._texts.get(pk)
         if cached is None:
             with self.lock:
                 cached = Document.objects.values_list("text", flat=True).get(pk=pk)
-            self._texts[pk] = cached
-            self._trim(self._texts)
-        else:
-            self._texts.move_to_end(pk)
+            self._texts.put(pk, cached)
+            self._texts.trim(self._keep)
         return cached
 
     def sentence_of(self, pk: int, begin: int, end: int) -> tuple[int, int, int] | None:
@@ -155,10 +203,8 @@ class DocumentIndex:
                 rows = list(Sentence.objects.filter(document_id=pk).order_by("begin")
                             .values_list("begin", "end", "id"))
             cached = ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
-            self._sentences[pk] = cached
-            self._trim(self._sentences)
-        else:
-            self._sentences.move_to_end(pk)
+            self._sentences.put(pk, cached)
+            self._sentences.trim(self._keep)
         begins, ends, ids = cached
         i = bisect.bisect_right(begins, begin) - 1
         if i < 0 or end > ends[i]:
