@@ -77,16 +77,11 @@ def test_pair_types_offer_each_relation_where_its_pairs_are():
     assert (offered == got.answers[:, None]).any(axis=1).all()
 
 
-@pytest.mark.parametrize("systematic", [False, True])
-def test_typed_crowd_needs_class_shares_per_type(systematic):
-    """On typed pairs the production model fitted with shares per pair type labels the
-    systems' pairs at least as well as the majority, and better than one fitted with
-    corpus-wide shares (which the battery's typed world exists to show). Under blind
-    spots the soft fit's blind-or-seen cells recover most of what the shares gave the
-    corpus-wide fit (measured: per type 0.972, corpus-wide 0.964, per-seed gaps 0.001 to
-    0.015), so there the shares must only not lose; with random errors they gain 0.04."""
-    acc = {"majority": [], "per type": [], "corpus-wide": []}
-    for seed in range(3):
+def _typed_accuracy(systematic: bool, seeds: range) -> dict[str, np.ndarray]:
+    """Per seed, the accuracy on 1,500 of the systems' pairs of the majority label and of
+    the production fit with shares per pair type and with corpus-wide shares."""
+    acc: dict[str, list[float]] = {"majority": [], "per type": [], "corpus-wide": []}
+    for seed in seeds:
         rng = np.random.default_rng(seed)
         world = make_world(replace(WorldSpec(), n_systems=12, n_pairs=8000,
                                    disjoint_pairs=1200), rng)
@@ -101,10 +96,39 @@ def test_typed_crowd_needs_class_shares_per_type(systematic):
         crowd.types = None  # the same answers, corpus-wide shares
         post = crowd.soft(lab)
         acc["corpus-wide"].append(np.mean(post.argmax(axis=1) - 1 == truth))
+    return {k: np.array(v) for k, v in acc.items()}
+
+
+# Seeds 0-23, the per-seed gaps (mean, sd): per type over majority 0.019, 0.0055 with
+# random errors and 0.058, 0.017 under blind spots; per type over corpus-wide 0.045,
+# 0.017 with random errors and 0.0046, 0.0081 under blind spots.
+BLIND_GAP, BLIND_SD = 0.0046, 0.0081
+BLIND_SEEDS = 12
+
+
+@pytest.mark.parametrize("systematic", [False, True])
+def test_typed_crowd_needs_class_shares_per_type(systematic):
+    """On typed pairs the production model fitted with shares per pair type labels the
+    systems' pairs at least as well as the majority, and better than one fitted with
+    corpus-wide shares (which the battery's typed world exists to show). Under blind
+    spots the soft fit's blind-or-seen cells recover most of what the shares gave the
+    corpus-wide fit, so there the shares must only not lose; with random errors they
+    gain 0.045 (measured gaps above)."""
+    seeds = range(BLIND_SEEDS if systematic else 3)
+    acc = _typed_accuracy(systematic, seeds)
     mean = {k: float(np.mean(v)) for k, v in acc.items()}
-    # 1,500 labels a seed, 3 seeds: a standard error of about 0.003 on each mean.
+    # 3 seeds: standard errors of the mean gaps 0.0032 (majority) and 0.010
+    # (corpus-wide) with random errors, so both bounds are 3.5 or more below.
     assert mean["per type"] >= mean["majority"] + 0.005, mean
-    assert mean["per type"] >= mean["corpus-wide"] + (0.0 if systematic else 0.01), mean
+    if not systematic:
+        assert mean["per type"] >= mean["corpus-wide"] + 0.01, mean
+        return
+    # Under blind spots the gain (0.0046) is about one seed's sd/2: over 3 seeds a
+    # bound of 0 failed one set of seeds in 6. Over 12 the bound sits 3.1 standard
+    # errors below the measured gain (a false failure about 1 in 1,000), and a true
+    # loss of 0.005 still fails 85% of seed sets, as often as 3 seeds at 0 did.
+    bound = BLIND_GAP - 3.1 * BLIND_SD / np.sqrt(len(seeds))
+    assert mean["per type"] >= mean["corpus-wide"] + bound, (mean, bound)
 
 
 def _replicate_spread(n: int, spec: CrowdSpec, seed: int) -> float:
