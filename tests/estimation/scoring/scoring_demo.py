@@ -47,12 +47,37 @@ class DemoDB:
     gold: GoldKey
     _instances: dict[int, tuple[np.ndarray, ...]] = field(default_factory=dict)
     _gold_rows: list[GoldRow] = field(default_factory=list)
+    _pair_of: dict[int, int] = field(default_factory=dict)  # instance -> its pair
+    _truth_of: dict[int, list[str]] = field(default_factory=dict)  # pair -> gold labels
+    _documents: dict[str, Document] = field(default_factory=dict)
 
     def instances(self, sub: Submission) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(instance ids, predicate codes, subject ids) of a submission, read once."""
         if sub.pk not in self._instances:
             self._instances[sub.pk] = instance_rows(sub)
         return self._instances[sub.pk]
+
+    def pair_of(self) -> dict[int, int]:
+        """The pair of each of the corpus's relation instances, read once."""
+        if not self._pair_of:
+            self._pair_of = dict(RelationInstance.objects.filter(
+                submission__corpus=self.corpus).values_list("pk", "pair_id"))
+        return self._pair_of
+
+    def truth_of(self) -> dict[int, list[str]]:
+        """The gold relations of each of the corpus's pairs, read once."""
+        if not self._truth_of:
+            for pk, doc_id, sb, se, ob, oe in MentionPair.objects.filter(
+                    document__corpus=self.corpus).values_list(
+                    "pk", "document__doc_id", "subject_begin", "subject_end",
+                    "object_begin", "object_end"):
+                self._truth_of[pk] = sorted(self.gold.truth((doc_id, sb, se, ob, oe)))
+        return self._truth_of
+
+    def documents(self) -> dict[str, Document]:
+        if not self._documents:
+            self._documents = {d.doc_id: d for d in Document.objects.filter(corpus=self.corpus)}
+        return self._documents
 
     def gold_rows(self) -> list[GoldRow]:
         """Every true instance of the world (Y), in a fixed order."""
@@ -108,6 +133,28 @@ def draw(sub: Submission, n: int, rng: np.random.Generator, scheme: str = "insta
         for i, pk in enumerate(picks))
 
 
+def redraw(demo: DemoDB, names: list[str], n: int, rng: np.random.Generator,
+           scheme: str = "instance") -> None:
+    """The corpus's draws and labels replaced by `n` fresh draws of each of `names` (in
+    turn: the draws `draw` would make from `rng`) and their pairs' gold labels, in four
+    statements: what `draw` for each and then `label_from_gold` leave."""
+    PairLabel.objects.filter(pair__document__corpus=demo.corpus).delete()
+    SampleDraw.objects.filter(submission__corpus=demo.corpus).delete()
+    draws = []
+    for name in names:
+        sub = demo.submissions[name]
+        ids, preds, subjects = demo.instances(sub)
+        picks = ids[sample_draws(scheme_weights(scheme, preds, subjects), n, rng)]
+        draws += [SampleDraw(submission=sub, scheme=scheme, index=i, instance_id=int(pk))
+                  for i, pk in enumerate(picks)]
+    SampleDraw.objects.bulk_create(draws)
+    pair_of, truth_of = demo.pair_of(), demo.truth_of()
+    pairs = {pair_of[d.instance_id] for d in draws}
+    PairLabel.objects.bulk_create(
+        PairLabel(pair_id=pk, predicates=truth_of[pk], support=1.0, n_answers=3)
+        for pk in sorted(pairs))
+
+
 def label_from_gold(demo: DemoDB, pair_ids: set[int] | None = None) -> int:
     """Perfect-crowd labels for every drawn pair (or `pair_ids`) without one yet."""
     if pair_ids is None:
@@ -150,8 +197,8 @@ def _store_exhaustive(demo: DemoDB, rows: list[GoldRow]) -> int:
     """Replace the corpus's exhaustive sample by these gold relations."""
     ExhaustiveDocument.objects.filter(corpus=demo.corpus).delete()
     GoldRelation.objects.filter(document__corpus=demo.corpus).delete()
-    by_id = {d.doc_id: d for d in Document.objects.filter(
-        corpus=demo.corpus, doc_id__in={r[0] for r in rows})}
+    docs = demo.documents()
+    by_id = {doc_id: docs[doc_id] for doc_id in sorted({r[0] for r in rows})}
     ExhaustiveDocument.objects.bulk_create(
         ExhaustiveDocument(corpus=demo.corpus, document=d, stage=ExhaustiveStage.SEED,
                            state=ExhaustiveDocument.State.COMPLETE) for d in by_id.values())

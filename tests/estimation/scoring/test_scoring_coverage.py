@@ -19,15 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from annotations.models import PairLabel, SampleDraw
 from estimation import scoring
 from estimation.models import SystemScore
-from tests.estimation.scoring.scoring_demo import (
-    draw,
-    exhaustive_sample,
-    label_from_gold,
-    load_demo,
-)
+from tests.estimation.scoring.scoring_demo import exhaustive_sample, load_demo, redraw
 from tests.factories import make_user
 from tests.stat_checks import assert_coverage, assert_unbiased, coverage_band
 
@@ -62,16 +56,14 @@ def test_stored_scores_are_unbiased_and_cover_at_the_nominal_rate(tmp_path: Path
     est = {(c, n): np.full(TRIALS, np.nan) for c in COLUMNS.values() for n in names}
     hit = {(c, n): np.zeros(TRIALS, bool) for c in COLUMNS.values() for n in names}
     for trial in range(TRIALS):
-        PairLabel.objects.filter(pair__document__corpus=demo.corpus).delete()
-        SampleDraw.objects.filter(submission__corpus=demo.corpus).delete()
-        for name in drawn:
-            draw(demo.submissions[name], DRAWS, rng, demo=demo)
-        label_from_gold(demo)
+        redraw(demo, drawn, DRAWS, rng)  # no label left from an earlier trial
         exhaustive_sample(demo, N0, rng)
         run = scoring.recompute(demo.corpus)
         assert run.n_systems == len(names)
+        rows = {r.submission_id: r for r in SystemScore.objects.filter(run=run,
+                                                                       scheme="instance")}
         for name, sub in demo.submissions.items():
-            row = SystemScore.objects.get(run=run, submission=sub, scheme="instance")
+            row = rows[sub.pk]
             truth = demo.truth[name]["instance"]
             for (metric, _), stem in COLUMNS.items():
                 e, lo, hi = (getattr(row, stem + b) for b in ("", "_lo", "_hi"))
