@@ -174,17 +174,28 @@ def test_perfect_crowd_posteriors_are_certain():
     assert fit.posterior.max(axis=1).min() > 0.999
 
 
+SMOOTH_SEEDS = 6
+
+
 def test_smoothed_dawid_skene_beats_the_free_confusion_matrices():
     """Three answers a question cannot fit a free confusion matrix per worker; the
     diagonal prior brings Dawid–Skene back to majority's accuracy."""
-    truth, pool, got = _crowd(0.2, False, seed=4)
-    free = dawid_skene(got.items, got.workers, got.answers.tolist(), len(truth),
-                       len(pool.accuracy))
-    smooth = dawid_skene(got.items, got.workers, got.answers.tolist(), len(truth),
-                         len(pool.accuracy), prior_strength=10.0)
-    acc = lambda fit: np.mean(np.array(fit.labels) == truth)  # noqa: E731
-    assert acc(smooth) > acc(free) + 0.05
-    assert acc(smooth) >= np.mean(got.labels == truth) - 0.01
+    acc = lambda fit, truth: np.mean(np.array(fit.labels) == truth)  # noqa: E731
+    gap = []  # smoothed minus majority, per seed
+    for seed in range(4, 4 + SMOOTH_SEEDS):
+        truth, pool, got = _crowd(0.2, False, seed=seed)
+        smooth = dawid_skene(got.items, got.workers, got.answers.tolist(), len(truth),
+                             len(pool.accuracy), prior_strength=10.0)
+        gap.append(acc(smooth, truth) - np.mean(got.labels == truth))
+        if seed == 4:  # the free fit loses 0.14 (sd 0.026 a seed): one seed is enough
+            free = dawid_skene(got.items, got.workers, got.answers.tolist(), len(truth),
+                               len(pool.accuracy))
+            assert acc(smooth, truth) > acc(free, truth) + 0.05
+    # Smoothed minus majority a seed: mean -0.0045, sd 0.0041 over seeds 0-39, 3 of
+    # which fell below -0.01 (seed 1: -0.0155). Over 6 seeds the mean's standard error
+    # is 0.0017 and the bound 3.3 of them below the measured mean (6-seed blocks from
+    # 4 to 39: margins 1.5 to 5.0 standard errors).
+    assert np.mean(gap) >= -0.01, gap
 
 
 def _typed_crowd(seed: int, n: int = 1200, types: int = 8, per_type: int = 4,
