@@ -134,10 +134,11 @@ def progress_body(pk: int, user: object) -> dict[str, Any] | None:
     return body
 
 
-def progress_json(pk: int, user: object) -> str | None:
-    """progress.json's text for `user` (None as for `progress_body`): the stored body if
-    its key is current, else computed and stored. The body is the same for everyone who
-    may see the report; who may is decided from the live row read with the key."""
+def progress_json(pk: int, user: object) -> str | bytes | None:
+    """progress.json's text for `user` (None as for `progress_body`): the stored body
+    (UTF-8 bytes, as read) if its key is current, else computed and stored. The body is
+    the same for everyone who may see the report; who may is decided from the live row
+    read with the key."""
     found = stored_pages.report_lookup(pk, stored_pages.PROGRESS)
     if found is None and connection.vendor == "postgresql":
         return None  # no such submission

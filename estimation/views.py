@@ -108,7 +108,7 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     slots = found is not None and found.viewer != ""
     resp = _keep(found, _render_page(request, tag, scheme, metric, kind, notice, slots), "html")
     if slots:
-        resp.content = stored_pages.fill(resp.content.decode(), request)
+        resp.content = stored_pages.fill(resp.content, request)
     return resp
 
 
@@ -312,7 +312,7 @@ def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
         # what is stored is bounded by the submission's own samples.
         if shown == int(page_no) and stored_pages.storable(body):
             stored_pages.store_report(pk, view, found.key, body)
-        resp.content = stored_pages.fill(body, request, since)
+        resp.content = stored_pages.fill(resp.content, request, since)
         patch_vary_headers(resp, ["Cookie"])
     return resp
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import csp.middleware as _csp
-from django.conf import settings
+import csp.utils as _csp_utils
+from csp.utils import DIRECTIVES_T
 from django.core.signals import setting_changed
 from django.db import connection
 from django.dispatch import receiver
@@ -35,46 +36,41 @@ class HealthCheckMiddleware:
         return JsonResponse({"status": "ok"})
 
 
-def _csp_policies() -> tuple[str, str]:
-    from csp.utils import build_policy
+# The settings' own policies (no per-view override, no nonce), built once; cleared when a
+# test changes the settings.
+_BUILT: dict[bool, str] = {}
 
-    return build_policy(), build_policy(report_only=True)
+
+def build_policy(config: DIRECTIVES_T | None = None, update: DIRECTIVES_T | None = None,
+                 replace: DIRECTIVES_T | None = None, nonce: str | None = None,
+                 report_only: bool = False) -> str:
+    """django-csp's `build_policy`, with the settings' own policy built once.
+
+    django-csp's middleware rebuilds both header strings (the policy and the report-only
+    one) from the settings on every response (≈0.1 ms), though without a per-view
+    override or a nonce they are the same string each time. That case is answered from
+    `_BUILT`; anything else (csp_update/csp_replace/csp_exempt on a view, a nonce)
+    builds as django-csp does.
+    """
+    if config is None and update is None and replace is None and nonce is None:
+        built = _BUILT.get(report_only)
+        if built is None:
+            built = _BUILT[report_only] = _csp_utils.build_policy(report_only=report_only)
+        return built
+    return _csp_utils.build_policy(config=config, update=update, replace=replace,
+                                   nonce=nonce, report_only=report_only)
+
+
+# django-csp's middleware (below, unchanged: its exemptions, excluded prefixes and nonce
+# checks) calls the `build_policy` of its own module; it gets this one.
+_csp.build_policy = build_policy
 
 
 class CSPMiddleware(_csp.CSPMiddleware):
-    """django-csp's middleware, with the settings' policies built once.
-
-    django-csp rebuilds both header strings (the policy and the report-only one) from
-    the settings on every response, though without a per-view override or a nonce they
-    are the same string each time. That case is answered from a cache (cleared when a
-    test changes the settings); anything else — a view's csp_update/csp_replace/
-    csp_exempt, a nonce, the debug pages — goes through django-csp unchanged.
-    """
-
-    _built: tuple[str, str] | None = None
-    _PER_RESPONSE = ("_csp_config", "_csp_update", "_csp_replace",
-                     "_csp_config_ro", "_csp_update_ro", "_csp_replace_ro")
-
-    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if (getattr(request, "_csp_nonce", None) is not None or settings.DEBUG
-                or any(getattr(response, a, None) is not None for a in self._PER_RESPONSE)):
-            return super().process_response(request, response)
-        if CSPMiddleware._built is None:
-            CSPMiddleware._built = _csp_policies()
-        for header, policy, exempt, setting in (
-                (_csp.HEADER, CSPMiddleware._built[0], "_csp_exempt", "CONTENT_SECURITY_POLICY"),
-                (_csp.HEADER_REPORT_ONLY, CSPMiddleware._built[1], "_csp_exempt_ro",
-                 "CONTENT_SECURITY_POLICY_REPORT_ONLY")):
-            prefixes = (getattr(settings, setting, None) or {}).get("EXCLUDE_URL_PREFIXES") or ()
-            if (policy and header not in response and getattr(response, exempt, False) is False
-                    and not request.path_info.startswith(tuple(prefixes))):
-                response[header] = policy
-        # As django-csp: a nonce asked for after the header is written is an error.
-        request.csp_nonce = _csp.CheckableLazyObject(self._csp_nonce_post_response)
-        return response
+    """django-csp's middleware, its policies built once (`build_policy`)."""
 
 
 @receiver(setting_changed)
 def _forget_csp(**kwargs: object) -> None:
     if str(kwargs.get("setting", "")).startswith("CONTENT_SECURITY_POLICY"):
-        CSPMiddleware._built = None
+        _BUILT.clear()

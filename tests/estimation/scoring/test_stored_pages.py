@@ -344,3 +344,20 @@ def test_navigation_rendered_once_per_class_is_the_templates(who: str) -> None:
             assert _does_token_match(token, secret)
     if who == "odd name":
         assert "a&lt;b&gt;&amp;&quot;c" in got and "a<b>" not in got
+
+
+@pytest.mark.django_db
+def test_non_ascii_names_survive_the_stored_bytes(scored: World, monkeypatch) -> None:
+    """Stored bodies are served as the UTF-8 bytes read, markers filled in on bytes: a
+    name and a user name outside ASCII come back exactly as rendered."""
+    Submission.objects.filter(pk=scored.a.pk).update(name="Ålpha – β ✓")
+    c = _login(make_user("zoë"))
+    fresh = _fresh(c, PAGE, monkeypatch)
+    c.get(PAGE)  # renders and stores
+    served = c.get(PAGE)
+    assert served["Content-Type"] == "text/html; charset=utf-8"
+    text = served.content.decode("utf-8")
+    assert "Ålpha – β ✓" in text and "zoë" in text
+    assert TOKEN.sub("", text) == TOKEN.sub("", fresh)
+    anonymous = [Client().get(PAGE).content for _ in range(2)]
+    assert anonymous[0] == anonymous[1] and "Ålpha – β ✓".encode() in anonymous[1]
