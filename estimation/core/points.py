@@ -337,12 +337,15 @@ class PointPlan:
         col = r["cell_col"]
         if ev.true_prob is not None:
             inv_t = np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0)
-            g = np.minimum(g * inv_t[col], 1.0)
+            g *= inv_t.take(col)  # in place (cells are many): the same products
+            np.minimum(g, 1.0, out=g)
         den = float(r["c_tot"] @ a)
         if den <= 0:
             return np.full(self.m, np.nan)
-        return np.bincount(r["cell_row"], weights=g * a[col] * r["c_col"],
-                           minlength=self.m) / den
+        weight = a.take(col)
+        weight *= g  # a·g = g·a to the bit, then · draws as before
+        weight *= r["c_col"]
+        return np.bincount(r["cell_row"], weights=weight, minlength=self.m) / den
 
     def _recall(self, scheme: str, ev: Evidence, right: np.ndarray) -> dict[str, np.ndarray]:
         r = self._recall_parts()
