@@ -357,12 +357,17 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             say(f"{len(data.soft_replicates)} correction replicates in "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
         hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
+        # The plan's labelled pairs and judged instances serve the full estimate too, with
+        # the evidence's verdicts from the plan (Evidence.correct's floats, computed once).
+        state = None if plan is None else plan.state.for_evidence(evidence,
+                                                                  plan.right(evidence))
         del plan
         t1 = time.monotonic()
         # One call for every scheme: the scheme-free parts (which pairs are labelled, who
         # found each exhaustive instance, the sure bounds) are computed once.
         res = estimate(data.population, evidence, draw_scheme=draw_scheme, schemes=schemes,
-                       confidence=confidence)
+                       confidence=confidence, state=state)
+        del state
         if variance is not None:
             res = widen(res, variance, confidence)
         say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "

@@ -103,12 +103,14 @@ def estimate(
     schemes: Sequence[str] | None = None,
     confidence: float = 0.9,
     precision_method: str = "wilson_design",
+    state: LabelState | None = None,
 ) -> Estimates:
     """Simple and joint precision, recall and F1 with intervals for every system.
 
     draw_scheme: the scheme the draws came from; schemes: the schemes to report
     (default: just the draw scheme), each obtained from the same draws by
-    importance reweighting.
+    importance reweighting. state: `LabelState(pop, ev)` if made before (e.g. a
+    PointPlan's, `LabelState.for_evidence`): the same numbers.
     """
     check_scheme(draw_scheme)
     schemes = [draw_scheme] if schemes is None else [check_scheme(s) for s in schemes]
@@ -119,10 +121,10 @@ def estimate(
     if m == 0:
         return result
     gy = exhaustive_hits(pop, ev)
-    state = LabelState(pop, ev)
+    state = LabelState(pop, ev) if state is None else state
     # Which systems surely found nothing (all labelled, none right): scheme-free.
     bounds = label_bounds(pop, ev, "instance", state=state)
-    terms = pair_terms(pop, ev)  # scheme-free
+    terms = pair_terms(pop, ev, state)  # scheme-free; the state's verdicts serve
     shared: dict = {}  # the precision estimates' scheme-free parts, computed once
     for s in SCHEMES:
         if s not in schemes:

@@ -10,13 +10,20 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
 from .evidence import Evidence
 from .population import Population
+
+
+class Verdicts(Protocol):
+    """What `verdicts_at` reads of a `precision.LabelState` (not imported: no cycle)."""
+
+    judged: np.ndarray
+    right: np.ndarray | None
 
 
 def mixing_weights(overlap: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -48,7 +55,20 @@ class PairTerms(NamedTuple):
     right: np.ndarray
 
 
-def pair_terms(pop: Population, ev: Evidence) -> PairTerms:
+def verdicts_at(pop: Population, ev: Evidence, on: np.ndarray,
+                state: Verdicts | None = None) -> np.ndarray:
+    """`ev.correct` of the instances at positions ``on`` (ascending). ``state``: a
+    `LabelState` of this evidence whose verdicts are known: they are read from it (the
+    same values, computed once per instance) when every instance of ``on`` is judged."""
+    if state is not None and state.right is not None and len(state.judged):
+        pos = np.minimum(np.searchsorted(state.judged, on), len(state.judged) - 1)
+        if np.array_equal(state.judged[pos], on):
+            return state.right[pos]
+    inst = pop.instances()
+    return ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+
+
+def pair_terms(pop: Population, ev: Evidence, state: Verdicts | None = None) -> PairTerms:
     inst = pop.instances()
     where = np.full(pop.n_pairs, -1, dtype=np.int64)
     where[ev.pairs] = np.arange(len(ev.pairs))
@@ -56,7 +76,7 @@ def pair_terms(pop: Population, ev: Evidence) -> PairTerms:
     on = col >= 0
     # 0/1 with hard labels; with soft labels the probability the instance is right.
     right = np.zeros(len(col))
-    right[on] = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+    right[on] = verdicts_at(pop, ev, np.flatnonzero(on), state)
     sel = np.flatnonzero(right > 0)
     return PairTerms(sel, inst["system"][sel], col[sel], right[sel])
 
@@ -79,14 +99,15 @@ def at_pairs(
 
 
 def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str,
-                            shared: dict | None = None) -> sp.coo_matrix | None:
+                            shared: dict | None = None, state: Verdicts | None = None
+                            ) -> sp.coo_matrix | None:
     """Σ p_i(x)² c(1 − c) per (system, pair in U) under soft labels (None with hard ones).
 
     A soft label c is the mean of a 0/1 truth: the per-draw second moment of the
     true terms is E[(p/q)² c], not E[(p c/q)²]; this is the difference, so that the
     variance counts the labels' own uncertainty. ``shared``: a dict kept across the
     schemes of one evidence; the scheme-free part (which instances, their c) is
-    computed once into it.
+    computed once into it. ``state``: the evidence's `LabelState`, whose verdicts serve.
     """
     if ev.true_prob is None:
         return None
@@ -97,7 +118,7 @@ def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str,
         where[ev.pairs] = np.arange(len(ev.pairs))
         col = where[inst["pairs"]]
         on = np.flatnonzero(col >= 0)
-        c = ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
+        c = verdicts_at(pop, ev, on, state)
         small = np.int32 if len(col) < 2**31 else np.int64  # kept: half the memory
         parts = (on.astype(small), inst["system"][on].astype(small), col[on].astype(small), c)
         if shared is not None:

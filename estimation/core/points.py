@@ -88,10 +88,10 @@ class PointPlan:
         self.none = n == 0
         # Instances on labelled pairs (LabelState's "judged" ones) and, among them,
         # those on the labelled drawn pairs U (at_pairs's).
-        self.state = LabelState(pop, replace(ev, true_prob=None))  # soft labels unused
+        # Soft labels unused, no verdicts: `right` gives them per call.
+        self.state = LabelState(pop, replace(ev, true_prob=None), verdicts=False)
         inst = pop.instances()
         st = self.state
-        st.right = None  # the hard labels' verdicts: `right` gives them per call
         self.j_pairs = inst["pairs"][st.judged]
         # Positions and systems in LabelState's index dtype (int32 while it fits): the
         # plan lives through every replicate, these are among its largest arrays.
@@ -125,6 +125,9 @@ class PointPlan:
         self._p_sums: dict[str, sp.csr_matrix] = {}
         self._use_j = np.zeros(0, dtype=bool)  # the simple bounds' labels, per judged
         self._last: tuple | None = None
+        # (verdicts, {own: (x, x·(1 − r))}) of the last `_bounds` call: shared by the schemes.
+        self._xy: tuple[np.ndarray, dict] | None = None
+        self._scheme_recall: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._base: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0, dtype=bool))
 
     # ---- precision ----------------------------------------------------------------
@@ -196,14 +199,21 @@ class PointPlan:
             if (scheme, not own) in self._fixed:
                 st.gathered.pop(scheme, None)  # kept above what is read again
         lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
-        # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
-        x = right * self._use_j if own else right
+        # The scheme-free factors, made once per verdicts for every scheme (same floats).
+        if self._xy is None or self._xy[0] is not right:
+            self._xy = (right, {})
+        xy = self._xy[1].get(own)
+        if xy is None:
+            # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
+            x = right * self._use_j if own else right
+            xy = self._xy[1][own] = (x, x * (1 - right) if soft else None)
+        x, spread_terms = xy
         known = q_sum @ x
         wrong = np.maximum(lab_mass - known, 0.0)
         sd: np.ndarray | float = 0.0
-        if soft:
+        if soft and spread_terms is not None:
             # Σ p·(p·r(1 − r)·use): label_bounds's Σ q·q·r·(1 − r) to rounding (~1e-16).
-            sd = np.sqrt(q_sum @ (q * (x * (1 - right))))
+            sd = np.sqrt(q_sum @ (q * spread_terms))
         known = np.minimum(known, 1.0)
         upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))
         spread = z * np.asarray(sd)
@@ -281,8 +291,10 @@ class PointPlan:
     def joint_precision(self, ev: Evidence, scheme: str = "instance",
                         confidence: float = 0.9) -> np.ndarray:
         """The joint precision estimate (as `estimate`'s) under ``ev``'s labels."""
-        return self._precision(scheme, self.right(ev), ci.z_value(confidence), ["joint"],
-                               ev.true_prob is not None)["joint"]
+        out = self._precision(scheme, self.right(ev), ci.z_value(confidence), ["joint"],
+                              ev.true_prob is not None)["joint"]
+        self._xy = None  # these verdicts are not seen again
+        return out
 
     # ---- recall -------------------------------------------------------------------
 
@@ -309,6 +321,7 @@ class PointPlan:
                 "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
                 "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
                 "k": np.asarray((self.b > 0).sum(axis=0)).ravel()}  # systems per pair
+            self._parts["c_col"] = self._parts["c_tot"][self._parts["cell_col"]]  # per cell
         return self._parts
 
     def _nu(self, ev: Evidence, right: np.ndarray) -> np.ndarray:
@@ -324,12 +337,15 @@ class PointPlan:
         col = r["cell_col"]
         if ev.true_prob is not None:
             inv_t = np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0)
-            g = np.minimum(g * inv_t[col], 1.0)
+            g *= inv_t.take(col)  # in place (cells are many): the same products
+            np.minimum(g, 1.0, out=g)
         den = float(r["c_tot"] @ a)
         if den <= 0:
             return np.full(self.m, np.nan)
-        return np.bincount(r["cell_row"], weights=g * a[col] * r["c_tot"][col],
-                           minlength=self.m) / den
+        weight = a.take(col)
+        weight *= g  # a·g = g·a to the bit, then · draws as before
+        weight *= r["c_col"]
+        return np.bincount(r["cell_row"], weights=weight, minlength=self.m) / den
 
     def _recall(self, scheme: str, ev: Evidence, right: np.ndarray) -> dict[str, np.ndarray]:
         r = self._recall_parts()
@@ -338,8 +354,13 @@ class PointPlan:
             nan = np.full(self.m, np.nan)
             return {"simple": nan, "joint": nan}
         if scheme != "instance":
-            est = gy @ scheme_weights(scheme, ev.y_preds, ev.y_subjects)
-            return {"simple": est, "joint": est}
+            # From the exhaustive sample alone: the same for every replicate's labels.
+            kept = self._scheme_recall.get(scheme)
+            if kept is None or kept[0] is not ev.y_preds or kept[1] is not ev.y_subjects:
+                est = gy @ scheme_weights(scheme, ev.y_preds, ev.y_subjects)
+                est.flags.writeable = False
+                kept = self._scheme_recall[scheme] = (ev.y_preds, ev.y_subjects, est)
+            return {"simple": kept[2], "joint": kept[2]}
         nu = self._nu(ev, right)
         cov_f = r["cov_f"]
         joint = (nu[:, None] * cov_f + gy * (1 - cov_f)).mean(axis=1)
@@ -372,6 +393,7 @@ class PointPlan:
                 out[(s, "precision", kind)] = p
                 out[(s, "recall", kind)] = r
                 out[(s, "f1", kind)] = np.where(np.isnan(p) | np.isnan(r), np.nan, f1)
+        self._xy = None  # this call's verdicts are not seen again
         return out
 
 

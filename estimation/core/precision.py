@@ -17,6 +17,7 @@ closer to the truth.
 
 from __future__ import annotations
 
+import copy
 from typing import NamedTuple
 
 import numpy as np
@@ -102,7 +103,7 @@ class LabelState:
     scheme, so computed once per estimate. Only entries on labelled pairs are
     visited per scheme (the population's row totals are cached)."""
 
-    def __init__(self, pop: Population, ev: Evidence) -> None:
+    def __init__(self, pop: Population, ev: Evidence, verdicts: bool = True) -> None:
         ps = pop.stacked("instance")  # pair level: one entry per (system, pair)
         self.m = len(pop)
         self.sizes = np.diff(ps.indptr)
@@ -128,9 +129,10 @@ class LabelState:
         on = ev.label[inst["pairs"]] != UNLABELLED
         self.judged = np.flatnonzero(on).astype(small)
         self.judged_at = np.searchsorted(self.lab, entries[self.judged]).astype(small)
+        # `verdicts=False`: the caller gives them (a PointPlan per call, `for_evidence`).
         self.right = ev.correct(
             inst["pairs"][self.judged], inst["predicates"][self.judged], inst["system"][self.judged]
-        )
+        ) if verdicts else None
         self.soft = ev.true_prob is not None
         # Scheme-free pieces of `label_bounds`, and per scheme the masses it gathers
         # (the same for the simple and the joint bounds).
@@ -142,6 +144,16 @@ class LabelState:
         self.n_lab = {own: np.bincount(self.lab_rows, weights=self._use(own), minlength=self.m)
                       for own in (False, True)}
         self.gathered: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def for_evidence(self, ev: Evidence, right: np.ndarray) -> LabelState:
+        """This state's label-free part (which pairs are labelled, which instances judged:
+        the same for every evidence with ``ev``'s labels and draws) with ``right``, the
+        judged instances' `Evidence.correct` values under ``ev`` (e.g. `PointPlan.right`,
+        the same floats), and nothing cached: `estimate` reuses the plan's state so."""
+        new = copy.copy(self)
+        new.right, new.soft = right, ev.true_prob is not None
+        new.cache, new.gathered = {}, {}
+        return new
 
     def _use(self, own_draws_only: bool) -> np.ndarray:
         return self.own if own_draws_only else np.ones(len(self.lab), dtype=bool)
@@ -299,7 +311,7 @@ def precision(
 
     none = n == 0
     w_simple = np.diag((~none).astype(float))
-    label_var = label_variance_at_pairs(pop, ev, scheme, shared)
+    label_var = label_variance_at_pairs(pop, ev, scheme, shared, state)
     simple = importance_estimate(a, pf, b, w_simple, cn, n, label_var, shared=shared)
     if reweighted:
         lo, hi = interval(simple, w_simple)

@@ -176,3 +176,27 @@ def test_the_fixed_points_plan_gives_the_replicates_variance(task):
     for key, v in want.items():
         np.testing.assert_array_equal(got[key], v, err_msg=str(key))
     assert any(np.nanmax(v) > 0 for v in want.values())
+
+
+def test_the_full_estimate_on_the_plans_state_gives_the_same_floats(task):
+    """recompute hands the plan's LabelState, with the plan's verdicts, to the full
+    estimate (and its pair terms and label variances read those verdicts): every
+    estimate and interval end is the float the estimate gives with its own state."""
+    world, pop, ev, lab, draw_scheme = task
+    soft = with_soft_labels(pop, ev, _noisy(world, lab, 7))
+    plan = PointPlan(pop, soft, draw_scheme)
+    fixed = self_consistent(pop, soft, draw_scheme, plan=plan)
+    assert fixed.system_prior is not None and np.isfinite(fixed.system_prior).any()
+    hard_plan = PointPlan(pop, ev, draw_scheme)
+    for evidence, p in ((fixed, plan), (ev, hard_plan)):
+        state = p.state.for_evidence(evidence, p.right(evidence))
+        got = estimate(pop, evidence, draw_scheme, SCHEMES, 0.9, state=state)
+        want = estimate(pop, evidence, draw_scheme, SCHEMES, 0.9)
+        for s in SCHEMES:
+            for metric in ("precision", "recall", "f1"):
+                for kind in ("simple", "joint"):
+                    g, w = got.results[s][metric][kind], want.results[s][metric][kind]
+                    for part in ("estimate", "lo", "hi"):
+                        np.testing.assert_array_equal(getattr(g, part), getattr(w, part),
+                                                      err_msg=f"{s} {metric} {kind} {part}")
+        assert state.cache and not p.state.cache  # the plan's own state is left alone
