@@ -15,7 +15,8 @@ round limit without converging; then, per system and metric over the seeds, the
 intervals containing the truth, the misses below and above it, the mean bias, half-width
 and truth (`_miss_summary`). --calibration compares the stored soft labels with the gold
 (bench/noisy_calibration.py), --keep DIR keeps each seed's world and database, --json
-FILE writes every seed's result (per-system records included). --world docred builds
+FILE writes every seed's result (per-system records included); --rescore with --keep
+scores the kept worlds again with the current code (a paired before/after). --world docred builds
 the world from a DocRED / Re-DocRED file instead (real text: about three quarters of the
 pairs hold no relation).
 Slow: a few minutes per seed at the defaults.
@@ -107,8 +108,10 @@ def _count_em_rounds(counter: dict[str, int]) -> None:
 
 
 def _one(out: Path, docs: int, systems: int, seed: int, error: float,
-         world_kind: str, source: Path | None, calibrate: bool = False) -> dict:
-    """In the child: run the demo, then score with hard and soft labels."""
+         world_kind: str, source: Path | None, calibrate: bool = False,
+         rescore: bool = False) -> dict:
+    """In the child: run the demo (``rescore``: keep the world and database already in
+    ``out``), then score with hard and soft labels."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
@@ -127,8 +130,9 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float,
     counter = {"fits": 0, "at_limit": 0}
     _count_em_rounds(counter)  # the demo's own fits: labels at answer time, the soft refit
     with open(os.devnull, "w") as quiet:
-        call_command("demo", out=str(world), docs=docs, systems=systems, seed=seed,
-                     crowd_error=error, stdout=quiet, stderr=quiet, **extra)
+        if not rescore:
+            call_command("demo", out=str(world), docs=docs, systems=systems, seed=seed,
+                         crowd_error=error, stdout=quiet, stderr=quiet, **extra)
         corpus = Corpus.objects.get(tag=tag)
         result = {"demo_em": dict(counter)}
         if calibrate:
@@ -161,16 +165,21 @@ def main(argv: list[str] | None = None) -> int:
                              "(bench/noisy_calibration.py)")
     parser.add_argument("--keep", type=Path,
                         help="keep each seed's world and SQLite database in KEEP/seed-S")
+    parser.add_argument("--rescore", action="store_true",
+                        help="with --keep: score the worlds and databases kept there by an "
+                             "earlier run again with the current code (paired before/after)")
     parser.add_argument("--json", type=Path, help="write every seed's result to this file")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.rescore and not args.keep:
+        parser.error("--rescore needs --keep DIR")
     if args.world == "docred" and (args.source is None or not args.source.is_file()):
         parser.error("--world docred needs --source FILE")
     source = args.source.resolve() if args.source else None
     if args.child:
         res = _one(args.child, args.docs, args.systems, args.seed, args.error, args.world,
-                   source, args.calibration)
+                   source, args.calibration, args.rescore)
         (args.child / "result.json").write_text(json.dumps(res))
         return 0
     print(f"{args.world} demo world: {args.docs} documents, {args.systems} systems, crowd error "
@@ -192,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                             "--docs", str(args.docs), "--systems", str(args.systems),
                             "--error", str(args.error), "--world", args.world,
                             *(["--source", str(source)] if source else []),
-                            *(["--calibration"] if args.calibration else [])],
+                            *(["--calibration"] if args.calibration else []),
+                            *(["--rescore"] if args.rescore else [])],
                            env=env, check=True, cwd=tmp)
             res = json.loads((tmp / "result.json").read_text())
         everything[seed] = res
