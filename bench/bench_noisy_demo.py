@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rescore and not args.keep:
+    if args.rescore and not args.keep and not args.child:
         parser.error("--rescore needs --keep DIR")
     if args.world == "docred" and (args.source is None or not args.source.is_file()):
         parser.error("--world docred needs --source FILE")
