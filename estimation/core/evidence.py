@@ -14,6 +14,9 @@ NO_RELATION = -1
 UNLABELLED = -2
 # Predicate codes are below this; pair·stride + predicate is a unique (pair, predicate) key.
 ALSO_TRUE_STRIDE = 1 << 20
+# Agreement groups of an instance: predicted by 1, 2, or 3+ systems (noise.py: each
+# system's instances get one prior per group, not one for all).
+AGREE_GROUPS = 3
 
 
 @dataclass
@@ -64,6 +67,12 @@ class Evidence:
     soft_prior: np.ndarray | None = None  # per soft key: the crowd-wide share of that answer
     true_prior: float | None = None  # the crowd-wide share of pairs with a relation
     system_prior: np.ndarray | None = None  # (m,) each system's precision (noise.py)
+    # (m × AGREE_GROUPS) each system's precision among its instances that 1, 2, 3+
+    # systems predict (noise.py), and the sorted instance keys pair·K + predicate with
+    # their agreement group (`agreement_groups`); when set, `correct` takes it.
+    group_prior: np.ndarray | None = None
+    agree_keys: np.ndarray | None = None
+    agree_group: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.y_docs is None:
@@ -95,8 +104,18 @@ class Evidence:
         if systems is not None and self.system_prior is not None and self.soft_prior is not None:
             prior = np.where(found, self.soft_prior[pos] if len(self.soft_prior) else 0.5, 0.5)
             own = self.system_prior[systems]
+            if self.group_prior is not None:
+                own = self.group_prior[systems, self.group_of(keys)]
             prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
         return np.where(soft, prob, ok.astype(float))
+
+    def group_of(self, keys: np.ndarray) -> np.ndarray:
+        """The agreement group of each instance key (pair·K + predicate); 0 if unknown."""
+        ak, ag = self.agree_keys, self.agree_group
+        if ak is None or ag is None or not len(ak):
+            return np.zeros(len(keys), np.int64)
+        pos = np.minimum(np.searchsorted(ak, keys), len(ak) - 1)
+        return np.where(ak[pos] == keys, ag[pos], 0)
 
     def true_share(self, pairs: np.ndarray) -> np.ndarray:
         """P(each dense pair holds a relation): the label's verdict, or its soft value."""
@@ -105,6 +124,22 @@ class Evidence:
             return hard
         soft = self.true_prob[pairs]
         return np.where(np.isnan(soft), hard, soft)
+
+
+def agreement_groups(pop: Population) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct instance keys pair·K + predicate of the population and the
+    agreement group of each: how many systems predict it, 1, 2 or 3+ (0, 1, 2)."""
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        inst = pop.instances()
+        keys = inst["pairs"] * ALSO_TRUE_STRIDE + inst["predicates"]
+        # One system stating an instance twice counts once.
+        per = np.unique(keys * max(len(pop), 1) + inst["system"])
+        uniq, count = np.unique(per // max(len(pop), 1), return_counts=True)
+        group = np.minimum(count, AGREE_GROUPS) - 1
+        for a in (uniq, group):
+            a.flags.writeable = False
+        return uniq, group
+    return pop.memo(("agreement",), build)
 
 
 def reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:

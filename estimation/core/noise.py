@@ -109,7 +109,7 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
         true_prior = float(1.0 - priors[none][0])
     return replace(ev, soft_keys=uniq, soft_probs=np.clip(summed, 0.0, 1.0),
                    true_prob=true_prob, soft_prior=prior_k, true_prior=true_prior,
-                   system_prior=None)
+                   system_prior=None, group_prior=None)
 
 
 def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance",

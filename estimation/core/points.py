@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import ALSO_TRUE_STRIDE, Evidence, likelihood_ratio
+from .evidence import AGREE_GROUPS, ALSO_TRUE_STRIDE, Evidence, agreement_groups, likelihood_ratio
 from .importance import mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, RowSums
@@ -32,6 +32,8 @@ from .recall import exhaustive_hits, pair_true_share
 from .schemes import SCHEMES, check_scheme, scheme_weights
 
 Key = tuple[str, str, str]  # (scheme, metric, kind)
+# Pseudo-instances at the system's precision in each agreement group's prior (noise.py).
+GROUP_STRENGTH = 5.0
 
 
 def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -105,6 +107,10 @@ class PointPlan:
         self._ukeys, self._uinv = np.unique(self.j_pairs * ALSO_TRUE_STRIDE + preds,
                                             return_inverse=True)
         self._uinv = self._uinv.ravel()
+        keys, groups = agreement_groups(pop)
+        self.j_group = groups[np.searchsorted(keys, self._ukeys)][self._uinv].astype(small) \
+            if len(keys) else np.zeros(len(self._uinv), small)
+        self._cells = self.j_sys.astype(np.int64) * AGREE_GROUPS + self.j_group
         del preds
         where = np.full(pop.n_pairs, -1, dtype=np.int64)
         where[ev.pairs] = np.arange(len(ev.pairs))
@@ -251,7 +257,8 @@ class PointPlan:
         # replicate): new·lr / ((new·lr + 1) − new), kept where the instance is soft,
         # its P strictly inside (0, 1), its system's prior known and the result finite;
         # elsewhere P (soft) or the hard verdict, as reprior_lr's own fallback does.
-        own = ev.system_prior[self.j_sys]
+        own = ev.system_prior[self.j_sys] if ev.group_prior is None \
+            else ev.group_prior[self.j_sys, self.j_group]
         t = own * lr
         den = t + 1
         den -= own
@@ -287,6 +294,38 @@ class PointPlan:
         base.flags.writeable = False  # returned as is when there are no priors
         self._base = (base, soft & (p > 0) & (p < 1))
         return self._last[1]
+
+    def group_priors(self, ev: Evidence, prior: np.ndarray, rounds: int = 100
+                     ) -> np.ndarray:
+        """(m × AGREE_GROUPS) priors: per system and agreement group, the share at which
+        the group's judged instances, re-weighted to it, average to it (EM's fixed point
+        for a class share), shrunk towards the system's ``prior`` by GROUP_STRENGTH
+        pseudo-instances. NaN where the system has no prior."""
+        m = self.m
+        target = np.repeat(np.asarray(prior, float), AGREE_GROUPS)
+        out = target.copy()
+        lr = self._lookup(ev)[2]
+        if lr is None or not len(self._cells):
+            return out.reshape(m, AGREE_GROUPS)
+        base, live = self._base
+        cells = self._cells
+        size = np.bincount(cells, minlength=m * AGREE_GROUPS).astype(float)
+        ok = np.isfinite(target)
+        goal = np.where(ok, target, 0.5)
+        pi = goal.copy()
+        for _ in range(rounds):
+            own = pi[cells]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = own * lr / (own * lr + 1 - own)
+            right = np.where(live & np.isfinite(t), t, base)
+            new = (np.bincount(cells, weights=right, minlength=m * AGREE_GROUPS)
+                   + GROUP_STRENGTH * goal) / (size + GROUP_STRENGTH)
+            new = np.clip(new, 1e-3, 1 - 1e-3)
+            done = np.abs(new - pi).max() < 1e-7
+            pi = new
+            if done:
+                break
+        return np.where(ok, pi, np.nan).reshape(m, AGREE_GROUPS)
 
     def joint_precision(self, ev: Evidence, scheme: str = "instance",
                         confidence: float = 0.9) -> np.ndarray:
@@ -399,14 +438,20 @@ class PointPlan:
 
 def consistent(plan: PointPlan, ev: Evidence, rounds: int = 4,
                start: np.ndarray | None = None, confidence: float = 0.9) -> Evidence:
-    """noise.self_consistent on the plan's point estimates (same fixed point)."""
+    """noise.self_consistent on the plan's point estimates (same fixed point): each
+    round the systems' precision, then each system's agreement groups' priors
+    (`PointPlan.group_priors`) around it, which the next round's P(right) use."""
     if ev.true_prob is None or ev.soft_prior is None or plan.m == 0:
         return ev
+    keys, groups = agreement_groups(plan.pop)
+    ev = replace(ev, agree_keys=keys, agree_group=groups)
     prior = np.full(plan.m, np.nan) if start is None else np.asarray(start, float)
+    group = None if start is None else plan.group_priors(ev, prior)
     for _ in range(rounds):
-        cur = replace(ev, system_prior=prior)
+        cur = replace(ev, system_prior=prior, group_prior=group)
         new = np.clip(plan.joint_precision(cur, confidence=confidence), 1e-3, 1 - 1e-3)
         if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
             break
         prior = new
-    return replace(ev, system_prior=prior)
+        group = plan.group_priors(ev, prior)
+    return replace(ev, system_prior=prior, group_prior=group)

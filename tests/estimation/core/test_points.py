@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from estimation.core import Population, estimate, prepare_evidence
+from estimation.core.evidence import agreement_groups
 from estimation.core.noise import (
     correction_variance,
     from_posterior,
@@ -86,14 +87,21 @@ def test_soft_labels_and_replicates_share_one_plan(task):
 
 
 def _full_self_consistent(pop, ev, draw_scheme, rounds=4, start=None):
-    """The fixed point as it was computed before points.py: full estimates."""
+    """The fixed point as it was computed before points.py: full estimates (the
+    agreement groups' priors around each round's precision from the plan)."""
+    keys, groups = agreement_groups(pop)
+    ev = replace(ev, agree_keys=keys, agree_group=groups)
+    plan = PointPlan(pop, ev, draw_scheme)
     prior = np.full(len(pop), np.nan) if start is None else np.asarray(start, float)
+    group = None if start is None else plan.group_priors(ev, prior)
     for _ in range(rounds):
-        res = estimate(pop, replace(ev, system_prior=prior), draw_scheme, ["instance"])
+        cur = replace(ev, system_prior=prior, group_prior=group)
+        res = estimate(pop, cur, draw_scheme, ["instance"])
         new = np.clip(res.results["instance"]["precision"]["joint"].estimate, 1e-3, 1 - 1e-3)
         if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
             break
         prior = new
+        group = plan.group_priors(ev, prior)
     return prior
 
 
