@@ -20,7 +20,8 @@ reported intervals give the scales (variance implied by each interval's width, a
 for F1), so the difference is never sharper than the evidence behind each interval
 (floors, sure bounds and t quantiles carry over). Precision and recall limits take
 each side's own distance from estimate to limit (MOVER), since Wilson intervals and
-sure bounds are not symmetric; F1 differences use the delta method on the same matrix.
+sure bounds are not symmetric; F1 differences use the delta method on the same matrix,
+with the same directional distances for P and R.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import scipy.sparse as sp
 
 from . import intervals as ci
 from .estimators import Estimates, estimate
-from .evidence import Evidence, Interval
+from .evidence import Evidence
 from .importance import at_pairs, per_draw_variance
 from .population import Population
 from .precision import LabelState, precision
@@ -193,21 +194,29 @@ def _f1_gradient(p: float, r: float) -> tuple[float, float]:
     return 2 * r * r / (s * s), 2 * p * p / (s * s)
 
 
-def _mover(diff: float, iv: Interval, a: int, b: int, rho: float) -> tuple[float, float]:
-    """Limits of A − B from each side's own distances to its limits (MOVER, Zou &
-    Donner 2008), with correlation rho.
+def _directional(c: np.ndarray, corr: np.ndarray, block: dict, a: int, b: int,
+                 z: float) -> tuple[float, float]:
+    """Half-widths (down, up) of c·(P_A, R_A, P_B, R_B) from each side's own distances
+    to its limits (MOVER, Zou & Donner 2008), with the linearised correlations.
 
     The intervals are not symmetric about the estimates (Wilson; sure label bounds,
     where the clipped estimate often sits at an edge): a width-implied sd put the
-    difference's limits where neither interval does and covered ~0.83-0.86, not 0.9.
-    The lower limit takes A's lower and B's upper distance, the upper limit the others.
+    difference's limits where neither interval does and covered ~0.86, not 0.9. Going
+    down, a term with c > 0 uses its lower distance and one with c < 0 its upper.
     """
-    ea, eb = iv.estimate[a], iv.estimate[b]
-    a_lo, a_hi = max(ea - iv.lo[a], 0.0), max(iv.hi[a] - ea, 0.0)
-    b_lo, b_hi = max(eb - iv.lo[b], 0.0), max(iv.hi[b] - eb, 0.0)
-    down = np.sqrt(max(a_lo ** 2 + b_hi ** 2 - 2 * rho * a_lo * b_hi, 0.0))
-    up = np.sqrt(max(a_hi ** 2 + b_lo ** 2 - 2 * rho * a_hi * b_lo, 0.0))
-    return max(diff - float(down), -1.0), min(diff + float(up), 1.0)
+    down, up = np.zeros(4), np.zeros(4)
+    for k, (m, s) in enumerate((("precision", a), ("recall", a), ("precision", b),
+                                ("recall", b))):
+        iv = block[m]["joint"]
+        est, lo, hi = iv.estimate[s], iv.lo[s], iv.hi[s]
+        if np.isfinite(est):
+            below, above = max(est - lo, 0.0), max(hi - est, 0.0)
+        else:  # no estimate: the width-implied spread on both sides
+            below = above = (hi - lo) / 2
+        down[k], up[k] = (below, above) if c[k] >= 0 else (above, below)
+    cd, cu = c * down, c * up
+    return (float(np.sqrt(max(cd @ corr @ cd, 0.0))),
+            float(np.sqrt(max(cu @ corr @ cu, 0.0))))
 
 
 def _num(x: float) -> float | None:
@@ -271,11 +280,11 @@ def compare(pop: Population, ev: Evidence, a: int, b: int, draw_scheme: str = "i
         block_m = block[metric]["joint"]
         if np.isfinite(ea) and np.isfinite(eb):
             diff = float(ea - eb)
-            if metric == "f1":
-                half = z * np.sqrt(var)
-                lo, hi = max(diff - half, -1.0), min(diff + half, 1.0)
+            if c.any():
+                below, above = _directional(c, corr, block, a, b, z)
             else:
-                lo, hi = _mover(diff, block_m, a, b, float(corr[k, k + 2]))
+                below = above = z * np.sqrt(var)
+            lo, hi = max(diff - below, -1.0), min(diff + above, 1.0)
             rho = float(corr[k, k + 2]) if metric != "f1" else None
             out[metric] = Difference(diff, lo, hi, float(np.sqrt(var)),
                                      float(np.sqrt(var_sep)), rho)
