@@ -18,8 +18,10 @@ The covariance comes from the same linearisation the variances use:
 The linearised covariance matrix of (P_A, R_A, P_B, R_B) gives correlations; the
 reported intervals give the scales (variance implied by each interval's width, as
 for F1), so the difference is never sharper than the evidence behind each interval
-(floors, sure bounds and t quantiles carry over). F1 differences use the delta
-method on the same matrix.
+(floors, sure bounds and t quantiles carry over). Precision and recall limits take
+each side's own distance from estimate to limit (MOVER), since Wilson intervals and
+sure bounds are not symmetric; F1 differences use the delta method on the same matrix,
+with the same directional distances for P and R.
 """
 
 from __future__ import annotations
@@ -192,6 +194,31 @@ def _f1_gradient(p: float, r: float) -> tuple[float, float]:
     return 2 * r * r / (s * s), 2 * p * p / (s * s)
 
 
+def _directional(c: np.ndarray, corr: np.ndarray, block: dict, a: int, b: int,
+                 z: float) -> tuple[float, float]:
+    """Half-widths (down, up) of c·(P_A, R_A, P_B, R_B) from each side's own distances
+    to its limits (MOVER, Zou & Donner 2008), with the linearised correlations.
+
+    The intervals are not symmetric about the estimates (Wilson; sure label bounds,
+    where the clipped estimate often sits at an edge): a width-implied sd put the
+    difference's limits where neither interval does and covered ~0.86, not 0.9. Going
+    down, a term with c > 0 uses its lower distance and one with c < 0 its upper.
+    """
+    down, up = np.zeros(4), np.zeros(4)
+    for k, (m, s) in enumerate((("precision", a), ("recall", a), ("precision", b),
+                                ("recall", b))):
+        iv = block[m]["joint"]
+        est, lo, hi = iv.estimate[s], iv.lo[s], iv.hi[s]
+        if np.isfinite(est):
+            below, above = max(est - lo, 0.0), max(hi - est, 0.0)
+        else:  # no estimate: the width-implied spread on both sides
+            below = above = (hi - lo) / 2
+        down[k], up[k] = (below, above) if c[k] >= 0 else (above, below)
+    cd, cu = c * down, c * up
+    return (float(np.sqrt(max(cd @ corr @ cd, 0.0))),
+            float(np.sqrt(max(cu @ corr @ cu, 0.0))))
+
+
 def _num(x: float) -> float | None:
     return None if not np.isfinite(x) else float(x)
 
@@ -253,8 +280,11 @@ def compare(pop: Population, ev: Evidence, a: int, b: int, draw_scheme: str = "i
         block_m = block[metric]["joint"]
         if np.isfinite(ea) and np.isfinite(eb):
             diff = float(ea - eb)
-            half = z * np.sqrt(var)
-            lo, hi = max(diff - half, -1.0), min(diff + half, 1.0)
+            if c.any():
+                below, above = _directional(c, corr, block, a, b, z)
+            else:
+                below = above = z * np.sqrt(var)
+            lo, hi = max(diff - below, -1.0), min(diff + above, 1.0)
             rho = float(corr[k, k + 2]) if metric != "f1" else None
             out[metric] = Difference(diff, lo, hi, float(np.sqrt(var)),
                                      float(np.sqrt(var_sep)), rho)

@@ -87,3 +87,21 @@ def test_a_system_compared_with_itself_reversed_flips_sign() -> None:
         assert ab[m].estimate == pytest.approx(-ba[m].estimate)
         assert ab[m].lo == pytest.approx(-ba[m].hi) and ab[m].hi == pytest.approx(-ba[m].lo)
         assert ab[m].verdict == -ba[m].verdict
+
+
+def test_the_limits_keep_each_intervals_asymmetry() -> None:
+    """An interval need not be symmetric about its estimate (Wilson; sure label bounds,
+    with the clipped estimate at an edge). A exact, B's estimate at its upper limit:
+    the truth of A − B lies anywhere in ea − [lo_B, hi_B], so that is the difference's
+    interval; a width-implied sd would centre it on ea − eb and miss half of it."""
+    _, pop, ev = _tiny()
+    res = estimate(pop, ev, "instance", ["instance"], 0.9)
+    for metric in ("precision", "recall"):
+        iv = res.results["instance"][metric]["joint"]
+        iv.lo[0] = iv.hi[0] = iv.estimate[0] = 0.5
+        iv.estimate[1], iv.lo[1], iv.hi[1] = 0.787, 0.745, 0.787
+    d = compare(pop, ev, 0, 1, estimates=res).differences
+    for metric in ("precision", "recall"):
+        assert d[metric].estimate == pytest.approx(0.5 - 0.787)
+        assert d[metric].lo == pytest.approx(0.5 - 0.787)
+        assert d[metric].hi == pytest.approx(0.5 - 0.745)
