@@ -14,6 +14,7 @@ one category). We implement it here rather than depend on crowd-kit, whose requi
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -199,7 +200,10 @@ def worker_agreement(items: np.ndarray, workers: np.ndarray, answers: Sequence[s
 # error and recall's bias falls by a third (docs/noisy-crowds.md §3).
 LABEL_TYPE_SHRINK = 5.0
 BLIND_SPOT_MIXTURE = rate_models.BLIND_SPOT_MIXTURE
-SOFT_TYPE_SHRINK = BLIND_SPOT_MIXTURE
+BLIND_SPOT_LOO = rate_models.BLIND_SPOT_LOO
+SOFT_TYPE_SHRINK = BLIND_SPOT_LOO
+# `coin_posterior` under leave-one-out cells: at most this many fixed-point rounds.
+LOO_POSTERIOR_ROUNDS = 30
 
 
 @dataclass
@@ -217,6 +221,7 @@ class OneCoinResult:
     sensitivity: np.ndarray | None = None
     miss_rate: np.ndarray | None = None
     params: OneCoinParams | None = None  # the fit's parameters (`coin_posterior`)
+    converged: bool = True      # EM's last change below `tol` within `max_iter` rounds
 
 
 @dataclass(frozen=True)
@@ -302,6 +307,19 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     beta = prior_strength * (1.0 - prior_accuracy)
     per_worker = np.bincount(workers, minlength=n_w).astype(float)
 
+    stage = 0
+    if init is None and type_shrink == BLIND_SPOT_LOO and nc >= 0:
+        # Started from the vote shares, the blind-or-seen fit can settle where a rare
+        # type is blind for the whole crowd and every all-"none" pair of its pair type
+        # gets its class share (+13–33% P(pair true) with Zipf-distributed relations,
+        # docs/noisy-crowds.md §3); it starts instead from its special case without
+        # blind cells, one miss rate per worker.
+        first = one_coin(items, workers, answers, n_i, n_w, n_options=n_options,
+                         known=known, categories=cats, none=none, strata=strata,
+                         strata_shrink=strata_shrink, prior_accuracy=prior_accuracy,
+                         prior_strength=prior_strength, class_pseudocount=class_pseudocount,
+                         type_shrink=math.inf, max_iter=max_iter, tol=tol)
+        init, stage = first.posterior, first.iterations
     if init is None:
         post = np.zeros((n_i, n_c))
         np.add.at(post, (items, obs), 1.0)
@@ -315,6 +333,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     # Who answered what is fixed during EM: its sparse matrices are built once.
     inc = rate_models.Incidence(items, workers, obs, nc, n_i, n_w) if nc >= 0 else None
     iterations = 0
+    delta = 0.0
     for it in range(1, max_iter + 1):
         iterations = it
         counts = post[~ctrl].sum(axis=0) + class_pseudocount
@@ -330,7 +349,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
             rates = rate_models.lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta,
                                     type_shrink, inc)
         new_post = _e_step(rates, priors, shares, strata, items, workers, obs, k_opt, nc,
-                           n_i, n_c, inc)
+                           n_i, n_c, inc, post)
         new_post[ctrl] = ctrl_post[ctrl]
         delta = float(np.abs(new_post - post).max()) if n_i else 0.0
         post = new_post
@@ -339,7 +358,8 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     labels = [cats[i] for i in post.argmax(axis=1)] if n_i else []
     right = np.bincount(workers, weights=post[items, obs], minlength=n_w)
     accuracy = np.where(per_worker > 0, right / np.maximum(per_worker, 1), np.nan)
-    result = OneCoinResult(cats, post, labels, accuracy, per_worker, priors, iterations)
+    result = OneCoinResult(cats, post, labels, accuracy, per_worker, priors,
+                           stage + iterations, converged=delta < tol)
     if nc >= 0:
         result.specificity, result.sensitivity, result.miss_rate = rates[:3]
     if rates:
@@ -350,8 +370,11 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
 def _e_step(rates: tuple[np.ndarray, ...], priors: np.ndarray, shares: np.ndarray | None,
             strata: np.ndarray | None, items: np.ndarray, workers: np.ndarray,
             obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int, n_c: int,
-            inc: rate_models.Incidence | None = None) -> np.ndarray:
-    """Each item's posterior over the categories given the rates and class shares."""
+            inc: rate_models.Incidence | None = None,
+            counted: np.ndarray | None = None) -> np.ndarray:
+    """Each item's posterior over the categories given the rates and class shares
+    (``counted``: the posterior the rates' cells were counted with, left out per pair
+    under BLIND_SPOT_LOO)."""
     log_prior = np.log(priors)[None, :]
     if shares is not None and strata is not None and n_i:
         # A stratum the shares do not know (absent where they were fitted) gets the
@@ -361,9 +384,13 @@ def _e_step(rates: tuple[np.ndarray, ...], priors: np.ndarray, shares: np.ndarra
     if nc < 0:
         log_lik = rate_models.coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
     else:
-        log_lik = rate_models.lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c, inc)
-    log_post = log_prior + log_lik
-    log_post -= log_post.max(axis=1, keepdims=True)
+        log_lik = rate_models.lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c,
+                                              inc, counted)
+    return _softmax(log_prior + log_lik)
+
+
+def _softmax(log_post: np.ndarray) -> np.ndarray:
+    log_post = log_post - log_post.max(axis=1, keepdims=True)
     return _normalise_rows(np.exp(log_post))
 
 
@@ -402,8 +429,26 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
     k_opt = np.broadcast_to(np.asarray(n_c if n_options is None else n_options, float),
                             (n_items,)).astype(float)
     strata = None if strata is None else np.asarray(strata, dtype=np.int64)
-    post = _e_step(params.rates, params.priors, params.stratum_shares, strata, items,
-                   workers, obs, k_opt, params.none_index, n_items, n_c)
+    args = (params.rates, params.priors, params.stratum_shares, strata, items, workers, obs,
+            k_opt, params.none_index, n_items, n_c)
+    post = _e_step(*args)
+    if len(params.rates) > 4 and n_items:
+        # Leave-one-out cells: the pairs' own shares the cells were counted with are not
+        # stored, so they are solved for (the fit's posterior is the fixed point of
+        # this map on the fit's own answers; it starts from the plain posterior).
+        inc = rate_models.Incidence(items, workers, obs, params.none_index, n_items,
+                                    params.rates[3].shape[0])
+        base = np.log(np.maximum(post, 1e-300))  # the plain log posterior, up to a constant
+        said_none = obs == params.none_index
+        for _ in range(LOO_POSTERIOR_ROUNDS):
+            new = _softmax(base + rate_models.loo_cell_terms(
+                params.rates, items, workers, said_none, post, params.none_index, inc))
+            done = float(np.abs(new - post).max()) < 1e-7
+            # Damped: a pair's posterior falls as its own share grows (slope in
+            # (−1, 0)), so the plain iteration oscillates; the average contracts.
+            post = new if done else 0.5 * (post + new)
+            if done:
+                break
     for i, c in (known or {}).items():
         post[i] = 0.0
         post[i, index[c]] = 1.0

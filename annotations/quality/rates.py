@@ -11,6 +11,14 @@ import scipy.sparse as sp
 # `shrink` value that selects the blind-or-seen mixture per (worker, type) cell
 # (`blind_spot_rates`) instead of a per-type rate shrunk towards the worker's own.
 BLIND_SPOT_MIXTURE = -1.0
+# The same mixture, each answer's likelihood taken under its cell's rate *without that
+# answer's pair* (`loo_cell_terms`): the rates then carry the cells' counts and the
+# mixture's parameters (`BlindSpotCells`).
+BLIND_SPOT_LOO = -2.0
+# A pair's share of a cell below this is not left out: it moves the pair's posterior on
+# that type by less than about 5·share² (the log rate moves by about log(b/s)·share),
+# and skipping it keeps the correction sparse (most pairs are surely not most types).
+LOO_MIN_SHARE = 1e-4
 
 
 def coin_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
@@ -45,6 +53,9 @@ class Incidence:
                                         shape=(n_i, n_w))
         self.item_rels = sp.csr_matrix((rel.astype(float), (items, workers)),
                                        shape=(n_i, n_w))
+        # The answers sorted by item, and where each item's start (`loo_cell_terms`).
+        self.item_order = np.argsort(items, kind="stable")
+        self.item_bounds = np.searchsorted(items[self.item_order], np.arange(n_i + 1))
 
 
 def lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
@@ -66,9 +77,14 @@ def lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
     inc = inc or Incidence(items, workers, obs, nc, post.shape[0], n_w)
     if np.isinf(shrink):  # one miss rate per worker, whatever the type
         per_type = np.repeat(miss[:, None], post.shape[1], axis=1)
-    elif shrink == BLIND_SPOT_MIXTURE:
-        per_type = blind_spot_rates(np.asarray(inc.worker_nones @ post),
-                                     np.asarray(inc.by_worker @ post), nc, alpha, beta)
+    elif shrink in (BLIND_SPOT_MIXTURE, BLIND_SPOT_LOO):
+        missed = np.asarray(inc.worker_nones @ post)
+        seen = np.asarray(inc.by_worker @ post)
+        per_type, s_w, b, pi = blind_spot_fit(missed, seen, nc, alpha, beta)
+        if shrink == BLIND_SPOT_LOO:
+            cells = (missed, seen, s_w, np.array([b, pi]))
+            return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6), miss,
+                    np.clip(per_type, 1e-6, 1 - 1e-6), *cells)
     else:
         per_type = (((inc.worker_nones @ post) + shrink * miss[:, None])
                     / ((inc.by_worker @ post) + shrink))
@@ -78,7 +94,16 @@ def lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
 
 def blind_spot_rates(missed: np.ndarray, seen: np.ndarray, nc: int, alpha: float,
                       beta: float, rounds: int = 50) -> np.ndarray:
-    """(workers × categories) miss rates under a two-point prior per (worker, type) cell.
+    """(workers × categories) miss rates under a two-point prior per (worker, type) cell
+    (`blind_spot_fit`'s first value)."""
+    return blind_spot_fit(missed, seen, nc, alpha, beta, rounds)[0]
+
+
+def blind_spot_fit(missed: np.ndarray, seen: np.ndarray, nc: int, alpha: float,
+                   beta: float, rounds: int = 50
+                   ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(workers × categories) miss rates under a two-point prior per (worker, type) cell,
+    with the mixture's parameters: (rates, s_w per worker, b, π).
 
     ``missed``/``seen``: each cell's expected answers "none" / all answers on pairs whose
     truth is that type. A cell is blind (rate b, one for the crowd) with probability π,
@@ -111,12 +136,71 @@ def blind_spot_rates(missed: np.ndarray, seen: np.ndarray, nc: int, alpha: float
             break
     out = np.repeat(s[:, None], missed.shape[1], axis=1)
     out[:, rel] = gamma * b + (1 - gamma) * s[:, None]
+    return out, s, b, pi
+
+
+def _cell_rate(m: np.ndarray, k: np.ndarray, s: np.ndarray, b: float,
+               pi: float) -> np.ndarray:
+    """A cell's posterior-mean miss rate from m misses and k relation answers (the
+    mixture's E-step for one cell; `s` the worker's seen rate, broadcast to m)."""
+    logit = (np.log(pi / (1 - pi)) + m * (np.log(b) - np.log(s))
+             + k * (np.log1p(-b) - np.log1p(-s)))
+    gamma = 1.0 / (1.0 + np.exp(-np.clip(logit, -500, 500)))
+    return np.clip(gamma * b + (1 - gamma) * s, 1e-6, 1 - 1e-6)
+
+
+def loo_cell_terms(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np.ndarray,
+                   said_none: np.ndarray, post: np.ndarray | None, nc: int,
+                   inc: Incidence) -> np.ndarray:
+    """(items × categories) change of log P(answers | truth c) when each answer's miss
+    rate on c is its cell's without the answer's own pair (`BLIND_SPOT_LOO`).
+
+    A cell's counts sum every answer of the worker on pairs of its type, weighted by
+    ``post`` (the posterior they were counted with); a pair's own "none" then counts as
+    a miss of every type it might hold and makes its cells look blind, which makes its
+    "none" weaker evidence against those types, which raises their posterior: a loop
+    that inflates P(pair true) where most pairs hold none and a worker sees a type only
+    a few times. The rate a pair is judged by leaves its own share out — the cell's
+    predictive rate given the other pairs (as collapsed variational EM does). Pairs'
+    shares below LOO_MIN_SHARE are not left out (the correction stays sparse).
+    """
+    n_i, n_c = inc.item_nones.shape[0], rates[3].shape[1]
+    out = np.zeros((n_i, n_c))
+    if post is None or not len(items):
+        return out
+    per_type, missed, seen, s_w, (b, pi) = rates[3], *rates[4:7], rates[7]
+    share = np.array(post, dtype=float, copy=True)
+    if 0 <= nc < n_c:
+        share[:, nc] = 0.0
+    ii, cc = np.nonzero(share > LOO_MIN_SHARE)
+    # Every answer of each such (pair, type): the answers sorted by pair.
+    lo, hi = inc.item_bounds[ii], inc.item_bounds[ii + 1]
+    cnt = hi - lo
+    total = int(cnt.sum())
+    if not total:
+        return out
+    first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+    ans = inc.item_order[np.repeat(lo, cnt) + np.arange(total) - first]
+    i, c = np.repeat(ii, cnt), np.repeat(cc, cnt)
+    w, none = workers[ans], said_none[ans]
+    p = share[i, c]
+    m = missed[w, c]
+    k = seen[w, c] - m
+    r = _cell_rate(np.maximum(m - p * none, 0.0), np.maximum(k - p * ~none, 0.0), s_w[w],
+                   float(b), float(pi))
+    full = per_type[w, c]
+    diff = np.where(none, np.log(r) - np.log(full), np.log1p(-r) - np.log1p(-full))
+    out += np.bincount(i * n_c + c, weights=diff, minlength=n_i * n_c).reshape(n_i, n_c)
     return out
 
 
 def lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np.ndarray,
                      obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int,
-                     n_c: int, inc: Incidence | None = None) -> np.ndarray:
+                     n_c: int, inc: Incidence | None = None,
+                     post: np.ndarray | None = None) -> np.ndarray:
+    """(items × categories) log P(item's answers | truth c). With the cells of
+    `BLIND_SPOT_LOO` in ``rates``, ``post`` is the posterior the cells were counted with
+    and each answer's miss rate leaves its own pair out (`loo_cell_terms`)."""
     spec, sens, miss = (r[workers] for r in rates[:3])
     per_type = rates[3]
     n_w = per_type.shape[0]
@@ -130,6 +214,8 @@ def lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: n
     inc = inc or Incidence(items, workers, obs, nc, n_i, n_w)
     out = (np.asarray(inc.item_nones @ np.log(per_type))
            + np.asarray(inc.item_rels @ np.log1p(-per_type)))
+    if len(rates) > 4:
+        out += loo_cell_terms(rates, items, workers, said_none, post, nc, inc)
     out += np.bincount(items, weights=np.where(rel, off, 0.0), minlength=n_i)[:, None]
     np.add.at(out, (items[rel], obs[rel]), np.log(rho[rel]) - off[rel])
     # Truth = none: none → spec; any relation → (1 − spec)/(K − 1).

@@ -369,9 +369,10 @@ def test_soft_fit_finds_blind_spots_and_sharpens_p_pair_true() -> None:
 
 
 def test_soft_fit_is_the_mixture_and_replicates_keep_it(monkeypatch) -> None:
-    """SOFT_TYPE_SHRINK is the blind-or-seen mixture: a seen type's rate is the worker's
-    own, at most the blind rate; the parameter bootstrap refits with the fit's own type
-    model, not the default."""
+    """SOFT_TYPE_SHRINK is the blind-or-seen mixture with leave-one-out cells: a seen
+    type's rate is the worker's own, at most the blind rate; the parameters carry the
+    cells' counts, so `coin_posterior` on the fit's own answers gives its posterior; the
+    parameter bootstrap refits with the fit's own type model, not the default."""
     items, workers, answers, truth, stratum, known, k = _typed_crowd(2, n=400)
     n = len(truth)
     fit = one_coin(items, workers, answers, n, 20, n_options=k, known=known,
@@ -379,7 +380,11 @@ def test_soft_fit_is_the_mixture_and_replicates_keep_it(monkeypatch) -> None:
     per_type = fit.params.rates[3]
     assert per_type.shape == (20, len(fit.categories))
     assert ((per_type > 0) & (per_type < 1)).all()
-    assert fit.params.type_shrink == SOFT_TYPE_SHRINK == aggregation.BLIND_SPOT_MIXTURE
+    assert fit.params.type_shrink == SOFT_TYPE_SHRINK == aggregation.BLIND_SPOT_LOO
+    assert len(fit.params.rates) == 8 and fit.converged
+    again = coin_posterior(fit.params, items, workers, answers, n, n_options=k, known=known,
+                           strata=stratum)
+    np.testing.assert_allclose(again, fit.posterior, atol=1e-5)
     seen = []
 
     def spy(*args, **kwargs):
