@@ -13,6 +13,7 @@ predicts), ν at instance level (what θ·ν = recall needs) and ν at pair leve
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -29,6 +30,20 @@ from kbpo.demo.world.docred import (
     make_profiles,
     universe_of,
 )
+
+
+def exhaustive_gold(db: Path) -> set[tuple]:
+    """The exhaustive sample's gold instances stored in the kept database (end exclusive)."""
+    if not db.is_file():
+        return set()
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute(
+        "select d.doc_id, g.subject_begin, g.subject_end, g.object_begin, g.object_end,"
+        " g.predicate from annotations_goldrelation g join kbpo_document d"
+        " on d.id = g.document_id join annotations_exhaustivedocument e"
+        " on e.document_id = d.id").fetchall()
+    con.close()
+    return {tuple(r) for r in rows}
 
 
 def terms(world: Path) -> list[dict]:
@@ -51,6 +66,11 @@ def terms(world: Path) -> list[dict]:
     p_cov = [p for p in gold_by_pair if p in covered]
     theta = len(g_cov) / len(gold_keys)
     multi = sum(len(v) > 1 for v in gold_by_pair.values())
+    ex = exhaustive_gold(world.parent / "db.sqlite3")
+    ex_cov = [k for k in ex if k[:5] in covered]
+    theta_hat = len(ex_cov) / len(ex) if ex else float("nan")
+    ex_docs = {k[0] for k in ex}
+    world_ex = {k for k in gold_keys if k[0] in ex_docs}
     out = []
     for name, ks in kept.items():
         rec = sum(k in ks for k in gold_keys) / len(gold_keys)
@@ -61,7 +81,12 @@ def terms(world: Path) -> list[dict]:
                     if "instance" in truth[name] else None, "R": rec, "theta": theta,
                     "nu_inst": nu_i, "nu_pair": nu_p, "theta_nu_pair": theta * nu_p,
                     "gap": theta * nu_p - rec, "gold": len(gold_keys),
-                    "gold_pairs": len(gold_by_pair), "multi_pairs": multi})
+                    "gold_pairs": len(gold_by_pair), "multi_pairs": multi,
+                    "theta_hat": theta_hat, "n0": len(ex), "ex_docs": len(ex_docs),
+                    "ex_same": ex == world_ex,
+                    "simple_R": sum(k in ks for k in ex) / len(ex) if ex else float("nan"),
+                    "nu_inst_ex": (sum(k in ks for k in ex_cov) / len(ex_cov)
+                                   if ex_cov else float("nan"))})
     return out
 
 
@@ -75,4 +100,13 @@ if __name__ == "__main__":
             print(f"  {r['system']:12s} truthR {r['truth_R']} R {r['R']:.3f} "
                   f"ν_inst {r['nu_inst']:.3f} ν_pair {r['nu_pair']:.3f} "
                   f"θ·ν_pair {r['theta_nu_pair']:.3f} gap {r['gap']:+.3f}")
+        print(f"  exhaustive: {r0['n0']} instances in {r0['ex_docs']} docs, equal to the "
+              f"world's gold there: {r0['ex_same']}, θ̂ {r0['theta_hat']:.3f} "
+              f"(θ {r0['theta']:.3f}, θ̂−θ {r0['theta_hat'] - r0['theta']:+.3f})")
+        for r in rows:
+            print(f"  {r['system']:12s} simple R̂ {r['simple_R']:.3f} ν_inst(Ŷ0) "
+                  f"{r['nu_inst_ex']:.3f} θ̂·ν_pair {r['theta_hat'] * r['nu_pair']:.3f} "
+                  f"− R {r['theta_hat'] * r['nu_pair'] - r['R']:+.3f}")
+        print(f"  mean θ̂·ν_pair − R "
+              f"{np.mean([r['theta_hat'] * r['nu_pair'] - r['R'] for r in rows]):+.4f}")
         print(f"  mean gap {np.mean([r['gap'] for r in rows]):+.4f}")
