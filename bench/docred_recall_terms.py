@@ -46,6 +46,76 @@ def exhaustive_gold(db: Path) -> set[tuple]:
     return {tuple(r) for r in rows}
 
 
+REDRAWS = 400
+
+
+def gold_nu_hat(db: Path, gold_keys: set[tuple]) -> dict[str, float]:
+    """ν̂ per system from the kept database's instance-scheme draws with the gold in place
+    of every label: Σ_d a g_i / Σ_d a, a = [pair holds gold]/q, q the balance-heuristic
+    proposal Σ_j (n_j/N) p_j with p_j uniform over system j's instances (recall.py)."""
+    if not db.is_file():
+        return {}
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    inst = con.execute(
+        "select s.name, d.doc_id, p.subject_begin, p.subject_end, p.object_begin,"
+        " p.object_end, i.predicate, p.id from submissions_relationinstance i"
+        " join submissions_submission s on s.id = i.submission_id"
+        " join submissions_mentionpair p on p.id = i.pair_id"
+        " join kbpo_document d on d.id = p.document_id").fetchall()
+    draws = con.execute(
+        "select s.name, i.pair_id from annotations_sampledraw a"
+        " join submissions_relationinstance i on i.id = a.instance_id"
+        " join submissions_submission s on s.id = a.submission_id"
+        " where a.scheme = 'instance'").fetchall()
+    con.close()
+    size: dict[str, int] = defaultdict(int)
+    on_pair: dict[tuple[str, int], int] = defaultdict(int)
+    pair_key: dict[int, tuple] = {}
+    right: dict[str, set[int]] = defaultdict(set)
+    for name, *key, pred, pid in inst:
+        size[name] += 1
+        on_pair[(name, pid)] += 1
+        pair_key[pid] = tuple(key)
+        if (*key, pred) in gold_keys:
+            right[name].add(pid)
+    true_pairs = {k[:5] for k in gold_keys}
+    n: dict[str, int] = defaultdict(int)
+    for name, _ in draws:
+        n[name] += 1
+    total = sum(n.values())
+
+    def q(pid: int) -> float:
+        return sum(n[j] / total * on_pair.get((j, pid), 0) / size[j] for j in n)
+
+    qs = {pid: q(pid) for pid in {pid for _, pid in draws}}
+    a = [(pid, float(pair_key[pid] in true_pairs) / qs[pid]) for _, pid in draws]
+    den = sum(w for _, w in a)
+    out = {name: sum(w for pid, w in a if pid in right[name]) / den for name in size}
+    # The same design redrawn (REDRAWS times, n_j draws per system from its instances):
+    # ν̂'s mean and spread around ν_pair, to tell draw noise from bias.
+    rng = np.random.default_rng(0)
+    pids = sorted({pid for (_, pid) in on_pair})
+    idx = {pid: k for k, pid in enumerate(pids)}
+    qv = np.array([q(pid) for pid in pids])
+    tv = np.array([float(pair_key[pid] in true_pairs) for pid in pids])
+    av = np.where(qv > 0, tv / np.maximum(qv, 1e-300), 0.0)
+    names = sorted(size)
+    gm = np.array([[pid in right[nm] for pid in pids] for nm in names], dtype=float)
+    sims = []
+    for _ in range(REDRAWS):
+        cnt = np.zeros(len(pids))
+        for j in n:
+            mine = [idx[pid] for (nm, pid), c in on_pair.items() if nm == j for _ in range(c)]
+            np.add.at(cnt, rng.choice(mine, size=n[j]), 1.0)
+        sims.append((gm @ (cnt * av)) / (cnt @ av))
+    sims = np.array(sims)
+    for k, nm in enumerate(names):
+        out[f"{nm}:mean"] = float(sims[:, k].mean())
+        out[f"{nm}:sd"] = float(sims[:, k].std())
+    out["mean_dev_sd"] = float(sims.mean(axis=1).std())
+    return out
+
+
 def terms(world: Path) -> list[dict]:
     params = json.loads((world / "params.json").read_text())
     seed = params["seed"]
@@ -71,6 +141,7 @@ def terms(world: Path) -> list[dict]:
     theta_hat = len(ex_cov) / len(ex) if ex else float("nan")
     ex_docs = {k[0] for k in ex}
     world_ex = {k for k in gold_keys if k[0] in ex_docs}
+    nu_hat = gold_nu_hat(world.parent / "db.sqlite3", gold_keys)
     out = []
     for name, ks in kept.items():
         rec = sum(k in ks for k in gold_keys) / len(gold_keys)
@@ -83,7 +154,10 @@ def terms(world: Path) -> list[dict]:
                     "gap": theta * nu_p - rec, "gold": len(gold_keys),
                     "gold_pairs": len(gold_by_pair), "multi_pairs": multi,
                     "theta_hat": theta_hat, "n0": len(ex), "ex_docs": len(ex_docs),
-                    "ex_same": ex == world_ex,
+                    "ex_same": ex == world_ex, "nu_hat": nu_hat.get(name, float("nan")),
+                    "nu_hat_mean": nu_hat.get(f"{name}:mean", float("nan")),
+                    "nu_hat_sd": nu_hat.get(f"{name}:sd", float("nan")),
+                    "nu_mean_dev_sd": nu_hat.get("mean_dev_sd", float("nan")),
                     "simple_R": sum(k in ks for k in ex) / len(ex) if ex else float("nan"),
                     "nu_inst_ex": (sum(k in ks for k in ex_cov) / len(ex_cov)
                                    if ex_cov else float("nan"))})
@@ -106,7 +180,17 @@ if __name__ == "__main__":
         for r in rows:
             print(f"  {r['system']:12s} simple R̂ {r['simple_R']:.3f} ν_inst(Ŷ0) "
                   f"{r['nu_inst_ex']:.3f} θ̂·ν_pair {r['theta_hat'] * r['nu_pair']:.3f} "
-                  f"− R {r['theta_hat'] * r['nu_pair'] - r['R']:+.3f}")
+                  f"− R {r['theta_hat'] * r['nu_pair'] - r['R']:+.3f} | gold ν̂ "
+                  f"{r['nu_hat']:.3f} (−ν_pair {r['nu_hat'] - r['nu_pair']:+.3f}) θ̂·ν̂ "
+                  f"{r['theta_hat'] * r['nu_hat']:.3f} − R "
+                  f"{r['theta_hat'] * r['nu_hat'] - r['R']:+.3f}")
+        print("  redrawn ν̂ (gold): mean − ν_pair, sd per system: " + ", ".join(
+            f"{r['nu_hat_mean'] - r['nu_pair']:+.3f}/{r['nu_hat_sd']:.3f}" for r in rows)
+            + f"; observed mean ν̂ − ν_pair "
+            f"{np.mean([r['nu_hat'] - r['nu_pair'] for r in rows]):+.4f} (sd of the redrawn "
+            f"mean {r0['nu_mean_dev_sd']:.4f})")
+        print(f"  mean θ̂·ν̂(gold) − R "
+              f"{np.mean([r['theta_hat'] * r['nu_hat'] - r['R'] for r in rows]):+.4f}")
         print(f"  mean θ̂·ν_pair − R "
               f"{np.mean([r['theta_hat'] * r['nu_pair'] - r['R'] for r in rows]):+.4f}")
         print(f"  mean gap {np.mean([r['gap'] for r in rows]):+.4f}")
