@@ -91,6 +91,9 @@ def gold_nu_hat(db: Path, gold_keys: set[tuple]) -> dict[str, float]:
     a = [(pid, float(pair_key[pid] in true_pairs) / qs[pid]) for _, pid in draws]
     den = sum(w for _, w in a)
     out = {name: sum(w for pid, w in a if pid in right[name]) / den for name in size}
+    # E[den] = N × (true pairs some system predicts): den below it raises every ν̂ alike.
+    n_true = sum(pair_key[pid] in true_pairs for pid in {pid for (_, pid) in on_pair})
+    out["den_ratio"] = den / (total * n_true)
     # The same design redrawn (REDRAWS times, n_j draws per system from its instances):
     # ν̂'s mean and spread around ν_pair, to tell draw noise from bias.
     rng = np.random.default_rng(0)
@@ -158,6 +161,7 @@ def terms(world: Path) -> list[dict]:
                     "nu_hat_mean": nu_hat.get(f"{name}:mean", float("nan")),
                     "nu_hat_sd": nu_hat.get(f"{name}:sd", float("nan")),
                     "nu_mean_dev_sd": nu_hat.get("mean_dev_sd", float("nan")),
+                    "den_ratio": nu_hat.get("den_ratio", float("nan")),
                     "simple_R": sum(k in ks for k in ex) / len(ex) if ex else float("nan"),
                     "nu_inst_ex": (sum(k in ks for k in ex_cov) / len(ex_cov)
                                    if ex_cov else float("nan"))})
@@ -188,7 +192,8 @@ if __name__ == "__main__":
             f"{r['nu_hat_mean'] - r['nu_pair']:+.3f}/{r['nu_hat_sd']:.3f}" for r in rows)
             + f"; observed mean ν̂ − ν_pair "
             f"{np.mean([r['nu_hat'] - r['nu_pair'] for r in rows]):+.4f} (sd of the redrawn "
-            f"mean {r0['nu_mean_dev_sd']:.4f})")
+            f"mean {r0['nu_mean_dev_sd']:.4f}); ν̂'s denominator / its expectation "
+            f"{r0['den_ratio']:.3f}")
         print(f"  mean θ̂·ν̂(gold) − R "
               f"{np.mean([r['theta_hat'] * r['nu_hat'] - r['R'] for r in rows]):+.4f}")
         print(f"  mean θ̂·ν_pair − R "
