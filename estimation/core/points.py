@@ -304,20 +304,18 @@ class PointPlan:
         m = self.m
         target = np.repeat(np.asarray(prior, float), AGREE_GROUPS)
         out = target.copy()
-        lr = self._lookup(ev)[2]
-        if lr is None or not len(self._cells):
+        if ev.true_prob is None or self._lookup(ev)[2] is None or not len(self._cells):
             return out.reshape(m, AGREE_GROUPS)
-        base, live = self._base
         cells = self._cells
         size = np.bincount(cells, minlength=m * AGREE_GROUPS).astype(float)
         ok = np.isfinite(target)
         goal = np.where(ok, target, 0.5)
         pi = goal.copy()
         for _ in range(rounds):
-            own = pi[cells]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                t = own * lr / (own * lr + 1 - own)
-            right = np.where(live & np.isfinite(t), t, base)
+            # P(right) of the judged instances with the groups' current priors: `right`
+            # (a system prior only has to be set for it to use the group's).
+            right = self.right(replace(ev, system_prior=goal[::AGREE_GROUPS],
+                                       group_prior=pi.reshape(m, AGREE_GROUPS)))
             new = (np.bincount(cells, weights=right, minlength=m * AGREE_GROUPS)
                    + GROUP_STRENGTH * goal) / (size + GROUP_STRENGTH)
             new = np.clip(new, 1e-3, 1 - 1e-3)
