@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from .core import SCHEMES
+from .core import intervals as ci
 from .simulate import World, make_world, pooled, run_adaptive, run_fixed, truth
 
 METRICS = ("precision", "recall", "f1")
@@ -49,7 +50,7 @@ def summarise(
                 est, lo, hi = a[..., 0], a[..., 1], a[..., 2]
                 with np.errstate(invalid="ignore"):
                     b = np.nanmean(est, axis=0) - t
-                cov = ((lo <= t) & (t <= hi)).mean(axis=0)
+                cov = ci.covers(lo, hi, t).mean(axis=0)
                 width = np.median(hi - lo, axis=0)
                 summary.append(
                     {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from estimation.core.intervals import covers
 from tests.stat_checks import assert_coverage, assert_unbiased, coverage_band, design_effect
 
 
@@ -45,3 +46,15 @@ def test_bias_check_catches_a_shift_and_passes_noise() -> None:
         assert_unbiased({"constant": (np.full(50, 0.31), 0.3)})
     with pytest.raises(AssertionError, match="only 1 estimates"):
         assert_unbiased({"undefined": ([np.nan, np.nan, 0.3], 0.3)})
+
+
+def test_covers_forgives_rounding_only() -> None:
+    # An interval that is exactly the sure bounds [L, L+U]: the truth summed in another
+    # order lands an ulp outside and still counts; a real miss of 1e-6 does not.
+    masses = np.array([0.1, 0.2, 0.3])
+    hi = masses.sum()
+    truth = masses[::-1].sum()
+    assert truth != hi
+    assert covers(0.0, hi, truth) and covers(truth, 1.0, hi)
+    assert not covers(0.0, hi, hi + 1e-6) and not covers(hi + 1e-6, 1.0, hi)
+    assert covers(np.array([0.0, 0.5]), np.array([0.5, 0.6]), 0.45).tolist() == [True, False]

@@ -107,3 +107,15 @@ def f1_delta(
 def var_from_interval(lo: np.ndarray, hi: np.ndarray, z: float) -> np.ndarray:
     """Variance implied by an interval's width, for propagating into F1."""
     return ((np.asarray(hi) - np.asarray(lo)) / (2 * z)) ** 2
+
+
+# A truth that equals a sure bound (an interval that is exactly [L, L+U]) is computed
+# by summing the same masses in another order: it may sit a few ulps outside.
+ROUNDING_TOL = 1e-9
+
+
+def covers(lo: np.ndarray | float, hi: np.ndarray | float, truth: np.ndarray | float,
+           tol: float = ROUNDING_TOL) -> np.ndarray:
+    """Whether [lo, hi] contains ``truth`` up to rounding (elementwise, broadcast)."""
+    lo, hi, truth = np.asarray(lo), np.asarray(hi), np.asarray(truth)
+    return (lo <= truth + tol) & (truth - tol <= hi)

@@ -18,6 +18,7 @@ import numpy as np
 from scipy.stats import norm
 
 from ..core import Population, estimate, plan_sample_size, prepare_evidence
+from ..core import intervals as ci
 from ..core.schemes import check_scheme
 from . import reference
 from .crowd import CrowdLabeller, CrowdSpec
@@ -28,7 +29,6 @@ KINDS = ("simple", "joint")
 BAND = (0.87, 0.93)  # target coverage of a nominal 90% interval
 MAX_BIAS = 0.005
 FAMILY_ALPHA = 0.01  # chance that a scenario's checks flag a correct estimator
-EXACT_TOL = 1e-9  # reference and estimator sum the same masses in different orders
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,7 @@ def summarise(run: Run) -> list[Row]:
                 exact = run.exact.get((metric, kind), np.zeros((trials, m), bool))
                 if s != "instance":
                     exact = exact & (metric == "recall")  # exactness is scheme-free for R = 0
-                inside = (lo <= t + EXACT_TOL) & (t - EXACT_TOL <= hi)
+                inside = ci.covers(lo, hi, t)
                 counted = ~exact
                 with np.errstate(invalid="ignore", divide="ignore"):
                     cov_k = np.where(counted, inside, 0).sum(0) / counted.sum(0)

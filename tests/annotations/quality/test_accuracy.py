@@ -20,6 +20,7 @@ from annotations.models import (
     TaskKind,
 )
 from annotations.quality import accuracy
+from estimation.core.intervals import covers
 from tests.factories import make_corpus, make_hit, make_pair, span
 from tests.stat_checks import assert_coverage
 
@@ -61,9 +62,9 @@ def test_interval_covers_the_crowds_accuracy_with_systematic_workers() -> None:
         right = rng.random((workers, per_worker)) < acc[:, None]
         share = accuracy.clustered_share(right.ravel().astype(float),
                                          np.repeat(np.arange(workers), per_worker))
-        hits[t] = share.lo <= 0.8 <= share.hi
+        hits[t] = covers(share.lo, share.hi, 0.8)
         lo, hi = accuracy._wilson(share.estimate, right.size, 1.6448536)
-        naive[t] = lo <= 0.8 <= hi
+        naive[t] = covers(lo, hi, 0.8)
     assert_coverage("crowd accuracy (clustered Wilson)", hits)
     assert naive.mean() < 0.8  # what the answer-level interval would claim
 
@@ -327,8 +328,8 @@ def test_reweighted_control_accuracy_is_closer_to_the_accuracy_on_the_tested_mix
     for t in range(trials):
         target, raw, got = _reweighting_trial(rng, setting)
         raw_err[t], rw_err[t] = abs(raw.estimate - target), abs(got.estimate - target)
-        hits[t] = got.lo <= target <= got.hi
-        raw_hits[t] = raw.lo <= target <= raw.hi
+        hits[t] = covers(got.lo, got.hi, target)
+        raw_hits[t] = covers(raw.lo, raw.hi, target)
     gain = raw_err - rw_err
     se = gain.std(ddof=1) / np.sqrt(trials)
     # The raw share sits on the controls' mix (≈ 0.90), the target on the tested one.

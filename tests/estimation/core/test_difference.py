@@ -8,6 +8,7 @@ import pytest
 
 from estimation.core import estimate
 from estimation.core.difference import compare
+from estimation.core.intervals import covers
 from estimation.simulate import draw_evidence, make_world, truth
 from tests.stat_checks import assert_coverage
 
@@ -41,7 +42,7 @@ def simulated() -> dict:
         for k, (a, b) in enumerate(pairs):
             diffs = compare(pop, ev, a, b, "instance", "instance", 0.9, estimates=res).differences
             for m, d in diffs.items():
-                hits[m][t, k] = d.lo <= true[m][a] - true[m][b] <= d.hi
+                hits[m][t, k] = covers(d.lo, d.hi, true[m][a] - true[m][b])
                 ratio[m][t, k] = d.paired_sd / d.separate_sd
     return {"hits": hits, "ratio": ratio}
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from estimation.core import SCHEMES, Population, estimate, prepare_evidence
+from estimation.core.intervals import covers
 from estimation.simulate import truth
 
 
@@ -54,7 +55,7 @@ def test_joint_narrower_than_simple(fixed_instance, metric):
 def _coverage(world, results, scheme, metric, kind):
     _, lo, hi = _split(results[(scheme, metric, kind)])
     t = _truth(world, scheme, metric)
-    return ((lo <= t) & (t <= hi)).mean(axis=0), len(lo)
+    return covers(lo, hi, t).mean(axis=0), len(lo)
 
 
 def _check_coverage(cov_trials, label, below=4.5, above=4.5):

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from estimation import scoring
+from estimation.core.intervals import covers
 from estimation.models import SystemScore
 from tests.estimation.scoring.scoring_demo import exhaustive_sample, load_demo, redraw
 from tests.factories import make_user
@@ -71,7 +72,7 @@ def test_stored_scores_are_unbiased_and_cover_at_the_nominal_rate(tmp_path: Path
                 if e is not None:
                     assert lo - 1e-9 <= e <= hi + 1e-9
                     est[stem, name][trial] = e
-                hit[stem, name][trial] = lo - 1e-9 <= truth[metric] <= hi + 1e-9
+                hit[stem, name][trial] = covers(lo, hi, truth[metric])
 
     # Estimates defined in every trial: P, R, F1 of the drawn systems; recall of the
     # undrawn one (its joint recall is θ·ν + ρ; its simple recall needs no draws).
