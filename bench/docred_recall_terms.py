@@ -5,17 +5,18 @@ Usage: python bench/docred_recall_terms.py [--pair] WORLD_DIR [WORLD_DIR ...]
 Rebuilds each kept world's systems in memory (deterministic for the seed in
 params.json) and computes, over the world's full gold, per system: truth.json's
 recall (instance level), θ (share of gold instances on a mention pair some system
-predicts), ν at instance level (what θ·ν = recall needs) and ν at pair level (what
-ν̂ counts: a drawn pair is one true pair, the system right on it or not), and
-θ·ν_pair − recall. With the kept database beside the world (bench_noisy_demo --keep:
-DIR/seed-N/{world,db.sqlite3}, opened read-only) also θ̂ from the stored exhaustive
-sample, ν̂ from the stored instance draws with the gold in place of every label, and
-ν̂ over REDRAWS redrawn designs (its mean and spread around ν_pair).
+predicts), ν at instance level (what θ·ν = recall needs, and what ν̂ estimates since
+issue 17) and ν at pair level (what ν̂ counted before: a drawn pair one true pair, the
+system right on it or not; --pair). With the kept database beside the world
+(bench_noisy_demo --keep: DIR/seed-N/{world,db.sqlite3}, opened read-only) also θ̂ from
+the stored exhaustive sample, ν̂ from the stored instance draws with the gold in place
+of every label, and ν̂ over REDRAWS redrawn designs (its mean and spread around its
+target); then per seed θ̂ν̂ − R = counting (θ·target − R) + θ̂'s error + ν̂'s draw error.
 
-Measured (120 docs, 6 systems, seeds 1–3; means over systems, θ̂ν̂ − R = pair counting
-+ θ̂'s error + ν̂'s draw error): +0.013 = +0.019 − 0.004 − 0.001; +0.042 = +0.019
-+ 0.007 + 0.017; +0.063 = +0.007 + 0.018 + 0.039 (ν̂'s denominator 8.5% under its
-expectation, 3.6 sd of the redrawn mean).
+Measured (120 docs, 6 systems, means over systems; seeds 1–6 with salted draws,
+bench_noisy_demo): per pair, counting +0.019 +0.019 +0.007 +0.008 +0.009 +0.007; per
+instance it is 0 (θ·ν_inst = R exactly) and θ̂ν̂ − R is +0.013 +0.022 +0.014 −0.012
++0.034 +0.007 = θ̂'s error (+0.011 on average) + the draws' (+0.002 on average).
 """
 
 from __future__ import annotations
