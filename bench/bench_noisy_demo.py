@@ -14,11 +14,11 @@ time, then the same split into P and R, and how many one-coin EM fits stopped at
 round limit without converging; then, per system and metric over the seeds, the
 intervals containing the truth, the misses below and above it, the mean bias, half-width
 and truth (`_miss_summary`). --calibration compares the stored soft labels with the gold
-(bench/noisy_calibration.py), --keep DIR keeps each seed's world and database, --json
-FILE writes every seed's result (per-system records included); --rescore with --keep
-scores the kept worlds again with the current code (a paired before/after). --world docred builds
-the world from a DocRED / Re-DocRED file instead (real text: about three quarters of the
-pairs hold no relation).
+(bench/noisy_calibration.py); each seed salts its world's sample draws (KBPO_SAMPLE_SALT);
+--keep DIR keeps each seed's world and database, --json FILE writes every seed's result
+(per-system records included); --rescore with --keep scores the kept worlds again with
+the current code (a paired before/after). --world docred builds the world from a DocRED /
+Re-DocRED file instead (real text: about three quarters of the pairs hold no relation).
 Slow: a few minutes per seed at the defaults.
 """
 
@@ -37,6 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # (name, KBPO_SOFT_LABELS, KBPO_SOFT_LABEL_BOOTSTRAP)
 VARIANTS = (("hard", False, 0), ("soft", True, 0), ("soft+boot", True, 8))
+# Salt of the sample draws' seed: SALT + the world's seed (KBPO_SAMPLE_SALT, never 0).
+SALT = 1_000_003
 # One metric's cell in against_truth's per-system lines.
 CELL = re.compile(r"([PR]) ([-\d.]+) \[([-\d.]+), ([-\d.]+)\] truth ([-\d.]+)")
 
@@ -197,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                 tmp.mkdir(parents=True, exist_ok=True)
             env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
             env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
+            # Every world numbers its submissions 1, 2, ...: salted per seed, the worlds'
+            # sample draws are independent (unsalted they reused the same random numbers).
+            env["KBPO_SAMPLE_SALT"] = str(SALT + seed)
             subprocess.run([sys.executable, __file__, "--child", str(tmp), "--seed", str(seed),
                             "--docs", str(args.docs), "--systems", str(args.systems),
                             "--error", str(args.error), "--world", args.world,

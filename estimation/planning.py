@@ -60,6 +60,15 @@ class PlanResult:
     held: list[str] = field(default_factory=list)
 
 
+def draw_rng(submission_id: int) -> np.random.Generator:
+    """The generator of a submission's draws: seeded by its id, so that the same
+    submission always gets the same sample, and salted by KBPO_SAMPLE_SALT when set
+    (benchmark worlds all number their submissions 1, 2, ...: unsalted, every world's
+    draws would reuse the same random numbers)."""
+    salt = settings.KBPO_SAMPLE_SALT
+    return np.random.default_rng([salt, submission_id] if salt else submission_id)
+
+
 def draw_sample(sub: Submission) -> int:
     """Size and draw the submission's sample, store it; returns the number of draws."""
     scheme = settings.KBPO_SAMPLING_SCHEME
@@ -80,8 +89,7 @@ def draw_sample(sub: Submission) -> int:
     codes = np.fromiter((PREDICATE_CODE.get(r[1], -1) for r in rows), np.int64, len(rows))
     subjects = np.fromiter((r[2] for r in rows), np.int64, len(rows))
     probs = scheme_weights(scheme, codes, subjects)
-    # Seeded by the submission id: the same submission always gets the same sample.
-    picks = sample_draws(probs, n, np.random.default_rng(sub.pk))
+    picks = sample_draws(probs, n, draw_rng(sub.pk))
     SampleDraw.objects.bulk_create(
         SampleDraw(submission=sub, scheme=scheme, index=i, instance_id=int(ids[k]))
         for i, k in enumerate(picks))

@@ -444,6 +444,9 @@ KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
 KBPO_SAMPLING_SCHEME = os.environ.get("KBPO_SAMPLING_SCHEME", "instance")
 KBPO_TARGET_HALFWIDTH = env_float("KBPO_TARGET_HALFWIDTH", 0.05)
 KBPO_CONFIDENCE = env_float("KBPO_CONFIDENCE", 0.9)
+# Salt of the sample draws' seed (estimation/planning.py): 0 seeds each submission's
+# draws by its id alone. Benchmarks salt per world, whose submissions all number 1, 2, ...
+KBPO_SAMPLE_SALT = env_int("KBPO_SAMPLE_SALT", 0)
 # Exhaustive annotation (docs/exhaustive.md): entity tasks pay per document token,
 # exhaustive-relation tasks per candidate pair (per assignment, rounded to cents).
 KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD", 0.002)

@@ -122,7 +122,9 @@ class _Linear:
             if np.isfinite(nu[s]):
                 self.y_values.append(nu[s] * cov_f + gy[s] * (1 - cov_f))
                 # θ (ν̂_s − ν_s) ≈ θ Σ_d e_s(d) / den, e_s = a (g_s − ν_s).
-                e = parts["a"] * (np.asarray(g_rows[s].toarray()).ravel() - nu[s])
+                # g_s as recall_instance's: the share of the pair's κ true predicates.
+                e = parts["a"] * (np.asarray(g_rows[s].toarray()).ravel() / parts["kappa"]
+                                  - nu[s])
                 self.draw_r[k] = theta * e / parts["den"]
                 self.v_theta_nu[k] = e / parts["den"]
             else:  # ν not estimable: the joint recall reported is the Ŷ0-only one

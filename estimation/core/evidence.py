@@ -17,6 +17,9 @@ ALSO_TRUE_STRIDE = 1 << 20
 # Agreement groups of an instance: predicted by 1, 2, or 3+ systems (noise.py: each
 # system's instances get one prior per group, not one for all).
 AGREE_GROUPS = 3
+# Stored posteriors are rounded to 6 decimals: a relation mass this close to P(true)
+# is one relation (`Evidence.relations_per_true`).
+SOFT_TOL = 1e-5
 
 
 @dataclass
@@ -49,6 +52,8 @@ class Evidence:
               pair·K + predicate and the probability that the predicate holds there
     true_prob: (n_pairs,) P(the pair holds some relation) where a soft label is
               known, NaN elsewhere (the hard label decides there)
+    relation_mass: (n_pairs,) Σ over predicates of P(the predicate holds) where a soft
+              label is known: the expected number of true predicates on the pair
     """
 
     n: np.ndarray
@@ -64,6 +69,7 @@ class Evidence:
     soft_keys: np.ndarray | None = None
     soft_probs: np.ndarray | None = None
     true_prob: np.ndarray | None = None
+    relation_mass: np.ndarray | None = None
     soft_prior: np.ndarray | None = None  # per soft key: the crowd-wide share of that answer
     true_prior: float | None = None  # the crowd-wide share of pairs with a relation
     system_prior: np.ndarray | None = None  # (m,) each system's precision (noise.py)
@@ -124,6 +130,34 @@ class Evidence:
             return hard
         soft = self.true_prob[pairs]
         return np.where(np.isnan(soft), hard, soft)
+
+    def relations_per_true(self, pairs: np.ndarray) -> np.ndarray:
+        """κ: the number of true predicates on each dense pair if it holds any (1 with
+        one relation, the primary label's). Recall counts true *instances*: a pair with
+        two true relations is two of them, and a system naming one finds half.
+
+        Hard labels: 1 + the further true predicates (``also_true``). Soft labels: the
+        expected count given the pair is true, relation_mass / true_prob (the stored
+        posteriors are marginals per predicate, an answer "a|b" giving its probability
+        to both); 1 within SOFT_TOL, the stored posteriors' rounding."""
+        pairs = np.asarray(pairs, dtype=np.int64)
+        out = np.ones(len(pairs))
+        at = self.also_true
+        if len(at) and len(pairs):
+            extra = (np.searchsorted(at, (pairs + 1) * ALSO_TRUE_STRIDE)
+                     - np.searchsorted(at, pairs * ALSO_TRUE_STRIDE))
+            own = self.label[pairs]
+            # The primary predicate listed again among the further ones is no other.
+            again = (own >= 0) & np.isin(pairs * ALSO_TRUE_STRIDE + own, at)
+            out += extra - again
+        if self.true_prob is not None and self.relation_mass is not None and len(pairs):
+            tp, mass = self.true_prob[pairs], self.relation_mass[pairs]
+            soft = ~np.isnan(tp)
+            multi = soft & (tp > 0) & (mass > tp + SOFT_TOL)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out = np.where(soft, np.where(multi, mass / np.where(multi, tp, 1.0), 1.0),
+                               out)
+        return out
 
 
 def agreement_groups(pop: Population) -> tuple[np.ndarray, np.ndarray]:

@@ -108,7 +108,8 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
     if priors is not None and none.any():
         true_prior = float(1.0 - priors[none][0])
     return replace(ev, soft_keys=uniq, soft_probs=np.clip(summed, 0.0, 1.0),
-                   true_prob=true_prob, soft_prior=prior_k, true_prior=true_prior,
+                   true_prob=true_prob, relation_mass=mass,
+                   soft_prior=prior_k, true_prior=true_prior,
                    system_prior=None, group_prior=None)
 
 

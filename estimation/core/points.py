@@ -366,16 +366,20 @@ class PointPlan:
         r = self._recall_parts()
         q, n = r["q"], self.ev.n
         # The plan's draws with ``ev``'s labels (a replicate's evidence shares them).
-        t = pair_true_share(replace(ev, pairs=self.ev.pairs, counts=self.ev.counts),
-                            self.b, n, q, k=r["k"], drawn=r["c_tot"])
+        here = replace(ev, pairs=self.ev.pairs, counts=self.ev.counts)
+        t = pair_true_share(here, self.b, n, q, k=r["k"], drawn=r["c_tot"])
+        kappa = here.relations_per_true(self.ev.pairs)  # true predicates if true
+        tk = t * kappa
         with np.errstate(divide="ignore", invalid="ignore"):
-            a = np.where((t > 0) & (q > 0), t / q, 0.0)
+            a = np.where((t > 0) & (q > 0), tk / q, 0.0)
         g = r["cells"] @ right  # per cell, Σ right over its instances
         col = r["cell_col"]
         if ev.true_prob is not None:
-            inv_t = np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0)
+            inv_t = np.where(t > 0, 1.0 / np.maximum(tk, 1e-300), 0.0)
             g *= inv_t.take(col)  # in place (cells are many): the same products
             np.minimum(g, 1.0, out=g)
+        elif (kappa != 1).any():
+            g /= kappa.take(col)  # the share of the pair's true predicates
         den = float(r["c_tot"] @ a)
         if den <= 0:
             return np.full(self.m, np.nan)

@@ -175,6 +175,7 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
     the systems that draw it (mixed as the draws are, noise.py), pooled per group of
     pairs (pooled_true_prior) — once systems' priors are known; the crowd's share before.
 
+    Recall's weight of a pair is this times `Evidence.relations_per_true` (κ).
     ``b``: (systems × drawn pairs) scheme weights, ``n`` draws per system, ``q`` the
     proposal. Shared by `recall_instance` and the replicates' points (points.py), which
     passes the label-free ``k`` (systems predicting each pair) and ``drawn`` (draws of
@@ -196,6 +197,7 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
         if drawn is None:
             drawn = np.asarray(ev.counts.sum(axis=0)).ravel()
         weight = np.where(q > 0, drawn / np.maximum(q, 1e-300), 0.0)
+        weight = weight * ev.relations_per_true(ev.pairs)  # and κ true instances if true
         mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft],
                                       weights=weight[soft])
     return np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
@@ -239,25 +241,33 @@ def recall_instance(
     total = n.sum()
     b = pt[:, ev.pairs]
     q = np.asarray(b.T @ (n / max(total, 1))).ravel()
-    # t: P(pair true), 0/1 with hard labels. With soft labels a = t/q and g is
-    # P(i right | pair true), so a·g = P(i right)/q and e = (c_i − ν t)/q stays the
-    # linearised residual; g² ≤ g makes the second moment below an upper bound.
+    # t: P(pair true), 0/1 with hard labels; κ: its true predicates if true (1 with one
+    # relation). Recall counts true instances, so a pair weighs tκ/q and g is the share
+    # of its true predicates system i names: 1/2 for one of two (counted per pair it was
+    # a full hit, biasing ν̂ up on multi-relation text, issue 17). With soft labels g is
+    # P(i right)/(tκ), so a·g = P(i right)/q and e = (c_i − ν tκ)/q stays the
+    # linearised residual.
     t = pair_true_share(ev, b, n, q)
+    kappa = ev.relations_per_true(ev.pairs)
+    multi = bool((kappa != 1).any())
+    tk = t * kappa  # κ = 1: t to the bit
     with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where((t > 0) & (q > 0), t / q, 0.0)
+        a = np.where((t > 0) & (q > 0), tk / q, 0.0)
         uncapped = None
         if ev.true_prob is not None:
-            g = sp.coo_matrix(g) @ sp.diags(np.where(t > 0, 1.0 / np.maximum(t, 1e-300), 0.0))
+            g = sp.coo_matrix(g) @ sp.diags(np.where(t > 0, 1.0 / np.maximum(tk, 1e-300), 0.0))
             uncapped = g.tocsr()
             g = g.minimum(1.0)  # P(i right | true) ≤ 1 when the two priors differ
+        elif multi:
+            g = sp.coo_matrix(g) @ sp.diags(1.0 / kappa)
     c_tot = np.asarray(ev.counts.sum(axis=0)).ravel()
     den = float(c_tot @ a)
     g = g.tocsr()
     # Second moments take E[y] = t where the truth y of a soft-labelled pair is unknown
-    # (t/q², not t²/q²): its spread around t is a pair's own answer noise, which the
+    # (tκ²/q², not t²κ²/q²): its spread around t is a pair's own answer noise, which the
     # parameters' bootstrap leaves to the sampling variance (precision counts it too).
     with np.errstate(divide="ignore", invalid="ignore"):
-        a2 = np.where(q > 0, t / q**2, 0.0) if ev.true_prob is not None else a * a
+        a2 = np.where(q > 0, tk * kappa / q**2, 0.0) if ev.true_prob is not None else a * a
     ag = g @ sp.diags(a)
     a2g = g @ sp.diags(a2)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -270,6 +280,11 @@ def recall_instance(
         # Moments of the linearised residual e = a (g_i - ν_i) within each system's draws.
         m1 = e_ag - nu[None, :] * e_a
         m2 = (1 - 2 * nu[None, :]) * e_a2g + nu[None, :] ** 2 * e_a2
+        if multi:
+            # a²g² is not a²g where g is a share: the hard labels' (c_i/q)² exactly,
+            # the soft ones' P(i right)/q² (a2·g/κ; the cross term a2·g is E[c_i tκ]/q²).
+            sq = g.multiply(g) if ev.true_prob is None else g @ sp.diags(1.0 / kappa)
+            m2 = m2 + (cn @ (sq @ sp.diags(a2)).T).toarray() - e_a2g
         v_nu = (n[:, None] * per_draw_variance(m1, m2, n)).sum(axis=0) / den**2
         kish = den**2 / float(c_tot @ (a * a)) if den > 0 else 0.0
     # ν̂ at 0 or 1 has no linearised variance; use what its Wilson interval implies.
@@ -330,7 +345,8 @@ def recall_instance(
         np.where(undefined, simple.hi, hi),
     )
     parts = {"a": a, "nu": nu, "den": den, "theta": theta, "mean_e": m1, "cn": cn,
-             "cap_gap": cap_gap}
+             "cap_gap": cap_gap, "kappa": kappa,
+             "share": None if not multi else (1.0 / kappa if ev.true_prob is not None else g)}
     return out, parts
 
 
@@ -341,13 +357,21 @@ def precision_recall_cov(
 
     P̂_i = Σ_j (w_ij/n_j) Σ_d r_i(d) and ν̂_i ≈ ν_i + Σ_d e_i(d)/Σ_d a(d), so
     Cov = θ Σ_j w_ij Cov_{p_j}(r_i, e_i) / Σ_d a(d). Where r_i ≠ 0, system i
-    predicted the true relation, so r_i e_i = r_i a (1 − ν_i).
+    predicted the true relation, so r_i e_i = r_i a (1 − ν_i) (with one true relation
+    on the pair; `recall_instance`'s "share" otherwise).
     """
     if not parts or parts["den"] <= 0:
         return np.zeros(len(n))
     nu = parts["nu"]
     e_ra = (parts["cn"] @ (joint.r @ sp.diags(parts["a"])).T).toarray()  # (j × i)
     e_re = (1 - nu[None, :]) * e_ra
+    share = parts.get("share")
+    if share is not None:
+        # A pair with several true relations: r_i e_i = r_i a (h − ν_i), h the share of
+        # its true predicates system i names (the hard labels' g; 1/κ per right instance
+        # under soft ones).
+        rh = joint.r.multiply(share) if sp.issparse(share) else joint.r @ sp.diags(share)
+        e_re = (parts["cn"] @ (rh @ sp.diags(parts["a"])).T).toarray() - nu[None, :] * e_ra
     nn = n[:, None].astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         c = e_re - joint.mean_r * parts["mean_e"]

@@ -211,3 +211,18 @@ def test_a_system_smaller_than_its_sample_is_asked_about_whole(
     # A system larger than its sample keeps to its drawn pairs.
     assert planning.census_pairs(sub, 2) == set()
     assert planning.census_pairs(sub, 3) == mine
+
+
+def test_draws_are_seeded_by_the_submission_and_the_salt(settings) -> None:
+    """Unsalted, a submission's draws are those of its id alone (as before the salt);
+    salted, two worlds whose submissions share an id draw differently, each the same
+    way every time."""
+    settings.KBPO_SAMPLE_SALT = 0
+    plain = planning.draw_rng(3).random(5)
+    np.testing.assert_array_equal(plain, np.random.default_rng(3).random(5))
+    settings.KBPO_SAMPLE_SALT = 1001
+    salted = planning.draw_rng(3).random(5)
+    np.testing.assert_array_equal(salted, planning.draw_rng(3).random(5))
+    settings.KBPO_SAMPLE_SALT = 1002
+    assert not np.array_equal(salted, planning.draw_rng(3).random(5))
+    assert not np.array_equal(salted, plain)
