@@ -28,7 +28,7 @@ from .evidence import AGREE_GROUPS, ALSO_TRUE_STRIDE, Evidence, agreement_groups
 from .importance import mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, RowSums
-from .recall import exhaustive_hits, pair_true_share
+from .recall import exhaustive_hits, pair_true_share, predicted_relations
 from .schemes import SCHEMES, check_scheme, scheme_weights
 
 Key = tuple[str, str, str]  # (scheme, metric, kind)
@@ -357,7 +357,8 @@ class PointPlan:
                 "c_tot": np.asarray(ev.counts.sum(axis=0)).ravel(),
                 "cell_row": cell // max(self.n_u, 1), "cell_col": cell % max(self.n_u, 1),
                 "cells": RowSums(inv.ravel(), len(cell), self.on, len(self.j_pairs)).matrix(),
-                "k": np.asarray((self.b > 0).sum(axis=0)).ravel()}  # systems per pair
+                "k": np.asarray((self.b > 0).sum(axis=0)).ravel(),  # systems per pair
+                "predicted": predicted_relations(pop, ev.pairs)}
             self._parts["c_col"] = self._parts["c_tot"][self._parts["cell_col"]]  # per cell
         return self._parts
 
@@ -367,7 +368,8 @@ class PointPlan:
         q, n = r["q"], self.ev.n
         # The plan's draws with ``ev``'s labels (a replicate's evidence shares them).
         here = replace(ev, pairs=self.ev.pairs, counts=self.ev.counts)
-        t = pair_true_share(here, self.b, n, q, k=r["k"], drawn=r["c_tot"])
+        t = pair_true_share(here, self.b, n, q, k=r["k"], drawn=r["c_tot"],
+                            predicted=r["predicted"])
         kappa = here.relations_per_true(self.ev.pairs)  # true predicates if true
         tk = t * kappa
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -14,7 +14,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .evidence import Evidence, Interval, likelihood_ratio, reprior, reprior_lr
+from .evidence import (
+    ALSO_TRUE_STRIDE,
+    Evidence,
+    Interval,
+    likelihood_ratio,
+    reprior,
+    reprior_lr,
+)
 from .importance import ImportanceResult, content_key, frozen, per_draw_variance
 from .population import Population
 from .schemes import scheme_weights
@@ -167,9 +174,81 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     return pi[inv]
 
 
+def predicted_relations(pop: Population, pairs: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct keys pair·K + predicate that systems predict on the dense ``pairs``
+    (sorted), each key's position in ``pairs``, and how many systems predict it
+    (label-free: remembered by the population)."""
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        inst = pop.instances()
+        where = np.full(pop.n_pairs, -1, dtype=np.int64)
+        where[pairs] = np.arange(len(pairs))
+        on = where[inst["pairs"]] >= 0
+        keys = inst["pairs"][on] * ALSO_TRUE_STRIDE + inst["predicates"][on]
+        m = max(len(pop), 1)
+        per = np.unique(keys * m + inst["system"][on])  # a system stating it twice: once
+        uniq, count = np.unique(per // m, return_counts=True)
+        return tuple(frozen(a) for a in (uniq, where[uniq // ALSO_TRUE_STRIDE],
+                                         count.astype(float)))
+    return pop.memo(("predicted", content_key(pairs)), build)
+
+
+def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.ndarray,
+                         k: np.ndarray, weights: np.ndarray, rounds: int = 50
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """(P(pair true) under the crowd-wide prior, the pooled prior) of soft-labelled pairs
+    whose true class is weighted towards the relations the systems predict on them.
+
+    The crowd's P(pair true) spreads a true pair's prior over the relations by the crowd's
+    shares, so a relation system i predicts gets a prior share s_r/T of the true mass,
+    while P(i right) gives it i's precision: the same answers for r raise P(i right) far
+    more than P(pair true), and min(P(i right), P(pair true)) took mass from recall's
+    numerator (docs/noisy-crowds.md §3 "One prior for the pair and its relations").
+    Here the true class's likelihood is ρ·(mean over the predicted relations of the
+    answers' likelihood, weighted by how many systems predict each) + (1 − ρ)·(the crowd's
+    mix over all relations); ρ, the share of true pairs whose relation a system predicted,
+    is fitted as EM fits a class share (weighted as recall sums the pairs), alternating
+    with the pooled prior. ``t``, ``mix``, ``k``, ``weights``: per soft pair (the columns
+    of ``predicted`` index them).
+    """
+    keys, col, count = predicted
+    found = np.zeros(len(keys), dtype=bool)
+    pos = np.zeros(len(keys), dtype=np.int64)
+    if len(ev.soft_keys):
+        pos = np.minimum(np.searchsorted(ev.soft_keys, keys), len(ev.soft_keys) - 1)
+        found = ev.soft_keys[pos] == keys
+    share = np.clip(ev.soft_prior[pos], 1e-12, 1.0) if len(ev.soft_keys) else np.ones(len(keys))
+    # Each class's likelihood up to the pair's common factor: P(class)/its prior share.
+    rel = np.where(found, ev.soft_probs[pos] if len(ev.soft_keys) else 0.0, 0.0) / share
+    n_u, T = len(t), float(ev.true_prior)
+    seen = np.bincount(col, weights=count, minlength=n_u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pred = np.where(seen > 0, np.bincount(col, weights=count * rel, minlength=n_u) / seen,
+                        t / T)
+    crowd, none = t / T, (1 - t) / (1 - T)
+    inside = (t > 0) & (t < 1)
+    rho, pi = 0.9, mix
+    w = weights / max(float(weights.sum()), 1e-300)
+    for _ in range(rounds):
+        true_lik = rho * pred + (1 - rho) * crowd
+        with np.errstate(divide="ignore", invalid="ignore"):
+            post = np.where(inside, T * true_lik / (T * true_lik + (1 - T) * none), t)
+            on_pred = np.where(true_lik > 0, rho * pred / true_lik, 1.0)
+        post = np.nan_to_num(post, nan=1.0)
+        pi = pooled_true_prior(post, T, mix, k, weights=weights)
+        p_true = reprior(post, np.full(n_u, T), pi)
+        new = float(np.clip((w * p_true * on_pred).sum() / max((w * p_true).sum(), 1e-300),
+                            1e-3, 1 - 1e-3))
+        done = abs(new - rho) < 1e-5
+        rho = new
+        if done:
+            break
+    return post, pi
+
+
 def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
-                    k: np.ndarray | None = None, drawn: np.ndarray | None = None
-                    ) -> np.ndarray:
+                    k: np.ndarray | None = None, drawn: np.ndarray | None = None,
+                    predicted: tuple | None = None) -> np.ndarray:
     """P(each drawn labelled pair holds a relation) as joint recall sums it: the hard
     verdict, or the soft label re-weighted to the pair's own prior — the precision of
     the systems that draw it (mixed as the draws are, noise.py), pooled per group of
@@ -177,9 +256,11 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
 
     Recall's weight of a pair is this times `Evidence.relations_per_true` (κ).
     ``b``: (systems × drawn pairs) scheme weights, ``n`` draws per system, ``q`` the
-    proposal. Shared by `recall_instance` and the replicates' points (points.py), which
-    passes the label-free ``k`` (systems predicting each pair) and ``drawn`` (draws of
-    each pair) once instead of per replicate.
+    proposal. ``predicted``: `predicted_relations` of the drawn pairs, so that a true
+    pair's class leans to the relations systems predict on it (`predicted_true_share`;
+    without it, to the crowd's shares). Shared by `recall_instance` and the replicates'
+    points (points.py), which passes the label-free ``k`` (systems predicting each pair),
+    ``drawn`` (draws of each pair) and ``predicted`` once instead of per replicate.
     """
     t = ev.true_share(ev.pairs)
     if ev.system_prior is None or ev.true_prior is None or not len(t):
@@ -198,8 +279,19 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
             drawn = np.asarray(ev.counts.sum(axis=0)).ravel()
         weight = np.where(q > 0, drawn / np.maximum(q, 1e-300), 0.0)
         weight = weight * ev.relations_per_true(ev.pairs)  # and κ true instances if true
-        mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft],
-                                      weights=weight[soft])
+        if predicted is not None and ev.soft_keys is not None and ev.soft_prior is not None:
+            keys, col, count = predicted
+            at = np.full(len(t), -1, dtype=np.int64)
+            at[soft] = np.arange(int(soft.sum()))
+            sel = at[col] >= 0
+            post, mix[soft] = predicted_true_share(
+                ev, t[soft], (keys[sel], at[col[sel]], count[sel]), mix[soft], k[soft],
+                weight[soft])
+            t = t.copy()
+            t[soft] = post
+        else:
+            mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft],
+                                          weights=weight[soft])
     return np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
 
 
@@ -247,7 +339,7 @@ def recall_instance(
     # a full hit, biasing ν̂ up on multi-relation text, issue 17). With soft labels g is
     # P(i right)/(tκ), so a·g = P(i right)/q and e = (c_i − ν tκ)/q stays the
     # linearised residual.
-    t = pair_true_share(ev, b, n, q)
+    t = pair_true_share(ev, b, n, q, predicted=predicted_relations(pop, ev.pairs))
     kappa = ev.relations_per_true(ev.pairs)
     multi = bool((kappa != 1).any())
     tk = t * kappa  # κ = 1: t to the bit
