@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import RequestDataTooBig
 from django.db.models import Count, F
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
@@ -39,6 +40,7 @@ from .intake import (
     parse_answers,
     receive_page_post,
     submit_assignment,
+    valid_external_id,
     worker_for,
 )
 
@@ -236,7 +238,8 @@ def _rate_limited(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse | 
         return _too_many("your network address", verdict.retry_after)
     if hit.backend == Backend.MTURK:
         worker = body.get("workerId")
-        worker = worker if isinstance(worker, str) else ""
+        # An id we would refuse anyway makes no cache key (NUL, control characters).
+        worker = worker if isinstance(worker, str) and valid_external_id(worker) else ""
     else:
         worker = f"user-{request.user.pk}" if request.user.is_authenticated else ""
     if worker:
@@ -254,8 +257,13 @@ def hit_answers(request: HttpRequest, hit_id: int) -> HttpResponse:
     if hit is None:
         return _json_error(f"HIT {hit_id} does not exist", "hitId", 404)
     try:
-        body = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
+        raw = request.body
+    except RequestDataTooBig:
+        return _json_error(f"the request body is larger than "
+                           f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes", "body", 413)
+    try:
+        body = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError, RecursionError):  # deep nesting: RecursionError
         body = None
     limited = _rate_limited(request, hit, body if isinstance(body, dict) else {})
     if limited is not None:
