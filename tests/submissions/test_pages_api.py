@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -269,5 +270,10 @@ def test_oversized_upload_is_refused_while_streaming(user: User, corpus: Corpus,
     big = upload(data=b"run\n" + b"x" * 5000)
     resp = api_for(user).post("/api/submissions/", {"name": "x", "corpus": "tiny",
                                                     "file": big}, format="multipart")
-    assert resp.status_code == 400 and "1,000 bytes" in resp.json()["file"][0]
+    assert resp.status_code == 413 and "1,000 bytes" in resp.json()["file"][0]
+    # Small as sent, over the cap once decompressed: 413 as well.
+    bomb = upload("kb.tsv.gz", gzip.compress(b"run\n" + b"x" * 5000))
+    resp = api_for(user).post("/api/submissions/", {"name": "x", "corpus": "tiny",
+                                                    "file": bomb}, format="multipart")
+    assert resp.status_code == 413 and "1,000 bytes" in resp.json()["file"][0]
     assert not Submission.objects.exists()
