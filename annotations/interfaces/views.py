@@ -63,9 +63,11 @@ SCRIPTS = {TaskKind.RELATION: "js/annotate-relation.js",
            TaskKind.EXHAUSTIVE: "js/annotate-exhaustive.js"}
 
 
-def mturk_submit_url(turk_submit_to: str) -> str | None:
+def mturk_submit_url(turk_submit_to: object) -> str | None:
     """MTurk's externalSubmit URL for a known worker host, else None (no open redirect)."""
-    host = (turk_submit_to or "").strip().rstrip("/")
+    if not isinstance(turk_submit_to, str):  # a JSON body may hold anything here
+        return None
+    host = turk_submit_to.strip().rstrip("/")
     if host not in MTURK_WORKER_HOSTS:
         return None
     return f"{host}/mturk/externalSubmit"
@@ -288,7 +290,7 @@ def _mturk_answers(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse:
     if assignment_id == PREVIEW_ASSIGNMENT:
         return _json_error("this is a preview: accept the HIT before submitting",
                            "assignmentId", 400)
-    submit_url = mturk_submit_url(body.get("turkSubmitTo") or "")
+    submit_url = mturk_submit_url(body.get("turkSubmitTo"))
     if submit_url is None:
         return _json_error("turkSubmitTo must be https://www.mturk.com or "
                            "https://workersandbox.mturk.com", "turkSubmitTo", 400)

@@ -99,3 +99,12 @@ def test_confirmed_path_refuses_unstorable_ids() -> None:
                           answers=answers)
     assert exc.value.field == "assignmentId"
     assert not Assignment.objects.exists() and not Response.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", [["https://www.mturk.com"], 5, {"a": 1}, True])
+def test_turk_submit_to_of_the_wrong_type_is_a_bad_request(client, value) -> None:
+    hit = relation_hit()
+    response = post(client, hit, {**mturk_body(hit, relation_answers(hit)),
+                                  "turkSubmitTo": value})
+    assert (response.status_code, response.json()["field"]) == (400, "turkSubmitTo")
