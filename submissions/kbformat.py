@@ -34,6 +34,8 @@ CODES: dict[str, tuple[str, str]] = {
     "UNSUPPORTED_ARCHIVE": (ERROR, "Upload the KB as plain text or gzip (`gzip -c kb.tsv > "
                                    "kb.tsv.gz`); zip, bzip2, xz, 7z and zstd files are not "
                                    "read."),
+    "CR_LINE_ENDINGS": (ERROR, "End lines with LF or CRLF, e.g. `tr '\\r' '\\n' < kb.tsv "
+                               "> fixed.tsv`."),
     "EMPTY_FILE": (ERROR, "The file must start with a run id line followed by KB lines."),
     "MISSING_RUN_ID": (ERROR, "Put your run id (one word naming the system run) alone on "
                               "the first line."),
@@ -331,7 +333,13 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     if total == 0:
         return UploadCheck(compressed, 0, "", "EMPTY_FILE",
                            "The file is empty. " + CODES["EMPTY_FILE"][1])
-    return UploadCheck(compressed, total, clean_run_id(first.split(b"\n", 1)[0]))
+    line1 = first.split(b"\n", 1)[0]
+    if b"\r" in line1.rstrip(b"\r"):  # CR alone ends lines: the file would be one line
+        return UploadCheck(compressed, total, "", "CR_LINE_ENDINGS",
+                           "Lines end with a carriage return alone (classic Mac style), so "
+                           "the file reads as a single line. "
+                           + CODES["CR_LINE_ENDINGS"][1])
+    return UploadCheck(compressed, total, clean_run_id(line1))
 
 
 def clean_run_id(raw: bytes | str) -> str:

@@ -1,5 +1,6 @@
-"""A zip, bzip2 or xz file is refused at upload by name (form, API, command), not
-rejected later with a NOT_UTF8 error on line 1 whose iconv hint cannot help."""
+"""A zip, bzip2 or xz file, or CR-only line endings, are refused at upload by name (form,
+API, command), not rejected later with a line-1 error (NOT_UTF8, NO_RELATIONS) whose
+hint cannot help."""
 
 from __future__ import annotations
 
@@ -61,3 +62,20 @@ def test_run_ids_that_look_like_magic_are_kept() -> None:
     for run in (b"BZh_system", b"PK-run", b"7zip_run"):
         check = inspect_upload(io.BytesIO(run + b"\n:E1\ttype\tPER\n"), 10**6)
         assert check.code is None and check.run_id == run.decode()
+
+
+@pytest.mark.django_db
+def test_cr_only_line_endings_are_named_at_upload(user: User, corpus: Corpus) -> None:
+    """Classic Mac line endings made the file one line: NO_RELATIONS on line 1."""
+    api = APIClient()
+    api.force_authenticate(user)
+    data = to_bytes(valid_lines()).replace(b"\n", b"\r")
+    resp = api.post("/api/submissions/", {"name": "s", "corpus": "tiny",
+                                          "file": SimpleUploadedFile("kb.tsv", data)},
+                    format="multipart")
+    assert resp.status_code == 400 and "carriage return alone" in resp.json()["file"][0]
+    assert not Submission.objects.exists()
+    # CRLF, and a lone CR at the end of the run id line, are fine.
+    for ok in (to_bytes(valid_lines()).replace(b"\n", b"\r\n"), b"run\r\r\n:E1\ttype\tPER\n"):
+        check = inspect_upload(io.BytesIO(ok), 10**6)
+        assert check.code is None
