@@ -50,7 +50,7 @@ def test_archives_are_refused_by_name_everywhere(user: User, corpus: Corpus, tmp
     client.force_login(user)
     page = client.post("/submissions/new/", {"name": "s", "corpus": "tiny",
                                              "file": SimpleUploadedFile("kb", data)})
-    assert page.status_code == 200 and f"This is a {kind} file" in page.content.decode()
+    assert page.status_code == 400 and f"This is a {kind} file" in page.content.decode()
     path = tmp_path / "kb"
     path.write_bytes(data)
     with pytest.raises(CommandError, match="UNSUPPORTED_ARCHIVE"):

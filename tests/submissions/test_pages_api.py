@@ -90,11 +90,17 @@ def test_upload_form_errors_name_the_field(logged_in: Client, corpus: Corpus,
     resp = logged_in.post(reverse("submission-new"), {"name": "", "corpus": "tiny",
                                                       "file": upload(data=b"")})
     form = resp.context["form"]
-    assert resp.status_code == 200 and set(form.errors) >= {"name", "file"}
+    # The status tells a script what happened, as the API's does.
+    assert resp.status_code == 400 and set(form.errors) >= {"name", "file"}
     settings.KBPO_SUBMISSION_MAX_BYTES = 100
     resp = logged_in.post(reverse("submission-new"), {"name": "x", "corpus": "tiny",
                                                       "file": upload()})
-    assert "limit" in resp.context["form"].errors["file"][0]
+    assert resp.status_code == 413 and "limit" in resp.context["form"].errors["file"][0]
+    settings.KBPO_SUBMISSION_MAX_BYTES = 10**6
+    settings.KBPO_SUBMISSION_DAILY_LIMIT = 0
+    resp = logged_in.post(reverse("submission-new"), {"name": "x", "corpus": "tiny",
+                                                      "file": upload()})
+    assert resp.status_code == 429 and "submissions allowed" in resp.content.decode()
     assert not Submission.objects.exists()
 
 
