@@ -19,7 +19,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import RequestDataTooBig
-from django.db.models import Count, F
+from django.db.models import Count, Exists, F, OuterRef, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
@@ -31,7 +31,13 @@ from django.views.decorators.http import require_POST, require_safe
 from annotations.models import Backend, GoldMention, Hit, HitState, Question, TaskKind
 from kbpo.core import security
 from kbpo.core.models import Corpus, Document
-from submissions.models import MentionPair, SubmissionEntity, SubmissionMention
+from submissions.models import (
+    MentionPair,
+    RelationInstance,
+    Submission,
+    SubmissionEntity,
+    SubmissionMention,
+)
 
 from . import taskdata
 from .candidates import MentionSpan, document_pairs
@@ -85,10 +91,13 @@ def local_assignment_id(hit: Hit, user: Any) -> str:
 
 
 def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
-                 end: int) -> taskdata.EntityInfo | None:
-    """The canonical mention and link a submission gave the entity of a span."""
+                 end: int, among: QuerySet | None = None) -> taskdata.EntityInfo | None:
+    """The canonical mention and link a submission gave the entity of a span (only
+    from the submissions `among`, when given)."""
     mentions = SubmissionMention.objects.filter(document=pair.document, begin=begin, end=end,
                                                 entity__isnull=False)
+    if among is not None:
+        mentions = mentions.filter(submission__in=among)
     mention = None
     if submission_id is not None:
         mention = mentions.filter(submission_id=submission_id).first()
@@ -104,7 +113,7 @@ def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
                                entity.link)
 
 
-def relation_items(questions: list[Question]) -> list[dict]:
+def relation_items(questions: list[Question], among: QuerySet | None = None) -> list[dict]:
     views: dict[int, taskdata.DocView] = {}
     out = []
     for q in questions:
@@ -118,8 +127,8 @@ def relation_items(questions: list[Question]) -> list[dict]:
             q.pk, views[pair.document_id],
             (pair.subject_begin, pair.subject_end, pair.subject_type),
             (pair.object_begin, pair.object_end, pair.object_type),
-            _entity_info(sub, pair, pair.subject_begin, pair.subject_end),
-            _entity_info(sub, pair, pair.object_begin, pair.object_end)))
+            _entity_info(sub, pair, pair.subject_begin, pair.subject_end, among),
+            _entity_info(sub, pair, pair.object_begin, pair.object_end, among)))
     return out
 
 
@@ -354,6 +363,12 @@ def index(request: HttpRequest) -> HttpResponse:
 # --- "Try it": realistic tasks, nothing stored ------------------------------------------------
 
 
+def _shown_systems() -> QuerySet:
+    """The submissions a try page may draw on: public and active, whose reports anyone
+    may read; a private or withdrawn system's output never reaches these public pages."""
+    return Submission.objects.active().filter(public=True).values("pk")
+
+
 def _try_corpus() -> Corpus | None:
     return Corpus.objects.filter(tag="demo").first() or Corpus.objects.order_by("pk").first()
 
@@ -364,7 +379,10 @@ def _random_row(qs: Any, rng: random.Random) -> Any:
 
 
 def _try_relation(corpus: Corpus | None, rng: random.Random) -> dict:
-    pairs = MentionPair.objects.filter(document__corpus=corpus) if corpus else None
+    shown = _shown_systems()
+    pairs = (MentionPair.objects.filter(document__corpus=corpus).filter(Exists(
+        RelationInstance.objects.filter(pair=OuterRef("pk"), submission__in=shown)))
+        if corpus else None)
     chosen: list[MentionPair] = []
     if pairs is not None and pairs.exists():
         for _ in range(12):
@@ -377,7 +395,8 @@ def _try_relation(corpus: Corpus | None, rng: random.Random) -> dict:
         return {"questions": taskdata.example_relation_items(), "source": "built-in example"}
     questions = [Question(pk=i + 1, kind=TaskKind.RELATION, pair=p) for i, p in
                  enumerate(chosen)]
-    return {"questions": relation_items(questions), "source": f"corpus {corpus.tag}"}
+    return {"questions": relation_items(questions, among=shown),
+            "source": f"corpus {corpus.tag}"}
 
 
 def _try_document(corpus: Corpus | None, rng: random.Random) -> Document | None:
@@ -395,7 +414,8 @@ def _try_exhaustive(corpus: Corpus | None, rng: random.Random) -> dict:
             q = Question(pk=1, kind=TaskKind.EXHAUSTIVE, document=doc)
             return {**task_data(TaskKind.EXHAUSTIVE, [q]), "source": f"corpus {corpus.tag}"}
         # No exhaustive gold yet: a system's mentions of one document stand in for it.
-        some = _random_row(SubmissionMention.objects.filter(document__corpus=corpus), rng)
+        some = _random_row(SubmissionMention.objects.filter(
+            document__corpus=corpus, submission__in=_shown_systems()), rng)
         if some is not None:
             doc = some.document
             rows = SubmissionMention.objects.filter(submission_id=some.submission_id,
