@@ -66,6 +66,9 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
             "not withdrawn is refused with **409** before it uses a slot."),
         responses={201: SubmissionDetailSerializer,
                    400: OpenApiResponse(description="Field errors, keyed by field name."),
+                   413: OpenApiResponse(description="The file is over the size limit "
+                                                    "(as sent or uncompressed): `file` says "
+                                                    "which."),
                    409: OpenApiResponse(description="Duplicate of one of your submissions "
                                                     "(`duplicate_of` gives its id)."),
                    422: OpenApiResponse(SubmissionDetailSerializer,
@@ -76,9 +79,16 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
         payload = request.data  # parsing runs the upload handlers
         refused = upload_refused_message(request._request)
         if refused:
-            return Response({"file": [refused]}, status=status.HTTP_400_BAD_REQUEST)
+            return Response({"file": [refused]},
+                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         ser = SubmissionCreateSerializer(data=payload, context={"request": request})
-        ser.is_valid(raise_exception=True)
+        if not ser.is_valid():
+            # Over the size cap (as sent, or once decompressed) is 413, so a script can
+            # tell "split the file" from "fix a field".
+            too_large = any(getattr(e, "code", "") == "file_too_large"
+                            for e in ser.errors.get("file", []))
+            return Response(ser.errors, status=(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+                                                if too_large else status.HTTP_400_BAD_REQUEST))
         data = ser.validated_data
         check = ser.context["check"]
         try:

@@ -49,7 +49,7 @@ class SubmissionForm(forms.ModelForm):
         if upload.size > limit:
             raise forms.ValidationError(
                 f"The file is {upload.size:,} bytes; the limit is {limit:,} bytes "
-                "uncompressed. Compress it with gzip or split it.")
+                "uncompressed. Compress it with gzip or split it.", code="file_too_large")
         check = inspect_upload(upload, limit)
         if check.code:
             raise forms.ValidationError(check.message, code=check.code.lower())

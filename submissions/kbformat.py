@@ -16,6 +16,12 @@ from dataclasses import asdict, dataclass
 from typing import IO
 
 GZIP_MAGIC = b"\x1f\x8b"
+# Archives we do not read: named at upload, instead of a NOT_UTF8 error on line 1 whose
+# hint (iconv) would not help. bzip2 is "BZh", a level digit and its block magic, so a
+# run id starting "BZh" is not mistaken for one.
+ARCHIVE_MAGIC = re.compile(rb"PK\x03\x04|PK\x05\x06|BZh[1-9]1AY&SY|\xfd7zXZ\x00|"
+                           rb"7z\xbc\xaf\x27\x1c|\x28\xb5\x2f\xfd")
+ARCHIVE_NAMES = {b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz", b"7z": "7z", b"\x28\xb5": "zstd"}
 ERROR, WARNING = "error", "warning"
 
 # code -> (severity, hint). The hint tells the researcher what to change; the message
@@ -25,6 +31,11 @@ CODES: dict[str, tuple[str, str]] = {
                               "to the uncompressed size."),
     "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
                             "upload it uncompressed."),
+    "UNSUPPORTED_ARCHIVE": (ERROR, "Upload the KB as plain text or gzip (`gzip -c kb.tsv > "
+                                   "kb.tsv.gz`); zip, bzip2, xz, 7z and zstd files are not "
+                                   "read."),
+    "CR_LINE_ENDINGS": (ERROR, "End lines with LF or CRLF, e.g. `tr '\\r' '\\n' < kb.tsv "
+                               "> fixed.tsv`."),
     "EMPTY_FILE": (ERROR, "The file must start with a run id line followed by KB lines."),
     "MISSING_RUN_ID": (ERROR, "Put your run id (one word naming the system run) alone on "
                               "the first line."),
@@ -292,6 +303,12 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     time, so a gzip bomb is refused after reading about the cap. Rewinds `fh`.
     """
     fh.seek(0)
+    head = fh.read(10)
+    fh.seek(0)
+    if ARCHIVE_MAGIC.match(head):
+        kind = next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
+        return UploadCheck(False, 0, "", "UNSUPPORTED_ARCHIVE",
+                           f"This is a {kind} file. " + CODES["UNSUPPORTED_ARCHIVE"][1])
     stream, compressed = open_stream(fh)
     total = 0
     first = b""
@@ -316,7 +333,13 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     if total == 0:
         return UploadCheck(compressed, 0, "", "EMPTY_FILE",
                            "The file is empty. " + CODES["EMPTY_FILE"][1])
-    return UploadCheck(compressed, total, clean_run_id(first.split(b"\n", 1)[0]))
+    line1 = first.split(b"\n", 1)[0]
+    if b"\r" in line1.rstrip(b"\r"):  # CR alone ends lines: the file would be one line
+        return UploadCheck(compressed, total, "", "CR_LINE_ENDINGS",
+                           "Lines end with a carriage return alone (classic Mac style), so "
+                           "the file reads as a single line. "
+                           + CODES["CR_LINE_ENDINGS"][1])
+    return UploadCheck(compressed, total, clean_run_id(line1))
 
 
 def clean_run_id(raw: bytes | str) -> str:

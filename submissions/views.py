@@ -78,11 +78,17 @@ def submission_list(request: HttpRequest) -> HttpResponse:
 def submission_new(request: HttpRequest) -> HttpResponse:
     form = SubmissionForm(request.POST or None, request.FILES or None)
     valid = request.method == "POST" and form.is_valid()
+    # A refused POST re-renders the form with a status that says why (as the API does):
+    # 400 field errors, 409 duplicate, 413 over the size cap, 429 limit.
+    status = 200 if valid or request.method != "POST" else 400
     refused = upload_refused_message(request) if request.method == "POST" else None
     if refused:  # the handler dropped the file: say why instead of "required"
         form.errors.pop("file", None)
         form.add_error("file", refused)
-        valid = False
+        valid, status = False, 413
+    elif not valid and any(e.code == "file_too_large"
+                           for e in form.errors.as_data().get("file", [])):
+        status = 413
     if valid:
         data = form.cleaned_data
         upload = data["file"]
@@ -97,8 +103,10 @@ def submission_new(request: HttpRequest) -> HttpResponse:
                 drop_invalid=data["drop_invalid"])
         except DuplicateUpload as exc:
             form.add_error("file", str(exc))
+            status = 409
         except LimitExceeded as exc:
             form.add_error(None, str(exc))
+            status = 429
         else:
             messages.success(request, "Uploaded. Validation starts in a moment; this page "
                                       "updates by itself.")
@@ -106,7 +114,7 @@ def submission_new(request: HttpRequest) -> HttpResponse:
     quotas = [(c, quota(request.user, c)) for c in Corpus.objects.order_by("tag")]
     return render(request, "submissions/new.html", {
         "form": form, "quotas": quotas,
-        "max_mb": filesizeformat(settings.KBPO_SUBMISSION_MAX_BYTES)})
+        "max_mb": filesizeformat(settings.KBPO_SUBMISSION_MAX_BYTES)}, status=status)
 
 
 @login_required

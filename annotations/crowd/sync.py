@@ -70,7 +70,7 @@ def answers_from_record(record: mturk.AssignmentRecord) -> list[AnswerIn]:
         raise IntakeError(f"the MTurk answer has no '{ANSWER_FIELD}' field", ANSWER_FIELD)
     try:
         payload = json.loads(values[0])
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a worker's own externalSubmit: anything
         raise IntakeError(f"the '{ANSWER_FIELD}' field is not JSON: {exc}",
                           ANSWER_FIELD) from exc
     return parse_answers(payload)

@@ -74,6 +74,44 @@ class AnswerIn:
     seconds: float | None = field(default=None, hash=False, compare=False)
 
 
+MAX_EXTRA_DEPTH = 20
+
+
+def storable_text(text: str) -> bool:
+    """Whether Postgres can store the string: no NUL, no lone surrogate (invalid UTF-8)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_storable(value: object, where: str, depth: int = 0) -> None:
+    """Refuse JSON the database cannot keep (jsonb rejects \\u0000 and lone surrogates),
+    and nesting deeper than any page sends, before it reaches a query."""
+    if depth > MAX_EXTRA_DEPTH:
+        raise IntakeError(f"{where}: nested more than {MAX_EXTRA_DEPTH} levels deep", where)
+    if isinstance(value, str):
+        if not storable_text(value):
+            raise IntakeError(f"{where}: text with a NUL character or an unpaired "
+                              "surrogate (\\u0000, \\ud800-\\udfff) cannot be stored", where)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_storable(k, where, depth + 1)
+            _check_storable(v, where, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _check_storable(v, where, depth + 1)
+
+
+def valid_external_id(value: str) -> bool:
+    """1–64 printable characters: MTurk's ids are; NUL, control characters and lone
+    surrogates would fail in the database (a 500) instead of being refused."""
+    return 0 < len(value) <= 64 and value.isprintable()
+
+
 def parse_answers(payload: object) -> list[AnswerIn]:
     """Parse `{"answers": [{"question": 12, "choices": [...], "extra": {...}}, ...]}`."""
     if not isinstance(payload, dict) or not isinstance(payload.get("answers"), list):
@@ -93,10 +131,13 @@ def parse_answers(payload: object) -> list[AnswerIn]:
             raise IntakeError(f"{where}.choices: expected a non-empty list of relation names",
                               f"{where}.choices")
         extra = item.get("extra", {})
+        if isinstance(extra, dict):
+            _check_storable(extra, f"{where}.extra")
         if not isinstance(extra, dict) or len(repr(extra)) > MAX_EXTRA_BYTES:
             raise IntakeError(f"{where}.extra: expected a (small) object", f"{where}.extra")
         seconds = item.get("seconds")
         if seconds is not None and (not isinstance(seconds, int | float)
+                                    or isinstance(seconds, bool)
                                     or not math.isfinite(seconds) or seconds < 0):
             raise IntakeError(f"{where}.seconds: expected a non-negative number",
                               f"{where}.seconds")
@@ -263,8 +304,8 @@ def _check_choices(question: Question, answer: AnswerIn, where: str) -> None:
 
 def worker_for(backend: str, external_id: str, user: object | None = None) -> CrowdWorker:
     """The CrowdWorker row for an external id, created on first sight."""
-    if not external_id or len(external_id) > 64:
-        raise IntakeError("a worker id (1–64 characters) is required", "workerId")
+    if not valid_external_id(external_id):
+        raise IntakeError("a worker id (1–64 printable characters) is required", "workerId")
     worker, _ = CrowdWorker.objects.get_or_create(
         backend=backend, external_id=external_id,
         defaults={"user": user if getattr(user, "pk", None) else None})
@@ -314,8 +355,9 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
     For MTurk HITs only confirmed work comes here (the sync, with MTurk's own copy of
     the answers); the task page's post goes to `receive_page_post`.
     """
-    if not assignment_id or len(assignment_id) > 64:
-        raise IntakeError("an assignment id (1–64 characters) is required", "assignmentId")
+    if not valid_external_id(assignment_id):
+        raise IntakeError("an assignment id (1–64 printable characters) is required",
+                          "assignmentId")
     with transaction.atomic():
         locked = Hit.objects.select_for_update().get(pk=hit.pk)
         existing = Assignment.objects.filter(external_id=assignment_id).first()
@@ -361,10 +403,11 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
     ids in the request are only claims. A repeated post of the same claim replaces
     its answers while it waits (MTurk's copy wins in the end anyway).
     """
-    if not assignment_id or len(assignment_id) > 64:
-        raise IntakeError("an assignment id (1–64 characters) is required", "assignmentId")
-    if not worker_id or len(worker_id) > 64:
-        raise IntakeError("a worker id (1–64 characters) is required", "workerId")
+    if not valid_external_id(assignment_id):
+        raise IntakeError("an assignment id (1–64 printable characters) is required",
+                          "assignmentId")
+    if not valid_external_id(worker_id):
+        raise IntakeError("a worker id (1–64 printable characters) is required", "workerId")
     answers = parse_answers(payload)
     clean = {"answers": [{"question": a.question_id, "choices": list(a.choices),
                           "extra": a.extra, "seconds": a.seconds} for a in answers]}

@@ -18,7 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
-from django.db.models import Count, F
+from django.core.exceptions import RequestDataTooBig
+from django.db.models import Count, Exists, F, OuterRef, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
@@ -30,7 +31,13 @@ from django.views.decorators.http import require_POST, require_safe
 from annotations.models import Backend, GoldMention, Hit, HitState, Question, TaskKind
 from kbpo.core import security
 from kbpo.core.models import Corpus, Document
-from submissions.models import MentionPair, SubmissionEntity, SubmissionMention
+from submissions.models import (
+    MentionPair,
+    RelationInstance,
+    Submission,
+    SubmissionEntity,
+    SubmissionMention,
+)
 
 from . import taskdata
 from .candidates import MentionSpan, document_pairs
@@ -39,6 +46,7 @@ from .intake import (
     parse_answers,
     receive_page_post,
     submit_assignment,
+    valid_external_id,
     worker_for,
 )
 
@@ -61,9 +69,11 @@ SCRIPTS = {TaskKind.RELATION: "js/annotate-relation.js",
            TaskKind.EXHAUSTIVE: "js/annotate-exhaustive.js"}
 
 
-def mturk_submit_url(turk_submit_to: str) -> str | None:
+def mturk_submit_url(turk_submit_to: object) -> str | None:
     """MTurk's externalSubmit URL for a known worker host, else None (no open redirect)."""
-    host = (turk_submit_to or "").strip().rstrip("/")
+    if not isinstance(turk_submit_to, str):  # a JSON body may hold anything here
+        return None
+    host = turk_submit_to.strip().rstrip("/")
     if host not in MTURK_WORKER_HOSTS:
         return None
     return f"{host}/mturk/externalSubmit"
@@ -81,10 +91,13 @@ def local_assignment_id(hit: Hit, user: Any) -> str:
 
 
 def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
-                 end: int) -> taskdata.EntityInfo | None:
-    """The canonical mention and link a submission gave the entity of a span."""
+                 end: int, among: QuerySet | None = None) -> taskdata.EntityInfo | None:
+    """The canonical mention and link a submission gave the entity of a span (only
+    from the submissions `among`, when given)."""
     mentions = SubmissionMention.objects.filter(document=pair.document, begin=begin, end=end,
                                                 entity__isnull=False)
+    if among is not None:
+        mentions = mentions.filter(submission__in=among)
     mention = None
     if submission_id is not None:
         mention = mentions.filter(submission_id=submission_id).first()
@@ -100,7 +113,7 @@ def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
                                entity.link)
 
 
-def relation_items(questions: list[Question]) -> list[dict]:
+def relation_items(questions: list[Question], among: QuerySet | None = None) -> list[dict]:
     views: dict[int, taskdata.DocView] = {}
     out = []
     for q in questions:
@@ -114,8 +127,8 @@ def relation_items(questions: list[Question]) -> list[dict]:
             q.pk, views[pair.document_id],
             (pair.subject_begin, pair.subject_end, pair.subject_type),
             (pair.object_begin, pair.object_end, pair.object_type),
-            _entity_info(sub, pair, pair.subject_begin, pair.subject_end),
-            _entity_info(sub, pair, pair.object_begin, pair.object_end)))
+            _entity_info(sub, pair, pair.subject_begin, pair.subject_end, among),
+            _entity_info(sub, pair, pair.object_begin, pair.object_end, among)))
     return out
 
 
@@ -236,7 +249,8 @@ def _rate_limited(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse | 
         return _too_many("your network address", verdict.retry_after)
     if hit.backend == Backend.MTURK:
         worker = body.get("workerId")
-        worker = worker if isinstance(worker, str) else ""
+        # An id we would refuse anyway makes no cache key (NUL, control characters).
+        worker = worker if isinstance(worker, str) and valid_external_id(worker) else ""
     else:
         worker = f"user-{request.user.pk}" if request.user.is_authenticated else ""
     if worker:
@@ -254,8 +268,13 @@ def hit_answers(request: HttpRequest, hit_id: int) -> HttpResponse:
     if hit is None:
         return _json_error(f"HIT {hit_id} does not exist", "hitId", 404)
     try:
-        body = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
+        raw = request.body
+    except RequestDataTooBig:
+        return _json_error(f"the request body is larger than "
+                           f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes", "body", 413)
+    try:
+        body = json.loads(raw or b"null")
+    except (ValueError, UnicodeDecodeError, RecursionError):  # deep nesting: RecursionError
         body = None
     limited = _rate_limited(request, hit, body if isinstance(body, dict) else {})
     if limited is not None:
@@ -280,7 +299,7 @@ def _mturk_answers(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse:
     if assignment_id == PREVIEW_ASSIGNMENT:
         return _json_error("this is a preview: accept the HIT before submitting",
                            "assignmentId", 400)
-    submit_url = mturk_submit_url(body.get("turkSubmitTo") or "")
+    submit_url = mturk_submit_url(body.get("turkSubmitTo"))
     if submit_url is None:
         return _json_error("turkSubmitTo must be https://www.mturk.com or "
                            "https://workersandbox.mturk.com", "turkSubmitTo", 400)
@@ -344,6 +363,12 @@ def index(request: HttpRequest) -> HttpResponse:
 # --- "Try it": realistic tasks, nothing stored ------------------------------------------------
 
 
+def _shown_systems() -> QuerySet:
+    """The submissions a try page may draw on: public and active, whose reports anyone
+    may read; a private or withdrawn system's output never reaches these public pages."""
+    return Submission.objects.active().filter(public=True).values("pk")
+
+
 def _try_corpus() -> Corpus | None:
     return Corpus.objects.filter(tag="demo").first() or Corpus.objects.order_by("pk").first()
 
@@ -354,7 +379,10 @@ def _random_row(qs: Any, rng: random.Random) -> Any:
 
 
 def _try_relation(corpus: Corpus | None, rng: random.Random) -> dict:
-    pairs = MentionPair.objects.filter(document__corpus=corpus) if corpus else None
+    shown = _shown_systems()
+    pairs = (MentionPair.objects.filter(document__corpus=corpus).filter(Exists(
+        RelationInstance.objects.filter(pair=OuterRef("pk"), submission__in=shown)))
+        if corpus else None)
     chosen: list[MentionPair] = []
     if pairs is not None and pairs.exists():
         for _ in range(12):
@@ -367,7 +395,8 @@ def _try_relation(corpus: Corpus | None, rng: random.Random) -> dict:
         return {"questions": taskdata.example_relation_items(), "source": "built-in example"}
     questions = [Question(pk=i + 1, kind=TaskKind.RELATION, pair=p) for i, p in
                  enumerate(chosen)]
-    return {"questions": relation_items(questions), "source": f"corpus {corpus.tag}"}
+    return {"questions": relation_items(questions, among=shown),
+            "source": f"corpus {corpus.tag}"}
 
 
 def _try_document(corpus: Corpus | None, rng: random.Random) -> Document | None:
@@ -385,7 +414,8 @@ def _try_exhaustive(corpus: Corpus | None, rng: random.Random) -> dict:
             q = Question(pk=1, kind=TaskKind.EXHAUSTIVE, document=doc)
             return {**task_data(TaskKind.EXHAUSTIVE, [q]), "source": f"corpus {corpus.tag}"}
         # No exhaustive gold yet: a system's mentions of one document stand in for it.
-        some = _random_row(SubmissionMention.objects.filter(document__corpus=corpus), rng)
+        some = _random_row(SubmissionMention.objects.filter(
+            document__corpus=corpus, submission__in=_shown_systems()), rng)
         if some is not None:
             doc = some.document
             rows = SubmissionMention.objects.filter(submission_id=some.submission_id,

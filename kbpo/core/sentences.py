@@ -25,6 +25,8 @@ from .models import Corpus, Document, Sentence
 from .security import csv_safe
 
 MAX_DOCUMENTS = 1000
+# Far beyond any corpus, well inside the bigint a query's OFFSET takes.
+MAX_OFFSET = 10**12
 CHUNK = 5000
 
 
@@ -74,9 +76,12 @@ class CorpusSentencesView(APIView):
         if corpus is None:
             raise NotFound(f"no corpus tagged {tag!r}")
         docs = Document.objects.filter(corpus=corpus).order_by("doc_id")
-        if request.query_params.get("doc"):
-            docs = docs.filter(doc_id=request.query_params["doc"])
-        offset = self._int(request, "offset", 0, 0)
+        doc = request.query_params.get("doc")
+        if doc:
+            if "\x00" in doc:  # Postgres cannot compare it: a 500, not "no document"
+                raise ValidationError({"doc": "must not contain a NUL character"})
+            docs = docs.filter(doc_id=doc)
+        offset = self._int(request, "offset", 0, 0, MAX_OFFSET)
         limit = self._int(request, "limit", MAX_DOCUMENTS, 1, MAX_DOCUMENTS)
         page = list(docs.values_list("pk", "doc_id")[offset:offset + limit])
         spans: dict[int, list[list[int]]] = {pk: [] for pk, _ in page}

@@ -59,6 +59,19 @@ def test_api_pages_through_documents(corpus: str) -> None:
     assert api.get("/api/corpora/nope/sentences/").status_code == 404
 
 
+@pytest.mark.django_db
+def test_api_refuses_what_the_database_cannot_take(corpus: str) -> None:
+    """An offset past bigint and a NUL in `doc` were 500s (DataError, ValueError)."""
+    api = APIClient()
+    api.force_authenticate(User.objects.create_user("ada"))
+    url = f"/api/corpora/{corpus}/sentences/"
+    huge = api.get(url, {"offset": "9" * 30})
+    assert huge.status_code == 400 and "offset" in huge.json()
+    nul = api.get(url, {"doc": "D1\x00"})
+    assert nul.status_code == 400 and "NUL" in nul.json()["doc"]
+    assert api.get(url, {"offset": 10**6}).json()["documents"] == []
+
+
 def test_sentences_api_is_in_the_openapi_schema(tmp_path: Path) -> None:
     out = tmp_path / "schema.yml"
     call_command("spectacular", "--fail-on-warn", "--file", str(out))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -89,11 +90,17 @@ def test_upload_form_errors_name_the_field(logged_in: Client, corpus: Corpus,
     resp = logged_in.post(reverse("submission-new"), {"name": "", "corpus": "tiny",
                                                       "file": upload(data=b"")})
     form = resp.context["form"]
-    assert resp.status_code == 200 and set(form.errors) >= {"name", "file"}
+    # The status tells a script what happened, as the API's does.
+    assert resp.status_code == 400 and set(form.errors) >= {"name", "file"}
     settings.KBPO_SUBMISSION_MAX_BYTES = 100
     resp = logged_in.post(reverse("submission-new"), {"name": "x", "corpus": "tiny",
                                                       "file": upload()})
-    assert "limit" in resp.context["form"].errors["file"][0]
+    assert resp.status_code == 413 and "limit" in resp.context["form"].errors["file"][0]
+    settings.KBPO_SUBMISSION_MAX_BYTES = 10**6
+    settings.KBPO_SUBMISSION_DAILY_LIMIT = 0
+    resp = logged_in.post(reverse("submission-new"), {"name": "x", "corpus": "tiny",
+                                                      "file": upload()})
+    assert resp.status_code == 429 and "submissions allowed" in resp.content.decode()
     assert not Submission.objects.exists()
 
 
@@ -269,5 +276,10 @@ def test_oversized_upload_is_refused_while_streaming(user: User, corpus: Corpus,
     big = upload(data=b"run\n" + b"x" * 5000)
     resp = api_for(user).post("/api/submissions/", {"name": "x", "corpus": "tiny",
                                                     "file": big}, format="multipart")
-    assert resp.status_code == 400 and "1,000 bytes" in resp.json()["file"][0]
+    assert resp.status_code == 413 and "1,000 bytes" in resp.json()["file"][0]
+    # Small as sent, over the cap once decompressed: 413 as well.
+    bomb = upload("kb.tsv.gz", gzip.compress(b"run\n" + b"x" * 5000))
+    resp = api_for(user).post("/api/submissions/", {"name": "x", "corpus": "tiny",
+                                                    "file": bomb}, format="multipart")
+    assert resp.status_code == 413 and "1,000 bytes" in resp.json()["file"][0]
     assert not Submission.objects.exists()

@@ -68,7 +68,7 @@ def test_identical_upload_is_flagged_before_it_uses_a_slot(
     page = client.post(reverse("submission-new"), {
         "name": "again", "corpus": corpus.tag, "file": SimpleUploadedFile("kb.tsv", data)})
     html = page.content.decode()
-    assert page.status_code == 200 and "identical to your submission" in html, html[-3000:]
+    assert page.status_code == 409 and "identical to your submission" in html, html[-3000:]
     # Withdrawn, it may be submitted again; another user's identical file is not a duplicate.
     api.post(f"/api/submissions/{first.json()['id']}/withdraw/")
     assert _post(api, data, django_capture_on_commit_callbacks).status_code == 201

@@ -7,13 +7,33 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from kbpo.core.models import Corpus
+from submissions.forms import SubmissionForm
 from submissions.kbformat import inspect_upload
 from submissions.models import Submission
-from submissions.services import LimitExceeded, create_submission
+from submissions.services import DuplicateUpload, LimitExceeded, create_submission
+
+# Command option -> Submission field, checked by the upload form's own fields.
+TEXT_OPTIONS = {"name": "name", "description": "description", "method": "method_description",
+                "paper_url": "paper_url"}
+
+
+def _clean_fields(opts: dict[str, Any]) -> dict[str, str]:
+    """The text options as the upload form would accept them (length, NUL, URL scheme),
+    so the shell cannot store what the form and the API refuse."""
+    form_fields = SubmissionForm.base_fields
+    out: dict[str, str] = {}
+    for option, field in TEXT_OPTIONS.items():
+        try:
+            out[field] = form_fields[field].clean(opts[option])
+        except ValidationError as exc:
+            flag = "--" + option.replace("_", "-")
+            raise CommandError(f"{flag}: {' '.join(exc.messages)}") from None
+    return out
 
 
 class Command(BaseCommand):
@@ -38,6 +58,7 @@ class Command(BaseCommand):
         path: Path = opts["file"]
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
+        fields = _clean_fields(opts)
         try:
             owner = get_user_model().objects.get(username=opts["user"])
         except get_user_model().DoesNotExist:
@@ -54,14 +75,12 @@ class Command(BaseCommand):
                 # on_commit runs the task (inline in eager mode) after this block.
                 with transaction.atomic():
                     sub = create_submission(
-                        owner=owner, corpus=corpus, name=opts["name"], file=fh,
+                        owner=owner, corpus=corpus, file=fh,
                         original_name=path.name, compressed=check.compressed,
-                        description=opts["description"],
-                        method_description=opts["method"], paper_url=opts["paper_url"],
                         public=opts["public"], run_id=check.run_id,
                         enforce_limits=not opts["ignore_limits"],
-                        drop_invalid=opts["drop_invalid"])
-            except LimitExceeded as exc:
+                        drop_invalid=opts["drop_invalid"], **fields)
+            except (DuplicateUpload, LimitExceeded) as exc:
                 raise CommandError(str(exc)) from None
         sub = Submission.objects.get(pk=sub.pk)
         self.stdout.write(f"submission {sub.pk}: {sub.state}")

@@ -17,6 +17,7 @@ from annotations.models import (
     Response,
     TaskKind,
 )
+from submissions.models import Submission, SubmissionEntity
 from tests.annotations.interfaces.builders import annotator, document_hit, local_hits, relation_hit
 from tests.factories import make_user
 
@@ -272,11 +273,37 @@ def test_try_pages_work_without_a_corpus(client, kind) -> None:
 def test_try_pages_use_the_corpus_and_store_nothing(client, kind) -> None:
     relation_hit()                                  # a corpus with pairs and system mentions
     document_hit(TaskKind.EXHAUSTIVE, external_id="X")     # and gold mentions
+    Submission.objects.update(public=True)          # only public systems are shown
     before = (Assignment.objects.count(), Response.objects.count())
     response = client.get(f"/annotate/try/{kind}/?seed=3")
     assert response.status_code == 200
     assert "corpus t" in config(response)["message"]
     assert (Assignment.objects.count(), Response.objects.count()) == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", ["relation", "exhaustive"])
+def test_try_pages_never_show_private_or_withdrawn_systems(client, kind) -> None:
+    """The try pages are public: a private system's pairs, canonical mentions and links
+    (relation) or its mentions and entity clusters (exhaustive, without gold) stay
+    hidden, as its report does (404); a public one's may be shown."""
+    relation_hit()                                  # a private system's pairs and links
+    SubmissionEntity.objects.update(link="Wikipedia:Private_Link")
+    for who in (None, make_user("eve")):
+        if who is not None:
+            client.force_login(who)
+        for seed in range(4):
+            response = client.get(f"/annotate/try/{kind}/?seed={seed}")
+            html = response.content.decode()
+            assert "built-in example" in config(response)["message"]
+            assert "Private_Link" not in html
+    Submission.objects.update(public=True, state="withdrawn")
+    assert "built-in example" in config(client.get(f"/annotate/try/{kind}/"))["message"]
+    Submission.objects.update(state="ingested")
+    response = client.get(f"/annotate/try/{kind}/?seed=1")
+    assert "corpus t" in config(response)["message"]
+    if kind == "relation":
+        assert "Private_Link" in response.content.decode()
 
 
 @pytest.mark.django_db
