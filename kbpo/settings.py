@@ -120,6 +120,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "kbpo.core.middleware.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "kbpo.core.middleware.RejectNulMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -1,5 +1,5 @@
-"""Middleware: the health check (before host validation and HTTPS redirects), and the
-Content-Security-Policy header with its policy built once."""
+"""Middleware: the health check (before host validation and HTTPS redirects), NUL in
+query strings refused, and the Content-Security-Policy header with its policy built once."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from csp.utils import DIRECTIVES_T
 from django.core.signals import setting_changed
 from django.db import connection
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
 HEALTH_PATH = "/healthz"
 
@@ -34,6 +34,31 @@ class HealthCheckMiddleware:
         except Exception:
             return JsonResponse({"status": "unavailable"}, status=503)
         return JsonResponse({"status": "ok"})
+
+
+class RejectNulMiddleware:
+    """A NUL in the query string is a 400 for every view.
+
+    Postgres cannot store or compare a string holding NUL, so a NUL reaching a filter
+    (the admin's list filters take any parameter) would be a 500. Forms and the API
+    check their own fields; this covers the query parameters no form declares.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "%00" not in request.META.get("QUERY_STRING", ""):
+            return self.get_response(request)
+        names = sorted({k for k, values in request.GET.lists()
+                        if "\x00" in k or any("\x00" in v for v in values)})
+        why = "holds a NUL character (%00): remove it and try again."
+        if request.path.startswith("/api/"):
+            return JsonResponse({name.replace("\x00", "%00"): f"The value {why}"
+                                 for name in names}, status=400)
+        listed = ", ".join(n.replace("\x00", "%00") for n in names)
+        return HttpResponseBadRequest(f"The query parameter {listed} {why}",
+                                      content_type="text/plain; charset=utf-8")
 
 
 # The settings' own policies (no per-view override, no nonce), built once; cleared when a
