@@ -427,8 +427,10 @@ def recall_instance(
     _, rho_hi = ci.wilson(rho, rho_size, t_y)
     zero = r == 0
     hi = np.where(zero, np.minimum(1, th_hi0[0] * nu_hi0 + np.where(n == 0, rho_hi, 0)), hi)
-    # What a cap min(1, P(i right)/P(pair true)) would take from r: 0 since each system's
-    # sums lift P(pair true) to its P(i right) (kept as a measured diagnostic).
+    # What the former cap min(1, P(i right)/P(pair true)) took from r and widened the
+    # upper end by: nothing now that each system's sums lift P(pair true) to its
+    # P(i right) (docs/noisy-crowds.md §3 "One calibration per system"); kept in the
+    # parts for the tools that report it.
     cap_gap = np.zeros(m)
     # No draw labelled true: ν is not estimable; report the exhaustive-only interval.
     undefined = ~np.isfinite(r)
