@@ -376,19 +376,25 @@ class PointPlan:
             a = np.where((t > 0) & (q > 0), tk / q, 0.0)
         g = r["cells"] @ right  # per cell, Σ right over its instances
         col = r["cell_col"]
+        over = None
         if ev.true_prob is not None:
             inv_t = np.where(t > 0, 1.0 / np.maximum(tk, 1e-300), 0.0)
             g *= inv_t.take(col)  # in place (cells are many): the same products
-            np.minimum(g, 1.0, out=g)
+            over = np.maximum(g - 1.0, 0.0)  # recall_instance: i's own P(pair true) there
         elif (kappa != 1).any():
             g /= kappa.take(col)  # the share of the pair's true predicates
         den = float(r["c_tot"] @ a)
         if den <= 0:
             return np.full(self.m, np.nan)
         weight = a.take(col)
+        den_i = den
+        if over is not None:
+            over *= weight
+            over *= r["c_col"]
+            den_i = den + np.bincount(r["cell_row"], weights=over, minlength=self.m)
         weight *= g  # a·g = g·a to the bit, then · draws as before
         weight *= r["c_col"]
-        return np.bincount(r["cell_row"], weights=weight, minlength=self.m) / den
+        return np.bincount(r["cell_row"], weights=weight, minlength=self.m) / den_i
 
     def _recall(self, scheme: str, ev: Evidence, right: np.ndarray) -> dict[str, np.ndarray]:
         r = self._recall_parts()

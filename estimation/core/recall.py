@@ -345,11 +345,16 @@ def recall_instance(
     tk = t * kappa  # κ = 1: t to the bit
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where((t > 0) & (q > 0), tk / q, 0.0)
-        uncapped = None
+        over = None
         if ev.true_prob is not None:
             g = sp.coo_matrix(g) @ sp.diags(np.where(t > 0, 1.0 / np.maximum(tk, 1e-300), 0.0))
-            uncapped = g.tocsr()
-            g = g.minimum(1.0)  # P(i right | true) ≤ 1 when the two priors differ
+            g = g.tocsr()
+            # P(i right) > P(pair true)κ: the system's and the pair's priors disagree.
+            # A pair is true whenever i's instance on it is right, so in system i's sums
+            # the pair's P(true)κ is P(i right) there (g = 1, its weight a = P(i right)/q):
+            # one calibration per system, nothing capped. ``over`` = (g − 1)⁺ per cell.
+            over = g - g.minimum(1.0)
+            over.eliminate_zeros()
         elif multi:
             g = sp.coo_matrix(g) @ sp.diags(1.0 / kappa)
     c_tot = np.asarray(ev.counts.sum(axis=0)).ravel()
@@ -363,12 +368,19 @@ def recall_instance(
     ag = g @ sp.diags(a)
     a2g = g @ sp.diags(a2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        nu = (ag @ c_tot) / den if den > 0 else np.full(m, np.nan)
         cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
         e_ag = (cn @ ag.T).toarray()  # (j × i)
         e_a2g = (cn @ a2g.T).toarray()
         e_a = np.asarray(cn @ a).ravel()[:, None]
         e_a2 = np.asarray(cn @ a2).ravel()[:, None]
+        den_i = den
+        if over is not None and over.nnz:
+            # System i's own weights: a + (P(i right) − tκ)/q on its lifted pairs.
+            lift, lift2 = over @ sp.diags(a), over @ sp.diags(a2)
+            den_i = den + lift @ c_tot
+            e_a = e_a + (cn @ lift.T).toarray()
+            e_a2 = e_a2 + (cn @ lift2.T).toarray()
+        nu = (ag @ c_tot) / den_i if den > 0 else np.full(m, np.nan)
         # Moments of the linearised residual e = a (g_i - ν_i) within each system's draws.
         m1 = e_ag - nu[None, :] * e_a
         m2 = (1 - 2 * nu[None, :]) * e_a2g + nu[None, :] ** 2 * e_a2
@@ -377,7 +389,7 @@ def recall_instance(
             # the soft ones' P(i right)/q² (a2·g/κ; the cross term a2·g is E[c_i tκ]/q²).
             sq = g.multiply(g) if ev.true_prob is None else g @ sp.diags(1.0 / kappa)
             m2 = m2 + (cn @ (sq @ sp.diags(a2)).T).toarray() - e_a2g
-        v_nu = (n[:, None] * per_draw_variance(m1, m2, n)).sum(axis=0) / den**2
+        v_nu = (n[:, None] * per_draw_variance(m1, m2, n)).sum(axis=0) / den_i**2
         kish = den**2 / float(c_tot @ (a * a)) if den > 0 else 0.0
     # ν̂ at 0 or 1 has no linearised variance; use what its Wilson interval implies.
     nu_lo, nu_hi = ci.wilson(nu, np.full(m, kish), z)
@@ -415,19 +427,11 @@ def recall_instance(
     _, rho_hi = ci.wilson(rho, rho_size, t_y)
     zero = r == 0
     hi = np.where(zero, np.minimum(1, th_hi0[0] * nu_hi0 + np.where(n == 0, rho_hi, 0)), hi)
-    # The cap above takes min(P(i right), P(pair true)) where the system's prior and the
-    # pair's pooled prior disagree; summing P(i right) instead is the other way to make
-    # them consistent, and the data cannot tell the two apart. The interval covers both:
-    # its upper end moves up by what the cap took from r (θ × the gap in ν̂; 0 with hard
-    # or certain labels). Measured: the cap's part of joint recall's bias under a noisy
-    # crowd (docs/noisy-crowds.md §3).
-    if uncapped is not None and den > 0:
-        with np.errstate(invalid="ignore"):
-            gap = np.maximum((uncapped @ sp.diags(a) @ c_tot) / den - nu, 0.0)
-        cap_gap = theta * np.nan_to_num(gap)
-        hi = np.minimum(1.0, hi + cap_gap)
-    else:
-        cap_gap = np.zeros(m)
+    # What the former cap min(1, P(i right)/P(pair true)) took from r and widened the
+    # upper end by: nothing now that each system's sums lift P(pair true) to its
+    # P(i right) (docs/noisy-crowds.md §3 "One calibration per system"); kept in the
+    # parts for the tools that report it.
+    cap_gap = np.zeros(m)
     # No draw labelled true: ν is not estimable; report the exhaustive-only interval.
     undefined = ~np.isfinite(r)
     simple = out["simple"]
@@ -436,7 +440,7 @@ def recall_instance(
         np.where(undefined, simple.lo, lo),
         np.where(undefined, simple.hi, hi),
     )
-    parts = {"a": a, "nu": nu, "den": den, "theta": theta, "mean_e": m1, "cn": cn,
+    parts = {"a": a, "nu": nu, "den": den_i, "theta": theta, "mean_e": m1, "cn": cn,
              "cap_gap": cap_gap, "kappa": kappa,
              "share": None if not multi else (1.0 / kappa if ev.true_prob is not None else g)}
     return out, parts
@@ -452,7 +456,7 @@ def precision_recall_cov(
     predicted the true relation, so r_i e_i = r_i a (1 − ν_i) (with one true relation
     on the pair; `recall_instance`'s "share" otherwise).
     """
-    if not parts or parts["den"] <= 0:
+    if not parts or np.min(parts["den"]) <= 0:
         return np.zeros(len(n))
     nu = parts["nu"]
     e_ra = (parts["cn"] @ (joint.r @ sp.diags(parts["a"])).T).toarray()  # (j × i)
