@@ -166,10 +166,12 @@ def test_parameter_bootstrap_widens_the_soft_label_intervals(world: World, setti
         assert set(rep.pairs) <= labelled
         assert set(rep.predicates) <= {-1} | {PREDICATE_CODE[p] for p in TRUTH.values()}
         assert all(0 <= p <= 1 for p in rep.probs)
-    # Three questions: the refits' rates differ, and so do the replicates' estimates.
+    # Three questions: the refits' rates differ, and so do the replicates' estimates
+    # (recall's variance 4.2e-7 here, 1.4e-5 before a true pair's class leaned on the
+    # relations systems predict on it; float noise is ~1e-12, precision's here).
     data = load_corpus_data(world.corpus)
     var = correction_variance(data.population, data.evidence(), first, "instance")
-    assert var[("instance", "recall", "joint")].max() > 1e-6
+    assert var[("instance", "recall", "joint")].max() > 1e-8
     scoring.recompute(world.corpus)
     wide = {s["scheme"]: s for s in _scores(world.a.pk)["schemes"]}
     for scheme, s in wide.items():
