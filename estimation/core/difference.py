@@ -116,17 +116,21 @@ class _Linear:
         cov_f = covered.astype(float)
         theta = float(cov_f.mean())
         nu = parts["nu"]
-        g_rows = g.tocsr()
+        den = np.broadcast_to(np.asarray(parts["den"], dtype=float), (len(pop),))
+        lift = parts["lift"]
         self.y_values = []
         for k, s in enumerate(pair):
             if np.isfinite(nu[s]):
                 self.y_values.append(nu[s] * cov_f + gy[s] * (1 - cov_f))
-                # θ (ν̂_s − ν_s) ≈ θ Σ_d e_s(d) / den, e_s = a (g_s − ν_s).
-                # g_s as recall_instance's: the share of the pair's κ true predicates.
-                e = parts["a"] * (np.asarray(g_rows[s].toarray()).ravel() / parts["kappa"]
-                                  - nu[s])
-                self.draw_r[k] = theta * e / parts["den"]
-                self.v_theta_nu[k] = e / parts["den"]
+                # θ (ν̂_s − ν_s) ≈ θ Σ_d e_s(d) / den_s with recall_instance's residual
+                # e_s = ag_s − ν_s a_s (a_s: its weights, lifted where P(s right) > tκ).
+                # Soft labels enter by their expected values: their own noise is in the
+                # reported intervals that scale this correlation, not in it.
+                a_s = parts["a"] if lift is None else \
+                    parts["a"] + np.asarray(lift[s].toarray()).ravel()
+                e = np.asarray(parts["ag"][s].toarray()).ravel() - nu[s] * a_s
+                self.draw_r[k] = theta * e / den[s]
+                self.v_theta_nu[k] = e / den[s]
             else:  # ν not estimable: the joint recall reported is the Ŷ0-only one
                 self.y_values.append(gy[s].astype(float))
         v_theta = self.clusters.variance(cov_f[None, :])[0]

@@ -374,6 +374,7 @@ def recall_instance(
         e_a = np.asarray(cn @ a).ravel()[:, None]
         e_a2 = np.asarray(cn @ a2).ravel()[:, None]
         den_i = den
+        lift = None
         if over is not None and over.nnz:
             # System i's own weights: a + (P(i right) − tκ)/q on its lifted pairs.
             lift, lift2 = over @ sp.diags(a), over @ sp.diags(a2)
@@ -440,8 +441,10 @@ def recall_instance(
         np.where(undefined, simple.lo, lo),
         np.where(undefined, simple.hi, hi),
     )
+    # "ag", "lift": the residual's pieces, e_i = ag_i − ν_i (a + lift_i) with den_i its
+    # sum's denominator (a scalar, or one per system where a pair was lifted).
     parts = {"a": a, "nu": nu, "den": den_i, "theta": theta, "mean_e": m1, "cn": cn,
-             "cap_gap": cap_gap, "kappa": kappa,
+             "cap_gap": cap_gap, "kappa": kappa, "ag": ag.tocsr(), "lift": lift, "v_nu": v_nu,
              "share": None if not multi else (1.0 / kappa if ev.true_prob is not None else g)}
     return out, parts
 

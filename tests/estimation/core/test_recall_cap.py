@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from estimation.core import Population, estimate, estimators, prepare_evidence
+from estimation.core.difference import _Linear, compare
 from estimation.validation.battery import _doc_members, _Sampler
 from estimation.validation.crowd import CrowdLabeller, CrowdSpec
 from estimation.validation.worlds import WorldSpec, make_world
 
 
-def _trial(crowd_spec: CrowdSpec, seed: int, monkeypatch) -> tuple:
-    """One small battery trial (12 systems, 100 draws each, 24 exhaustive documents):
-    joint recall's interval and the recall parts it was computed with."""
+def _evidence(crowd_spec: CrowdSpec, seed: int) -> tuple:
+    """One small battery trial's population and the crowd's and the world's evidence
+    (12 systems, 100 draws each, 24 exhaustive documents)."""
     world = make_world(replace(WorldSpec(), n_systems=12, n_pairs=8000, disjoint_pairs=1200),
                        np.random.default_rng(1))
     pop = Population()
@@ -33,6 +34,13 @@ def _trial(crowd_spec: CrowdSpec, seed: int, monkeypatch) -> tuple:
     exhaustive = (y, world.label[y], world.subject[y], world.doc[y])
     crowd = CrowdLabeller(crowd_spec, world.label, 20, np.random.default_rng([seed, 1]))
     ev = crowd.evidence(pop, draws, lab, *exhaustive)
+    return pop, ev, prepare_evidence(pop, draws, lab, world.label[lab], *exhaustive)
+
+
+def _trial(crowd_spec: CrowdSpec, seed: int, monkeypatch) -> tuple:
+    """Joint recall's interval from the crowd's soft labels, the recall parts it was
+    computed with, and the interval from the world's own labels on the same draws."""
+    pop, ev, hard_ev = _evidence(crowd_spec, seed)
     seen = []
     original = estimators.recall_instance
 
@@ -43,8 +51,7 @@ def _trial(crowd_spec: CrowdSpec, seed: int, monkeypatch) -> tuple:
 
     monkeypatch.setattr(estimators, "recall_instance", spy)
     res = estimate(pop, ev, "instance", ["instance"])
-    hard = estimate(pop, prepare_evidence(pop, draws, lab, world.label[lab], *exhaustive),
-                    "instance", ["instance"])
+    hard = estimate(pop, hard_ev, "instance", ["instance"])
     return res.results["instance"]["recall"]["joint"], seen[0], \
         hard.results["instance"]["recall"]["joint"]
 
@@ -93,3 +100,50 @@ def test_no_gap_with_a_perfect_crowd(monkeypatch) -> None:
     assert np.abs(parts["cap_gap"]).max() < 1e-6
     np.testing.assert_allclose(iv.hi, hard.hi, atol=1e-5)
     np.testing.assert_allclose(iv.estimate, hard.estimate, atol=1e-5)
+
+
+def _recall_parts(pop, ev, monkeypatch) -> dict:
+    parts = []
+    original = estimators.recall_instance
+
+    def spy(*args, **kwargs):
+        out = original(*args, **kwargs)
+        parts.append(out[1])
+        return out
+
+    monkeypatch.setattr(estimators, "recall_instance", spy)
+    res = estimate(pop, ev, "instance", ["instance"])
+    monkeypatch.undo()
+    assert np.isfinite(res.results["instance"]["recall"]["joint"].estimate).all()
+    return parts[0]
+
+
+def test_the_difference_uses_each_systems_own_recall_residual(monkeypatch) -> None:
+    """Comparing two systems linearises ν̂_i with the residual joint recall used,
+    e_i = ag_i − ν_i (a + lift_i) over system i's own denominator. With the world's
+    labels its draw variance is recall's v_ν; with a 20% blind-spot crowd's soft labels,
+    where every system is lifted on some pairs, it is v_ν without the labels' own noise
+    (which the reported intervals' scales carry; the linearisation gives only the
+    correlation). The CI's SQLite demo found `compare` failing on lifted soft labels:
+    the per-system denominators did not broadcast; before, unlifted soft labels took
+    t·P(i right)/q for P(i right)/q."""
+    pop, soft_ev, hard_ev = _evidence(CrowdSpec(error_rate=0.2, systematic=True), 0)
+    m = len(pop)
+    for ev in (hard_ev, soft_ev):
+        p = _recall_parts(pop, ev, monkeypatch)
+        if ev is soft_ev:
+            lifted = np.asarray((p["lift"] > 0).sum(axis=1)).ravel()
+            assert (lifted > 0).sum() >= 2, "no system was lifted: not the case under test"
+        for a, b in ((0, 1), (m - 1, 0), (3, 7)):
+            lin = _Linear(pop, ev, "instance", "instance", (a, b), 0.9)
+            for k, s in enumerate((a, b)):
+                v = lin._draw_variance([(1.0, lin.v_theta_nu[k])], [])
+                if ev is hard_ev:
+                    assert v == pytest.approx(p["v_nu"][s], rel=1e-9), (s, v, p["v_nu"][s])
+                else:
+                    assert 0.5 * p["v_nu"][s] < v <= p["v_nu"][s], (s, v, p["v_nu"][s])
+            diff = compare(pop, ev, a, b, "instance", "instance", 0.9).differences
+            for metric in ("precision", "recall", "f1"):
+                d = diff[metric]
+                assert np.isfinite([d.estimate, d.lo, d.hi, d.paired_sd]).all()
+                assert d.lo < d.estimate < d.hi
