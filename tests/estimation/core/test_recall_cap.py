@@ -37,23 +37,29 @@ def _evidence(crowd_spec: CrowdSpec, seed: int) -> tuple:
     return pop, ev, prepare_evidence(pop, draws, lab, world.label[lab], *exhaustive)
 
 
-def _trial(crowd_spec: CrowdSpec, seed: int, monkeypatch) -> tuple:
-    """Joint recall's interval from the crowd's soft labels, the recall parts it was
-    computed with, and the interval from the world's own labels on the same draws."""
-    pop, ev, hard_ev = _evidence(crowd_spec, seed)
-    seen = []
+def _recall_parts(pop, ev, monkeypatch) -> tuple:
+    """Joint recall's interval and the parts `recall_instance` computed it with."""
+    parts = []
     original = estimators.recall_instance
 
     def spy(*args, **kwargs):
         out = original(*args, **kwargs)
-        seen.append(out[1])
+        parts.append(out[1])
         return out
 
     monkeypatch.setattr(estimators, "recall_instance", spy)
     res = estimate(pop, ev, "instance", ["instance"])
+    monkeypatch.undo()
+    return res.results["instance"]["recall"]["joint"], parts[0]
+
+
+def _trial(crowd_spec: CrowdSpec, seed: int, monkeypatch) -> tuple:
+    """Joint recall's interval from the crowd's soft labels, the recall parts it was
+    computed with, and the interval from the world's own labels on the same draws."""
+    pop, ev, hard_ev = _evidence(crowd_spec, seed)
+    joint, parts = _recall_parts(pop, ev, monkeypatch)
     hard = estimate(pop, hard_ev, "instance", ["instance"])
-    return res.results["instance"]["recall"]["joint"], seen[0], \
-        hard.results["instance"]["recall"]["joint"]
+    return joint, parts, hard.results["instance"]["recall"]["joint"]
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -102,22 +108,6 @@ def test_no_gap_with_a_perfect_crowd(monkeypatch) -> None:
     np.testing.assert_allclose(iv.estimate, hard.estimate, atol=1e-5)
 
 
-def _recall_parts(pop, ev, monkeypatch) -> dict:
-    parts = []
-    original = estimators.recall_instance
-
-    def spy(*args, **kwargs):
-        out = original(*args, **kwargs)
-        parts.append(out[1])
-        return out
-
-    monkeypatch.setattr(estimators, "recall_instance", spy)
-    res = estimate(pop, ev, "instance", ["instance"])
-    monkeypatch.undo()
-    assert np.isfinite(res.results["instance"]["recall"]["joint"].estimate).all()
-    return parts[0]
-
-
 def test_the_difference_uses_each_systems_own_recall_residual(monkeypatch) -> None:
     """Comparing two systems linearises ν̂_i with the residual joint recall used,
     e_i = ag_i − ν_i (a + lift_i) over system i's own denominator. With the world's
@@ -130,7 +120,8 @@ def test_the_difference_uses_each_systems_own_recall_residual(monkeypatch) -> No
     pop, soft_ev, hard_ev = _evidence(CrowdSpec(error_rate=0.2, systematic=True), 0)
     m = len(pop)
     for ev in (hard_ev, soft_ev):
-        p = _recall_parts(pop, ev, monkeypatch)
+        joint, p = _recall_parts(pop, ev, monkeypatch)
+        assert np.isfinite(joint.estimate).all()
         if ev is soft_ev:
             lifted = np.asarray((p["lift"] > 0).sum(axis=1)).ravel()
             assert (lifted > 0).sum() >= 2, "no system was lifted: not the case under test"
