@@ -295,12 +295,17 @@ class PairLabel(models.Model):
                                  related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # Soft label (quality.workers): P(each answer is the truth) from the workers'
-    # measured rates, the crowd-wide answer shares it was computed with, and
-    # P(the stored label is right). Empty/None until the quality pass has run.
+    # measured rates, the crowd-wide answer shares, the shares of the pair's type (with
+    # which the posterior was computed), and P(the stored label is right). Empty/None
+    # until the quality pass has run.
     posterior = models.JSONField(default=dict, blank=True,
                                  help_text="P(truth) per predicate (and no_relation).")
     prior = models.JSONField(default=dict, blank=True,
                              help_text="Crowd-wide share of each answer in the posterior.")
+    type_prior = models.JSONField(
+        default=dict, blank=True,
+        help_text="Share of each answer among pairs of this pair's entity types: the "
+                  "prior the posterior was computed with.")
     p_correct = models.FloatField(null=True, blank=True,
                                   help_text="Probability that the stored label is right.")
 

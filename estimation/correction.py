@@ -44,6 +44,7 @@ from annotations.quality.aggregation import (
     answer_key,
     category_codes,
     coin_posterior,
+    item_priors,
     one_coin,
     parameter_replicates,
 )
@@ -282,9 +283,9 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
         reps = [(coin_posterior(p, items, workers, answers, len(qids), n_options=n_options,
                                 known=known or None, strata=strata,
                                 obs=obs if p.categories == stored[0].categories else None),
-                 p.priors) for p in stored]
-        return [_rows(stored[0].categories, post[rows], priors, pair_of, codes)
-                for post, priors in reps], None
+                 p.priors, item_priors(p, p.priors, strata, len(qids))) for p in stored]
+        return [_rows(stored[0].categories, post[rows], priors, own[rows], pair_of, codes)
+                for post, priors, own in reps], None
     # Seeded from the answers' shape, not from database ids: the same answers give the
     # same intervals wherever their rows were numbered (another database, a test order).
     codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
@@ -303,22 +304,28 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
                                 none=NO_RELATION, fits=fits)
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
         if len(fits) == replicates else None
-    return [_rows(cats, post[rows], priors, pair_of, codes) for post, priors in reps], pending
+    return [_rows(cats, post[rows], priors, own[rows], pair_of, codes)
+            for post, priors, own in reps], pending
 
 
 def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,
-          pair_of: np.ndarray, predicate_codes: Mapping[str, int]) -> SoftLabels:
+          type_priors: np.ndarray, pair_of: np.ndarray,
+          predicate_codes: Mapping[str, int]) -> SoftLabels:
     """Soft-label rows per (pair, predicate), as the quality pass stores them: an answer
-    key naming two relations ("a|b") gives its probability to both."""
+    key naming two relations ("a|b") gives its probability to both. ``priors``: the
+    corpus-wide class shares; ``type_priors`` (labels × categories): each label's pair
+    type's, with which its posterior was computed (`item_priors`)."""
     codes: list[list[int]] = []
     for key in categories:
         names = str(key).split("|")
         codes.append([-1 if n == NO_RELATION else predicate_codes.get(n, -2) for n in names])
-    pairs, preds, probs, prior_rows = [], [], [], []
+    pairs, preds, probs, prior_rows, type_rows = [], [], [], [], []
     share: dict[int, float] = {}
+    own: dict[int, np.ndarray] = {}
     for c, code_list in enumerate(codes):
         for code in code_list:
             share[code] = share.get(code, 0.0) + float(priors[c])
+            own[code] = own.get(code, 0.0) + type_priors[:, c]
     for c, code_list in enumerate(codes):
         col = posterior[:, c]
         keep = col > 1e-6
@@ -329,9 +336,10 @@ def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,
             preds.append(np.full(int(keep.sum()), code, np.int64))
             probs.append(col[keep])
             prior_rows.append(np.full(int(keep.sum()), share[code]))
+            type_rows.append(own[code][keep])
     if not pairs:
         z = np.zeros(0)
-        return SoftLabels(z.astype(np.int64), z.astype(np.int64), z, z)
+        return SoftLabels(z.astype(np.int64), z.astype(np.int64), z, z, z)
     p, k = np.concatenate(pairs), np.concatenate(preds)
     # Rows of one (pair, predicate) from several answer keys add up, as stored posteriors do.
     key = p * (1 << 20) + (k + 1)
@@ -339,4 +347,4 @@ def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,
     prob = np.minimum(np.bincount(inv, weights=np.concatenate(probs)), 1.0)
     first = np.unique(inv, return_index=True)[1]
     return SoftLabels(uniq >> 20, (uniq & ((1 << 20) - 1)) - 1, prob,
-                      np.concatenate(prior_rows)[first])
+                      np.concatenate(prior_rows)[first], np.concatenate(type_rows)[first])

@@ -129,19 +129,25 @@ def load_soft_labels(corpus: Corpus) -> SoftLabels:
     preds: list[int] = []
     probs: list[float] = []
     priors: list[float] = []
-    # JSON as text, decoded here: the priors once per distinct text (most labels share
-    # one), the posteriors without the ORM's per-row converters.
+    type_priors: list[float] = []
+    # JSON as text, decoded here: the priors once per distinct text (labels share few:
+    # one crowd-wide, one per pair type), the posteriors without the ORM's per-row
+    # converters.
     qs = (PairLabel.objects.filter(pair__document__corpus=corpus).exclude(posterior={})
           .annotate(post_text=Cast("posterior", TextField()),
-                    prior_text=Cast("prior", TextField()))
-          .values_list("pair_id", "post_text", "prior_text").order_by("pair_id"))
+                    prior_text=Cast("prior", TextField()),
+                    type_text=Cast("type_prior", TextField()))
+          .values_list("pair_id", "post_text", "prior_text", "type_text").order_by("pair_id"))
     prior_of: dict[str, dict] = {}
     rows = list(qs.iterator(chunk_size=CHUNK))
     posteriors = json_many([r[1] for r in rows])  # one parse, not one per label
-    for (pair_id, _, prior_text), posterior in zip(rows, posteriors, strict=True):
+    for (pair_id, _, prior_text, type_text), posterior in zip(rows, posteriors, strict=True):
         prior = prior_of.get(prior_text)
         if prior is None:
             prior = prior_of[prior_text] = json.loads(prior_text)
+        own = prior_of.get(type_text)
+        if own is None:
+            own = prior_of[type_text] = json.loads(type_text)
         for name, p in posterior.items():
             code = -1 if name == NO_RELATION else PREDICATE_CODE.get(name)
             if code is None:
@@ -150,8 +156,10 @@ def load_soft_labels(corpus: Corpus) -> SoftLabels:
             preds.append(code)
             probs.append(min(max(float(p), 0.0), 1.0))
             priors.append(float(prior.get(name, 0.5)))
+            # A label stored before pair-type shares were kept: NaN, the crowd-wide used.
+            type_priors.append(float(own.get(name, np.nan)))
     return SoftLabels(np.asarray(pairs, np.int64), np.asarray(preds, np.int64),
-                      np.asarray(probs), np.asarray(priors))
+                      np.asarray(probs), np.asarray(priors), np.asarray(type_priors))
 
 
 MATCH_MODES = ("exact", "lenient")

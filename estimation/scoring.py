@@ -228,7 +228,8 @@ def _hard_estimates(data: CorpusData, evidence: Evidence, draw_scheme: str,
     if data.soft is None or not len(data.soft.pairs):
         return None
     hard = replace(evidence, soft_keys=None, soft_probs=None, true_prob=None,
-                   soft_prior=None, true_prior=None, system_prior=None,
+                   soft_prior=None, soft_type_prior=None, true_prior=None,
+                   true_prior_at=None, system_prior=None,
                    group_prior=None)
     if plan is None or plan.draw_scheme != draw_scheme:
         plan = PointPlan(data.population, hard, draw_scheme)

@@ -377,16 +377,31 @@ def _e_step(rates: tuple[np.ndarray, ...], priors: np.ndarray, shares: np.ndarra
     under BLIND_SPOT_LOO)."""
     log_prior = np.log(priors)[None, :]
     if shares is not None and strata is not None and n_i:
-        # A stratum the shares do not know (absent where they were fitted) gets the
-        # corpus-wide shares, as a stratum without items does in the fit.
-        table = np.vstack([shares, priors[None, :]])
-        log_prior = np.log(table)[np.where(strata < len(shares), strata, len(shares))]
+        log_prior = np.log(_stratum_priors(priors, shares, strata))
     if nc < 0:
         log_lik = rate_models.coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
     else:
         log_lik = rate_models.lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c,
                                               inc, counted)
     return _softmax(log_prior + log_lik)
+
+
+def _stratum_priors(priors: np.ndarray, shares: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    # A stratum the shares do not know (absent where they were fitted) gets the
+    # corpus-wide shares, as a stratum without items does in the fit.
+    table = np.vstack([shares, priors[None, :]])
+    return table[np.where(strata < len(shares), strata, len(shares))]
+
+
+def item_priors(params: OneCoinParams | None, priors: np.ndarray, strata: np.ndarray | None,
+                n_items: int) -> np.ndarray:
+    """(items × categories): the class shares each item's posterior was computed with —
+    its stratum's where the fit has shares per stratum, else ``priors`` (the corpus-wide
+    shares)."""
+    shares = None if params is None else params.stratum_shares
+    if shares is None or strata is None:
+        return np.broadcast_to(np.asarray(priors, float), (n_items, len(priors)))
+    return _stratum_priors(np.asarray(priors, float), shares, np.asarray(strata, np.int64))
 
 
 def _softmax(log_post: np.ndarray) -> np.ndarray:
@@ -480,15 +495,17 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
                          replicates: int, rng: np.random.Generator, *,
                          n_options: np.ndarray, known: dict[int, object] | None,
                          strata: np.ndarray | None, none: object | None,
-                         fits: list | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(posterior, class shares) of the fitted answers under each of ``replicates``
-    bootstrap replicates of ``fit``'s parameters: the questions drawn with replacement
-    within each of ``groups`` (`resample_questions`), the model refitted on them (EM
-    started at the fit's posterior, the fit's categories), then one E-step on the
-    original answers. Only the parameters vary; each question's own answer noise is
-    the posterior's already. ``n_options``, ``known`` and ``strata`` are per item, as
-    ``fit`` was fitted with them. ``fits``: a list that receives each replicate's
-    refitted parameters (`OneCoinParams`), e.g. to keep them."""
+                         fits: list | None = None
+                         ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(posterior, corpus-wide class shares, each item's shares: `item_priors`) of the
+    fitted answers under each of ``replicates`` bootstrap replicates of ``fit``'s
+    parameters: the questions drawn with replacement within each of ``groups``
+    (`resample_questions`), the model refitted on them (EM started at the fit's
+    posterior, the fit's categories), then one E-step on the original answers. Only
+    the parameters vary; each question's own answer noise is the posterior's already.
+    ``n_options``, ``known`` and ``strata`` are per item, as ``fit`` was fitted with them.
+    ``fits``: a list that receives each replicate's refitted parameters
+    (`OneCoinParams`), e.g. to keep them."""
     known = known or {}
     answers = list(answers)
     n_options = np.asarray(n_options, dtype=float)
@@ -507,7 +524,8 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
         post = coin_posterior(refit.params, items, workers, answers, len(n_options),
                               n_options=n_options, known=known or None, strata=strata,
                               obs=obs if same else None)
-        out.append((post, refit.priors))
+        out.append((post, refit.priors,
+                    item_priors(refit.params, refit.priors, strata, len(n_options))))
         if fits is not None:
             fits.append(refit.params)
     return out

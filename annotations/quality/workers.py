@@ -214,6 +214,16 @@ def offered(qids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return k, strata
 
 
+def _by_name(categories: list, shares: np.ndarray) -> dict[str, float]:
+    """Shares per answer name: an answer key naming two relations ("a|b") counts for
+    both."""
+    out: dict[str, float] = {}
+    for key, share in zip(categories, shares, strict=True):
+        for name in str(key).split("|"):
+            out[name] = out.get(name, 0.0) + float(share)
+    return out
+
+
 def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
                  qids: list[int], n_workers: int, report: QualityReport,
                  known: dict[int, str] | None = None) -> int:
@@ -244,10 +254,9 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
     if method == "one_coin":
         hard = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
                                     n_options=k, known=known or None, strata=strata)
-    prior: dict[str, float] = {}
-    for key, share in zip(fit.categories, fit.priors, strict=True):
-        for name in str(key).split("|"):
-            prior[name] = prior.get(name, 0.0) + float(share)
+    prior = _by_name(fit.categories, fit.priors)
+    # Each label's pair type's shares: the prior its posterior was computed with.
+    type_shares = aggregation.item_priors(fit.params, fit.priors, strata, len(qids))
     labels = {lab.question_id: lab for lab in
               PairLabel.objects.select_for_update().filter(question_id__in=qids)}
     rows = [i for i, q in enumerate(qids) if q in labels]
@@ -276,17 +285,17 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
                 "plurality" if aggregation.majority_vote(
                     [v.split("|") for v in answered]).tied else "majority")
             report.relabelled.append((label.pair_id, old, target))
-        post: dict[str, float] = {}
-        for key, p in zip(fit.categories, fit.posterior[i], strict=True):
-            for name in str(key).split("|"):
-                post[name] = post.get(name, 0.0) + float(p)
+        post = _by_name(fit.categories, fit.posterior[i])
         posterior = {k: round(min(v, 1.0), 6) for k, v in post.items() if v > 1e-6}
         report.reposterior += posterior != label.posterior
         label.posterior = posterior
         label.prior = {k: round(prior[k], 6) for k in label.posterior}
+        own = _by_name(fit.categories, type_shares[i])
+        label.type_prior = {k: round(own[k], 6) for k in label.posterior}
         label.p_correct = float(fit.posterior[i][fit.categories.index(target)]) \
             if target in fit.categories else 0.0
         changed.append(label)
     PairLabel.objects.bulk_update(changed, ["predicates", "majority", "method", "support",
-                                            "posterior", "prior", "p_correct"], batch_size=500)
+                                            "posterior", "prior", "type_prior", "p_correct"],
+                                 batch_size=500)
     return len(changed)

@@ -71,7 +71,12 @@ class Evidence:
     true_prob: np.ndarray | None = None
     relation_mass: np.ndarray | None = None
     soft_prior: np.ndarray | None = None  # per soft key: the crowd-wide share of that answer
+    # Per soft key: that answer's share among pairs of the pair's type (NaN: unknown).
+    soft_type_prior: np.ndarray | None = None
     true_prior: float | None = None  # the crowd-wide share of pairs with a relation
+    # Per pair (NaN: not known): the P(true) prior its re-weighting divides out, between
+    # the crowd-wide share and its pair type's as for a relation (`reweight_prior`).
+    true_prior_at: np.ndarray | None = None
     system_prior: np.ndarray | None = None  # (m,) each system's precision (noise.py)
     # (m × AGREE_GROUPS) each system's precision among its instances that 1, 2, 3+
     # systems predict (noise.py), and the sorted instance keys pair·K + predicate with
@@ -108,12 +113,24 @@ class Evidence:
         found = (self.soft_keys[pos] == keys) if len(self.soft_keys) else np.zeros(len(keys), bool)
         prob = np.where(found, self.soft_probs[pos] if len(self.soft_probs) else 0.0, 0.0)
         if systems is not None and self.system_prior is not None and self.soft_prior is not None:
-            prior = np.where(found, self.soft_prior[pos] if len(self.soft_prior) else 0.5, 0.5)
+            prior = self.reweight_prior(pos, found)
             own = self.system_prior[systems]
             if self.group_prior is not None:
                 own = self.group_prior[systems, self.group_of(keys)]
             prob = np.where(np.isnan(own), prob, reprior(prob, prior, own))
         return np.where(soft, prob, ok.astype(float))
+
+    def reweight_prior(self, pos: np.ndarray, found: np.ndarray) -> np.ndarray:
+        """The prior share that re-weighting a soft P(instance right) to a system's
+        precision divides out, at soft keys ``pos`` (0.5 where not ``found``): between
+        the crowd-wide share and the pair type's (`REWEIGHT_BETA`)."""
+        if self.soft_prior is None or not len(self.soft_prior):
+            return np.full(len(pos), 0.5)
+        prior = np.where(found, self.soft_prior[pos], 0.5)
+        if self.soft_type_prior is None:
+            return prior
+        own = np.where(found, self.soft_type_prior[pos], np.nan)
+        return np.where(np.isnan(own), prior, odds_between(prior, own, REWEIGHT_BETA))
 
     def group_of(self, keys: np.ndarray) -> np.ndarray:
         """The agreement group of each instance key (pair·K + predicate); 0 if unknown."""
@@ -130,6 +147,15 @@ class Evidence:
             return hard
         soft = self.true_prob[pairs]
         return np.where(np.isnan(soft), hard, soft)
+
+    def true_prior_of(self, pairs: np.ndarray) -> np.ndarray:
+        """The P(true) prior each dense pair's soft P(true) is re-weighted from: its own
+        where known (`true_prior_at`), the crowd-wide share otherwise."""
+        base = np.full(len(pairs), np.nan if self.true_prior is None else self.true_prior)
+        if self.true_prior_at is None:
+            return base
+        own = self.true_prior_at[pairs]
+        return np.where(np.isnan(own), base, own)
 
     def relations_per_true(self, pairs: np.ndarray) -> np.ndarray:
         """κ: the number of true predicates on each dense pair if it holds any (1 with
@@ -180,6 +206,27 @@ def reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:
     """The posterior under another prior: odds(post)/odds(prior) is the answers'
     likelihood ratio, the same whatever the prior. 0 and 1 stay put."""
     return reprior_lr(post, likelihood_ratio(post, prior), new)
+
+
+# The soft labels' posteriors are computed with the class shares of the pair's type; the
+# re-weighting to a system's precision treats odds(posterior)/odds(prior) as the answers'
+# likelihood ratio, exact only for two classes. Dividing out the type's share (β = 0) or
+# the crowd-wide one (β = 1) biases P(right), in opposite directions on the synthetic
+# demo world (−0.010…−0.020 and +0.017…+0.027 per system, true priors, six seeds), and
+# β = 1 is right in the battery (β = 0: −0.006); the answers' likelihood prefers β = 0 on
+# the one and β ≈ 1.4 on the other, so it cannot choose. β = 0.5 is within ±0.006 on
+# the demo and −0.004 in the battery (bench/reweight_sweep.py; docs/noisy-crowds.md §3).
+REWEIGHT_BETA = 0.5
+
+
+def odds_between(a: np.ndarray, b: np.ndarray, beta: float) -> np.ndarray:
+    """The share whose odds are odds(a)^β · odds(b)^(1−β)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        la = np.log(np.clip(a, 1e-12, 1 - 1e-12))
+        la = la - np.log1p(-np.clip(a, 1e-12, 1 - 1e-12))
+        lb = np.log(np.clip(b, 1e-12, 1 - 1e-12))
+        lb = lb - np.log1p(-np.clip(b, 1e-12, 1 - 1e-12))
+    return 1.0 / (1.0 + np.exp(-(beta * la + (1 - beta) * lb)))
 
 
 def likelihood_ratio(post: np.ndarray, prior: np.ndarray) -> np.ndarray:

@@ -39,7 +39,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import intervals as ci
-from .evidence import ALSO_TRUE_STRIDE, NO_RELATION, Evidence, Interval
+from .evidence import (
+    ALSO_TRUE_STRIDE,
+    NO_RELATION,
+    REWEIGHT_BETA,
+    Evidence,
+    Interval,
+    odds_between,
+)
 from .points import PointPlan, consistent
 from .population import Population
 
@@ -59,7 +66,10 @@ class SoftLabels:
     pairs: np.ndarray
     predicates: np.ndarray
     probs: np.ndarray
-    priors: np.ndarray | None = None  # the prior share each row's posterior used
+    priors: np.ndarray | None = None  # the crowd-wide share of each row's answer
+    # The share of each row's answer among pairs of its pair's type: the prior its
+    # posterior was computed with (NaN: not known; the crowd-wide one stands in).
+    type_priors: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = {len(self.pairs), len(self.predicates), len(self.probs)}
@@ -71,14 +81,18 @@ class SoftLabels:
 
 
 def from_posterior(pairs: np.ndarray, categories: list[int], posterior: np.ndarray,
-                   priors: np.ndarray | None = None, floor: float = 1e-9) -> SoftLabels:
+                   priors: np.ndarray | None = None, type_priors: np.ndarray | None = None,
+                   floor: float = 1e-9) -> SoftLabels:
     """Rows from a (pairs × categories) posterior over predicate codes (−1: none);
-    ``priors``: the class shares the posterior was computed with (per category)."""
+    ``priors``: the crowd-wide class shares (per category); ``type_priors`` (pairs ×
+    categories): each pair's type's, with which its posterior was computed."""
     posterior = np.asarray(posterior, dtype=float)
     rows, cols = np.nonzero(posterior > floor)
     return SoftLabels(np.asarray(pairs, np.int64)[rows],
                       np.asarray(categories, np.int64)[cols], posterior[rows, cols],
-                      None if priors is None else np.asarray(priors, float)[cols])
+                      None if priors is None else np.asarray(priors, float)[cols],
+                      None if type_priors is None
+                      else np.asarray(type_priors, float)[rows, cols])
 
 
 def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidence:
@@ -89,6 +103,7 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
     keep = dense >= 0
     dense, preds, probs = dense[keep], preds[keep], probs[keep]
     priors = None if soft.priors is None else np.asarray(soft.priors, float)[keep]
+    own = None if soft.type_priors is None else np.asarray(soft.type_priors, float)[keep]
     rel = preds != NO_RELATION
     true_prob = np.full(pop.n_pairs, np.nan)
     covered = np.unique(dense)
@@ -104,12 +119,20 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
     uniq, first = np.unique(keys, return_index=True)
     summed = np.add.reduceat(vals, first) if len(vals) else vals
     prior_k = None if priors is None else priors[rel][order][first]
-    true_prior = None
+    own_k = None if own is None else own[rel][order][first]
+    true_prior, true_prior_at = None, None
     if priors is not None and none.any():
         true_prior = float(1.0 - priors[none][0])
+        if own is not None:
+            at = dense[none]
+            known = ~np.isnan(own[none])
+            true_prior_at = np.full(pop.n_pairs, np.nan)
+            true_prior_at[at[known]] = odds_between(1.0 - priors[none][known],
+                                                    1.0 - own[none][known], REWEIGHT_BETA)
     return replace(ev, soft_keys=uniq, soft_probs=np.clip(summed, 0.0, 1.0),
                    true_prob=true_prob, relation_mass=mass,
-                   soft_prior=prior_k, true_prior=true_prior,
+                   soft_prior=prior_k, soft_type_prior=own_k, true_prior=true_prior,
+                   true_prior_at=true_prior_at,
                    system_prior=None, group_prior=None)
 
 

@@ -270,7 +270,8 @@ class PointPlan:
         row: the part of `right` that does not depend on the systems' priors, kept for
         the soft labels last seen (a replicate's fixed-point round and its estimates
         share them). Computed per distinct key, then spread to the instances."""
-        arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.true_prob)
+        arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.soft_type_prior, ev.true_prob,
+                  ev.true_prior_at)
         if self._last is not None and all(a is b for a, b in zip(self._last[0], arrays,
                                                                    strict=True)):
             return self._last[1]
@@ -285,8 +286,7 @@ class PointPlan:
         prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
         lr = None
         if ev.soft_prior is not None:
-            prior = np.where(found, ev.soft_prior[pos] if len(ev.soft_prior) else 0.5, 0.5)
-            lr = likelihood_ratio(prob, prior)[self._uinv]
+            lr = likelihood_ratio(prob, ev.reweight_prior(pos, found))[self._uinv]
         self._last = (arrays, (soft, prob[self._uinv], lr))
         p = self._last[1][1]
         # Without the systems' priors, and where `right` keeps P or the hard verdict.

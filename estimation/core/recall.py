@@ -133,7 +133,7 @@ POOL_BINS = 6
 POOL_STRENGTH = 10.0  # pseudo-pairs at the group's mean precision
 
 
-def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
+def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarray,
                       k: np.ndarray, rounds: int = 100,
                       weights: np.ndarray | None = None) -> np.ndarray:
     """Per pair, the prior of holding a relation of its group of pairs: the value at
@@ -141,7 +141,7 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     reaches for a class share), shrunk towards the group's mean ``mix`` by
     POOL_STRENGTH pseudo-pairs.
 
-    ``post``: P(pair true) under the crowd-wide prior ``crowd``; ``mix``: the
+    ``post``: P(pair true) under the prior ``crowd`` (per pair: `true_prior_of`); ``mix``: the
     precision of the systems that draw the pair, mixed as the draws are; ``k``: how
     many systems predict it. The systems' precision alone is a poor prior for a pair:
     a system's true instances are more often also other systems', so a pair only
@@ -161,7 +161,7 @@ def pooled_true_prior(post: np.ndarray, crowd: float, mix: np.ndarray,
     centre = np.bincount(inv, weights=mix) / n
     w = np.ones(len(post)) if weights is None else weights
     scale = n / np.maximum(np.bincount(inv, weights=w), 1e-300)  # weights sum to n
-    lr = likelihood_ratio(post, np.full(len(post), crowd))  # the same every round
+    lr = likelihood_ratio(post, np.broadcast_to(np.asarray(crowd, float), post.shape))
     pi = centre
     for _ in range(rounds):
         new = (scale * np.bincount(inv, weights=w * reprior_lr(post, lr, pi[inv]))
@@ -194,9 +194,9 @@ def predicted_relations(pop: Population, pairs: np.ndarray
 
 
 def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.ndarray,
-                         k: np.ndarray, weights: np.ndarray, rounds: int = 50
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """(P(pair true) under the crowd-wide prior, the pooled prior) of soft-labelled pairs
+                         k: np.ndarray, weights: np.ndarray, prior: np.ndarray,
+                         rounds: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """(P(pair true) under its crowd prior, the pooled prior) of soft-labelled pairs
     whose true class is weighted towards the relations the systems predict on them.
 
     The crowd's P(pair true) spreads a true pair's prior over the relations by the crowd's
@@ -208,7 +208,8 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
     answers' likelihood, weighted by how many systems predict each) + (1 − ρ)·(the crowd's
     mix over all relations); ρ, the share of true pairs whose relation a system predicted,
     is fitted as EM fits a class share (weighted as recall sums the pairs), alternating
-    with the pooled prior. ``t``, ``mix``, ``k``, ``weights``: per soft pair (the columns
+    with the pooled prior. ``t``, ``mix``, ``k``, ``weights`` and ``prior`` (the P(true)
+    prior ``t`` was computed with: `Evidence.true_prior_of`): per soft pair (the columns
     of ``predicted`` index them).
     """
     keys, col, count = predicted
@@ -217,10 +218,12 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
     if len(ev.soft_keys):
         pos = np.minimum(np.searchsorted(ev.soft_keys, keys), len(ev.soft_keys) - 1)
         found = ev.soft_keys[pos] == keys
-    share = np.clip(ev.soft_prior[pos], 1e-12, 1.0) if len(ev.soft_keys) else np.ones(len(keys))
+    # The prior share precision's P(i right) divides out too (`Evidence.reweight_prior`).
+    share = np.clip(ev.reweight_prior(pos, found), 1e-12, 1.0) if len(ev.soft_keys) \
+        else np.ones(len(keys))
     # Each class's likelihood up to the pair's common factor: P(class)/its prior share.
     rel = np.where(found, ev.soft_probs[pos] if len(ev.soft_keys) else 0.0, 0.0) / share
-    n_u, T = len(t), float(ev.true_prior)
+    n_u, T = len(t), prior
     seen = np.bincount(col, weights=count, minlength=n_u)
     with np.errstate(divide="ignore", invalid="ignore"):
         pred = np.where(seen > 0, np.bincount(col, weights=count * rel, minlength=n_u) / seen,
@@ -236,7 +239,7 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
             on_pred = np.where(true_lik > 0, rho * pred / true_lik, 1.0)
         post = np.nan_to_num(post, nan=1.0)
         pi = pooled_true_prior(post, T, mix, k, weights=weights)
-        p_true = reprior(post, np.full(n_u, T), pi)
+        p_true = reprior(post, T, pi)
         new = float(np.clip((w * p_true * on_pred).sum() / max((w * p_true).sum(), 1e-300),
                             1e-3, 1 - 1e-3))
         done = abs(new - rho) < 1e-5
@@ -265,6 +268,7 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
     t = ev.true_share(ev.pairs)
     if ev.system_prior is None or ev.true_prior is None or not len(t):
         return t
+    crowd = ev.true_prior_of(ev.pairs)  # the prior each soft t was computed with
     total = n.sum()
     prec = np.where(np.isnan(ev.system_prior), ev.true_prior, ev.system_prior)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -286,13 +290,13 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
             sel = at[col] >= 0
             post, mix[soft] = predicted_true_share(
                 ev, t[soft], (keys[sel], at[col[sel]], count[sel]), mix[soft], k[soft],
-                weight[soft])
+                weight[soft], crowd[soft])
             t = t.copy()
             t[soft] = post
         else:
-            mix[soft] = pooled_true_prior(t[soft], ev.true_prior, mix[soft], k[soft],
+            mix[soft] = pooled_true_prior(t[soft], crowd[soft], mix[soft], k[soft],
                                           weights=weight[soft])
-    return np.where(soft, reprior(t, np.full(len(t), ev.true_prior), mix), t)
+    return np.where(soft, reprior(t, crowd, mix), t)
 
 
 def recall_instance(

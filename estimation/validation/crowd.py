@@ -231,6 +231,7 @@ class CrowdLabeller:
         self.controls = 0
         self.answers = 0
         self.priors = np.zeros(0)
+        self.type_priors = np.zeros((0, 0))
 
     def labels(self, pairs: np.ndarray) -> np.ndarray:
         return self.got.labels[pairs]
@@ -255,6 +256,9 @@ class CrowdLabeller:
         fit = self._fit(both, items, workers, answers, known, len(self.pool.accuracy))
         self._last_fit = fit
         self.priors = fit.priors
+        # Each pair's type's shares, with which its posterior was computed.
+        self.type_priors = aggregation.item_priors(fit.params, fit.priors,
+                                                   self._strata(both), len(both))[: len(pairs)]
         return fit.posterior[: len(pairs)]
 
     def _fit(self, both: np.ndarray, items: np.ndarray, workers: np.ndarray,
@@ -284,7 +288,8 @@ class CrowdLabeller:
                                     self.spec.bootstrap, rng,
                                     n_options=self.got.n_options[both], known=known,
                                     strata=self._strata(both), none=NO_RELATION)
-        return [from_posterior(pairs, cats, post[:n], priors) for post, priors in reps]
+        return [from_posterior(pairs, cats, post[:n], priors, own[:n])
+                for post, priors, own in reps]
 
     def widen(self, pop: Population, ev: Evidence, res: Estimates, draw_scheme: str,
               schemes: list[str], rng: np.random.Generator) -> Estimates:
@@ -302,5 +307,6 @@ class CrowdLabeller:
             return ev
         cats = list(range(-1, self.n_predicates))
         post = self.soft(lab)
-        ev = with_soft_labels(pop, ev, from_posterior(lab, cats, post, self.priors))
+        ev = with_soft_labels(pop, ev, from_posterior(lab, cats, post, self.priors,
+                                                      self.type_priors))
         return self_consistent(pop, ev)

@@ -87,6 +87,21 @@ def test_soft_labels_from_the_quality_pass(settings) -> None:
     # System A: born (soft, under A's own precision as prior) and wed (certain).
     assert 0.5 < simple.estimate[0] < 1.0
     assert simple.lo[0] < simple.estimate[0] < simple.hi[0]
+    # Stored before pair-type shares were kept: the crowd-wide share is divided out.
+    assert np.isnan(data.soft.type_priors).all()
+    one = (np.zeros(1, np.int64), np.ones(1, bool))
+    np.testing.assert_allclose(ev.reweight_prior(*one), [0.3])
+    # With its pair type's share, the divisor lies between the two (odds halfway).
+    PairLabel.objects.filter(pair=born).update(
+        type_prior={"per:place_of_birth": 0.7, "no_relation": 0.3})
+    data = load_corpus_data(corpus)
+    ev = data.evidence()
+    np.testing.assert_allclose(ev.soft_type_prior, [0.7])
+    # Odds 0.3/0.7 and 0.7/0.3 halfway on the log scale: 1.
+    np.testing.assert_allclose(ev.reweight_prior(*one), [0.5])
+    again = estimate(data.population, ev).results["instance"]["precision"]["simple"]
+    # A larger prior share divided out: the answers' evidence for A's instance is weaker.
+    assert again.estimate[0] < simple.estimate[0]
 
 
 @pytest.mark.django_db

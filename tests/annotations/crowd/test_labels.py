@@ -228,7 +228,8 @@ def test_worker_quality_flags_and_batch_agreement(settings, django_capture_on_co
         assert 0.5 < label.p_correct < 1.0
         assert label.posterior[key] == pytest.approx(label.p_correct, abs=1e-6)
         assert sum(label.posterior.values()) == pytest.approx(1.0, abs=1e-4)
-        assert set(label.prior) == set(label.posterior)
+        assert set(label.prior) == set(label.posterior) == set(label.type_prior)
+        assert all(0 < v < 1 for v in label.type_prior.values())
     crowd_workers.block_worker(by_id["bad"], "disagrees with everyone")
     by_id["bad"].refresh_from_db()
     assert by_id["bad"].blocked and by_id["bad"].blocked_reason

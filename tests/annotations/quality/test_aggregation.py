@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -419,3 +420,33 @@ def test_coin_posterior_with_precoded_answers_is_the_same_to_the_bit() -> None:
     assert not np.array_equal(moved, plain)
     with pytest.raises(ValueError, match="length"):
         coin_posterior(fit.params, items, workers, answers, n, obs=obs[1:], **kwargs)
+
+
+def test_item_priors_are_the_shares_each_posterior_used() -> None:
+    """A posterior is its prior times the answers' likelihood: divided by `item_priors`
+    (its pair type's shares, not the corpus-wide ones) and normalised, it is the
+    posterior under a flat prior — what the quality pass stores as `type_prior`."""
+    items, workers, answers, truth, stratum, known, k = _typed_crowd(1)
+    n = len(truth)
+    fit = one_coin(items, workers, answers, n, 20, n_options=k, known=known, strata=stratum)
+    shares = fit.params.stratum_shares
+    assert shares is not None and np.abs(shares - fit.priors).max() > 0.05  # types differ
+    used = aggregation.item_priors(fit.params, fit.priors, stratum, n)
+    np.testing.assert_allclose(used, shares[stratum])
+    flat_params = replace(fit.params, priors=np.full_like(fit.priors, 1 / len(fit.priors)),
+                          stratum_shares=np.full_like(shares, 1 / shares.shape[1]))
+    flat = coin_posterior(flat_params, items, workers, answers, n, n_options=k,
+                          strata=stratum)
+    test = np.array([i for i in range(n) if i not in known])
+
+    def unprior(divisor: np.ndarray) -> np.ndarray:
+        lik = fit.posterior[test] / divisor[test]
+        return lik / lik.sum(axis=1, keepdims=True)
+
+    np.testing.assert_allclose(unprior(used), flat[test], atol=1e-9)
+    corpus = aggregation.item_priors(fit.params, fit.priors, None, n)
+    assert np.abs(unprior(corpus) - flat[test]).max() > 0.05
+    # A stratum the fit never saw (a pair type new since) takes the corpus-wide shares,
+    # as the E-step gives it.
+    unseen = aggregation.item_priors(fit.params, fit.priors, np.full(3, shares.shape[0]), 3)
+    np.testing.assert_allclose(unseen, np.tile(fit.priors, (3, 1)))
