@@ -31,31 +31,20 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit, logit
 
 ROOT = Path(__file__).resolve().parents[1]
 BETAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 GROUPS = 3  # agreement groups: 1, 2, 3+ systems predict the instance
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-9, 1 - 1e-9)
-    return np.log(p / (1 - p))
-
-
-def type_shares(params, strata: np.ndarray) -> np.ndarray:
-    """(items × categories) the class shares each item's posterior was computed with (its
-    pair type's; the corpus-wide ones for a type the fit did not see), as the E-step."""
-    shares = params.stratum_shares
-    if shares is None:
-        return np.broadcast_to(params.priors, (len(strata), len(params.priors)))
-    table = np.vstack([shares, params.priors[None, :]])
-    return table[np.where(strata < len(shares), strata, len(shares))]
-
-
 def sweep(system: np.ndarray, group: np.ndarray, post: np.ndarray, s_type: np.ndarray,
           s_corpus: np.ndarray, truth: np.ndarray) -> list[tuple[float, np.ndarray, float]]:
     """Per β: (β, per-system error of Σ P(right) − Σ truth over its instances, log lik)."""
-    from estimation.core.evidence import likelihood_ratio, reprior_lr
+    from estimation.core.evidence import likelihood_ratio, odds_between, reprior_lr
+
+    def lo(p: np.ndarray) -> np.ndarray:
+        return logit(np.clip(p, 1e-9, 1 - 1e-9))
 
     m = int(system.max()) + 1
     key = system * GROUPS + group
@@ -63,13 +52,14 @@ def sweep(system: np.ndarray, group: np.ndarray, post: np.ndarray, s_type: np.nd
     pi = (np.bincount(key, weights=truth, minlength=m * GROUPS)
           / np.maximum(count, 1))[key]  # the true precision of (system, group)
     lr0 = likelihood_ratio(post, s_type)
-    d = _logit(s_type) - _logit(s_corpus)
     out = []
     for beta in BETAS:
-        right = reprior_lr(post, lr0 * np.exp(beta * d), pi)
+        divisor = odds_between(s_corpus, s_type, beta)  # `Evidence.reweight_prior`'s, at β
+        right = reprior_lr(post, likelihood_ratio(post, divisor), pi)
         err = (np.bincount(system, weights=right - truth, minlength=m)
                / np.maximum(np.bincount(system, minlength=m), 1))
-        prior = 1 / (1 + np.exp(-(_logit(pi) + beta * d)))
+        # The same shift as a prior: odds(π') = odds(π) · odds(s_type) / odds(divisor).
+        prior = expit(lo(pi) + lo(s_type) - lo(divisor))
         loglik = float(np.log(np.clip(prior * lr0 + 1 - prior, 1e-300, None)).sum())
         out.append((beta, err, loglik))
     return out
@@ -78,6 +68,7 @@ def sweep(system: np.ndarray, group: np.ndarray, post: np.ndarray, s_type: np.nd
 def battery_rows(name: str, trials: int) -> list[tuple]:
     """Per trial: the instances on the labelled pairs of one battery trial, as sweep's
     arguments (posterior refitted with the crowd's own model)."""
+    from annotations.quality.aggregation import item_priors
     from estimation.core import Population
     from estimation.core.evidence import ALSO_TRUE_STRIDE, agreement_groups
     from estimation.validation import SCENARIOS
@@ -104,8 +95,7 @@ def battery_rows(name: str, trials: int) -> list[tuple]:
         both = crowd._last[1]
         fit = crowd._last_fit
         strata = crowd._strata(both)
-        shares = type_shares(fit.params, strata if strata is not None
-                             else np.zeros(len(both), np.int64))[: len(lab)]
+        shares = item_priors(fit.params, fit.priors, strata, len(both))[: len(lab)]
         inst = pop.instances()
         where = np.full(pop.n_pairs, -1)
         where[pop.lookup_pairs(lab)] = np.arange(len(lab))
@@ -129,6 +119,7 @@ def world_rows(world_dir: Path) -> tuple:
         NO_RELATION,
         SOFT_TYPE_SHRINK,
         answer_key,
+        item_priors,
         one_coin,
     )
     from annotations.quality.workers import in_ids, offered
@@ -148,7 +139,7 @@ def world_rows(world_dir: Path) -> tuple:
     fit = one_coin(ans.items, ans.workers, ans.keys, len(qids), len(ans.wids),
                    n_options=n_options, known=known or None, none=NO_RELATION,
                    strata=strata, type_shrink=SOFT_TYPE_SHRINK)
-    shares = type_shares(fit.params, strata)
+    shares = item_priors(fit.params, fit.priors, strata, len(qids))
     names = [str(c).split("|") for c in fit.categories]
 
     def of(row: np.ndarray, predicate: str) -> float:

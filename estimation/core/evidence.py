@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit, logit
 
 from .population import Population
 
@@ -221,12 +222,9 @@ REWEIGHT_BETA = 0.5
 
 def odds_between(a: np.ndarray, b: np.ndarray, beta: float) -> np.ndarray:
     """The share whose odds are odds(a)^β · odds(b)^(1−β)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        la = np.log(np.clip(a, 1e-12, 1 - 1e-12))
-        la = la - np.log1p(-np.clip(a, 1e-12, 1 - 1e-12))
-        lb = np.log(np.clip(b, 1e-12, 1 - 1e-12))
-        lb = lb - np.log1p(-np.clip(b, 1e-12, 1 - 1e-12))
-    return 1.0 / (1.0 + np.exp(-(beta * la + (1 - beta) * lb)))
+    def lo(p: np.ndarray) -> np.ndarray:
+        return logit(np.clip(p, 1e-12, 1 - 1e-12))
+    return expit(beta * lo(a) + (1 - beta) * lo(b))
 
 
 def likelihood_ratio(post: np.ndarray, prior: np.ndarray) -> np.ndarray:

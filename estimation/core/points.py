@@ -270,8 +270,7 @@ class PointPlan:
         row: the part of `right` that does not depend on the systems' priors, kept for
         the soft labels last seen (a replicate's fixed-point round and its estimates
         share them). Computed per distinct key, then spread to the instances."""
-        arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.soft_type_prior, ev.true_prob,
-                  ev.true_prior_at)
+        arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.soft_type_prior, ev.true_prob)
         if self._last is not None and all(a is b for a, b in zip(self._last[0], arrays,
                                                                    strict=True)):
             return self._last[1]
