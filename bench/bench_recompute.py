@@ -185,18 +185,19 @@ def add_labels(raw, pairs: np.ndarray, truth: np.ndarray, index_of: dict, crowd:
     codes = np.array([truth[index_of[int(p)]] for p in pairs], np.int64)
     labels = [json.dumps([label_name(c)]) for c in codes]
     if crowd is None:
-        rows = ((int(p), lab, "majority", lab, 1.0, 3, now, "{}", "{}", None)
+        rows = ((int(p), lab, "majority", lab, 1.0, 3, now, "{}", "{}", "{}", None)
                 for p, lab in zip(pairs, labels, strict=True))
         answers = 0
     else:
         questions, votes, posteriors = crowd.answer(pairs, codes)
-        rows = ((int(p), lab, "lopsided", vote, 1.0, crowd.answers, now, post, "{}", int(q))
+        rows = ((int(p), lab, "lopsided", vote, 1.0, crowd.answers, now, post, "{}", "{}",
+                 int(q))
                 for p, lab, vote, post, q in zip(pairs, labels, votes, posteriors, questions,
                                                  strict=True))
         answers = len(pairs) * crowd.answers
     copy(raw, "annotations_pairlabel",
          ["pair_id", "predicates", "method", "majority", "support", "n_answers",
-          "created_at", "posterior", "prior", "question_id"], rows)
+          "created_at", "posterior", "prior", "type_prior", "question_id"], rows)
     return answers
 
 
