@@ -138,20 +138,22 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
 
 def self_consistent(pop: Population, ev: Evidence, draw_scheme: str = "instance",
                     rounds: int = 4, start: np.ndarray | None = None,
-                    confidence: float = 0.9, plan: PointPlan | None = None) -> Evidence:
+                    confidence: float = 0.9, plan: PointPlan | None = None,
+                    start_group: np.ndarray | None = None) -> Evidence:
     """The evidence with each system's precision as the prior of its instances.
 
     Starts from the crowd-wide posteriors and re-estimates each system's joint
     precision (under the instance scheme: the prior of a random instance) with its
     own prior, ``rounds`` times; a system without an estimate keeps the crowd's.
-    ``start``: the priors to start from instead (a replicate starts at the fit's).
+    ``start``: the priors to start from instead (a replicate starts at the fit's);
+    ``start_group``: the agreement groups' priors to look near first (the fit's).
     Only point estimates are needed: `points.PointPlan` gives `estimate`'s (``plan``:
     one for these draws and labels under ``draw_scheme``, to share it; default a new one).
     """
     if ev.true_prob is None or ev.soft_prior is None or len(pop) == 0:
         return ev  # nothing soft, or no system to give a prior to
     plan = PointPlan(pop, ev, draw_scheme) if plan is None else plan
-    return consistent(plan, ev, rounds, start, confidence)
+    return consistent(plan, ev, rounds, start, confidence, start_group)
 
 
 def data_seed(*arrays: np.ndarray) -> int:
@@ -188,7 +190,7 @@ def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[Soft
         rep = with_soft_labels(pop, ev, soft)
         if ev.system_prior is not None:
             rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior,
-                                  plan=plan)
+                                  plan=plan, start_group=ev.group_prior)
         for key, est in plan.estimates(rep, schemes, confidence).items():
             values.setdefault(key, []).append(est)
     out = {}

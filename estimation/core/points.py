@@ -296,13 +296,14 @@ class PointPlan:
         self._base = (base, soft & (p > 0) & (p < 1))
         return self._last[1]
 
-    def group_priors(self, ev: Evidence, prior: np.ndarray, tol: float = 1e-12
-                     ) -> np.ndarray:
+    def group_priors(self, ev: Evidence, prior: np.ndarray, guess: np.ndarray | None = None,
+                     tol: float = 1e-12) -> np.ndarray:
         """(m × AGREE_GROUPS) priors: per system and agreement group, the share at which
         the group's judged instances, re-weighted to it, average to it (EM's fixed point
         for a class share), shrunk towards the system's ``prior`` by GROUP_STRENGTH
         pseudo-instances, within [PRIOR_FLOOR, 1 − PRIOR_FLOOR]. NaN where the system has
-        no prior.
+        no prior. ``guess``: (m × AGREE_GROUPS) where to start looking (e.g. the last
+        answer); the answer does not depend on it beyond ``tol``.
 
         EM's update π ← (Σ_j f_j(π) + G·goal)/(size + G), f_j(π) = π·lr_j/(1 + π(lr_j − 1))
         the instance's P(right) re-weighted to π, is the MAP EM of a class share: its fixed
@@ -311,7 +312,8 @@ class PointPlan:
         P(right) does not move with π (hard, certain or without a ratio) count as observed,
         A = their P(right) + G·goal and C = the rest + G·(1 − goal). Plain EM creeps
         towards it (a share near 0 gains ~3% of the way per round: a hundred rounds left
-        ~1e-4), so L′ = 0 is solved directly: Newton on the decreasing L′, kept inside a
+        ~1e-4), so the root of ψ(π) = π(1 − π)·L′(π) = Σ_j f_j(π) + A − π(size + G) (the
+        sign of L′, without its poles) is found directly: Newton steps, kept inside a
         bracket that bisection narrows where a step would leave it.
         """
         m, n_cells = self.m, self.m * AGREE_GROUPS
@@ -328,42 +330,43 @@ class PointPlan:
         # `right` keeps base where its re-weighted value is not finite: lr not finite.
         moving = live & np.isfinite(lr) & ok.take(cells)
         size = np.bincount(cells, minlength=n_cells).astype(float)
-        fixed_right = np.bincount(cells, weights=np.where(moving, 0.0, base),
-                                  minlength=n_cells)
-        n_moving = np.bincount(cells, weights=moving, minlength=n_cells)
-        a = fixed_right + GROUP_STRENGTH * goal
-        c = (size - n_moving - fixed_right) + GROUP_STRENGTH * (1.0 - goal)
-        mc, u = cells[moving], lr[moving] - 1.0
+        a = np.bincount(cells, weights=np.where(moving, 0.0, base), minlength=n_cells) \
+            + GROUP_STRENGTH * goal
+        total = size + GROUP_STRENGTH
+        mc, w = cells[moving], lr[moving]
 
-        def slope(pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            """(L′(π), L″(π)) per cell."""
-            r = u / (1.0 + pi.take(mc) * u)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                d1 = np.bincount(mc, weights=r, minlength=n_cells) \
-                    + np.where(a > 0, a / pi, 0.0) - np.where(c > 0, c / (1.0 - pi), 0.0)
-                d2 = np.bincount(mc, weights=r * r, minlength=n_cells) \
-                    + np.where(a > 0, a / (pi * pi), 0.0) \
-                    + np.where(c > 0, c / ((1.0 - pi) ** 2), 0.0)
-            return d1, -d2
+        def psi(pi: np.ndarray, at: np.ndarray, lrs: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+            """(ψ(π), ψ′(π)) per cell, over the moving instances ``at`` (cells), ``lrs``."""
+            p = pi.take(at)
+            inv = 1.0 / (1.0 + p * (lrs - 1.0))
+            f = np.bincount(at, weights=p * lrs * inv, minlength=n_cells)
+            df = np.bincount(at, weights=lrs * inv * inv, minlength=n_cells)
+            return f + a - pi * total, df - total
 
         lo = np.full(n_cells, PRIOR_FLOOR)
         hi = np.full(n_cells, 1.0 - PRIOR_FLOOR)
         # L′ decreases: at or below 0 at the floor, the maximiser is the floor (the same
         # at the ceiling); otherwise it lies strictly inside.
-        at_lo, at_hi = slope(lo)[0] <= 0, slope(hi)[0] >= 0
-        pi = np.where(at_lo, lo, np.where(at_hi, hi, np.clip(goal, lo, hi)))
+        at_lo, at_hi = psi(lo, mc, w)[0] <= 0, psi(hi, mc, w)[0] >= 0
+        start = goal if guess is None else np.where(np.isfinite(np.ravel(guess)),
+                                                    np.ravel(guess), goal)
+        pi = np.where(at_lo, lo, np.where(at_hi, hi, np.clip(start, lo, hi)))
         active = ~(at_lo | at_hi) & ok
         for _ in range(200):  # bisection alone halves ~1 to tol in ~40
             if not active.any():
                 break
-            d1, d2 = slope(pi)
-            lo = np.where(active & (d1 > 0), pi, lo)
-            hi = np.where(active & (d1 < 0), pi, hi)
+            keep = active.take(mc)
+            if keep.sum() < 0.5 * len(mc):  # cells done stay done: drop their instances
+                mc, w = mc[keep], w[keep]
+            f, df = psi(pi, mc, w)
+            lo = np.where(active & (f > 0), pi, lo)
+            hi = np.where(active & (f < 0), pi, hi)
             with np.errstate(divide="ignore", invalid="ignore"):
-                step = pi - d1 / d2
+                step = pi - f / df
             inside = np.isfinite(step) & (step > lo) & (step < hi)
             new = np.where(active, np.where(inside, step, 0.5 * (lo + hi)), pi)
-            done = (np.abs(new - pi) <= tol) | (hi - lo <= tol) | (d1 == 0)
+            done = (np.abs(new - pi) <= tol) | (hi - lo <= tol) | (f == 0)
             pi = new
             active &= ~done
         return np.where(ok, pi, np.nan).reshape(m, AGREE_GROUPS)
@@ -490,7 +493,8 @@ class PointPlan:
 
 
 def consistent(plan: PointPlan, ev: Evidence, rounds: int = 4,
-               start: np.ndarray | None = None, confidence: float = 0.9) -> Evidence:
+               start: np.ndarray | None = None, confidence: float = 0.9,
+               start_group: np.ndarray | None = None) -> Evidence:
     """noise.self_consistent on the plan's point estimates (same fixed point): each
     round the systems' precision, then each system's agreement groups' priors
     (`PointPlan.group_priors`) around it, which the next round's P(right) use."""
@@ -499,7 +503,7 @@ def consistent(plan: PointPlan, ev: Evidence, rounds: int = 4,
     keys, groups = agreement_groups(plan.pop)
     ev = replace(ev, agree_keys=keys, agree_group=groups)
     prior = np.full(plan.m, np.nan) if start is None else np.asarray(start, float)
-    group = None if start is None else plan.group_priors(ev, prior)
+    group = None if start is None else plan.group_priors(ev, prior, guess=start_group)
     for _ in range(rounds):
         cur = replace(ev, system_prior=prior, group_prior=group)
         new = np.clip(plan.joint_precision(cur, confidence=confidence), PRIOR_FLOOR,
@@ -507,5 +511,5 @@ def consistent(plan: PointPlan, ev: Evidence, rounds: int = 4,
         if np.allclose(np.nan_to_num(new, nan=-1), np.nan_to_num(prior, nan=-1), atol=1e-4):
             break
         prior = new
-        group = plan.group_priors(ev, prior)
+        group = plan.group_priors(ev, prior, guess=group)
     return replace(ev, system_prior=prior, group_prior=group)

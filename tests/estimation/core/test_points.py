@@ -11,14 +11,20 @@ import pytest
 import scipy.sparse as sp
 
 from estimation.core import Population, estimate, prepare_evidence
-from estimation.core.evidence import agreement_groups
+from estimation.core.evidence import AGREE_GROUPS, agreement_groups
 from estimation.core.noise import (
     correction_variance,
     from_posterior,
     self_consistent,
     with_soft_labels,
 )
-from estimation.core.points import PointPlan, _product_at, consistent
+from estimation.core.points import (
+    GROUP_STRENGTH,
+    PRIOR_FLOOR,
+    PointPlan,
+    _product_at,
+    consistent,
+)
 from estimation.core.precision import RowSums
 from estimation.validation.worlds import WorldSpec, make_world
 
@@ -118,6 +124,51 @@ def test_consistent_is_the_full_fixed_point(task):
     np.testing.assert_allclose(consistent(plan, soft, 1, start).system_prior, one,
                                rtol=0, atol=1e-12)
     assert np.nanmax(np.abs(one - start)) > 1e-3  # the round moved it
+
+
+def _em_group_priors(plan, ev, prior, tol=1e-14, max_rounds=200_000):
+    """The agreement groups' priors by plain EM rounds (each group's mean P(right)
+    re-weighted to its prior, shrunk to the system's), run until they stop moving."""
+    m, cells = plan.m, plan._cells
+    goal = np.repeat(np.asarray(prior, float), AGREE_GROUPS)
+    ok = np.isfinite(goal)
+    goal = np.where(ok, goal, 0.5)
+    size = np.bincount(cells, minlength=m * AGREE_GROUPS)
+    pi = goal.copy()
+    for _ in range(max_rounds):
+        right = plan.right(replace(ev, system_prior=goal[::AGREE_GROUPS],
+                                   group_prior=pi.reshape(m, AGREE_GROUPS)))
+        new = (np.bincount(cells, weights=right, minlength=m * AGREE_GROUPS)
+               + GROUP_STRENGTH * goal) / (size + GROUP_STRENGTH)
+        new = np.clip(new, PRIOR_FLOOR, 1 - PRIOR_FLOOR)
+        if np.abs(new - pi).max() < tol:
+            break
+        pi = new
+    else:
+        raise AssertionError("EM did not settle")
+    return np.where(ok, new, np.nan).reshape(m, AGREE_GROUPS)
+
+
+def test_group_priors_are_ems_fixed_point(task):
+    """Solved directly, the groups' priors are where plain EM ends up, wherever the search
+    starts, including shares EM approaches slowly (near the floor) and ones clipped there."""
+    world, pop, ev, lab, draw_scheme = task
+    keys, groups = agreement_groups(pop)
+    soft = replace(with_soft_labels(pop, ev, _noisy(world, lab, 8)), agree_keys=keys,
+                   agree_group=groups)
+    plan = PointPlan(pop, soft, draw_scheme)
+    fixed = consistent(plan, soft).system_prior
+    for prior in (fixed, np.full(len(pop), 0.01), np.full(len(pop), 1e-3)):
+        prior = prior.copy()
+        prior[0] = np.nan  # a system without a prior has none in its groups either
+        want = _em_group_priors(plan, soft, prior)
+        got = plan.group_priors(soft, prior)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
+        guess = np.clip(np.nan_to_num(want, nan=0.5) + 0.3, 0, 1)
+        np.testing.assert_allclose(plan.group_priors(soft, prior, guess=guess), got,
+                                   rtol=0, atol=1e-10)
+    assert (want[1:] == PRIOR_FLOOR).any() and (want[1:] > PRIOR_FLOOR).any()
 
 
 def test_right_is_reprior_lr_to_the_bit(task):
