@@ -94,6 +94,22 @@ SEEN_ENTRIES = 2
 _SEEN: OrderedDict[int, _Seen] = OrderedDict()
 _SEEN_LOCK = threading.Lock()
 
+
+@dataclass(frozen=True)
+class _Posteriors:
+    """Each replicate's posterior of one corpus's questions under stored parameters,
+    before the control answers are set, with what each question's rows were computed from."""
+
+    params: str          # digest of the stored parameters they were computed under
+    qids: np.ndarray     # question ids, sorted
+    signs: np.ndarray    # per question: a digest of its answers, options and stratum
+    posts: list[np.ndarray]  # per replicate: (questions × categories), rows as qids
+
+
+# Under unchanged parameters a question's posterior depends only on its own answers
+# (`coin_posterior`): only questions with new answers are computed again.
+_POSTS: OrderedDict[int, _Posteriors] = OrderedDict()
+
 # The rows a `_Seen` holds, as the database has them now: their count and the MD5 of
 # "id question worker choices\n" per row in id order. Equal to the kept ones, the rows
 # read earlier are unchanged and none was added among them (an edited or deleted
@@ -107,12 +123,15 @@ _PREFIX_SQL = (
 
 
 def forget_answers(corpus_id: int | None = None) -> None:
-    """Drop the answers kept for a corpus (None: every corpus), e.g. for a full rebuild."""
+    """Drop the answers and posteriors kept for a corpus (None: every corpus), e.g. for a
+    full rebuild."""
     with _SEEN_LOCK:
         if corpus_id is None:
             _SEEN.clear()
+            _POSTS.clear()
         else:
             _SEEN.pop(corpus_id, None)
+            _POSTS.pop(corpus_id, None)
 
 
 def _kept(corpus_id: int) -> _Seen | None:
@@ -244,6 +263,94 @@ def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
     return params
 
 
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a well-spread 64-bit digest of each value."""
+    x = x.astype(np.uint64, copy=True)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def _signatures(items: np.ndarray, workers: np.ndarray, obs: np.ndarray, n_items: int,
+                n_options: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """Per item, a 64-bit digest of what its posterior is computed from under fixed
+    parameters: its answers (worker, answer) in order, its options and its stratum."""
+    order = np.argsort(items, kind="stable")
+    it = items[order]
+    bounds = np.searchsorted(it, np.arange(n_items + 1))
+    rank = np.arange(len(it), dtype=np.int64) - bounds[it]
+    code = (workers[order].astype(np.uint64) << np.uint64(32)) \
+        ^ (obs[order].astype(np.uint64) << np.uint64(16)) ^ rank.astype(np.uint64)
+    per = np.zeros(n_items, np.uint64)
+    if len(it):
+        np.add.at(per, it, _mix(code))  # wraps mod 2^64
+    k = np.broadcast_to(np.asarray(n_options, float), (n_items,)).astype(float)
+    return _mix(per ^ _mix(k.view(np.uint64) ^ _mix(np.asarray(strata, np.int64)
+                                                     .astype(np.uint64))))
+
+
+def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
+                ans: _Answers, n_options: np.ndarray, strata: np.ndarray,
+                known: dict[int, str]) -> list[np.ndarray]:
+    """Each replicate's posterior of the answers' questions under its stored parameters
+    (`coin_posterior`), the control answers set. Rows of questions whose answers,
+    options and stratum are those this process computed them from, under the same
+    parameters, are reused (the same floats: each question's posterior is computed from
+    its own answers alone); the others are computed."""
+    cats = params[0].categories
+    same_cats = all(p.categories == cats for p in params)
+    obs = category_codes(cats, ans.keys)
+    n = len(ans.qids)
+    key = hashlib.blake2b(bytes(fit.params), digest_size=16).hexdigest() \
+        + f"/{fit.digest}/{len(params)}"
+    qids = np.asarray(ans.qids, np.int64)
+    signs = _signatures(ans.items, ans.workers, obs, n, n_options, strata)
+    with _SEEN_LOCK:
+        kept = _POSTS.get(corpus_id)
+    found = np.zeros(n, dtype=bool)
+    pos = np.zeros(n, dtype=np.int64)
+    if kept is not None and kept.params == key and same_cats and len(kept.qids):
+        pos = np.minimum(np.searchsorted(kept.qids, qids), len(kept.qids) - 1)
+        found = (kept.qids[pos] == qids) & (kept.signs[pos] == signs)
+    todo = np.flatnonzero(~found)
+    at = np.zeros(n, dtype=bool)
+    at[todo] = True
+    mask = at[ans.items]
+    renum = np.cumsum(at) - 1
+    sub_items, sub_workers = renum[ans.items[mask]], ans.workers[mask]
+    sub_keys = [k for k, m in zip(ans.keys, mask, strict=True) if m]
+    posts = []
+    for r, p in enumerate(params):
+        post = np.empty((n, len(p.categories)))
+        if len(todo):
+            post[todo] = coin_posterior(p, sub_items, sub_workers, sub_keys, len(todo),
+                                        n_options=np.asarray(n_options, float)[todo],
+                                        strata=np.asarray(strata)[todo],
+                                        obs=obs[mask] if same_cats else None)
+        if found.any():
+            assert kept is not None
+            post[found] = kept.posts[r][pos[found]]
+        posts.append(post)
+    order = np.argsort(qids)
+    if connection.vendor == "postgresql" and same_cats:
+        # Kept before the controls are set: `known` may change without the answers.
+        with _SEEN_LOCK:
+            _POSTS[corpus_id] = _Posteriors(key, qids[order], signs[order],
+                                            [post[order] for post in posts])
+            _POSTS.move_to_end(corpus_id)
+            while len(_POSTS) > SEEN_ENTRIES:
+                _POSTS.popitem(last=False)
+    for p, post in zip(params, posts, strict=True):
+        index = {c: i for i, c in enumerate(p.categories)}
+        for i, c in known.items():
+            post[i] = 0.0
+            post[i, index[c]] = 1.0
+    return posts
+
+
 def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int],
                           read: list[RelationAnswers] | None = None
                           ) -> tuple[list[SoftLabels], PendingFit | None]:
@@ -274,18 +381,15 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     # The model behind the stored posteriors (offered answers, shares per pair type,
     # the calibrated miss rates of the quality pass's soft fit).
     n_options, strata = offered(qids)
-    stored = _reusable(CorrectionFit.objects.filter(corpus=corpus).first(), ans, replicates,
-                       strata, known)
+    stored_fit = CorrectionFit.objects.filter(corpus=corpus).first()
+    stored = _reusable(stored_fit, ans, replicates, strata, known)
     if stored:
-        # Stored parameters: only each replicate's E-step on the current answers (coded
-        # once: `_stored` gives every replicate the fit's categories).
-        obs = category_codes(stored[0].categories, answers)
-        reps = [(coin_posterior(p, items, workers, answers, len(qids), n_options=n_options,
-                                known=known or None, strata=strata,
-                                obs=obs if p.categories == stored[0].categories else None),
-                 p.priors, item_priors(p, p.priors, strata, len(qids))) for p in stored]
-        return [_rows(stored[0].categories, post[rows], priors, own[rows], pair_of, codes)
-                for post, priors, own in reps], None
+        # Stored parameters: only each replicate's E-step on the current answers.
+        assert stored_fit is not None
+        posts = _posteriors(corpus.pk, stored_fit, stored, ans, n_options, strata, known)
+        return [_rows(stored[0].categories, post[rows], p.priors,
+                      item_priors(p, p.priors, strata, len(qids))[rows], pair_of, codes)
+                for post, p in zip(posts, stored, strict=True)], None
     # Seeded from the answers' shape, not from database ids: the same answers give the
     # same intervals wherever their rows were numbered (another database, a test order).
     codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}

@@ -451,19 +451,37 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
         # Leave-one-out cells: the pairs' own shares the cells were counted with are not
         # stored, so they are solved for (the fit's posterior is the fixed point of
         # this map on the fit's own answers; it starts from the plain posterior).
-        inc = rate_models.Incidence(items, workers, obs, params.none_index, n_items,
-                                    params.rates[3].shape[0])
+        # Each pair's map involves only its own answers and share: a pair stops when its
+        # own posterior settles, and the rounds run on the pairs still moving (the same
+        # floats as over all of them: each pair's sums keep their order).
+        n_w = params.rates[3].shape[0]
         base = np.log(np.maximum(post, 1e-300))  # the plain log posterior, up to a constant
         said_none = obs == params.none_index
+        moving = np.arange(n_items)
+        sub = (items, workers, said_none,
+               rate_models.Incidence(items, workers, obs, params.none_index, n_items, n_w))
         for _ in range(LOO_POSTERIOR_ROUNDS):
-            new = _softmax(base + rate_models.loo_cell_terms(
-                params.rates, items, workers, said_none, post, params.none_index, inc))
-            done = float(np.abs(new - post).max()) < 1e-7
+            cur = post[moving]
+            new = _softmax(base[moving] + rate_models.loo_cell_terms(
+                params.rates, sub[0], sub[1], sub[2], cur, params.none_index, sub[3]))
+            done = np.abs(new - cur).max(axis=1) < 1e-7
             # Damped: a pair's posterior falls as its own share grows (slope in
             # (−1, 0)), so the plain iteration oscillates; the average contracts.
-            post = new if done else 0.5 * (post + new)
-            if done:
+            post[moving] = np.where(done[:, None], new, 0.5 * (cur + new))
+            if done.all():
                 break
+            if done.any():
+                keep = np.flatnonzero(~done)
+                moving = moving[keep]
+                at = np.zeros(len(done), dtype=bool)
+                at[keep] = True
+                ans = at[sub[0]]
+                renum = np.cumsum(at) - 1  # the moving pairs' new indices
+                s_items, s_workers, s_none = renum[sub[0][ans]], sub[1][ans], sub[2][ans]
+                sub = (s_items, s_workers, s_none,
+                       rate_models.Incidence(s_items, s_workers,
+                                             np.where(s_none, params.none_index, -2),
+                                             params.none_index, len(moving), n_w))
     for i, c in (known or {}).items():
         post[i] = 0.0
         post[i, index[c]] = 1.0

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import connection
 
 from annotations.models import (
     Assignment,
     Backend,
     CrowdWorker,
     HitQuestion,
+    PairLabel,
     Question,
     QuestionState,
     Response,
 )
-from estimation import scoring
+from estimation import correction, scoring
 from estimation.data import load_corpus_data
 from estimation.models import CorrectionFit
 from tests.estimation.scoring.scoring_world import World
@@ -91,3 +93,61 @@ def test_a_new_worker_or_a_changed_answer_refits(world: World, settings) -> None
     scoring.recompute(world.corpus)
     settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
     assert load_corpus_data(world.corpus).extra["correction_fit"] is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql",
+                    reason="posteriors are kept with the answers, which need Postgres's md5")
+def test_only_questions_with_new_answers_get_their_posteriors_computed_again(
+        world: World, settings, monkeypatch) -> None:
+    """Under stored parameters each replicate's posterior of a question depends on its
+    own answers alone: a worker keeps the rows and computes those of new or newly
+    answered questions only, and gives the floats a computation from scratch gives."""
+    _crowd(world)
+    settings.KBPO_SOFT_LABELS = True
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 4
+    settings.KBPO_SOFT_LABEL_REFIT_GROWTH = 1.0
+    correction.forget_answers()
+    scoring.recompute(world.corpus)  # fits and stores the parameters
+    computed: list[int] = []
+    real = correction.coin_posterior
+
+    def spy(params, items, workers, answers, n_items, **kw):
+        computed.append(n_items)
+        return real(params, items, workers, answers, n_items, **kw)
+
+    monkeypatch.setattr(correction, "coin_posterior", spy)
+
+    def load() -> list:
+        data = load_corpus_data(world.corpus)
+        assert data.extra["correction_fit"] is None  # the stored parameters serve
+        return data.soft_replicates
+
+    def scratch() -> list:
+        correction.forget_answers()
+        return load()
+
+    first = load()
+    n_questions = Question.objects.filter(corpus=world.corpus).count()
+    assert computed == [n_questions] * 4
+    computed.clear()
+    assert _same(load(), first) and computed == []
+    _answer(world, ["a", "b"])  # a new question, which the label of "born" moves to
+    question = Response.objects.order_by("pk").last().question
+    PairLabel.objects.filter(pair=world.pairs["born"]).update(question=question)
+    grown = load()
+    assert computed == [1] * 4
+    computed.clear()
+    assert _same(grown, scratch()) and computed == [n_questions + 1] * 4
+    computed.clear()
+    # A new answer on a question answered before: that question alone.
+    worker = CrowdWorker.objects.get(external_id="c")
+    asg = Assignment.objects.create(hit=HitQuestion.objects.get(question=question).hit,
+                                    worker=worker, external_id="as3-c")
+    Response.objects.create(assignment=asg, question=question, worker=worker,
+                            choices=["no_relation"])
+    more = load()
+    assert computed == [1] * 4
+    computed.clear()
+    assert _same(more, scratch()) and not _same(more, grown)
+    correction.forget_answers()
