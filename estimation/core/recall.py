@@ -180,17 +180,28 @@ def predicted_relations(pop: Population, pairs: np.ndarray
     (sorted), each key's position in ``pairs``, and how many systems predict it
     (label-free: remembered by the population)."""
     def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        inst = pop.instances()
+        # A selection from every pair's (made once per population): the labelled pairs
+        # change with every batch, the systems' predictions do not.
+        uniq, count = _every_predicted(pop)
         where = np.full(pop.n_pairs, -1, dtype=np.int64)
         where[pairs] = np.arange(len(pairs))
-        on = where[inst["pairs"]] >= 0
-        keys = inst["pairs"][on] * ALSO_TRUE_STRIDE + inst["predicates"][on]
-        m = max(len(pop), 1)
-        per = np.unique(keys * m + inst["system"][on])  # a system stating it twice: once
-        uniq, count = np.unique(per // m, return_counts=True)
-        return tuple(frozen(a) for a in (uniq, where[uniq // ALSO_TRUE_STRIDE],
-                                         count.astype(float)))
+        at = where[uniq // ALSO_TRUE_STRIDE]
+        on = at >= 0
+        return tuple(frozen(a) for a in (uniq[on], at[on], count[on]))
     return pop.memo(("predicted", content_key(pairs)), build)
+
+
+def _every_predicted(pop: Population) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys pair·K + predicate the systems predict (sorted) and how many
+    systems predict each (a system stating one twice counts once)."""
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        inst = pop.instances()
+        keys = inst["pairs"] * ALSO_TRUE_STRIDE + inst["predicates"]
+        m = max(len(pop), 1)
+        per = np.unique(keys * m + inst["system"])
+        uniq, count = np.unique(per // m, return_counts=True)
+        return frozen(uniq), frozen(count.astype(float))
+    return pop.memo(("predicted", "every pair"), build)
 
 
 def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.ndarray,
