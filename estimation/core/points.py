@@ -137,6 +137,8 @@ class PointPlan:
         self._xy: tuple[np.ndarray, dict] | None = None
         self._scheme_recall: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._base: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0, dtype=bool))
+        self._cell_size: np.ndarray | None = None
+        self._groups: tuple | None = None  # (lr, `_group_terms`) of the last lookup
 
     # ---- precision ----------------------------------------------------------------
 
@@ -323,17 +325,14 @@ class PointPlan:
         lr = self._lookup(ev)[2]  # sets self._base too
         if lr is None:
             return target.reshape(m, AGREE_GROUPS)
-        base, live = self._base
         ok = np.isfinite(target)
         goal = np.clip(np.where(ok, target, 0.5), 0.0, 1.0)
-        cells = self._cells
-        # `right` keeps base where its re-weighted value is not finite: lr not finite.
-        moving = live & np.isfinite(lr) & ok.take(cells)
-        size = np.bincount(cells, minlength=n_cells).astype(float)
-        a = np.bincount(cells, weights=np.where(moving, 0.0, base), minlength=n_cells) \
-            + GROUP_STRENGTH * goal
+        size, fixed, mc, w = self._group_terms(lr)
+        a = fixed + GROUP_STRENGTH * goal
         total = size + GROUP_STRENGTH
-        mc, w = cells[moving], lr[moving]
+        if not ok.all():  # cells of systems without a prior are not solved
+            keep = ok.take(mc)
+            mc, w = mc[keep], w[keep]
 
         def psi(pi: np.ndarray, at: np.ndarray, lrs: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -370,6 +369,25 @@ class PointPlan:
             pi = new
             active &= ~done
         return np.where(ok, pi, np.nan).reshape(m, AGREE_GROUPS)
+
+    def _group_terms(self, lr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                     np.ndarray]:
+        """`group_priors`' prior-free terms under the soft labels last looked up: per
+        cell its size and the P(right) of its instances that do not move with the prior,
+        and the cell and likelihood ratio of each instance that does (soft, P strictly
+        inside (0, 1), a finite ratio: elsewhere `right` keeps the base value)."""
+        if self._groups is not None and self._groups[0] is lr:
+            return self._groups[1]
+        n_cells = self.m * AGREE_GROUPS
+        cells = self._cells
+        if self._cell_size is None:
+            self._cell_size = np.bincount(cells, minlength=n_cells).astype(float)
+        base, live = self._base
+        moving = live & np.isfinite(lr)
+        fixed = np.bincount(cells, weights=np.where(moving, 0.0, base), minlength=n_cells)
+        terms = (self._cell_size, fixed, cells[moving], lr[moving])
+        self._groups = (lr, terms)
+        return terms
 
     def joint_precision(self, ev: Evidence, scheme: str = "instance",
                         confidence: float = 0.9) -> np.ndarray:
