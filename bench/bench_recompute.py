@@ -50,6 +50,22 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_leaderboard import drop_db, scratch_db  # noqa: E402
 
 TYPES = ("PER", "ORG", "GPE")
+SENTENCES, SENTENCE_CHARS = 25, 160  # per document (4,000 characters)
+WORDS = ("the", "company", "was", "founded", "in", "by", "her", "brother", "and", "later",
+         "moved", "its", "headquarters", "to", "city", "where", "he", "studied", "law",
+         "before", "joining", "board", "of", "university")
+
+
+def mention_offsets(slot: int) -> tuple[int, int, int, int]:
+    """Subject and object spans (begin, end, begin, end) of a document's pair ``slot``,
+    inside its sentence (slot mod SENTENCES), distinct for each of MAX_PAIRS_PER_DOC slots."""
+    start = (slot % SENTENCES) * SENTENCE_CHARS
+    k = slot // SENTENCES
+    subj, obj = start + 6 * (k % 12), start + 80 + 6 * (k // 12)
+    return subj, subj + 4, obj, obj + 4
+
+
+MAX_PAIRS_PER_DOC = SENTENCES * 12 * 13  # subject 12 places × object 13 per sentence
 
 
 def copy(cursor, table: str, columns: list[str], rows) -> int:
@@ -217,17 +233,26 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
     call_command("migrate", verbosity=0)
     now = timezone.now().isoformat()
     corpus = Corpus.objects.create(tag="bench", description="recompute benchmark")
+    # Documents of SENTENCES sentences of SENTENCE_CHARS characters each (words, as in
+    # real text: a report page shows the sentence of each sample, so its size is real).
+    text = " ".join(WORDS[(7 * k) % len(WORDS)] for k in range(4 * SENTENCES * SENTENCE_CHARS))
+    sentences = [(text[i * SENTENCE_CHARS:(i + 1) * SENTENCE_CHARS - 1] + ".")
+                 for i in range(SENTENCES)]
+    doc_text = "".join(sentences)
     docs = Document.objects.bulk_create(
-        Document(corpus=corpus, doc_id=f"D{i:05d}", text="x" * 4000, text_sha256=str(i),
-                 length=4000) for i in range(args.docs))
+        Document(corpus=corpus, doc_id=f"D{i:05d}", text=doc_text, text_sha256=str(i),
+                 length=len(doc_text)) for i in range(args.docs))
     sents = Sentence.objects.bulk_create(
-        Sentence(document=d, index=0, begin=0, end=4000, tokens=[]) for d in docs)
+        Sentence(document=d, index=j, begin=j * SENTENCE_CHARS, end=(j + 1) * SENTENCE_CHARS,
+                 tokens=[]) for d in docs for j in range(SENTENCES))
     owner = User.objects.create(username="bench", email="bench@example.org")
     subs = Submission.objects.bulk_create(
         Submission(owner=owner, corpus=corpus, name=f"system-{i:03d}", state=State.SCORED,
                    public=True, file="submissions/bench.kb") for i in range(args.systems))
     n_pairs = args.pairs
     per_doc = n_pairs // args.docs
+    if per_doc > MAX_PAIRS_PER_DOC:
+        sys.exit(f"at most {MAX_PAIRS_PER_DOC} pairs per document: raise --docs")
     n_pred = len(PREDICATES)
     truth = np.where(rng.random(n_pairs) < 0.3, rng.integers(0, n_pred, n_pairs), -1)
     popularity = rng.zipf(1.3, n_pairs).astype(float)
@@ -240,8 +265,8 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
         copy(raw, "submissions_mentionpair",
              ["document_id", "sentence_id", "subject_begin", "subject_end", "object_begin",
               "object_end", "subject_type", "object_type"],
-             ((docs[d].pk, sents[d].pk, 2 * s, 2 * s + 1, 2000 + 2 * s, 2001 + 2 * s, "PER",
-               TYPES[s % 3]) for d, s in zip(doc_of, slot, strict=True)))
+             ((docs[d].pk, sents[d * SENTENCES + s % SENTENCES].pk, *mention_offsets(s),
+               "PER", TYPES[s % 3]) for d, s in zip(doc_of, slot, strict=True)))
         c.execute("SELECT id FROM submissions_mentionpair ORDER BY id")
         pair_ids = np.array([r[0] for r in c.fetchall()])
         t = time.monotonic()
