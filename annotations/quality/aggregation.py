@@ -452,36 +452,38 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
         # stored, so they are solved for (the fit's posterior is the fixed point of
         # this map on the fit's own answers; it starts from the plain posterior).
         # Each pair's map involves only its own answers and share: a pair stops when its
-        # own posterior settles, and the rounds run on the pairs still moving (the same
-        # floats as over all of them: each pair's sums keep their order).
+        # own posterior settles (the same floats whichever other pairs are computed with
+        # it: each pair's sums keep their order). The rounds run on a subset holding the
+        # pairs still moving, cut down when fewer than half of it still move.
         n_w = params.rates[3].shape[0]
         base = np.log(np.maximum(post, 1e-300))  # the plain log posterior, up to a constant
         said_none = obs == params.none_index
-        moving = np.arange(n_items)
+        ids = np.arange(n_items)  # the subset's pairs
+        live = np.ones(n_items, dtype=bool)  # which of them still move
         sub = (items, workers, said_none,
                rate_models.Incidence(items, workers, obs, params.none_index, n_items, n_w))
         for _ in range(LOO_POSTERIOR_ROUNDS):
-            cur = post[moving]
-            new = _softmax(base[moving] + rate_models.loo_cell_terms(
+            cur = post[ids]
+            new = _softmax(base[ids] + rate_models.loo_cell_terms(
                 params.rates, sub[0], sub[1], sub[2], cur, params.none_index, sub[3]))
-            done = np.abs(new - cur).max(axis=1) < 1e-7
+            done = live & (np.abs(new - cur).max(axis=1) < 1e-7)
             # Damped: a pair's posterior falls as its own share grows (slope in
             # (−1, 0)), so the plain iteration oscillates; the average contracts.
-            post[moving] = np.where(done[:, None], new, 0.5 * (cur + new))
-            if done.all():
+            at = np.flatnonzero(live)
+            post[ids[at]] = np.where(done[at, None], new[at], 0.5 * (cur[at] + new[at]))
+            live &= ~done
+            if not live.any():
                 break
-            if done.any():
-                keep = np.flatnonzero(~done)
-                moving = moving[keep]
-                at = np.zeros(len(done), dtype=bool)
-                at[keep] = True
-                ans = at[sub[0]]
-                renum = np.cumsum(at) - 1  # the moving pairs' new indices
+            if 2 * int(live.sum()) < len(ids):
+                ans = live[sub[0]]
+                renum = np.cumsum(live) - 1  # the moving pairs' indices in the new subset
                 s_items, s_workers, s_none = renum[sub[0][ans]], sub[1][ans], sub[2][ans]
+                ids = ids[live]
+                live = np.ones(len(ids), dtype=bool)
                 sub = (s_items, s_workers, s_none,
                        rate_models.Incidence(s_items, s_workers,
                                              np.where(s_none, params.none_index, -2),
-                                             params.none_index, len(moving), n_w))
+                                             params.none_index, len(ids), n_w))
     for i, c in (known or {}).items():
         post[i] = 0.0
         post[i, index[c]] = 1.0
