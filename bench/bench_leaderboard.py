@@ -5,7 +5,8 @@ score runs of history, 10% private), starts gunicorn on 127.0.0.1 against it wit
 every cache off, and drives a fixed number of requests per endpoint with a bounded
 thread pool (50 clients). Prints p50/p95/p99 latency and throughput for /healthz,
 the HTML page (anonymous and logged in), the JSON API, the CSV download, a
-submission's report page and its progress.json, then drops the database. The last
+submission's report page and its progress.json, then drops the database. Signed-in
+requests send the session cookie and the CSRF cookie the first page set, as a browser. The last
 line compares the page's p95 with /healthz's on the same server and load:
 
     leaderboard p95 X ms, healthz p95 Y ms, ratio Z
@@ -80,6 +81,22 @@ def populate(n_systems: int, per_system: int, n_runs: int) -> str:
     client = Client()
     client.force_login(users[0])
     return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def browser_cookies(host: str, session_cookie: str) -> str:
+    """The session cookie and the CSRF cookie a first signed-in page sets, as a browser
+    sends both from then on (without it every request would make a new CSRF secret and
+    set it again, as only a first visit does)."""
+    from django.conf import settings
+
+    req = urllib.request.Request(host + "/leaderboard/bench/",
+                                 headers={"Cookie": session_cookie})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        for header in resp.headers.get_all("Set-Cookie") or []:
+            pair = header.split(";", 1)[0]
+            if pair.startswith(f"{settings.CSRF_COOKIE_NAME}="):
+                return f"{session_cookie}; {pair}"
+    sys.exit("the signed-in page set no CSRF cookie: the bench cannot act as a browser")
 
 
 def drive(url: str, clients: int, requests: int, cookie: str = "") -> dict[str, float]:
@@ -168,6 +185,7 @@ def main() -> None:
                   f"{args.clients} concurrent clients, {args.requests} requests per endpoint"
                   "; CPU = gunicorn workers' CPU per request (the machine may be shared)")
             results = {}
+            cookie = browser_cookies(server.host, cookie)
             for label, path, logged_in in ENDPOINTS:
                 who = cookie if logged_in else ""
                 full = server.host + path.format(report=report_id)
