@@ -30,6 +30,7 @@ from .population import Population
 from .precision import MIN_BORROWED, LabelState, RowSums
 from .recall import exhaustive_hits, pair_true_share, predicted_relations
 from .schemes import SCHEMES, check_scheme, scheme_weights
+from .shares import fixed_point_shares
 
 Key = tuple[str, str, str]  # (scheme, metric, kind)
 # Pseudo-instances at the system's precision in each agreement group's prior (noise.py).
@@ -307,18 +308,11 @@ class PointPlan:
         no prior. ``guess``: (m × AGREE_GROUPS) where to start looking (e.g. the last
         answer); the answer does not depend on it beyond ``tol``.
 
-        EM's update π ← (Σ_j f_j(π) + G·goal)/(size + G), f_j(π) = π·lr_j/(1 + π(lr_j − 1))
-        the instance's P(right) re-weighted to π, is the MAP EM of a class share: its fixed
-        point is the one maximiser of the concave log-likelihood
-        L(π) = Σ_j log(1 + π(lr_j − 1)) + A·log π + C·log(1 − π), where the instances whose
-        P(right) does not move with π (hard, certain or without a ratio) count as observed,
-        A = their P(right) + G·goal and C = the rest + G·(1 − goal). Plain EM creeps
-        towards it (a share near 0 gains ~3% of the way per round: a hundred rounds left
-        ~1e-4), so the root of ψ(π) = π(1 − π)·L′(π) = Σ_j f_j(π) + A − π(size + G) (the
-        sign of L′, without its poles) is found directly: Newton steps, kept inside a
-        bracket that bisection narrows where a step would leave it.
+        That is the one maximiser of a concave log-likelihood, solved directly
+        (`shares.fixed_point_shares`): plain EM creeps towards a share near 0 (a hundred
+        rounds stopped up to 2.5e-4 short on a 100-system world).
         """
-        m, n_cells = self.m, self.m * AGREE_GROUPS
+        m = self.m
         target = np.repeat(np.asarray(prior, float), AGREE_GROUPS)
         if ev.true_prob is None or not len(self._cells):
             return target.reshape(m, AGREE_GROUPS)
@@ -328,46 +322,13 @@ class PointPlan:
         ok = np.isfinite(target)
         goal = np.clip(np.where(ok, target, 0.5), 0.0, 1.0)
         size, fixed, mc, w = self._group_terms(lr)
-        a = fixed + GROUP_STRENGTH * goal
-        total = size + GROUP_STRENGTH
         if not ok.all():  # cells of systems without a prior are not solved
             keep = ok.take(mc)
             mc, w = mc[keep], w[keep]
-
-        def psi(pi: np.ndarray, at: np.ndarray, lrs: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
-            """(ψ(π), ψ′(π)) per cell, over the moving instances ``at`` (cells), ``lrs``."""
-            p = pi.take(at)
-            inv = 1.0 / (1.0 + p * (lrs - 1.0))
-            f = np.bincount(at, weights=p * lrs * inv, minlength=n_cells)
-            df = np.bincount(at, weights=lrs * inv * inv, minlength=n_cells)
-            return f + a - pi * total, df - total
-
-        lo = np.full(n_cells, PRIOR_FLOOR)
-        hi = np.full(n_cells, 1.0 - PRIOR_FLOOR)
-        # L′ decreases: at or below 0 at the floor, the maximiser is the floor (the same
-        # at the ceiling); otherwise it lies strictly inside.
-        at_lo, at_hi = psi(lo, mc, w)[0] <= 0, psi(hi, mc, w)[0] >= 0
         start = goal if guess is None else np.where(np.isfinite(np.ravel(guess)),
                                                     np.ravel(guess), goal)
-        pi = np.where(at_lo, lo, np.where(at_hi, hi, np.clip(start, lo, hi)))
-        active = ~(at_lo | at_hi) & ok
-        for _ in range(200):  # bisection alone halves ~1 to tol in ~40
-            if not active.any():
-                break
-            keep = active.take(mc)
-            if keep.sum() < 0.5 * len(mc):  # cells done stay done: drop their instances
-                mc, w = mc[keep], w[keep]
-            f, df = psi(pi, mc, w)
-            lo = np.where(active & (f > 0), pi, lo)
-            hi = np.where(active & (f < 0), pi, hi)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                step = pi - f / df
-            inside = np.isfinite(step) & (step > lo) & (step < hi)
-            new = np.where(active, np.where(inside, step, 0.5 * (lo + hi)), pi)
-            done = (np.abs(new - pi) <= tol) | (hi - lo <= tol) | (f == 0)
-            pi = new
-            active &= ~done
+        pi = fixed_point_shares(mc, w, None, fixed + GROUP_STRENGTH * goal,
+                                size + GROUP_STRENGTH, start, ok, PRIOR_FLOOR, tol)
         return np.where(ok, pi, np.nan).reshape(m, AGREE_GROUPS)
 
     def _group_terms(self, lr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,

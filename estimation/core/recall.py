@@ -20,11 +20,11 @@ from .evidence import (
     Interval,
     likelihood_ratio,
     reprior,
-    reprior_lr,
 )
 from .importance import ImportanceResult, content_key, frozen, per_draw_variance
 from .population import Population
 from .schemes import scheme_weights
+from .shares import fixed_point_shares
 
 
 def exhaustive_membership(pop: Population, ev: Evidence) -> np.ndarray:
@@ -134,12 +134,11 @@ POOL_STRENGTH = 10.0  # pseudo-pairs at the group's mean precision
 
 
 def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarray,
-                      k: np.ndarray, rounds: int = 100,
-                      weights: np.ndarray | None = None) -> np.ndarray:
+                      k: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Per pair, the prior of holding a relation of its group of pairs: the value at
     which the group's posteriors, re-weighted to it, average to it (the fixed point EM
-    reaches for a class share), shrunk towards the group's mean ``mix`` by
-    POOL_STRENGTH pseudo-pairs.
+    reaches for a class share, solved directly: `shares.fixed_point_shares`), shrunk
+    towards the group's mean ``mix`` by POOL_STRENGTH pseudo-pairs, within [0.001, 0.999].
 
     ``post``: P(pair true) under the prior ``crowd`` (per pair: `true_prior_of`); ``mix``: the
     precision of the systems that draw the pair, mixed as the draws are; ``k``: how
@@ -162,15 +161,14 @@ def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarr
     w = np.ones(len(post)) if weights is None else weights
     scale = n / np.maximum(np.bincount(inv, weights=w), 1e-300)  # weights sum to n
     lr = likelihood_ratio(post, np.broadcast_to(np.asarray(crowd, float), post.shape))
-    pi = centre
-    for _ in range(rounds):
-        new = (scale * np.bincount(inv, weights=w * reprior_lr(post, lr, pi[inv]))
-               + POOL_STRENGTH * centre) / (n + POOL_STRENGTH)
-        new = np.clip(new, 1e-3, 1 - 1e-3)
-        done = np.abs(new - pi).max() < 1e-6
-        pi = new
-        if done:
-            break
+    # EM's fixed point (π(n + S) = Σ scale·w·P re-weighted to π + S·centre), solved
+    # directly; a pair at P 0 or 1 keeps it whatever the prior (`evidence.reprior_lr`).
+    ww = scale[inv] * w
+    moving = (post > 0) & (post < 1) & np.isfinite(lr)
+    fixed = np.bincount(inv, weights=np.where(moving, 0.0, ww * post), minlength=len(n))
+    pi = fixed_point_shares(inv[moving], lr[moving], ww[moving],
+                            fixed + POOL_STRENGTH * centre, n + POOL_STRENGTH, centre,
+                            np.ones(len(n), dtype=bool), 1e-3)
     return pi[inv]
 
 

@@ -77,3 +77,39 @@ def test_weighted_pooled_prior_is_the_share_recall_sums() -> None:
     # Weights on another scale give the same prior (only their ratios count).
     np.testing.assert_allclose(pooled_true_prior(post, crowd, mix, k, weights=7 * w),
                                weighted, atol=1e-9)
+
+
+def test_pooled_prior_is_ems_fixed_point() -> None:
+    """Solved directly, each group's prior is where plain EM rounds end up (run to the
+    end), with weights, pairs at P 0 and 1 (fixed whatever the prior), a group near
+    the floor (whose EM crawls) and one clipped there."""
+    from estimation.core.evidence import likelihood_ratio, reprior_lr
+    from estimation.core.recall import POOL_STRENGTH
+
+    rng = np.random.default_rng(4)
+    crowd = 0.5
+    parts = [_group(rng, 800, rate, crowd, mu)[0]
+             for rate, mu in ((0.4, 1.0), (0.02, 0.3), (0.0, 2.0), (0.7, 0.5))]
+    post = np.concatenate(parts)
+    post[:800:37], post[5:800:41] = 0.0, 1.0
+    mix = np.repeat([0.5, 0.05, 0.002, 0.9], 800)
+    k = np.tile([1, 2, 3, 1], 800)
+    w = rng.uniform(0.2, 3.0, len(post))
+    got = pooled_true_prior(post, crowd, mix, k, weights=w)
+    # The reference: the rounds as they were, until they stop moving.
+    edges = np.quantile(mix, np.linspace(0, 1, 7)[1:-1])
+    _, inv = np.unique(np.searchsorted(edges, mix) * 3 + np.clip(k, 1, 3) - 1,
+                       return_inverse=True)
+    n = np.bincount(inv).astype(float)
+    centre = np.bincount(inv, weights=mix) / n
+    scale = n / np.bincount(inv, weights=w)
+    lr = likelihood_ratio(post, np.full(len(post), crowd))
+    pi = centre
+    for _ in range(200_000):
+        new = np.clip((scale * np.bincount(inv, weights=w * reprior_lr(post, lr, pi[inv]))
+                       + POOL_STRENGTH * centre) / (n + POOL_STRENGTH), 1e-3, 1 - 1e-3)
+        if np.abs(new - pi).max() < 1e-14:
+            break
+        pi = new
+    np.testing.assert_allclose(got, new[inv], rtol=0, atol=1e-10)
+    assert (new == 1e-3).any() and (new < 0.05).sum() > 1
