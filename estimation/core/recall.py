@@ -134,7 +134,8 @@ POOL_STRENGTH = 10.0  # pseudo-pairs at the group's mean precision
 
 
 def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarray,
-                      k: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+                      k: np.ndarray, weights: np.ndarray | None = None,
+                      start: np.ndarray | None = None) -> np.ndarray:
     """Per pair, the prior of holding a relation of its group of pairs: the value at
     which the group's posteriors, re-weighted to it, average to it (the fixed point EM
     reaches for a class share, solved directly: `shares.fixed_point_shares`), shrunk
@@ -152,6 +153,9 @@ def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarr
     so that a group's prior is the one at which the posteriors recall sums, weighted as
     it sums them, average to it: unweighted, the often drawn pairs of precise systems
     set the prior of a group whose rarely drawn pairs count most (1/q).
+
+    ``start``: per pair, where to look for its group's prior first (e.g. the last
+    answer for nearly the same posteriors); the answer does not depend on it.
     """
     edges = np.quantile(mix, np.linspace(0, 1, POOL_BINS + 1)[1:-1])
     key = np.searchsorted(edges, mix) * 3 + np.clip(k, 1, 3) - 1
@@ -166,8 +170,9 @@ def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarr
     ww = scale[inv] * w
     moving = (post > 0) & (post < 1) & np.isfinite(lr)
     fixed = np.bincount(inv, weights=np.where(moving, 0.0, ww * post), minlength=len(n))
+    guess = centre if start is None else np.bincount(inv, weights=start) / n
     pi = fixed_point_shares(inv[moving], lr[moving], ww[moving],
-                            fixed + POOL_STRENGTH * centre, n + POOL_STRENGTH, centre,
+                            fixed + POOL_STRENGTH * centre, n + POOL_STRENGTH, guess,
                             np.ones(len(n), dtype=bool), 1e-3)
     return pi[inv]
 
@@ -247,7 +252,8 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
             post = np.where(inside, T * true_lik / (T * true_lik + (1 - T) * none), t)
             on_pred = np.where(true_lik > 0, rho * pred / true_lik, 1.0)
         post = np.nan_to_num(post, nan=1.0)
-        pi = pooled_true_prior(post, T, mix, k, weights=weights)
+        pi = pooled_true_prior(post, T, mix, k, weights=weights,
+                               start=None if pi is mix else pi)
         p_true = reprior(post, T, pi)
         new = float(np.clip((w * p_true * on_pred).sum() / max((w * p_true).sum(), 1e-300),
                             1e-3, 1 - 1e-3))

@@ -42,11 +42,26 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
                 np.bincount(at, weights=df, minlength=n) - total)
 
     lo, hi = np.full(n, floor), np.full(n, 1.0 - floor)
-    at_lo, at_hi = psi(lo)[0] <= 0, psi(hi)[0] >= 0
-    pi = np.where(solve & at_lo, lo, np.where(solve & at_hi, hi, np.clip(start, lo, hi)))
-    pi = np.where(solve, pi, start)
-    active = solve & ~(at_lo | at_hi)
+    pi = np.where(solve, np.clip(start, lo, hi), start)
+    f, df = psi(pi)
+    # The log-likelihood's slope decreases: the root lies on the side ψ's sign points to,
+    # and is that side's end (the answer clipped there) if ψ keeps its sign up to it.
+    probe = np.where(f > 0, hi, lo)
+    at_end = solve & (f != 0) & (np.sign(psi(probe)[0]) * np.sign(f) >= 0)
+    pi = np.where(at_end, probe, pi)
+    active = solve & ~at_end & (f != 0)
     for _ in range(200):  # bisection alone halves ~1 to tol in ~40
+        if not active.any():
+            break
+        lo = np.where(active & (f > 0), pi, lo)
+        hi = np.where(active & (f < 0), pi, hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = pi - f / df
+        inside = np.isfinite(step) & (step > lo) & (step < hi)
+        new = np.where(active, np.where(inside, step, 0.5 * (lo + hi)), pi)
+        done = (np.abs(new - pi) <= tol) | (hi - lo <= tol)
+        pi = new
+        active &= ~done
         if not active.any():
             break
         keep = active.take(at)
@@ -54,13 +69,5 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
             at, lrs = at[keep], lrs[keep]
             w = None if w is None else w[keep]
         f, df = psi(pi)
-        lo = np.where(active & (f > 0), pi, lo)
-        hi = np.where(active & (f < 0), pi, hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = pi - f / df
-        inside = np.isfinite(step) & (step > lo) & (step < hi)
-        new = np.where(active, np.where(inside, step, 0.5 * (lo + hi)), pi)
-        done = (np.abs(new - pi) <= tol) | (hi - lo <= tol) | (f == 0)
-        pi = new
-        active &= ~done
+        active &= f != 0
     return pi
