@@ -42,7 +42,9 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
                 np.bincount(at, weights=df, minlength=n) - total)
 
     lo, hi = np.full(n, floor), np.full(n, 1.0 - floor)
-    pi = np.where(solve, np.clip(start, lo, hi), start)
+    # Cells not solved sit at 1/2 while ψ is evaluated (any start of theirs, even 0 or
+    # 1, would do no harm to the others but warn); they get ``start`` back.
+    pi = np.where(solve, np.clip(start, lo, hi), 0.5)
     f, df = psi(pi)
     # The log-likelihood's slope decreases: the root lies on the side ψ's sign points to,
     # and is that side's end (the answer clipped there) if ψ keeps its sign up to it.
@@ -70,4 +72,4 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
             w = None if w is None else w[keep]
         f, df = psi(pi)
         active &= f != 0
-    return pi
+    return np.where(solve, pi, start)
