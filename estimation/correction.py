@@ -42,11 +42,13 @@ from annotations.quality.aggregation import (
     SOFT_TYPE_SHRINK,
     OneCoinParams,
     answer_key,
+    answers_of,
     category_codes,
     coin_posterior,
     item_priors,
     one_coin,
     parameter_replicates,
+    set_known,
 )
 from annotations.quality.workers import in_ids, offered
 from kbpo.core.models import Corpus
@@ -299,9 +301,9 @@ def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
     (`coin_posterior`), the control answers set. Rows of questions whose answers,
     options and stratum are those this process computed them from, under the same
     parameters, are reused (the same floats: each question's posterior is computed from
-    its own answers alone); the others are computed."""
+    its own answers alone); the others are computed. Every replicate has the fit's
+    categories (`_stored`)."""
     cats = params[0].categories
-    same_cats = all(p.categories == cats for p in params)
     obs = category_codes(cats, ans.keys)
     n = len(ans.qids)
     key = hashlib.blake2b(bytes(fit.params), digest_size=16).hexdigest() \
@@ -312,42 +314,34 @@ def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
         kept = _POSTS.get(corpus_id)
     found = np.zeros(n, dtype=bool)
     pos = np.zeros(n, dtype=np.int64)
-    if kept is not None and kept.params == key and same_cats and len(kept.qids):
+    if kept is not None and kept.params == key and len(kept.qids):
         pos = np.minimum(np.searchsorted(kept.qids, qids), len(kept.qids) - 1)
         found = (kept.qids[pos] == qids) & (kept.signs[pos] == signs)
+    mask, sub_items = answers_of(ans.items, ~found)
     todo = np.flatnonzero(~found)
-    at = np.zeros(n, dtype=bool)
-    at[todo] = True
-    mask = at[ans.items]
-    renum = np.cumsum(at) - 1
-    sub_items, sub_workers = renum[ans.items[mask]], ans.workers[mask]
     sub_keys = [k for k, m in zip(ans.keys, mask, strict=True) if m]
     posts = []
     for r, p in enumerate(params):
-        post = np.empty((n, len(p.categories)))
+        post = np.empty((n, len(cats)))
         if len(todo):
-            post[todo] = coin_posterior(p, sub_items, sub_workers, sub_keys, len(todo),
+            post[todo] = coin_posterior(p, sub_items, ans.workers[mask], sub_keys, len(todo),
                                         n_options=np.asarray(n_options, float)[todo],
-                                        strata=np.asarray(strata)[todo],
-                                        obs=obs[mask] if same_cats else None)
+                                        strata=np.asarray(strata)[todo], obs=obs[mask])
         if found.any():
             assert kept is not None
             post[found] = kept.posts[r][pos[found]]
         posts.append(post)
-    order = np.argsort(qids)
-    if connection.vendor == "postgresql" and same_cats:
+    if connection.vendor == "postgresql":
         # Kept before the controls are set: `known` may change without the answers.
+        order = np.argsort(qids)
         with _SEEN_LOCK:
             _POSTS[corpus_id] = _Posteriors(key, qids[order], signs[order],
                                             [post[order] for post in posts])
             _POSTS.move_to_end(corpus_id)
             while len(_POSTS) > SEEN_ENTRIES:
                 _POSTS.popitem(last=False)
-    for p, post in zip(params, posts, strict=True):
-        index = {c: i for i, c in enumerate(p.categories)}
-        for i, c in known.items():
-            post[i] = 0.0
-            post[i, index[c]] = 1.0
+    for post in posts:
+        set_known(post, cats, known)
     return posts
 
 

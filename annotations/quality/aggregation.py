@@ -409,6 +409,22 @@ def _softmax(log_post: np.ndarray) -> np.ndarray:
     return _normalise_rows(np.exp(log_post))
 
 
+def answers_of(items: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The answers of the kept items (``keep``: a mask over items), as a mask over the
+    answers, and their items renumbered 0.. in the kept items' order."""
+    mask = keep[items]
+    return mask, (np.cumsum(keep) - 1)[items[mask]]
+
+
+def set_known(post: np.ndarray, categories: Sequence, known: dict[int, object] | None
+              ) -> None:
+    """The known items' rows of ``post`` made certain of their known answers (in place)."""
+    index = {c: i for i, c in enumerate(categories)}
+    for i, c in (known or {}).items():
+        post[i] = 0.0
+        post[i, index[c]] = 1.0
+
+
 def category_codes(categories: Sequence, answers: Sequence) -> np.ndarray:
     """Each answer's index in ``categories`` (a KeyError for an answer outside them)."""
     index = {c: i for i, c in enumerate(categories)}
@@ -435,7 +451,6 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
     items = np.asarray(items, dtype=np.int64)
     workers = np.asarray(workers, dtype=np.int64)
     cats = params.categories
-    index = {c: i for i, c in enumerate(cats)}
     if obs is None:
         obs = category_codes(cats, answers)
     elif len(obs) != len(answers):
@@ -475,18 +490,15 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
             if not live.any():
                 break
             if 2 * int(live.sum()) < len(ids):
-                ans = live[sub[0]]
-                renum = np.cumsum(live) - 1  # the moving pairs' indices in the new subset
-                s_items, s_workers, s_none = renum[sub[0][ans]], sub[1][ans], sub[2][ans]
+                ans, s_items = answers_of(sub[0], live)
+                s_workers, s_none = sub[1][ans], sub[2][ans]
                 ids = ids[live]
                 live = np.ones(len(ids), dtype=bool)
                 sub = (s_items, s_workers, s_none,
                        rate_models.Incidence(s_items, s_workers,
                                              np.where(s_none, params.none_index, -2),
                                              params.none_index, len(ids), n_w))
-    for i, c in (known or {}).items():
-        post[i] = 0.0
-        post[i, index[c]] = 1.0
+    set_known(post, cats, known)
     return post
 
 
