@@ -321,13 +321,10 @@ class PointPlan:
             return target.reshape(m, AGREE_GROUPS)
         ok = np.isfinite(target)
         goal = np.clip(np.where(ok, target, 0.5), 0.0, 1.0)
-        size, fixed, mc, w = self._group_terms(lr)
-        if not ok.all():  # cells of systems without a prior are not solved
-            keep = ok.take(mc)
-            mc, w = mc[keep], w[keep]
+        size, fixed, cells, ratios = self._group_terms(lr)
         start = goal if guess is None else np.where(np.isfinite(np.ravel(guess)),
                                                     np.ravel(guess), goal)
-        pi = fixed_point_shares(mc, w, None, fixed + GROUP_STRENGTH * goal,
+        pi = fixed_point_shares(cells, ratios, None, fixed + GROUP_STRENGTH * goal,
                                 size + GROUP_STRENGTH, start, ok, PRIOR_FLOOR, tol)
         return np.where(ok, pi, np.nan).reshape(m, AGREE_GROUPS)
 

@@ -244,7 +244,7 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
                         t / T)
     crowd, none = t / T, (1 - t) / (1 - T)
     inside = (t > 0) & (t < 1)
-    rho, pi = 0.9, mix
+    rho, pi, start = 0.9, mix, None
     w = weights / max(float(weights.sum()), 1e-300)
     for _ in range(rounds):
         true_lik = rho * pred + (1 - rho) * crowd
@@ -252,8 +252,7 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
             post = np.where(inside, T * true_lik / (T * true_lik + (1 - T) * none), t)
             on_pred = np.where(true_lik > 0, rho * pred / true_lik, 1.0)
         post = np.nan_to_num(post, nan=1.0)
-        pi = pooled_true_prior(post, T, mix, k, weights=weights,
-                               start=None if pi is mix else pi)
+        pi = start = pooled_true_prior(post, T, mix, k, weights=weights, start=start)
         p_true = reprior(post, T, pi)
         new = float(np.clip((w * p_true * on_pred).sum() / max((w * p_true).sum(), 1e-300),
                             1e-3, 1 - 1e-3))

@@ -30,6 +30,10 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
     which cells to solve (the others keep ``start``)."""
     n = len(fixed)
     at, w, lrs = cells, weight, lr
+    if not solve.all():  # the items of cells not solved play no part
+        keep = solve.take(at)
+        at, lrs = at[keep], lrs[keep]
+        w = None if w is None else w[keep]
 
     def psi(pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p = pi.take(at)
@@ -42,8 +46,7 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
                 np.bincount(at, weights=df, minlength=n) - total)
 
     lo, hi = np.full(n, floor), np.full(n, 1.0 - floor)
-    # Cells not solved sit at 1/2 while ψ is evaluated (any start of theirs, even 0 or
-    # 1, would do no harm to the others but warn); they get ``start`` back.
+    # Cells not solved sit at 1/2 while ψ is evaluated; they get ``start`` back.
     pi = np.where(solve, np.clip(start, lo, hi), 0.5)
     f, df = psi(pi)
     # The log-likelihood's slope decreases: the root lies on the side ψ's sign points to,
