@@ -133,9 +133,39 @@ POOL_BINS = 6
 POOL_STRENGTH = 10.0  # pseudo-pairs at the group's mean precision
 
 
+class PairGroups:
+    """`pooled_true_prior`'s grouping of pairs, which depends on ``mix``, ``k`` and
+    ``weights`` only: made once where the posteriors change round after round
+    (`predicted_true_share`)."""
+
+    def __init__(self, mix: np.ndarray, k: np.ndarray, weights: np.ndarray | None = None):
+        edges = np.quantile(mix, np.linspace(0, 1, POOL_BINS + 1)[1:-1])
+        key = np.searchsorted(edges, mix) * 3 + np.clip(k, 1, 3) - 1
+        _, inv = np.unique(key, return_inverse=True)
+        self.inv = inv.ravel()
+        self.n = np.bincount(self.inv).astype(float)
+        self.centre = np.bincount(self.inv, weights=mix) / self.n
+        w = np.ones(len(mix)) if weights is None else weights
+        scale = self.n / np.maximum(np.bincount(self.inv, weights=w), 1e-300)  # sum to n
+        self.ww = scale[self.inv] * w
+
+    def priors(self, post: np.ndarray, crowd: float | np.ndarray,
+               start: np.ndarray | None = None) -> np.ndarray:
+        """Per group, the prior (``start``: per group, where to look first)."""
+        lr = likelihood_ratio(post, np.broadcast_to(np.asarray(crowd, float), post.shape))
+        # EM's fixed point (π(n + S) = Σ scale·w·P re-weighted to π + S·centre), solved
+        # directly; a pair at P 0 or 1 keeps it whatever the prior (`evidence.reprior_lr`).
+        inv, n, ww = self.inv, self.n, self.ww
+        moving = (post > 0) & (post < 1) & np.isfinite(lr)
+        fixed = np.bincount(inv, weights=np.where(moving, 0.0, ww * post), minlength=len(n))
+        return fixed_point_shares(inv[moving], lr[moving], ww[moving],
+                                  fixed + POOL_STRENGTH * self.centre, n + POOL_STRENGTH,
+                                  self.centre if start is None else start,
+                                  np.ones(len(n), dtype=bool), 1e-3)
+
+
 def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarray,
-                      k: np.ndarray, weights: np.ndarray | None = None,
-                      start: np.ndarray | None = None) -> np.ndarray:
+                      k: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Per pair, the prior of holding a relation of its group of pairs: the value at
     which the group's posteriors, re-weighted to it, average to it (the fixed point EM
     reaches for a class share, solved directly: `shares.fixed_point_shares`), shrunk
@@ -153,28 +183,9 @@ def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarr
     so that a group's prior is the one at which the posteriors recall sums, weighted as
     it sums them, average to it: unweighted, the often drawn pairs of precise systems
     set the prior of a group whose rarely drawn pairs count most (1/q).
-
-    ``start``: per pair, where to look for its group's prior first (e.g. the last
-    answer for nearly the same posteriors); the answer does not depend on it.
     """
-    edges = np.quantile(mix, np.linspace(0, 1, POOL_BINS + 1)[1:-1])
-    key = np.searchsorted(edges, mix) * 3 + np.clip(k, 1, 3) - 1
-    _, inv = np.unique(key, return_inverse=True)
-    n = np.bincount(inv).astype(float)
-    centre = np.bincount(inv, weights=mix) / n
-    w = np.ones(len(post)) if weights is None else weights
-    scale = n / np.maximum(np.bincount(inv, weights=w), 1e-300)  # weights sum to n
-    lr = likelihood_ratio(post, np.broadcast_to(np.asarray(crowd, float), post.shape))
-    # EM's fixed point (π(n + S) = Σ scale·w·P re-weighted to π + S·centre), solved
-    # directly; a pair at P 0 or 1 keeps it whatever the prior (`evidence.reprior_lr`).
-    ww = scale[inv] * w
-    moving = (post > 0) & (post < 1) & np.isfinite(lr)
-    fixed = np.bincount(inv, weights=np.where(moving, 0.0, ww * post), minlength=len(n))
-    guess = centre if start is None else np.bincount(inv, weights=start) / n
-    pi = fixed_point_shares(inv[moving], lr[moving], ww[moving],
-                            fixed + POOL_STRENGTH * centre, n + POOL_STRENGTH, guess,
-                            np.ones(len(n), dtype=bool), 1e-3)
-    return pi[inv]
+    groups = PairGroups(mix, k, weights)
+    return groups.priors(post, crowd)[groups.inv]
 
 
 def predicted_relations(pop: Population, pairs: np.ndarray
@@ -244,23 +255,40 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
                         t / T)
     crowd, none = t / T, (1 - t) / (1 - T)
     inside = (t > 0) & (t < 1)
-    rho, pi, start = 0.9, mix, None
+    groups = PairGroups(mix, k, weights)  # the same in every round
     w = weights / max(float(weights.sum()), 1e-300)
-    for _ in range(rounds):
+    start: np.ndarray | None = None
+
+    def at(rho: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """(ρ's next value, P(pair true), the groups' priors) at ρ."""
+        nonlocal start
         true_lik = rho * pred + (1 - rho) * crowd
         with np.errstate(divide="ignore", invalid="ignore"):
             post = np.where(inside, T * true_lik / (T * true_lik + (1 - T) * none), t)
             on_pred = np.where(true_lik > 0, rho * pred / true_lik, 1.0)
         post = np.nan_to_num(post, nan=1.0)
-        pi = start = pooled_true_prior(post, T, mix, k, weights=weights, start=start)
-        p_true = reprior(post, T, pi)
+        pi = start = groups.priors(post, T, start)
+        p_true = reprior(post, T, pi[groups.inv])
         new = float(np.clip((w * p_true * on_pred).sum() / max((w * p_true).sum(), 1e-300),
                             1e-3, 1 - 1e-3))
-        done = abs(new - rho) < 1e-5
-        rho = new
-        if done:
+        return new, post, pi
+
+    # ρ's update g is smooth and contracts: its fixed point is found by secant steps on
+    # g(ρ) − ρ (a plain round where a step would leave [0.001, 0.999]), in about half the
+    # rounds of iterating g; it stops, as iterating would, where |g(ρ) − ρ| < 1e-5.
+    rho, prev = 0.9, None
+    for _ in range(rounds):
+        new, post, pi = at(rho)
+        gap = new - rho
+        if abs(gap) < 1e-5:
             break
-    return post, pi
+        step = new
+        if prev is not None and gap != prev[1]:
+            step = rho - gap * (rho - prev[0]) / (gap - prev[1])
+            if not (np.isfinite(step) and 1e-3 <= step <= 1 - 1e-3):
+                step = new
+        prev, rho = (rho, gap), float(step)
+    return post, pi[groups.inv]
 
 
 def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,

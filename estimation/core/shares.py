@@ -34,14 +34,18 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
         keep = solve.take(at)
         at, lrs = at[keep], lrs[keep]
         w = None if w is None else w[keep]
+    # w·lr and lr − 1 once: ψ runs a few times per solve over every moving item.
+    wlr, lrm1 = (lrs if w is None else w * lrs), lrs - 1.0
 
     def psi(pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # f = w·p·lr/d and f' = w·lr/d², d = 1 + p(lr − 1), in place (few passes).
         p = pi.take(at)
-        inv = 1.0 / (1.0 + p * (lrs - 1.0))
-        f = p * lrs * inv
-        df = lrs * inv * inv
-        if w is not None:
-            f, df = f * w, df * w
+        inv = p * lrm1
+        inv += 1.0
+        np.reciprocal(inv, out=inv)
+        df = wlr * inv
+        f = df * p
+        df *= inv
         return (np.bincount(at, weights=f, minlength=n) + fixed - pi * total,
                 np.bincount(at, weights=df, minlength=n) - total)
 
@@ -71,8 +75,7 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
             break
         keep = active.take(at)
         if 2 * int(keep.sum()) < len(at):  # cells done stay done: drop their items
-            at, lrs = at[keep], lrs[keep]
-            w = None if w is None else w[keep]
+            at, wlr, lrm1 = at[keep], wlr[keep], lrm1[keep]
         f, df = psi(pi)
         active &= f != 0
     return np.where(solve, pi, start)

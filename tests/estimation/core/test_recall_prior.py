@@ -113,3 +113,69 @@ def test_pooled_prior_is_ems_fixed_point() -> None:
         pi = new
     np.testing.assert_allclose(got, new[inv], rtol=0, atol=1e-10)
     assert (new == 1e-3).any() and (new < 0.05).sum() > 1
+
+
+class _SoftRows:
+    """The part of `Evidence` that `predicted_true_share` reads: soft rows by key and
+    the prior share each row's probability divides out."""
+
+    def __init__(self, keys: np.ndarray, probs: np.ndarray, share: np.ndarray):
+        self.soft_keys, self.soft_probs, self._share = keys, probs, share
+
+    def reweight_prior(self, pos: np.ndarray, found: np.ndarray) -> np.ndarray:
+        return np.where(found, self._share[pos], 0.5)
+
+
+def test_predicted_true_share_stops_at_rhos_fixed_point() -> None:
+    """The share ρ of true pairs whose relation a system predicted is found by secant
+    steps: the answer is the one plain rounds of ρ's update reach when run until ρ
+    stops moving (to 1e-13), within what the 1e-5 stopping rule leaves — and ρ matters
+    here (ρ held at its 0.9 start is far off)."""
+    from estimation.core.recall import PairGroups, predicted_true_share
+
+    rng = np.random.default_rng(11)
+    n, K = 3000, 8
+    T = np.full(n, 0.45)
+    t, _ = _group(rng, n, 0.5, 0.45, 0.8)
+    # One to three predicted relations per pair, each with a soft row of its own.
+    per = rng.integers(1, 4, n)
+    col = np.repeat(np.arange(n), per)
+    preds = np.concatenate([np.sort(rng.choice(K, size=c, replace=False)) for c in per])
+    keys = col * 100 + preds  # sorted, as soft rows' keys are
+    probs = t[col] * rng.dirichlet(np.ones(4), len(col))[:, 0]
+    share = rng.uniform(0.03, 0.2, len(col))
+    ev = _SoftRows(keys, probs, share)
+    count = rng.integers(1, 5, len(col)).astype(float)
+    mix = rng.uniform(0.2, 0.9, n)
+    k = rng.integers(1, 5, n)
+    weights = rng.uniform(0.5, 4.0, n)
+    post, prior = predicted_true_share(ev, t, (keys, col, count), mix, k, weights, T)
+
+    # The reference: ρ ← g(ρ) as the rounds were, until ρ stops moving.
+    rel = probs / share
+    pred = np.bincount(col, weights=count * rel, minlength=n) / np.bincount(
+        col, weights=count, minlength=n)
+    crowd, none = t / T, (1 - t) / (1 - T)
+    groups = PairGroups(mix, k, weights)
+    w = weights / weights.sum()
+
+    def at(rho: float):
+        lik = rho * pred + (1 - rho) * crowd
+        p = T * lik / (T * lik + (1 - T) * none)
+        pi = groups.priors(p, T)[groups.inv]
+        p_true = reprior(p, T, pi)
+        new = float(np.clip((w * p_true * rho * pred / lik).sum() / (w * p_true).sum(),
+                            1e-3, 1 - 1e-3))
+        return new, p, pi
+
+    rho = 0.9
+    for _ in range(10_000):
+        new, ref_post, ref_prior = at(rho)
+        if abs(new - rho) < 1e-13:
+            break
+        rho = new
+    assert abs(rho - 0.9) > 0.05  # the fixed point is not the start
+    start_post = at(0.9)[1]
+    assert np.abs(start_post - ref_post).max() > 1e-2  # ρ moves the posteriors
+    np.testing.assert_allclose(post, ref_post, rtol=0, atol=2e-5)
+    np.testing.assert_allclose(prior, ref_prior, rtol=0, atol=2e-5)
