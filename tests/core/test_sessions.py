@@ -185,3 +185,31 @@ def test_sessions_signed_in_through_djangos_backend_stay_signed_in() -> None:
     assert signed_in(client)
     User.objects.filter(pk=user.pk).update(is_active=False)
     assert not signed_in(client)
+
+
+@pytest.mark.django_db
+def test_decoded_text_is_kept_only_when_its_signature_checks_out() -> None:
+    """The same stored text decodes to the same data as Django's store, a fresh dict
+    each time; a tampered text is refused every time and never kept."""
+    from django.contrib.sessions.backends.db import SessionStore as DjangoStore
+
+    from kbpo.core.sessions import _DECODED
+    from kbpo.core.sessions.db import SessionStore
+
+    ours = SessionStore()
+    text = ours.encode({"_auth_user_id": "7", "cart": [1, 2]})
+    first = ours.decode(text)
+    assert first == {"_auth_user_id": "7", "cart": [1, 2]}
+    assert (ours.key_salt, text) in _DECODED
+    first["cart"].append(3)  # the caller's copy: the next decode is unchanged
+    again = ours.decode(text)
+    assert again == {"_auth_user_id": "7", "cart": [1, 2]} and again is not first
+    # Django's own store (another salt) reads what it wrote the same way.
+    theirs = DjangoStore()
+    assert theirs.decode(theirs.encode({"a": 1})) == {"a": 1}
+    # Tampered: the payload changed under the old signature.
+    head, _, tail = text.partition(":")
+    forged = head[:-2] + ("AA" if head[-2:] != "AA" else "BB") + ":" + tail
+    for _ in range(2):
+        assert ours.decode(forged) == {}
+    assert (ours.key_salt, forged) not in _DECODED

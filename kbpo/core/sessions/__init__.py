@@ -8,15 +8,25 @@ that one-row query. Reading, writing, expiry and log-out are Django's own.
 Sessions signed in before the login backend became kbpo.core.backends' name Django's
 ModelBackend; they are read as signed in through ours (the same authentication and
 user, read faster), so nobody is logged out by the change.
+
+A session's stored text is signed; checking the signature and decoding it cost ≈0.3 ms
+per signed-in request. The text a request reads is almost always the one it read last
+time, so the payload of text that passed the check is kept (`decode`): the same text
+decodes to the same data without checking it again. Only text that passed is kept, so
+a forged or tampered text is still checked (and refused) every time.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.sessions.models import Session
+from django.core.signals import setting_changed
 from django.db import connection
+from django.dispatch import receiver
 from django.utils import timezone
 
 from kbpo.core import prepared
@@ -25,6 +35,17 @@ from kbpo.core.backends import DJANGO_MODEL_BACKEND, PATH
 _SQL = (f"SELECT session_data, expire_date FROM {Session._meta.db_table} "
         "WHERE session_key = %(key)s AND expire_date > %(now)s")
 _TYPES = {"key": "text", "now": "timestamptz"}
+
+# (salt, stored text) -> the serialized payload it decoded to; the newest entries kept.
+_DECODED: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+_DECODED_ENTRIES = 4096
+_DECODED_LOCK = threading.Lock()
+
+
+@receiver(setting_changed)
+def _forget_decoded(**kwargs: object) -> None:
+    with _DECODED_LOCK:
+        _DECODED.clear()  # SECRET_KEY or the serializer may differ now
 
 
 class PreparedRead:
@@ -38,6 +59,25 @@ class PreparedRead:
         data: dict[str, Any] = super().load()  # type: ignore[misc]
         if data.get(BACKEND_SESSION_KEY) == DJANGO_MODEL_BACKEND:
             data[BACKEND_SESSION_KEY] = PATH
+        return data
+
+    def decode(self, session_data: str) -> dict[str, Any]:
+        """Django's decode, remembered for text whose signature checked out: a fresh
+        dict each time (the caller may change it), the same data as decoding it anew."""
+        key = (self.key_salt, session_data)  # type: ignore[attr-defined]
+        serializer = self.serializer()  # type: ignore[attr-defined]
+        with _DECODED_LOCK:
+            payload = _DECODED.get(key)
+            if payload is not None:
+                _DECODED.move_to_end(key)
+        if payload is not None:
+            return serializer.loads(payload)
+        data: dict[str, Any] = super().decode(session_data)  # type: ignore[misc]
+        if data:  # {}: a bad signature or payload (or an empty session): not kept
+            with _DECODED_LOCK:
+                _DECODED[key] = serializer.dumps(data)
+                while len(_DECODED) > _DECODED_ENTRIES:
+                    _DECODED.popitem(last=False)
         return data
 
     def _get_session_from_db(self) -> Session | None:
