@@ -3,7 +3,7 @@
 Every signed-in page carries a CSRF token (the navigation's log-out form), masked anew
 per response so that a compressed page does not leak the secret (BREACH). Django draws
 the 32-character mask one `secrets.choice` at a time and finds each character's place
-with `str.index`: ≈0.35 ms per signed-in request here, a tenth of the page's CPU.
+with `str.index`: ≈0.16 ms per signed-in request on a slow machine (≈0.035 ms this way).
 `new_csrf_string` draws the characters from one `secrets.token_bytes` read (a byte
 below 248 = 4·62 maps to the 62-character alphabet uniformly; the rest are redrawn) and
 `mask_cipher_secret` looks places up in a table: tokens of the same form and law, from
