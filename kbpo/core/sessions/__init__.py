@@ -12,8 +12,9 @@ user, read faster), so nobody is logged out by the change.
 A session's stored text is signed; checking the signature and decoding it cost ≈0.05 ms
 per signed-in request (≈0.007 ms from memory). The text a request reads is almost
 always the one it read last time, so the payload of text that passed the check is kept
-(`decode`): the same text decodes to the same data without checking it again. Only text that passed is kept, so
-a forged or tampered text is still checked (and refused) every time.
+(`decode`): the same text decodes to the same data without checking it again. Only
+text that passed is kept, so a forged or tampered text is still checked (and refused)
+every time.
 """
 
 from __future__ import annotations
