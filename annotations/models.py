@@ -308,6 +308,12 @@ class PairLabel(models.Model):
                   "prior the posterior was computed with.")
     p_correct = models.FloatField(null=True, blank=True,
                                   help_text="Probability that the stored label is right.")
+    # Set by a database trigger on every insert and update, whatever path writes the row
+    # (migration 0011): the id of the writing transaction, so a reader can take only the
+    # rows written since it last read (annotations/quality/label_table.py).
+    changed_xid = models.BigIntegerField(null=True, blank=True, editable=False, db_index=True,
+                                         help_text="Transaction that last wrote the row "
+                                                   "(set by the database).")
 
     def __str__(self) -> str:
         return f"{self.pair_id}: {'|'.join(self.predicates)}"

@@ -35,7 +35,7 @@ from django.db import connection
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
-from annotations.models import PairLabel, Question, Response, TaskKind
+from annotations.models import Question, Response, TaskKind
 from annotations.quality.accuracy import Decoder, RelationAnswers
 from annotations.quality.aggregation import (
     NO_RELATION,
@@ -50,6 +50,8 @@ from annotations.quality.aggregation import (
     parameter_replicates,
     set_known,
 )
+from annotations.quality.label_table import LabelTable, label_table
+from annotations.quality.label_table import forget as forget_labels
 from annotations.quality.workers import in_ids, offered
 from kbpo.core.models import Corpus
 
@@ -125,8 +127,8 @@ _PREFIX_SQL = (
 
 
 def forget_answers(corpus_id: int | None = None) -> None:
-    """Drop the answers and posteriors kept for a corpus (None: every corpus), e.g. for a
-    full rebuild."""
+    """Drop the answers, posteriors and labels kept for a corpus (None: every corpus),
+    e.g. for a full rebuild."""
     with _SEEN_LOCK:
         if corpus_id is None:
             _SEEN.clear()
@@ -134,6 +136,7 @@ def forget_answers(corpus_id: int | None = None) -> None:
         else:
             _SEEN.pop(corpus_id, None)
             _POSTS.pop(corpus_id, None)
+    forget_labels(corpus_id)
 
 
 def _kept(corpus_id: int) -> _Seen | None:
@@ -150,7 +153,9 @@ def _kept(corpus_id: int) -> _Seen | None:
         cursor.execute(sql, [corpus_id, TaskKind.RELATION.value, seen.watermark])
         count, md5 = cursor.fetchone()
     if count != seen.count or md5 != seen.md5.hexdigest():
-        forget_answers(corpus_id)
+        with _SEEN_LOCK:  # the answers changed (the labels are checked on their own)
+            _SEEN.pop(corpus_id, None)
+            _POSTS.pop(corpus_id, None)
         return None
     return seen
 
@@ -346,13 +351,15 @@ def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
 
 
 def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int],
-                          read: list[RelationAnswers] | None = None
+                          read: list[RelationAnswers] | None = None,
+                          labels: LabelTable | None = None
                           ) -> tuple[list[SoftLabels], PendingFit | None]:
     """Soft labels of the corpus's labelled pairs under ``replicates`` bootstrap
     replicates of the model's parameters (fewer than 2, or no answers: none), and the
     refitted parameters to store when they were refitted (else None);
     ``codes``: predicate name → the estimators' code. ``read``: a list that receives
-    the relation answers read, if they were (e.g. for `crowd_accuracy`)."""
+    the relation answers read, if they were (e.g. for `crowd_accuracy`). ``labels``:
+    the corpus's labels if already read (`label_table`)."""
     if replicates < 2:
         return [], None
     ans = _answers(corpus)
@@ -367,11 +374,13 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     known = {index[q]: answer_key(a) for q, a in
              Question.objects.filter(pk__in=in_ids(qids), control_answer__isnull=False)
              .values_list("pk", "control_answer")}
-    labelled = [(index[q], pair) for q, pair in
-                PairLabel.objects.filter(question_id__in=in_ids(qids))
-                .values_list("question_id", "pair_id")]
-    rows = np.asarray([i for i, _ in labelled], np.int64)
-    pair_of = np.asarray([p for _, p in labelled], np.int64)
+    # The labels of these questions: their rows among the questions, and their pairs.
+    labels = label_table(corpus.pk) if labels is None else labels
+    by_id = np.argsort(np.asarray(qids, np.int64), kind="stable")
+    sorted_q = np.asarray(qids, np.int64)[by_id]
+    at = np.minimum(np.searchsorted(sorted_q, labels.questions), len(qids) - 1)
+    mine = sorted_q[at] == labels.questions
+    rows, pair_of = by_id[at[mine]], labels.pairs[mine]
     # The model behind the stored posteriors (offered answers, shares per pair type,
     # the calibrated miss rates of the quality pass's soft fit).
     n_options, strata = offered(qids)

@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import TextField
-from django.db.models.functions import Cast
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
-from annotations.quality.accuracy import json_many
-from kbpo.core.models import Corpus, Document
+from annotations.quality.label_table import LabelTable, label_table
+from kbpo.core.models import Corpus
 from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
 
@@ -89,77 +87,43 @@ def _label_codes(predicates: list[str]) -> list[int]:
     return [-1] if not codes or NO_RELATION in predicates else codes
 
 
-def load_labels(corpus: Corpus) -> tuple[np.ndarray, np.ndarray]:
-    """Aggregated crowd labels: pair ids and predicate codes (-1 = no relation).
+def load_labels(corpus: Corpus, table: LabelTable | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Aggregated crowd labels: pair ids and predicate codes (-1 = no relation), by pair.
 
-    A pair whose label holds two relations appears twice (primary first).
+    A pair whose label holds two relations appears twice (primary first). ``table``:
+    the corpus's labels if already read (`label_table`).
     """
-    pairs: list[int] = []
-    preds: list[int] = []
-    qs = PairLabel.objects.filter(pair__document__corpus=corpus).values_list(
-        "pair_id", "predicates").order_by("pair_id")
-    if connection.vendor == "postgresql":
-        # The JSON as text, decoded once per distinct label (most labels share a few).
-        sql = (f'SELECT l.pair_id, l.predicates::text FROM "{PairLabel._meta.db_table}" l '
-               f'JOIN "{MentionPair._meta.db_table}" p ON p.id = l.pair_id '
-               f'JOIN "{Document._meta.db_table}" d ON d.id = p.document_id '
-               'WHERE d.corpus_id = %s ORDER BY l.pair_id')
-        params = [corpus.pk]
-        memo: dict[str, list[int]] = {}
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        for pair_id, text in rows:
-            codes = memo.get(text)
-            if codes is None:
-                codes = memo[text] = _label_codes(json.loads(text))
-            pairs.extend([pair_id] * len(codes))
-            preds.extend(codes)
-        return np.asarray(pairs, np.int64), np.asarray(preds, np.int64)
-    for pair_id, predicates in qs.iterator(chunk_size=CHUNK):
-        codes = _label_codes(predicates)
-        pairs.extend([pair_id] * len(codes))
-        preds.extend(codes)
-    return np.asarray(pairs, np.int64), np.asarray(preds, np.int64)
+    table = label_table(corpus.pk) if table is None else table
+    # Codes per distinct label text, then spread over the labels (by pair id).
+    per_text = [_label_codes(json.loads(t)) for t in table.texts]
+    lens = np.asarray([len(c) for c in per_text], np.int64)
+    flat = np.asarray([c for codes in per_text for c in codes], np.int64)
+    first = np.cumsum(lens) - lens
+    order = np.argsort(table.pairs, kind="stable")
+    text = table.predicates[order]
+    n = lens[text] if len(text) else np.zeros(0, np.int64)
+    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    return np.repeat(table.pairs[order], n), flat[np.repeat(first[text], n) + within] \
+        if len(within) else np.zeros(0, np.int64)
 
 
-def load_soft_labels(corpus: Corpus) -> SoftLabels:
-    """The stored posteriors of the corpus's labels, as soft-label rows."""
-    pairs: list[int] = []
-    preds: list[int] = []
-    probs: list[float] = []
-    priors: list[float] = []
-    type_priors: list[float] = []
-    # JSON as text, decoded here: the priors once per distinct text (labels share few:
-    # one crowd-wide, one per pair type), the posteriors without the ORM's per-row
-    # converters.
-    qs = (PairLabel.objects.filter(pair__document__corpus=corpus).exclude(posterior={})
-          .annotate(post_text=Cast("posterior", TextField()),
-                    prior_text=Cast("prior", TextField()),
-                    type_text=Cast("type_prior", TextField()))
-          .values_list("pair_id", "post_text", "prior_text", "type_text").order_by("pair_id"))
-    prior_of: dict[str, dict] = {}
-    rows = list(qs.iterator(chunk_size=CHUNK))
-    posteriors = json_many([r[1] for r in rows])  # one parse, not one per label
-    for (pair_id, _, prior_text, type_text), posterior in zip(rows, posteriors, strict=True):
-        prior = prior_of.get(prior_text)
-        if prior is None:
-            prior = prior_of[prior_text] = json.loads(prior_text)
-        own = prior_of.get(type_text)
-        if own is None:
-            own = prior_of[type_text] = json.loads(type_text)
-        for name, p in posterior.items():
-            code = -1 if name == NO_RELATION else PREDICATE_CODE.get(name)
-            if code is None:
-                continue
-            pairs.append(pair_id)
-            preds.append(code)
-            probs.append(min(max(float(p), 0.0), 1.0))
-            priors.append(float(prior.get(name, 0.5)))
-            # A label stored before pair-type shares were kept: NaN, the crowd-wide used.
-            type_priors.append(float(own.get(name, np.nan)))
-    return SoftLabels(np.asarray(pairs, np.int64), np.asarray(preds, np.int64),
-                      np.asarray(probs), np.asarray(priors), np.asarray(type_priors))
+def load_soft_labels(corpus: Corpus, table: LabelTable | None = None) -> SoftLabels:
+    """The stored posteriors of the corpus's labels, as soft-label rows (by pair id, each
+    posterior in its stored order). ``table``: the corpus's labels if already read."""
+    table = label_table(corpus.pk) if table is None else table
+    # An answer name unknown to the estimators (-2) has no row.
+    code_of = np.asarray([-1 if name == NO_RELATION else PREDICATE_CODE.get(name, -2)
+                          for name in table.names], np.int64)
+    codes = code_of[table.soft_names] if len(table.soft_names) else np.zeros(0, np.int64)
+    keep = np.flatnonzero(codes != -2)
+    pairs = table.pairs[table.positions(table.soft_ids[keep])]
+    order = np.argsort(pairs, kind="stable")
+    at = keep[order]
+    # A label stored before pair-type shares were kept has NaN there: the crowd-wide used.
+    return SoftLabels(pairs[order], codes[at],
+                      np.clip(table.soft_probs[at], 0.0, 1.0), table.soft_priors[at],
+                      table.soft_type_priors[at])
 
 
 MATCH_MODES = ("exact", "lenient")
@@ -333,16 +297,18 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         if use_hot:
             instance_cache.keep_population(corpus.pk, loaded.tokens, population, index)
     draws = _load_draws(ids, index)
-    label_pairs, label_preds = load_labels(corpus)
+    labels = label_table(corpus.pk)  # read once for every use below
+    label_pairs, label_preds = load_labels(corpus, labels)
     y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
     y_docs = exhaustive_documents(corpus) if len(y_pairs) else None
-    soft = load_soft_labels(corpus) if settings.KBPO_SOFT_LABELS else None
+    soft = load_soft_labels(corpus, labels) if settings.KBPO_SOFT_LABELS else None
     replicates: list[SoftLabels] = []
     refitted = None  # replicate parameters to store (estimation/correction.py)
     answers: list = []  # the relation answers, if the replicates read them
     if soft is not None and len(soft.pairs):
         replicates, refitted = soft_label_replicates(
-            corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE, read=answers)
+            corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE, read=answers,
+            labels=labels)
     if y_docs is not None and len(y_docs) != len(y_pairs):
         raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
                            "instances: the exhaustive sample changed while loading")
@@ -354,7 +320,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
         soft=soft, soft_replicates=replicates,
         extra={"instance_cache": loaded.pending, "correction_fit": refitted,
-               "answers": answers[0] if answers else None,
+               "answers": answers[0] if answers else None, "labels": labels,
                "reloaded": loaded.reloaded,
                "hot": loaded.arrays is None})
 

@@ -336,8 +336,8 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             # The report's crowd section, from the same snapshot as the labels scored:
             # stored with the run so a report request never reads the whole corpus.
             # The relation answers, if the correction read them, are not read again.
-            run.crowd = crowd_accuracy(corpus.pk, confidence,
-                                       data.extra.get("answers")).as_dict()
+            run.crowd = crowd_accuracy(corpus.pk, confidence, data.extra.get("answers"),
+                                       data.extra.get("labels")).as_dict()
         _store_cache(data)
         ids = [s.pk for s in data.submissions]
         n_draws = int(sum(len(d) for d in data.draws.values()))

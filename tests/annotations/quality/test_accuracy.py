@@ -19,7 +19,7 @@ from annotations.models import (
     Response,
     TaskKind,
 )
-from annotations.quality import accuracy
+from annotations.quality import accuracy, label_table
 from estimation.core.intervals import covers
 from tests.factories import make_corpus, make_hit, make_pair, span
 from tests.stat_checks import assert_coverage
@@ -457,5 +457,5 @@ def test_control_accuracy_is_reweighted_to_the_labelled_pairs_posteriors(
 def test_json_many_decodes_as_one_loads_per_text() -> None:
     texts = ['{"per:spouse": 0.123456789, "no_relation": 1e-7}', "{}", '["a", "b"]',
              '{"x": 0.30000000000000004}']
-    assert accuracy.json_many(texts) == [json.loads(t) for t in texts]
-    assert accuracy.json_many([]) == []
+    assert label_table.json_many(texts) == [json.loads(t) for t in texts]
+    assert label_table.json_many([]) == []

@@ -1,0 +1,50 @@
+"""PairLabel.changed_xid, kept by a trigger: the transaction that last wrote each row.
+
+A trigger rather than code in the write paths: bulk_update, COPY, the admin and raw SQL
+all stamp the row, so no writer can forget it. Postgres only (elsewhere the column stays
+empty and readers read every row, annotations/quality/label_table.py).
+"""
+
+from django.db import migrations, models
+
+FUNCTION = "annotations_pairlabel_stamp"
+TRIGGER = "annotations_pairlabel_stamp"
+TABLE = "annotations_pairlabel"
+
+
+def install(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    schema_editor.execute(
+        f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN NEW.changed_xid := pg_current_xact_id()::text::bigint; RETURN NEW; END $$")
+    schema_editor.execute(f"DROP TRIGGER IF EXISTS {TRIGGER} ON {TABLE}")
+    schema_editor.execute(f"CREATE TRIGGER {TRIGGER} BEFORE INSERT OR UPDATE ON {TABLE} "
+                          f"FOR EACH ROW EXECUTE FUNCTION {FUNCTION}()")
+    # Rows written before: stamped now, by this migration's transaction.
+    schema_editor.execute(f"UPDATE {TABLE} SET changed_xid = NULL")
+
+
+def remove(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    schema_editor.execute(f"DROP TRIGGER IF EXISTS {TRIGGER} ON {TABLE}")
+    schema_editor.execute(f"DROP FUNCTION IF EXISTS {FUNCTION}()")
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("annotations", "0010_pairlabel_type_prior"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="pairlabel",
+            name="changed_xid",
+            field=models.BigIntegerField(blank=True, db_index=True, editable=False,
+                                         help_text="Transaction that last wrote the row "
+                                                   "(set by the database).", null=True),
+        ),
+        migrations.RunPython(install, remove),
+    ]
