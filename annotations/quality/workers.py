@@ -42,7 +42,7 @@ class QualityReport:
     # question -> the lopsided model's label: its sharp fit's under `lopsided`, the
     # calibrated soft fit's under the other methods (which store no such label).
     coin_labels: dict[int, list[str]] = field(default_factory=dict)
-    soft_labels: int = 0                                               # PairLabels updated
+    soft_labels: int = 0                                     # PairLabels written (moved)
     reposterior: int = 0      # ... whose posterior the refit moved (soft scores rest on it)
     control_answers: int = 0                                           # answers to controls
     control_right: int = 0                                             # ... equal to the truth
@@ -272,8 +272,11 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
     for i, a in zip(items.tolist(), answers, strict=True):
         given.setdefault(i, []).append(a)
     changed = []
+    fields = ["predicates", "majority", "method", "support", "posterior", "prior",
+              "type_prior", "p_correct"]
     for i, vote, target in zip(rows, votes, targets, strict=True):
         label = labels[qids[i]]
+        before = [getattr(label, f) for f in fields]
         if not label.majority:
             label.majority = label.predicates
         old = aggregation.answer_key(label.predicates)
@@ -294,8 +297,9 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
         label.type_prior = {k: round(own[k], 6) for k in label.posterior}
         label.p_correct = float(fit.posterior[i][fit.categories.index(target)]) \
             if target in fit.categories else 0.0
-        changed.append(label)
-    PairLabel.objects.bulk_update(changed, ["predicates", "majority", "method", "support",
-                                            "posterior", "prior", "type_prior", "p_correct"],
-                                 batch_size=500)
+        if [getattr(label, f) for f in fields] != before:
+            # Only rows that moved are written: each write stamps the row for the
+            # scoring's next read (label_table.py), which then reads only those.
+            changed.append(label)
+    PairLabel.objects.bulk_update(changed, fields, batch_size=500)
     return len(changed)

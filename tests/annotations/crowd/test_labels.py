@@ -230,6 +230,9 @@ def test_worker_quality_flags_and_batch_agreement(settings, django_capture_on_co
         assert sum(label.posterior.values()) == pytest.approx(1.0, abs=1e-4)
         assert set(label.prior) == set(label.posterior) == set(label.type_prior)
         assert all(0 < v < 1 for v in label.type_prior.values())
+    # A second pass on the same answers moves nothing, so it writes (and stamps) no row:
+    # the scores' next read of the labels has nothing to fetch (label_table.py).
+    assert quality_workers.update_worker_quality().soft_labels == 0
     crowd_workers.block_worker(by_id["bad"], "disagrees with everyone")
     by_id["bad"].refresh_from_db()
     assert by_id["bad"].blocked and by_id["bad"].blocked_reason
