@@ -363,17 +363,19 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     if replicates < 2:
         return [], None
     ans = _answers(corpus)
-    if read is not None:
-        read.append(RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
-                                    np.asarray(ans.wids, np.int64)[ans.workers], ans.keys))
     items, workers, answers, qids = ans.items, ans.workers, ans.keys, ans.qids
     n_workers = len(ans.wids)
+    index = {q: i for i, q in enumerate(qids)}
+    controls = {q: answer_key(a) for q, a in
+                Question.objects.filter(pk__in=in_ids(qids), control_answer__isnull=False)
+                .values_list("pk", "control_answer")} if len(qids) else {}
+    if read is not None:
+        read.append(RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
+                                    np.asarray(ans.wids, np.int64)[ans.workers], ans.keys,
+                                    controls))
     if not len(items):
         return [], None
-    index = {q: i for i, q in enumerate(qids)}
-    known = {index[q]: answer_key(a) for q, a in
-             Question.objects.filter(pk__in=in_ids(qids), control_answer__isnull=False)
-             .values_list("pk", "control_answer")}
+    known = {index[q]: key for q, key in controls.items()}
     # The labels of these questions: their rows among the questions, and their pairs.
     labels = label_table(corpus.pk) if labels is None else labels
     by_id = np.argsort(np.asarray(qids, np.int64), kind="stable")

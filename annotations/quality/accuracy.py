@@ -38,7 +38,7 @@ is one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -385,6 +385,9 @@ class RelationAnswers:
     questions: np.ndarray
     workers: np.ndarray
     keys: Sequence[str]
+    # Known answer key per control question among them, read in the same snapshot (None:
+    # not read; `control_accuracy` then queries them).
+    controls: Mapping[int, str] | None = None
 
 
 def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
@@ -499,13 +502,15 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
                          clustered_share(vote_agree, agree_w, confidence),
                          aggregator=settings.KBPO_LABEL_AGGREGATION, labels=len(answered),
                          differs_from_majority=differs,
-                         controls=control_accuracy(corpus_id, confidence, decode, mix, tested))
+                         controls=control_accuracy(corpus_id, confidence, decode, mix, tested,
+                                                   answers))
 
 
 def control_accuracy(corpus_id: int, confidence: float = 0.9,
                      decode: Decoder | None = None,
                      mix: tuple[float, float, int] | None = None,
-                     tested: TestedAnswers | None = None) -> ControlAccuracy:
+                     tested: TestedAnswers | None = None,
+                     answers: RelationAnswers | None = None) -> ControlAccuracy:
     """Control answers against their known answers, and the controls' share of answers.
 
     One query grouped in the database by (worker, answer, known answer): a worker gives
@@ -515,8 +520,24 @@ def control_accuracy(corpus_id: int, confidence: float = 0.9,
     `mix`: the tested pairs' share holding a relation, its standard error and the
     pairs it is measured on (`tested_mix`), to weight the two parts to the tested
     pairs' mix (`reweighted_share`); `tested`: the answers that mix comes from, for
-    its interval's worker jackknife.
+    its interval's worker jackknife. `answers`: the corpus's relation answers with their
+    controls' known answers, if the caller read them (nothing is queried then).
     """
+    if answers is not None and answers.controls is not None:
+        known = answers.controls
+        at = [j for j, q in enumerate(answers.questions.tolist()) if q in known]
+        truth = [known[int(answers.questions[j])] for j in at]
+        given = [answers.keys[j] for j in at]
+        x = np.asarray([1.0 if k == t else 0.0 for k, t in zip(given, truth, strict=True)])
+        w = np.asarray(answers.workers, np.int64)[at]
+        pos = np.asarray([t != NO_RELATION for t in truth], dtype=bool)
+        return ControlAccuracy(clustered_share(x, w, confidence),
+                               clustered_share(x[pos], w[pos], confidence),
+                               clustered_share(x[~pos], w[~pos], confidence),
+                               relation_answers=len(answers.keys),
+                               reweighted=reweighted_share(
+                                   x, w, pos, mix, confidence, tested,
+                                   np.asarray([k != NO_RELATION for k in given], dtype=bool)))
     decode = decode or Decoder()
     is_control = Q(question__control_answer__isnull=False)
     rows = (Response.objects.filter(question__corpus_id=corpus_id,

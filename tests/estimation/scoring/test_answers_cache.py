@@ -13,7 +13,7 @@ from annotations.models import Assignment, Backend, CrowdWorker, PairLabel, Resp
 from estimation import correction
 from tests.estimation.scoring.scoring_world import World
 from tests.estimation.scoring.test_correction_fit import _answer
-from tests.estimation.scoring.test_report_crowd import _crowd
+from tests.estimation.scoring.test_report_crowd import _controls, _crowd
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql",
                                 reason="the kept answers are checked with Postgres's md5")
@@ -147,6 +147,7 @@ def test_crowd_accuracy_on_the_read_answers_is_the_read_from_scratch(answered: W
 
     settings.KBPO_SOFT_LABELS = True
     settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
+    _controls(answered)  # their known answers come with the read answers too
     for change in ("none", "edit", "new"):
         if change == "edit":
             # An answer naming two things: P(right) is the smaller of their probabilities.
@@ -167,3 +168,4 @@ def test_crowd_accuracy_on_the_read_answers_is_the_read_from_scratch(answered: W
         run = scoring.recompute(answered.corpus)
         assert _close(run.crowd, own), change
     assert own["agreement"]["answers"] == 8 and own["agreement"]["workers"] == 4
+    assert own["controls"]["accuracy"]["answers"] > 0
