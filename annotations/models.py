@@ -271,6 +271,11 @@ class Response(models.Model):
                              help_text="Mention/link checks; spans for document tasks.")
     seconds = models.FloatField(null=True, blank=True, help_text="Time the worker spent.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set by a database trigger on every insert and update (migration 0011): the
+    # scoring's kept answers read only rows written since (estimation/correction.py).
+    changed_xid = models.BigIntegerField(null=True, blank=True, editable=False, db_index=True,
+                                         help_text="Transaction that last wrote the row "
+                                                   "(set by the database).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "worker"],

@@ -50,7 +50,7 @@ from annotations.quality.aggregation import (
     parameter_replicates,
     set_known,
 )
-from annotations.quality.label_table import LabelTable, label_table
+from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
 from annotations.quality.label_table import forget as forget_labels
 from annotations.quality.workers import in_ids, offered
 from kbpo.core.models import Corpus
@@ -81,11 +81,11 @@ class _Answers:
 @dataclass(frozen=True)
 class _Seen:
     """The relation answers of one corpus this process has read (`_answers`), in id
-    order, with an MD5 of their rows as `_PREFIX_SQL` computes it in the database."""
+    order, and the horizon of the snapshot they were read in (label_table.py)."""
 
     watermark: int  # the largest response id read
-    count: int
-    md5: object  # hashlib md5 object over every row read (copied before each update)
+    horizon: int    # rows stamped at or above it are read again
+    pks: np.ndarray  # response ids, ascending
     q_index: dict[int, int]
     w_index: dict[int, int]
     items: np.ndarray
@@ -114,16 +114,18 @@ class _Posteriors:
 # (`coin_posterior`): only questions with new answers are computed again.
 _POSTS: OrderedDict[int, _Posteriors] = OrderedDict()
 
-# The rows a `_Seen` holds, as the database has them now: their count and the MD5 of
-# "id question worker choices\n" per row in id order. Equal to the kept ones, the rows
-# read earlier are unchanged and none was added among them (an edited or deleted
-# answer, or a transaction committing a lower id late, moves one or the other); only
-# the rows above the watermark are read then.
-_PREFIX_SQL = (
-    "SELECT count(*), md5(coalesce(string_agg(r.id::text || ' ' || r.question_id::text "
-    "|| ' ' || r.worker_id::text || ' ' || r.choices::text || E'\\n', '' ORDER BY r.id), ''))"
-    ' FROM "{response}" r JOIN "{question}" q ON q.id = r.question_id'
-    " WHERE q.corpus_id = %s AND q.kind = %s AND r.id <= %s")
+# The corpus's relation answers (id, question, worker, choices as text); _SINCE: only those
+# a transaction at or above a horizon wrote (Response.changed_xid, set by a trigger).
+_ROWS_SQL = (
+    'SELECT r.id, r.question_id, r.worker_id, r.choices::text FROM "{response}" r '
+    'JOIN "{question}" q ON q.id = r.question_id WHERE q.corpus_id = %s AND q.kind = %s')
+_SINCE = " AND (r.changed_xid IS NULL OR r.changed_xid >= %s) ORDER BY r.id"
+_COUNT_SQL = ('SELECT count(*) FROM "{response}" r JOIN "{question}" q ON q.id = r.question_id'
+              " WHERE q.corpus_id = %s AND q.kind = %s")
+
+
+def _sql(template: str) -> str:
+    return template.format(response=Response._meta.db_table, question=Question._meta.db_table)
 
 
 def forget_answers(corpus_id: int | None = None) -> None:
@@ -139,66 +141,92 @@ def forget_answers(corpus_id: int | None = None) -> None:
     forget_labels(corpus_id)
 
 
-def _kept(corpus_id: int) -> _Seen | None:
-    """The answers kept for the corpus if its rows up to their watermark are unchanged."""
+def _drop(corpus_id: int) -> None:
+    with _SEEN_LOCK:
+        _SEEN.pop(corpus_id, None)
+        _POSTS.pop(corpus_id, None)
+
+
+def _grown(seen: _Seen, rows: list[tuple], horizon: int) -> _Seen | None:
+    """``seen`` with ``rows`` (written since its horizon, in id order) added, or None
+    when one of them is not a new answer: an edited one, or a lower id committed late
+    (the answers' order of first appearance would change: read them all)."""
+    decode = Decoder()
+    old = [r for r in rows if r[0] <= seen.watermark]
+    if old:
+        # Re-read because their writer was still running at the last read, or one
+        # running elsewhere held the horizon back: fine if they are exactly as kept.
+        ids = np.asarray([r[0] for r in old], np.int64)
+        pos = np.minimum(np.searchsorted(seen.pks, ids), len(seen.pks) - 1)
+        if len(seen.pks) == 0 or (seen.pks[pos] != ids).any():
+            return None
+        qids, wids = np.asarray(list(seen.q_index), np.int64), \
+            np.asarray(list(seen.w_index), np.int64)
+        for (_, q, w, text), p in zip(old, pos.tolist(), strict=True):
+            if qids[seen.items[p]] != q or wids[seen.workers[p]] != w \
+                    or seen.keys[p] != decode(text)[1]:
+                return None
+    new = [r for r in rows if r[0] > seen.watermark]
+    q_index, w_index = dict(seen.q_index), dict(seen.w_index)
+    items = [q_index.setdefault(q, len(q_index)) for _, q, _, _ in new]
+    workers = [w_index.setdefault(w, len(w_index)) for _, _, w, _ in new]
+    return _Seen(new[-1][0] if new else seen.watermark, horizon,
+                 np.concatenate([seen.pks, np.asarray([r[0] for r in new], np.int64)]),
+                 q_index, w_index, np.concatenate([seen.items, np.asarray(items, np.int64)]),
+                 np.concatenate([seen.workers, np.asarray(workers, np.int64)]),
+                 seen.keys + [decode(r[3])[1] for r in new])
+
+
+def _kept(corpus_id: int, horizon: int) -> _Seen | None:
+    """The answers kept for the corpus with the rows written since they were read, if
+    those are only new answers and the count agrees (a deleted answer); else None."""
     if connection.vendor != "postgresql":
-        return None  # no md5/string_agg to check them with: read every row
+        return None  # no stamps to read the changes by: read every row
     with _SEEN_LOCK:
         seen = _SEEN.get(corpus_id)
     if seen is None:
         return None
-    sql = _PREFIX_SQL.format(response=Response._meta.db_table,
-                             question=Question._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [corpus_id, TaskKind.RELATION.value, seen.watermark])
-        count, md5 = cursor.fetchone()
-    if count != seen.count or md5 != seen.md5.hexdigest():
-        with _SEEN_LOCK:  # the answers changed (the labels are checked on their own)
-            _SEEN.pop(corpus_id, None)
-            _POSTS.pop(corpus_id, None)
-        return None
-    return seen
+        cursor.execute(_sql(_ROWS_SQL) + _SINCE,
+                       [corpus_id, TaskKind.RELATION.value, seen.horizon])
+        grown = _grown(seen, cursor.fetchall(), horizon)
+        if grown is not None:
+            cursor.execute(_sql(_COUNT_SQL), [corpus_id, TaskKind.RELATION.value])
+            if int(cursor.fetchone()[0]) != len(grown.keys):
+                grown = None
+    if grown is None:
+        _drop(corpus_id)  # the answers changed (the labels are checked on their own)
+    return grown
 
 
 def _answers(corpus: Corpus) -> _Answers:
     """The corpus's relation answers. Rows read before by this process are not read
-    again while the database still holds them unchanged (`_kept`): only newer ones."""
-    seen = _kept(corpus.pk)
-    # The choices as JSON text, decoded once per distinct text (a crowd gives few).
-    rows = (Response.objects.filter(question__corpus=corpus, question__kind=TaskKind.RELATION)
-            .annotate(text=Cast("choices", TextField()))
-            .values_list("pk", "question_id", "worker_id", "text").order_by("pk"))
-    if seen is not None:
-        rows = rows.filter(pk__gt=seen.watermark)
-        q_index, w_index = dict(seen.q_index), dict(seen.w_index)
-        md5, count, watermark = seen.md5.copy(), seen.count, seen.watermark
-    else:
-        q_index, w_index = {}, {}
-        md5, count, watermark = hashlib.md5(usedforsecurity=False), 0, 0
-    decode = Decoder()
-    items, workers, answers = [], [], []
-    for pk, q, w, text in rows.iterator(chunk_size=5000):
-        items.append(q_index.setdefault(q, len(q_index)))
-        workers.append(w_index.setdefault(w, len(w_index)))
-        answers.append(decode(text)[1])
-        md5.update(f"{pk} {q} {w} {text}\n".encode())
-        count += 1
-        watermark = pk
-    new_items, new_workers = np.asarray(items, np.int64), np.asarray(workers, np.int64)
-    if seen is not None:
-        new_items = np.concatenate([seen.items, new_items])
-        new_workers = np.concatenate([seen.workers, new_workers])
-        answers = seen.keys + answers
+    again while they are unchanged (`_kept`): only the rows written since."""
+    horizon = -1
     if connection.vendor == "postgresql":
-        for a in (new_items, new_workers):
+        with connection.cursor() as cursor:
+            horizon = snapshot_horizon(cursor)  # first: the reads below see what it promises
+    seen = _kept(corpus.pk, horizon)
+    if seen is None:
+        # The choices as JSON text, decoded once per distinct text (a crowd gives few).
+        rows = (Response.objects.filter(question__corpus=corpus,
+                                        question__kind=TaskKind.RELATION)
+                .annotate(text=Cast("choices", TextField()))
+                .values_list("pk", "question_id", "worker_id", "text").order_by("pk"))
+        empty = _Seen(0, horizon, np.zeros(0, np.int64), {}, {}, np.zeros(0, np.int64),
+                      np.zeros(0, np.int64), [])
+        seen = _grown(empty, list(rows.iterator(chunk_size=5000)), horizon)
+        assert seen is not None  # every row is new to an empty read
+    if connection.vendor == "postgresql":
+        for a in (seen.items, seen.workers, seen.pks):
             a.flags.writeable = False  # shared with later reads
         with _SEEN_LOCK:
-            _SEEN[corpus.pk] = _Seen(watermark, count, md5, q_index, w_index, new_items,
-                                     new_workers, answers)
+            _SEEN[corpus.pk] = seen
             _SEEN.move_to_end(corpus.pk)
             while len(_SEEN) > SEEN_ENTRIES:
                 _SEEN.popitem(last=False)
-    return _Answers(new_items, new_workers, list(answers), list(q_index), list(w_index))
+    return _Answers(seen.items, seen.workers, list(seen.keys), list(seen.q_index),
+                    list(seen.w_index))
 
 
 @dataclass

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 
 from annotations.models import PairLabel
 from kbpo.core.models import Document
@@ -48,6 +49,13 @@ _COUNT = ('SELECT count(*) FROM "{label}" l JOIN "{pair}" p ON p.id = l.pair_id 
 def _sql(template: str) -> str:
     return template.format(label=PairLabel._meta.db_table, pair=MentionPair._meta.db_table,
                            document=Document._meta.db_table)
+
+
+def snapshot_horizon(cursor: CursorWrapper) -> int:
+    """The oldest transaction still running when the cursor's snapshot was taken: rows
+    stamped (`changed_xid`) below it were written by transactions that had ended."""
+    cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+    return int(cursor.fetchone()[0])
 
 
 def json_many(texts: Sequence[str]) -> list:
@@ -176,9 +184,7 @@ def label_table(corpus_id: int) -> LabelTable:
     with _LOCK:
         kept = _TABLES.get(corpus_id)
     with connection.cursor() as cursor:
-        # The horizon first: a read after it sees at least what it promises.
-        cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-        horizon = int(cursor.fetchone()[0])
+        horizon = snapshot_horizon(cursor)  # first: a later read sees all it promises
         table = None
         if kept is not None:
             cursor.execute(_sql(_SELECT) + _SINCE, [corpus_id, kept.horizon])

@@ -1,7 +1,7 @@
 """The correction's relation answers kept in the worker between recomputes
-(estimation/correction.py `_answers`): only rows above the watermark are read while the
-rows below it are provably unchanged; an edited, deleted or late-committed lower row
-forces a full re-read, and every read equals a read from scratch."""
+(estimation/correction.py `_answers`): only rows written since the last read are read
+(Response.changed_xid, stamped by a trigger); an edited, deleted or late-committed lower
+row forces a full re-read, and every read equals a read from scratch."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.estimation.scoring.test_correction_fit import _answer
 from tests.estimation.scoring.test_report_crowd import _controls, _crowd
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql",
-                                reason="the kept answers are checked with Postgres's md5")
+                                reason="answers are kept only where rows are stamped")
 
 
 def _fresh(world: World) -> correction._Answers:
@@ -40,8 +40,8 @@ def _read(world: World, monkeypatch: pytest.MonkeyPatch) -> tuple[correction._An
     used = []
     kept = correction._kept
 
-    def spy(corpus_id: int) -> correction._Seen | None:
-        out = kept(corpus_id)
+    def spy(corpus_id: int, horizon: int) -> correction._Seen | None:
+        out = kept(corpus_id, horizon)
         used.append(out is not None)
         return out
 
@@ -169,3 +169,59 @@ def test_crowd_accuracy_on_the_read_answers_is_the_read_from_scratch(answered: W
         assert _close(run.crowd, own), change
     assert own["agreement"]["answers"] == 8 and own["agreement"]["workers"] == 4
     assert own["controls"]["accuracy"]["answers"] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_committed_answers_are_read_alone_and_a_late_lower_id_is_not_lost(
+        world: World, monkeypatch) -> None:
+    """In committed transactions, as in service: a read fetches only the rows written
+    since the last one; a writer holding a lower id that commits after a read that saw
+    a higher one is read next time (everything read again), never skipped."""
+    import psycopg2
+
+    _crowd(world)
+    correction.forget_answers()
+    try:
+        correction._answers(world.corpus)
+        sizes: list[int] = []
+        grown = correction._grown
+
+        def counting(seen, rows, horizon):
+            sizes.append(len(rows))
+            return grown(seen, rows, horizon)
+
+        monkeypatch.setattr(correction, "_grown", counting)
+        horizon = correction._SEEN[world.corpus.pk].horizon
+        _answer(world, ["a", "d"])  # two new answers, committed
+        want = Response.objects.filter(changed_xid__gte=horizon).count()
+        read, used = _read(world, monkeypatch)
+        assert used and sizes == [want] and want >= 2  # usually just the two
+        assert _equal(read, _fresh(world))
+
+        # Writer A takes a lower id and holds it; B writes after it and commits first.
+        x, y = (CrowdWorker.objects.create(backend=Backend.SIMULATED, external_id=n)
+                for n in ("x", "y"))
+        some = Response.objects.order_by("pk").first()
+        insert = (f'INSERT INTO "{Response._meta.db_table}" (assignment_id, question_id, '
+                  "worker_id, choices, extra, created_at) VALUES (%s, %s, %s, %s, '{}', now())")
+        params = connection.get_connection_params()
+        late, early = psycopg2.connect(**params), psycopg2.connect(**params)
+        try:
+            with late.cursor() as a:
+                a.execute(insert, [some.assignment_id, some.question_id, x.pk,
+                                   '["no_relation"]'])
+            with early.cursor() as b:
+                b.execute(insert, [some.assignment_id, some.question_id, y.pk,
+                                   '["no_relation"]'])
+            early.commit()
+            read, used = _read(world, monkeypatch)
+            assert used and len(read.keys) == 12  # B's answer on top of the kept ones
+            late.commit()
+        finally:
+            late.close()
+            early.close()
+        read, used = _read(world, monkeypatch)
+        assert not used and len(read.keys) == 13  # A's lower id: all read again
+        assert _equal(read, _fresh(world))
+    finally:
+        correction.forget_answers()

@@ -97,7 +97,7 @@ def test_a_new_worker_or_a_changed_answer_refits(world: World, settings) -> None
 
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor != "postgresql",
-                    reason="posteriors are kept with the answers, which need Postgres's md5")
+                    reason="posteriors are kept with the answers, kept only on Postgres")
 def test_only_questions_with_new_answers_get_their_posteriors_computed_again(
         world: World, settings, monkeypatch) -> None:
     """Under stored parameters each replicate's posterior of a question depends on its
