@@ -23,8 +23,6 @@ def install(apps, schema_editor) -> None:
         schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_stamp ON {table}")
         schema_editor.execute(f"CREATE TRIGGER {table}_stamp BEFORE INSERT OR UPDATE ON "
                               f"{table} FOR EACH ROW EXECUTE FUNCTION {FUNCTION}()")
-        # Rows written before: stamped now, by this migration's transaction.
-        schema_editor.execute(f"UPDATE {table} SET changed_xid = NULL")
 
 
 def remove(apps, schema_editor) -> None:
@@ -36,9 +34,13 @@ def remove(apps, schema_editor) -> None:
 
 
 def _field() -> models.BigIntegerField:
+    # Rows written before get 0 ("long ago": a process reads everything once after it
+    # starts anyway). A one-off default: Postgres stores it without rewriting the table,
+    # and the column keeps no default, so a row the trigger missed stays NULL, which
+    # readers always read again.
     return models.BigIntegerField(blank=True, db_index=True, editable=False, null=True,
-                                  help_text="Transaction that last wrote the row (set by "
-                                            "the database).")
+                                  default=0, help_text="Transaction that last wrote the row "
+                                                       "(set by the database).")
 
 
 class Migration(migrations.Migration):
@@ -48,7 +50,9 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddField(model_name="pairlabel", name="changed_xid", field=_field()),
-        migrations.AddField(model_name="response", name="changed_xid", field=_field()),
+        migrations.AddField(model_name="pairlabel", name="changed_xid", field=_field(),
+                            preserve_default=False),
+        migrations.AddField(model_name="response", name="changed_xid", field=_field(),
+                            preserve_default=False),
         migrations.RunPython(install, remove),
     ]
