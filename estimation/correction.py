@@ -480,8 +480,8 @@ def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,
     p, k = np.concatenate(pairs), np.concatenate(preds)
     # Rows of one (pair, predicate) from several answer keys add up, as stored posteriors do.
     key = p * (1 << 20) + (k + 1)
-    uniq, inv = np.unique(key, return_inverse=True)
-    prob = np.minimum(np.bincount(inv, weights=np.concatenate(probs)), 1.0)
-    first = np.unique(inv, return_index=True)[1]
+    # With return_index np.unique sorts stably: ``first`` is each key's first row.
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    prob = np.minimum(np.bincount(inv.ravel(), weights=np.concatenate(probs)), 1.0)
     return SoftLabels(uniq >> 20, (uniq & ((1 << 20) - 1)) - 1, prob,
                       np.concatenate(prior_rows)[first], np.concatenate(type_rows)[first])
