@@ -22,7 +22,9 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.humanize.templatetags.humanize import intcomma
+from django.core.signals import setting_changed
 from django.db import IntegrityError, connection, transaction
+from django.dispatch import receiver
 from django.template.defaultfilters import linebreaksbr
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -135,6 +137,28 @@ def _head(run: ScoreRun) -> dict[str, Any]:
             "confidence": run.confidence}
 
 
+# (scheme, metric, kind, confidence %) -> the board's opening and closing HTML: fixed for
+# a process's life (templates change with a deploy), forgotten when a setting changes.
+_FRAMES: dict[tuple[str, str, str, int], tuple[str, str]] = {}
+
+
+@receiver(setting_changed)
+def _forget_frames(**kwargs: object) -> None:
+    _FRAMES.clear()
+
+
+def _frame(scheme: str, metric: str, kind: str, pct: int) -> tuple[str, str]:
+    key = (scheme, metric, kind, pct)
+    if key not in _FRAMES:
+        frame = {"board": {"scheme": scheme, "metric": metric, "kind": kind, "ticks": TICKS,
+                           "confidence_pct": pct},
+                 "metrics": lb.METRIC_LABELS, "bar_width": lb.BAR_WIDTH,
+                 "sort_label": lb.METRIC_LABELS[metric]}
+        _FRAMES[key] = (render_to_string("estimation/_board_open.html", frame),
+                        render_to_string("estimation/_board_close.html", frame))
+    return _FRAMES[key]
+
+
 def _render_kind(run: ScoreRun, scheme: str, kind: str, scores: list[SystemScore],
                  subs: dict[int, _Sub]) -> list[BoardSnapshot]:
     """The boards of one scheme × kind, one per sort metric, from the run's rows."""
@@ -187,12 +211,7 @@ def _render_kind(run: ScoreRun, scheme: str, kind: str, scores: list[SystemScore
                    f"{grid}")
             html.append([info.baseline, mid, tail + tails[sc.pk]])
         head = _head(run)
-        frame = {"board": {"scheme": scheme, "metric": metric, "kind": kind, "ticks": TICKS,
-                           "confidence_pct": pct},
-                 "metrics": lb.METRIC_LABELS, "bar_width": lb.BAR_WIDTH,
-                 "sort_label": lb.METRIC_LABELS[metric]}
-        head["open"] = render_to_string("estimation/_board_open.html", frame)
-        head["close"] = render_to_string("estimation/_board_close.html", frame)
+        head["open"], head["close"] = _frame(scheme, metric, kind, pct)
         boards.append(BoardSnapshot(corpus_id=run.corpus_id, run=run, scheme=scheme, kind=kind,
                                     metric=metric, head=head, rows=rows, html=html, api=api,
                                     csv=csv_cells))
