@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -53,6 +51,7 @@ from annotations.quality.aggregation import (
 from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
 from annotations.quality.label_table import forget as forget_labels
 from annotations.quality.workers import in_ids, offered
+from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 
 from .core.noise import SoftLabels, data_seed
@@ -94,9 +93,7 @@ class _Seen:
 
 
 # Corpora whose answers this process keeps (a worker serves one or two).
-SEEN_ENTRIES = 2
-_SEEN: OrderedDict[int, _Seen] = OrderedDict()
-_SEEN_LOCK = threading.Lock()
+_SEEN: Kept[int, _Seen] = Kept(2)
 
 
 @dataclass(frozen=True)
@@ -112,7 +109,7 @@ class _Posteriors:
 
 # Under unchanged parameters a question's posterior depends only on its own answers
 # (`coin_posterior`): only questions with new answers are computed again.
-_POSTS: OrderedDict[int, _Posteriors] = OrderedDict()
+_POSTS: Kept[int, _Posteriors] = Kept(2)
 
 # The corpus's relation answers (id, question, worker, choices as text); _SINCE: only those
 # a transaction at or above a horizon wrote (Response.changed_xid, set by a trigger).
@@ -131,20 +128,9 @@ def _sql(template: str) -> str:
 def forget_answers(corpus_id: int | None = None) -> None:
     """Drop the answers, posteriors and labels kept for a corpus (None: every corpus),
     e.g. for a full rebuild."""
-    with _SEEN_LOCK:
-        if corpus_id is None:
-            _SEEN.clear()
-            _POSTS.clear()
-        else:
-            _SEEN.pop(corpus_id, None)
-            _POSTS.pop(corpus_id, None)
+    _SEEN.forget(corpus_id)
+    _POSTS.forget(corpus_id)
     forget_labels(corpus_id)
-
-
-def _drop(corpus_id: int) -> None:
-    with _SEEN_LOCK:
-        _SEEN.pop(corpus_id, None)
-        _POSTS.pop(corpus_id, None)
 
 
 def _grown(seen: _Seen, rows: list[tuple], horizon: int) -> _Seen | None:
@@ -182,8 +168,7 @@ def _kept(corpus_id: int, horizon: int) -> _Seen | None:
     those are only new answers and the count agrees (a deleted answer); else None."""
     if connection.vendor != "postgresql":
         return None  # no stamps to read the changes by: read every row
-    with _SEEN_LOCK:
-        seen = _SEEN.get(corpus_id)
+    seen = _SEEN.kept(corpus_id)
     if seen is None:
         return None
     with connection.cursor() as cursor:
@@ -194,8 +179,9 @@ def _kept(corpus_id: int, horizon: int) -> _Seen | None:
             cursor.execute(_sql(_COUNT_SQL), [corpus_id, TaskKind.RELATION.value])
             if int(cursor.fetchone()[0]) != len(grown.keys):
                 grown = None
-    if grown is None:
-        _drop(corpus_id)  # the answers changed (the labels are checked on their own)
+    if grown is None:  # the answers changed (the labels are checked on their own)
+        _SEEN.forget(corpus_id)
+        _POSTS.forget(corpus_id)
     return grown
 
 
@@ -220,11 +206,7 @@ def _answers(corpus: Corpus) -> _Answers:
     if connection.vendor == "postgresql":
         for a in (seen.items, seen.workers, seen.pks):
             a.flags.writeable = False  # shared with later reads
-        with _SEEN_LOCK:
-            _SEEN[corpus.pk] = seen
-            _SEEN.move_to_end(corpus.pk)
-            while len(_SEEN) > SEEN_ENTRIES:
-                _SEEN.popitem(last=False)
+        _SEEN.keep(corpus.pk, seen)
     return _Answers(seen.items, seen.workers, list(seen.keys), list(seen.q_index),
                     list(seen.w_index))
 
@@ -343,8 +325,7 @@ def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
         + f"/{fit.digest}/{len(params)}"
     qids = np.asarray(ans.qids, np.int64)
     signs = _signatures(ans.items, ans.workers, obs, n, n_options, strata)
-    with _SEEN_LOCK:
-        kept = _POSTS.get(corpus_id)
+    kept = _POSTS.kept(corpus_id)
     found = np.zeros(n, dtype=bool)
     pos = np.zeros(n, dtype=np.int64)
     if kept is not None and kept.params == key and len(kept.qids):
@@ -367,12 +348,8 @@ def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
     if connection.vendor == "postgresql":
         # Kept before the controls are set: `known` may change without the answers.
         order = np.argsort(qids)
-        with _SEEN_LOCK:
-            _POSTS[corpus_id] = _Posteriors(key, qids[order], signs[order],
-                                            [post[order] for post in posts])
-            _POSTS.move_to_end(corpus_id)
-            while len(_POSTS) > SEEN_ENTRIES:
-                _POSTS.popitem(last=False)
+        _POSTS.keep(corpus_id, _Posteriors(key, qids[order], signs[order],
+                                           [post[order] for post in posts]))
     for post in posts:
         set_known(post, cats, known)
     return posts

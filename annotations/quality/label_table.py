@@ -18,8 +18,6 @@ replicates, the crowd section); all of them now come from one table.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -28,13 +26,12 @@ from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
 from annotations.models import PairLabel
+from kbpo.core.kept import Kept
 from kbpo.core.models import Document
 from submissions.models import MentionPair
 
 # Corpora whose labels this process keeps (a worker serves one or two).
-KEPT_CORPORA = 2
-_TABLES: OrderedDict[int, LabelTable] = OrderedDict()
-_LOCK = threading.Lock()
+_TABLES: Kept[int, LabelTable] = Kept(2)
 
 _SELECT = (
     "SELECT l.id, l.pair_id, coalesce(l.question_id, -1), l.predicates::text, "
@@ -93,11 +90,6 @@ class LabelTable:
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Each label id's position in ``ids`` (every id must be in the table)."""
         return np.searchsorted(self.ids, ids)
-
-
-def _empty() -> LabelTable:
-    z = np.zeros(0, np.int64)
-    return LabelTable(z, z, z, z, z, (), z, z, np.zeros(0), np.zeros(0), np.zeros(0), ())
 
 
 def _build(rows: list[tuple], texts: dict[str, int], names: dict[str, int]) -> LabelTable:
@@ -165,11 +157,7 @@ def _merge(old: LabelTable, new: LabelTable) -> LabelTable:
 
 def forget(corpus_id: int | None = None) -> None:
     """Drop the labels kept for a corpus (None: every corpus)."""
-    with _LOCK:
-        if corpus_id is None:
-            _TABLES.clear()
-        else:
-            _TABLES.pop(corpus_id, None)
+    _TABLES.forget(corpus_id)
 
 
 def label_table(corpus_id: int) -> LabelTable:
@@ -181,16 +169,16 @@ def label_table(corpus_id: int) -> LabelTable:
             rows = [r[:3] + tuple(v if isinstance(v, str) else json.dumps(v) for v in r[3:])
                     for r in cursor.fetchall()]
         return _build(rows, {}, {})
-    with _LOCK:
-        kept = _TABLES.get(corpus_id)
+    kept = _TABLES.kept(corpus_id)
     with connection.cursor() as cursor:
         horizon = snapshot_horizon(cursor)  # first: a later read sees all it promises
         table = None
         if kept is not None:
             cursor.execute(_sql(_SELECT) + _SINCE, [corpus_id, kept.horizon])
-            table = _merge(kept, _build(cursor.fetchall(), dict(zip(kept.texts, range(
-                len(kept.texts)), strict=True)), dict(zip(kept.names, range(len(kept.names)),
-                                                          strict=True))))
+            # Texts and names keep their numbers; new ones are numbered on.
+            table = _merge(kept, _build(cursor.fetchall(),
+                                        {t: i for i, t in enumerate(kept.texts)},
+                                        {n: i for i, n in enumerate(kept.names)}))
             cursor.execute(_sql(_COUNT), [corpus_id])
             if int(cursor.fetchone()[0]) != len(table):
                 table = None  # a label was deleted: read them all
@@ -198,9 +186,5 @@ def label_table(corpus_id: int) -> LabelTable:
             cursor.execute(_sql(_SELECT), [corpus_id])
             table = _build(cursor.fetchall(), {}, {})
     table = replace(table, horizon=horizon)
-    with _LOCK:
-        _TABLES[corpus_id] = table
-        _TABLES.move_to_end(corpus_id)
-        while len(_TABLES) > KEPT_CORPORA:
-            _TABLES.popitem(last=False)
+    _TABLES.keep(corpus_id, table)
     return table
