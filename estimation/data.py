@@ -102,10 +102,9 @@ def load_labels(corpus: Corpus, table: LabelTable | None = None
     first = np.cumsum(lens) - lens
     order = np.argsort(table.pairs, kind="stable")
     text = table.predicates[order]
-    n = lens[text] if len(text) else np.zeros(0, np.int64)
+    n = lens[text]  # codes per label; each label's run of codes starts at first[text]
     within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
-    return np.repeat(table.pairs[order], n), flat[np.repeat(first[text], n) + within] \
-        if len(within) else np.zeros(0, np.int64)
+    return np.repeat(table.pairs[order], n), flat[np.repeat(first[text], n) + within]
 
 
 def load_soft_labels(corpus: Corpus, table: LabelTable | None = None) -> SoftLabels:
@@ -115,7 +114,7 @@ def load_soft_labels(corpus: Corpus, table: LabelTable | None = None) -> SoftLab
     # An answer name unknown to the estimators (-2) has no row.
     code_of = np.asarray([-1 if name == NO_RELATION else PREDICATE_CODE.get(name, -2)
                           for name in table.names], np.int64)
-    codes = code_of[table.soft_names] if len(table.soft_names) else np.zeros(0, np.int64)
+    codes = code_of[table.soft_names]
     keep = np.flatnonzero(codes != -2)
     pairs = table.pairs[table.positions(table.soft_ids[keep])]
     order = np.argsort(pairs, kind="stable")

@@ -417,8 +417,8 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
     # The vote: the majority's key, or the label's own where no majority was kept.
     text_vote = np.asarray([key_id.setdefault(decode(t)[1], len(key_id))
                             if t and decode(t)[0] else -1 for t in table.texts], np.int64)
-    lab_key = text_key[table.predicates[lab_at]] if len(lab_at) else np.zeros(0, np.int64)
-    lab_vote = text_vote[table.majority[lab_at]] if len(lab_at) else np.zeros(0, np.int64)
+    lab_key = text_key[table.predicates[lab_at]]
+    lab_vote = text_vote[table.majority[lab_at]]
     lab_vote = np.where(lab_vote >= 0, lab_vote, lab_key)
     # Per answer, in the rows' order (the shares' sums follow it): its label, worker
     # and distinct answer (text, or key when given the answers).
@@ -525,9 +525,10 @@ def control_accuracy(corpus_id: int, confidence: float = 0.9,
     """
     if answers is not None and answers.controls is not None:
         known = answers.controls
-        at = [j for j, q in enumerate(answers.questions.tolist()) if q in known]
-        truth = [known[int(answers.questions[j])] for j in at]
-        given = [answers.keys[j] for j in at]
+        questions = np.asarray(answers.questions, np.int64)
+        at = np.flatnonzero(np.isin(questions, np.fromiter(known, np.int64, len(known))))
+        truth = [known[q] for q in questions[at].tolist()]
+        given = [answers.keys[j] for j in at.tolist()]
         x = np.asarray([1.0 if k == t else 0.0 for k, t in zip(given, truth, strict=True)])
         w = np.asarray(answers.workers, np.int64)[at]
         pos = np.asarray([t != NO_RELATION for t in truth], dtype=bool)

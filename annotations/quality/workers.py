@@ -26,7 +26,6 @@ from annotations.models import (
 )
 from annotations.signals import labels_changed
 from kbpo.core.schema import predicates_for
-from submissions.models import MentionPair
 
 from . import aggregation
 
@@ -204,18 +203,8 @@ def offered(qids: list[int]) -> tuple[np.ndarray, np.ndarray]:
     the corpus (which would make one odd answer look far less likely than it is); the
     class shares are fitted per stratum (`aggregation.one_coin`).
     """
-    if connection.vendor == "postgresql":
-        # A plain cursor: the ORM's per-row conversion cost as much as the query (20k).
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f'SELECT q.id, p.subject_type, p.object_type FROM "{Question._meta.db_table}"'
-                f' q JOIN "{MentionPair._meta.db_table}" p ON p.id = q.pair_id'
-                " WHERE q.id = ANY(%s::bigint[])", [list(qids)])
-            rows = cursor.fetchall()
-    else:
-        rows = list(Question.objects.filter(pk__in=list(qids))
-                    .values_list("pk", "pair__subject_type", "pair__object_type"))
-    types = {pk: (s, o) for pk, s, o in rows}
+    types = {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=in_ids(qids))
+             .values_list("pk", "pair__subject_type", "pair__object_type")}
     # Strata numbered in the order the questions first show them.
     strata_of: dict[tuple, int] = {}
     strata = np.fromiter((strata_of.setdefault(types.get(q, (None, None)), len(strata_of))
