@@ -57,7 +57,8 @@ def session_queries(client: Client, url: str) -> list[str]:
     # The session table read directly, or through its prepared statement (kbpo.core.sessions).
     return [x["sql"] for x in q.captured_queries
             if ("django_session" in x["sql"] and not x["sql"].startswith("PREPARE"))
-            or x["sql"].startswith("EXECUTE kbpo_session_read")]
+            or x["sql"].startswith(("EXECUTE kbpo_session_read",
+                                    "EXECUTE kbpo_session_user_read"))]
 
 
 @pytest.mark.django_db
@@ -213,3 +214,67 @@ def test_decoded_text_is_kept_only_when_its_signature_checks_out() -> None:
     for _ in range(2):
         assert ours.decode(forged) == {}
     assert (ours.key_salt, forged) not in _DECODED
+
+
+# --- The user row read in the session's statement (kbpo/core/sessions, backends) ---
+
+
+def prepared_reads(client: Client) -> tuple[list[str], str]:
+    with CaptureQueriesContext(connection) as q:
+        page = client.get(reverse("profile"))
+    assert page.status_code == 200
+    return ([x["sql"].split(" (")[0] for x in q.captured_queries
+             if x["sql"].startswith("EXECUTE")], page.content.decode())
+
+
+@pytest.mark.django_db
+def test_known_session_reads_its_user_in_the_same_statement(
+        ada_client: tuple[User, Client]) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the joined read is Postgres's")
+    user, client = ada_client
+    reads, _ = prepared_reads(client)  # first read of this key here: two statements
+    assert "EXECUTE kbpo_session_read" in reads and "EXECUTE kbpo_auth_user" in reads
+    reads, page = prepared_reads(client)
+    assert "EXECUTE kbpo_session_user_read" in reads, reads
+    assert "EXECUTE kbpo_auth_user" not in reads and "EXECUTE kbpo_session_read" not in reads
+    assert "ada" in page
+    # The joined row is live: a deactivation behind the ORM's back ends the login at once.
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    assert not signed_in(client)
+
+
+@pytest.mark.django_db
+def test_a_wrong_remembered_user_costs_a_read_never_a_wrong_login(
+        ada_client: tuple[User, Client]) -> None:
+    from kbpo.core.sessions import _USER_OF
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the joined read is Postgres's")
+    _, client = ada_client
+    bob = User.objects.create_user("bob", "bob@example.org", PASSWORD, is_staff=True)
+    key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+    _USER_OF.keep(key, bob.pk)  # as if this key had named bob
+    reads, page = prepared_reads(client)
+    assert "EXECUTE kbpo_session_user_read" in reads  # bob's row came along, unused
+    assert "EXECUTE kbpo_auth_user" in reads  # ada's read on its own
+    assert "ada" in page and "bob" not in page and "Operator" not in page
+    reads, _ = prepared_reads(client)  # the key's user is learnt again
+    assert "EXECUTE kbpo_auth_user" not in reads
+
+
+@pytest.mark.django_db
+def test_a_row_read_with_a_session_is_never_used_by_a_later_request(
+        ada_client: tuple[User, Client]) -> None:
+    from kbpo.core.backends import read_with_session, user_columns
+    from kbpo.core.sessions import _USER_OF
+
+    user, client = ada_client
+    _USER_OF.forget()  # this key unknown: its read fetches no user row
+    _, attnames, _ = user_columns()
+    stale = User.objects.get(pk=user.pk)
+    stale.is_staff = True
+    # Left by something before the request (another request's, or a shell's, read).
+    read_with_session(user.pk, tuple(getattr(stale, a) for a in attnames))
+    _, page = prepared_reads(client)
+    assert "Operator" not in page  # the live row (not staff), not the stale one
