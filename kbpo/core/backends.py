@@ -78,8 +78,7 @@ class PreparedModelBackend(ModelBackend):
             return None
         _, attnames, _ = user_columns()
         got = _READ_WITH_SESSION.get()
-        if got is not None:
-            _READ_WITH_SESSION.set(None)
+        _READ_WITH_SESSION.set(None)  # used once
         if got is not None and got[0] == pk:
             row: tuple | None = got[1]
         else:

@@ -11,8 +11,9 @@ V = TypeVar("V")
 
 
 class Kept(OrderedDict[K, V], Generic[K, V]):
-    """An ordered dict that keeps its ``size`` newest entries (`keep`), with a lock for
-    the threads of one worker. Plain reads and writes stay those of a dict."""
+    """An ordered dict that keeps its ``size`` most recently used entries (`kept` and
+    `keep` count as a use), with a lock for the threads of one worker. Plain reads and
+    writes stay those of a dict."""
 
     def __init__(self, size: int) -> None:
         super().__init__()
@@ -21,7 +22,10 @@ class Kept(OrderedDict[K, V], Generic[K, V]):
 
     def kept(self, key: K) -> V | None:
         with self.lock:
-            return self.get(key)
+            value = self.get(key)
+            if value is not None:
+                self.move_to_end(key)
+            return value
 
     def keep(self, key: K, value: V) -> None:
         with self.lock:

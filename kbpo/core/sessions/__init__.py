@@ -28,8 +28,6 @@ a process, and a session found in Redis, read the user row on its own as before.
 from __future__ import annotations
 
 import functools
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from django.contrib.auth import BACKEND_SESSION_KEY, SESSION_KEY, get_user_model
@@ -63,16 +61,13 @@ def _sql_with_user() -> str:
             f"ON u.{connection.ops.quote_name(model._meta.pk.column)} = %(uid)s "
             "WHERE s.session_key = %(key)s AND s.expire_date > %(now)s")
 
-# (salt, stored text) -> the serialized payload it decoded to; the newest entries kept.
-_DECODED: OrderedDict[tuple[str, str], bytes] = OrderedDict()
-_DECODED_ENTRIES = 4096
-_DECODED_LOCK = threading.Lock()
+# (salt, stored text) -> the serialized payload it decoded to.
+_DECODED: Kept[tuple[str, str], bytes] = Kept(4096)
 
 
 @receiver(setting_changed)
 def _forget_decoded(**kwargs: object) -> None:
-    with _DECODED_LOCK:
-        _DECODED.clear()  # SECRET_KEY or the serializer may differ now
+    _DECODED.forget()  # SECRET_KEY or the serializer may differ now
 
 
 class PreparedRead:
@@ -92,7 +87,7 @@ class PreparedRead:
                 pk = get_user_model()._meta.pk.to_python(uid)
             except ValidationError:
                 pk = None
-            if pk is not None and _USER_OF.kept(key) != pk:
+            if pk is not None:
                 _USER_OF.keep(key, pk)
         return data
 
@@ -101,18 +96,12 @@ class PreparedRead:
         dict each time (the caller may change it), the same data as decoding it anew."""
         key = (self.key_salt, session_data)  # type: ignore[attr-defined]
         serializer = self.serializer()  # type: ignore[attr-defined]
-        with _DECODED_LOCK:
-            payload = _DECODED.get(key)
-            if payload is not None:
-                _DECODED.move_to_end(key)
+        payload = _DECODED.kept(key)
         if payload is not None:
             return serializer.loads(payload)
         data: dict[str, Any] = super().decode(session_data)  # type: ignore[misc]
         if data:  # {}: a bad signature or payload (or an empty session): not kept
-            with _DECODED_LOCK:
-                _DECODED[key] = serializer.dumps(data)
-                while len(_DECODED) > _DECODED_ENTRIES:
-                    _DECODED.popitem(last=False)
+            _DECODED.keep(key, serializer.dumps(data))
         return data
 
     def _get_session_from_db(self) -> Session | None:
