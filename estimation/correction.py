@@ -50,7 +50,7 @@ from annotations.quality.aggregation import (
 )
 from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
 from annotations.quality.label_table import forget as forget_labels
-from annotations.quality.workers import in_ids, offered
+from annotations.quality.workers import in_ids, offered, pair_types
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 
@@ -67,6 +67,7 @@ class _Answers:
     keys: list[str]      # answer keys
     qids: list[int]      # question id per question index
     wids: list[int]      # worker id per worker index
+    types: Mapping[int, tuple]  # question id → its pair's types (`workers.pair_types`)
 
     def digest(self, n: int) -> str:
         """A digest of the first ``n`` answers (question, worker, answer)."""
@@ -90,6 +91,9 @@ class _Seen:
     items: np.ndarray
     workers: np.ndarray
     keys: list[str]
+    # Question id → its pair's (subject, object) types, as `workers.offered` needs them:
+    # fixed once a question exists, so only new questions' are read (`_answers`).
+    types: dict[int, tuple]
 
 
 # Corpora whose answers this process keeps (a worker serves one or two).
@@ -160,7 +164,7 @@ def _grown(seen: _Seen, rows: list[tuple], horizon: int) -> _Seen | None:
                  np.concatenate([seen.pks, np.asarray([r[0] for r in new], np.int64)]),
                  q_index, w_index, np.concatenate([seen.items, np.asarray(items, np.int64)]),
                  np.concatenate([seen.workers, np.asarray(workers, np.int64)]),
-                 seen.keys + [decode(r[3])[1] for r in new])
+                 seen.keys + [decode(r[3])[1] for r in new], seen.types)
 
 
 def _kept(corpus_id: int, horizon: int) -> _Seen | None:
@@ -200,15 +204,21 @@ def _answers(corpus: Corpus) -> _Answers:
                 .annotate(text=Cast("choices", TextField()))
                 .values_list("pk", "question_id", "worker_id", "text").order_by("pk"))
         empty = _Seen(0, horizon, np.zeros(0, np.int64), {}, {}, np.zeros(0, np.int64),
-                      np.zeros(0, np.int64), [])
+                      np.zeros(0, np.int64), [], {})
         seen = _grown(empty, list(rows.iterator(chunk_size=5000)), horizon)
         assert seen is not None  # every row is new to an empty read
+    new = [q for q in seen.q_index if q not in seen.types]
+    if new:
+        # In the same snapshot as the answers; a question gone meanwhile has no types,
+        # as `offered` treats one it cannot find.
+        found = pair_types(new)
+        seen.types.update((q, found.get(q, (None, None))) for q in new)
     if connection.vendor == "postgresql":
         for a in (seen.items, seen.workers, seen.pks):
             a.flags.writeable = False  # shared with later reads
         _SEEN.keep(corpus.pk, seen)
     return _Answers(seen.items, seen.workers, list(seen.keys), list(seen.q_index),
-                    list(seen.w_index))
+                    list(seen.w_index), seen.types)
 
 
 @dataclass
@@ -390,7 +400,7 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     rows, pair_of = by_id[at[mine]], labels.pairs[mine]
     # The model behind the stored posteriors (offered answers, shares per pair type,
     # the calibrated miss rates of the quality pass's soft fit).
-    n_options, strata = offered(qids)
+    n_options, strata = offered(qids, ans.types)
     stored_fit = CorrectionFit.objects.filter(corpus=corpus).first()
     stored = _reusable(stored_fit, ans, replicates, strata, known)
     if stored:
@@ -429,36 +439,40 @@ def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,
     key naming two relations ("a|b") gives its probability to both. ``priors``: the
     corpus-wide class shares; ``type_priors`` (labels × categories): each label's pair
     type's, with which its posterior was computed (`item_priors`)."""
-    codes: list[list[int]] = []
-    for key in categories:
-        names = str(key).split("|")
-        codes.append([-1 if n == NO_RELATION else predicate_codes.get(n, -2) for n in names])
-    pairs, preds, probs, prior_rows, type_rows = [], [], [], [], []
-    share: dict[int, float] = {}
-    own: dict[int, np.ndarray] = {}
-    for c, code_list in enumerate(codes):
-        for code in code_list:
-            share[code] = share.get(code, 0.0) + float(priors[c])
-            own[code] = own.get(code, 0.0) + type_priors[:, c]
-    for c, code_list in enumerate(codes):
-        col = posterior[:, c]
-        keep = col > 1e-6
-        for code in code_list:
-            if code == -2:  # a predicate unknown to the estimators
-                continue
-            pairs.append(pair_of[keep])
-            preds.append(np.full(int(keep.sum()), code, np.int64))
-            probs.append(col[keep])
-            prior_rows.append(np.full(int(keep.sum()), share[code]))
-            type_rows.append(own[code][keep])
-    if not pairs:
+    # One entry per (category, predicate code) it names, codes unknown to the
+    # estimators left out; rows are made entry by entry, labels in order within each.
+    cat, code = [], []
+    for c, key in enumerate(categories):
+        for name in str(key).split("|"):
+            k = -1 if name == NO_RELATION else predicate_codes.get(name, -2)
+            if k != -2:
+                cat.append(c)
+                code.append(k)
+    if not cat:
         z = np.zeros(0)
         return SoftLabels(z.astype(np.int64), z.astype(np.int64), z, z, z)
-    p, k = np.concatenate(pairs), np.concatenate(preds)
-    # Rows of one (pair, predicate) from several answer keys add up, as stored posteriors do.
-    key = p * (1 << 20) + (k + 1)
-    # With return_index np.unique sorts stably: ``first`` is each key's first row.
-    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    prob = np.minimum(np.bincount(inv.ravel(), weights=np.concatenate(probs)), 1.0)
-    return SoftLabels(uniq >> 20, (uniq & ((1 << 20) - 1)) - 1, prob,
-                      np.concatenate(prior_rows)[first], np.concatenate(type_rows)[first])
+    cats = np.asarray(cat, np.int64)
+    # A code's prior adds the shares of every category naming it (per label: its type's).
+    names, of_entry = np.unique(np.asarray(code, np.int64), return_inverse=True)
+    of_entry = of_entry.ravel()
+    share = np.bincount(of_entry, weights=np.asarray(priors, float)[cats])
+    own = np.zeros((len(names), len(posterior)))
+    for e in range(len(cats)):  # in entry order: the sums add as the categories come
+        own[of_entry[e]] += type_priors[:, cats[e]]
+    by_cat = np.ascontiguousarray(posterior.T)
+    entry, label = np.nonzero(by_cat[cats] > 1e-6)  # entry-major: the rows' order
+    k_of = of_entry[entry]
+    # Rows of one (pair, predicate) from several answer keys or labels add up, as
+    # stored posteriors do, in the rows' order; each keeps its first row's priors.
+    # Cells (pair, predicate) numbered in the order of both: no sort of the rows.
+    pairs, rank = np.unique(np.asarray(pair_of, np.int64), return_inverse=True)
+    cell = rank.ravel()[label] * len(names) + k_of
+    size = len(pairs) * len(names)
+    hit = np.flatnonzero(np.bincount(cell, minlength=size))
+    prob = np.minimum(np.bincount(cell, weights=by_cat[cats[entry], label],
+                                  minlength=size)[hit], 1.0)
+    first = np.full(size, len(cell))
+    np.minimum.at(first, cell, np.arange(len(cell)))
+    first = first[hit]
+    return SoftLabels(pairs[hit // len(names)], names[hit % len(names)], prob,
+                      share[k_of[first]], own[k_of[first], label[first]])

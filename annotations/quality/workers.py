@@ -9,6 +9,7 @@ the corpus's scores are recomputed when a label moved."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -195,16 +196,26 @@ def in_ids(ids: list[int]) -> list[int] | RawSQL:
     return ids
 
 
-def offered(qids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def pair_types(qids: list[int]) -> dict[int, tuple[str, str]]:
+    """The (subject, object) types of each question's pair, by question id; a question
+    the database lacks is left out. Fixed once the question exists (a pair's types are
+    set when it is ingested), so a caller may keep them."""
+    return {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=in_ids(qids))
+            .values_list("pk", "pair__subject_type", "pair__object_type")}
+
+
+def offered(qids: list[int], types: Mapping[int, tuple[str, str]] | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
     """Per item, how many answers its question offered (the relations its pair's types
     allow, and no_relation), and its stratum: items with the same pair types share one.
 
     A wrong answer is spread over the offered answers, not over every answer seen on
     the corpus (which would make one odd answer look far less likely than it is); the
-    class shares are fitted per stratum (`aggregation.one_coin`).
+    class shares are fitted per stratum (`aggregation.one_coin`). ``types``:
+    `pair_types` of these questions if the caller kept them (read otherwise).
     """
-    types = {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=in_ids(qids))
-             .values_list("pk", "pair__subject_type", "pair__object_type")}
+    if types is None:
+        types = pair_types(qids)
     # Strata numbered in the order the questions first show them.
     strata_of: dict[tuple, int] = {}
     strata = np.fromiter((strata_of.setdefault(types.get(q, (None, None)), len(strata_of))

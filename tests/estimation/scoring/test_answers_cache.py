@@ -32,7 +32,8 @@ def _fresh(world: World) -> correction._Answers:
 
 def _equal(a: correction._Answers, b: correction._Answers) -> bool:
     return (np.array_equal(a.items, b.items) and np.array_equal(a.workers, b.workers)
-            and a.keys == b.keys and a.qids == b.qids and a.wids == b.wids)
+            and a.keys == b.keys and a.qids == b.qids and a.wids == b.wids
+            and dict(a.types) == dict(b.types))
 
 
 def _read(world: World, monkeypatch: pytest.MonkeyPatch) -> tuple[correction._Answers, bool]:
@@ -68,6 +69,29 @@ def test_new_answers_are_read_on_top_of_the_kept_ones(answered: World, monkeypat
     _answer(answered, ["a", "d"])  # a new question, and a worker the kept rows lack
     grown, used = _read(answered, monkeypatch)
     assert used and len(grown.keys) == 11 and len(grown.wids) == 4
+    assert _equal(grown, _fresh(answered))
+
+
+@pytest.mark.django_db
+def test_only_new_questions_pair_types_are_read(answered: World, monkeypatch) -> None:
+    """The pair types `offered` needs are kept with the answers: a read that adds a
+    question asks the database for that question's types alone."""
+    asked: list[list[int]] = []
+    read_types = correction.pair_types
+
+    def spy(qids: list[int]) -> dict:
+        asked.append(list(qids))
+        return read_types(qids)
+
+    monkeypatch.setattr(correction, "pair_types", spy)
+    first, _ = _read(answered, monkeypatch)
+    assert asked == [first.qids] and len(first.qids) == 3
+    assert set(first.types) == set(first.qids) and None not in first.types.values()
+    _read(answered, monkeypatch)
+    assert len(asked) == 1  # nothing new: nothing asked
+    _answer(answered, ["a", "d"])
+    grown, used = _read(answered, monkeypatch)
+    assert used and asked[1:] == [grown.qids[3:]] and len(grown.qids) == 4
     assert _equal(grown, _fresh(answered))
 
 
