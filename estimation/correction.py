@@ -50,7 +50,7 @@ from annotations.quality.aggregation import (
 )
 from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
 from annotations.quality.label_table import forget as forget_labels
-from annotations.quality.workers import in_ids, offered, pair_types
+from annotations.quality.workers import offered, pair_types
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 
@@ -365,6 +365,33 @@ def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
     return posts
 
 
+def _answers_and_controls(corpus: Corpus) -> tuple[_Answers, dict[int, str]]:
+    """The corpus's relation answers (`_answers`) and the known answer key of each
+    control question among them."""
+    ans = _answers(corpus)
+    if not len(ans.qids):
+        return ans, {}
+    index = set(ans.qids)
+    # The corpus's controls (few), kept where answered: filtered here rather than by
+    # sending every answered question's id.
+    return ans, {q: answer_key(a) for q, a in
+                 Question.objects.filter(corpus=corpus, kind=TaskKind.RELATION,
+                                         control_answer__isnull=False)
+                 .values_list("pk", "control_answer") if q in index}
+
+
+def _relation_answers(ans: _Answers, controls: dict[int, str]) -> RelationAnswers:
+    return RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
+                           np.asarray(ans.wids, np.int64)[ans.workers], ans.keys, controls)
+
+
+def relation_answers(corpus: Corpus) -> RelationAnswers:
+    """The corpus's relation answers and controls as `accuracy.crowd_accuracy` takes them,
+    through the answers this process keeps (only rows written since its last read are
+    read), for a recompute that runs no replicates."""
+    return _relation_answers(*_answers_and_controls(corpus))
+
+
 def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int],
                           read: list[RelationAnswers] | None = None,
                           labels: LabelTable | None = None
@@ -377,17 +404,12 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     the corpus's labels if already read (`label_table`)."""
     if replicates < 2:
         return [], None
-    ans = _answers(corpus)
+    ans, controls = _answers_and_controls(corpus)
     items, workers, answers, qids = ans.items, ans.workers, ans.keys, ans.qids
     n_workers = len(ans.wids)
     index = {q: i for i, q in enumerate(qids)}
-    controls = {q: answer_key(a) for q, a in
-                Question.objects.filter(pk__in=in_ids(qids), control_answer__isnull=False)
-                .values_list("pk", "control_answer")} if len(qids) else {}
     if read is not None:
-        read.append(RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
-                                    np.asarray(ans.wids, np.int64)[ans.workers], ans.keys,
-                                    controls))
+        read.append(_relation_answers(ans, controls))
     if not len(items):
         return [], None
     known = {index[q]: key for q, key in controls.items()}

@@ -50,7 +50,7 @@ from .core import SCHEMES, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
 from .core.points import PointPlan
 from .core.recall import exhaustive_hits
-from .correction import forget_answers
+from .correction import forget_answers, relation_answers
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .models import (
     METRIC_COLUMNS,
@@ -335,8 +335,12 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             data = load_corpus_data(corpus, hot=True)
             # The report's crowd section, from the same snapshot as the labels scored:
             # stored with the run so a report request never reads the whole corpus.
-            # The relation answers, if the correction read them, are not read again.
-            run.crowd = crowd_accuracy(corpus.pk, confidence, data.extra.get("answers"),
+            # The relation answers, if the correction read them, are not read again;
+            # else they come through the ones this process keeps.
+            answers = data.extra.get("answers")
+            if answers is None:
+                answers = relation_answers(corpus)
+            run.crowd = crowd_accuracy(corpus.pk, confidence, answers,
                                        data.extra.get("labels")).as_dict()
         _store_cache(data)
         ids = [s.pk for s in data.submissions]

@@ -398,7 +398,8 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
     Only answers to relation questions whose label the quality pass has given a
     posterior count in the model accuracy; agreement counts every labelled answer.
     ``answers``: the corpus's relation answers, if the caller read them in the same
-    snapshot (they are not read again); the shares then sum in answer-id order.
+    snapshot (they are not read again). The shares sum in answer-id order either way:
+    the same floats whoever read the answers.
     ``labels``: the corpus's labels, likewise (`label_table`).
     """
     decode = Decoder()  # JSON text -> (choices, key), once per distinct text
@@ -430,7 +431,7 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
                                                 question__corpus_id=corpus_id)
                                             .values("question_id"))
                     .annotate(text=as_text("choices"))
-                    .values_list("question_id", "worker_id", "text").order_by())
+                    .values_list("question_id", "worker_id", "text").order_by("pk"))
         n = len(rows)
         at = np.searchsorted(np.asarray(lab_q, np.int64),
                              np.fromiter((r[0] for r in rows), np.int64, n))
