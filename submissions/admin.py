@@ -75,8 +75,23 @@ class SubmissionAdmin(admin.ModelAdmin):
 
 @admin.register(MentionPair)
 class MentionPairAdmin(admin.ModelAdmin):
+    """Mention pairs, view only. A pair is shared corpus data, written once at ingest
+    (a later upload naming it reuses it as is): every submission's instances, the
+    crowd's questions, answers and labels, and the worker model's strata rest on its
+    spans and types, and the scoring workers keep them between runs. An edit here would
+    change what past questions offered without any of those knowing."""
+
     list_display = ("id", "document", "subject_begin", "subject_end", "object_begin",
                     "object_end", "subject_type", "object_type")
     list_filter = ("subject_type", "object_type")
     raw_id_fields = ("document", "sentence")
     search_fields = ("document__doc_id",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

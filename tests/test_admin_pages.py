@@ -57,3 +57,30 @@ def test_admin_names_read_as_english() -> None:
         singular, plural = str(meta.verbose_name), str(meta.verbose_name_plural)
         if singular.endswith("s") and singular != plural:
             assert plural != singular + "s", f"{model.__name__}: {plural!r}"
+
+
+@pytest.mark.django_db
+def test_mention_pairs_are_view_only(client: Client) -> None:
+    """A pair's spans and types are fixed at ingest (questions, labels and the worker
+    model rest on them, and scoring workers keep them): the admin shows a pair but
+    neither changes, adds nor deletes one, even for a superuser."""
+    from submissions.models import MentionPair
+
+    make_corpus()
+    doc = Document.objects.get(doc_id="D1")
+    pair = make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE")
+    client.force_login(_superuser())
+    url = reverse("admin:submissions_mentionpair_change", args=[pair.pk])
+    page = client.get(url)
+    assert page.status_code == 200
+    assert 'name="subject_type"' not in page.content.decode()  # shown, not a form field
+    form = {"document": doc.pk, "sentence": pair.sentence_id or "",
+            "subject_begin": pair.subject_begin, "subject_end": pair.subject_end,
+            "object_begin": pair.object_begin, "object_end": pair.object_end,
+            "subject_type": "ORG", "object_type": "GPE"}
+    assert client.post(url, form).status_code == 403
+    assert MentionPair.objects.get(pk=pair.pk).subject_type == "PER"
+    assert client.get(reverse("admin:submissions_mentionpair_add")).status_code == 403
+    delete = reverse("admin:submissions_mentionpair_delete", args=[pair.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    assert MentionPair.objects.filter(pk=pair.pk).exists()
