@@ -325,6 +325,13 @@ class QuestionAdmin(admin.ModelAdmin):
     raw_id_fields = ("pair", "document", "requested_by")
     readonly_fields = ("created_at", "completed_at")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Question | None = None
+                            ) -> tuple[str, ...]:
+        # What a question asks about is fixed once it exists: its answers are about that
+        # pair, and the scoring workers keep each question's pair types (offered answers).
+        fixed = ("corpus", "kind", "pair", "document")
+        return self.readonly_fields + (fixed if obj is not None else ())
+
 
 @admin.register(PairLabel)
 class PairLabelAdmin(admin.ModelAdmin):

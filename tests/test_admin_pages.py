@@ -84,3 +84,27 @@ def test_mention_pairs_are_view_only(client: Client) -> None:
     delete = reverse("admin:submissions_mentionpair_delete", args=[pair.pk])
     assert client.post(delete, {"post": "yes"}).status_code == 403
     assert MentionPair.objects.filter(pk=pair.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_question_keeps_its_pair(client: Client) -> None:
+    """An existing question's corpus, kind and pair are shown, not editable: its answers
+    are about that pair (a new question can still be added with one)."""
+    from annotations.models import Question, TaskKind
+
+    corpus = make_corpus()
+    doc = Document.objects.get(doc_id="D1")
+    pair = make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE")
+    other = make_pair(doc, span(doc, "Tom King", 1), "PER", span(doc, "Acme"), "ORG")
+    question = Question.objects.create(corpus=corpus, kind=TaskKind.RELATION, pair=pair)
+    client.force_login(_superuser())
+    url = reverse("admin:annotations_question_change", args=[question.pk])
+    page = client.get(url).content.decode()
+    assert 'name="pair"' not in page and 'name="kind"' not in page
+    assert 'name="control_answer"' in page  # a control's known answer stays editable
+    client.post(url, {"pair": other.pk, "kind": TaskKind.RELATION, "corpus": corpus.pk,
+                      "state": question.state, "answers_needed": 3,
+                      "control_answer": "null"})
+    assert Question.objects.get(pk=question.pk).pair_id == pair.pk
+    add = client.get(reverse("admin:annotations_question_add")).content.decode()
+    assert 'name="pair"' in add
