@@ -85,6 +85,8 @@ class Evidence:
     group_prior: np.ndarray | None = None
     agree_keys: np.ndarray | None = None
     agree_group: np.ndarray | None = None
+    # `reweight_prior` per soft key, made on first use (not copied by `replace`).
+    _reweight: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.y_docs is None:
@@ -127,11 +129,14 @@ class Evidence:
         the crowd-wide share and the pair type's (`REWEIGHT_BETA`)."""
         if self.soft_prior is None or not len(self.soft_prior):
             return np.full(len(pos), 0.5)
-        prior = np.where(found, self.soft_prior[pos], 0.5)
-        if self.soft_type_prior is None:
-            return prior
-        own = np.where(found, self.soft_type_prior[pos], np.nan)
-        return np.where(np.isnan(own), prior, odds_between(prior, own, REWEIGHT_BETA))
+        if self._reweight is None:
+            # Once per soft key, then gathered: the callers ask at many more positions
+            # (every instance or predicted relation), often the same ones.
+            prior = self.soft_prior
+            own = self.soft_type_prior
+            self._reweight = prior if own is None else np.where(
+                np.isnan(own), prior, odds_between(prior, own, REWEIGHT_BETA))
+        return np.where(found, self._reweight[pos], 0.5)
 
     def group_of(self, keys: np.ndarray) -> np.ndarray:
         """The agreement group of each instance key (pair·K + predicate); 0 if unknown."""
