@@ -106,7 +106,7 @@ def with_soft_labels(pop: Population, ev: Evidence, soft: SoftLabels) -> Evidenc
     own = None if soft.type_priors is None else np.asarray(soft.type_priors, float)[keep]
     rel = preds != NO_RELATION
     true_prob = np.full(pop.n_pairs, np.nan)
-    covered = np.unique(dense)
+    covered = np.flatnonzero(np.bincount(dense, minlength=pop.n_pairs))  # np.unique, no sort
     mass = np.bincount(dense[rel], weights=probs[rel], minlength=pop.n_pairs)
     true_prob[covered] = np.clip(mass[covered], 0.0, 1.0)
     none = ~rel

@@ -262,8 +262,10 @@ class PointPlan:
         # replicate): new·lr / ((new·lr + 1) − new), kept where the instance is soft,
         # its P strictly inside (0, 1), its system's prior known and the result finite;
         # elsewhere P (soft) or the hard verdict, as reprior_lr's own fallback does.
+        # The group priors by each instance's cell (system · AGREE_GROUPS + group): one
+        # flat gather rather than a two-index one.
         own = ev.system_prior[self.j_sys] if ev.group_prior is None \
-            else ev.group_prior[self.j_sys, self.j_group]
+            else ev.group_prior.ravel().take(self._cells)
         t = own * lr
         den = t + 1
         den -= own
