@@ -24,7 +24,7 @@ peak, the build's peak and the whole process's peak (VmHWM's maximum over all ph
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
         [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200] \
-        [--answers 3] [--profile FILE]
+        [--answers 3] [--profile FILE] [--hard-labels] [--schemes instance,...]
 
 `--profile FILE` also writes a cProfile of the incremental runs (all batches) to FILE
 (read it with `python -m pstats FILE`); the profiled runs are timed with the profiler on.
@@ -340,6 +340,11 @@ def main() -> None:
                         help="crowd answers per labelled pair (0: labels without answers)")
     parser.add_argument("--profile", metavar="FILE",
                         help="write a cProfile of the incremental runs to FILE")
+    parser.add_argument("--hard-labels", action="store_true",
+                        help="score without the noise correction (KBPO_SOFT_LABELS=false)")
+    parser.add_argument("--schemes", metavar="LIST",
+                        help="schemes recomputed, comma-separated (KBPO_SCORE_SCHEMES; "
+                             "default: every scheme)")
     args = parser.parse_args()
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith("postgres"):
@@ -363,6 +368,19 @@ def main() -> None:
         from estimation.models import SystemScore
         from estimation.scoring import recompute, score_schemes
 
+        if args.hard_labels:
+            settings.KBPO_SOFT_LABELS = False
+        if args.schemes:
+            from estimation.core import SCHEMES
+
+            wanted = [s.strip() for s in args.schemes.split(",")]
+            unknown = sorted(set(wanted) - set(SCHEMES))
+            if unknown:
+                sys.exit(f"--schemes: unknown {', '.join(unknown)}; choose from "
+                         f"{', '.join(SCHEMES)}")
+            settings.KBPO_SCORE_SCHEMES = wanted
+        print(f"soft labels: {'on' if settings.KBPO_SOFT_LABELS else 'off'}; schemes: "
+              f"{', '.join(score_schemes(settings.KBPO_SAMPLING_SCHEME))}")
         corpus = data["corpus"]
 
         def scores(run) -> dict:
