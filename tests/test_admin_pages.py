@@ -102,9 +102,11 @@ def test_a_question_keeps_its_pair(client: Client) -> None:
     page = client.get(url).content.decode()
     assert 'name="pair"' not in page and 'name="kind"' not in page
     assert 'name="control_answer"' in page  # a control's known answer stays editable
-    client.post(url, {"pair": other.pk, "kind": TaskKind.RELATION, "corpus": corpus.pk,
-                      "state": question.state, "answers_needed": 3,
-                      "control_answer": "null"})
-    assert Question.objects.get(pk=question.pk).pair_id == pair.pk
+    saved = client.post(url, {"pair": other.pk, "kind": TaskKind.RELATION,
+                              "corpus": corpus.pk, "state": question.state,
+                              "answers_needed": 5, "control_answer": "null"})
+    assert saved.status_code == 302  # the form was saved: its other fields apply...
+    question.refresh_from_db()
+    assert question.answers_needed == 5 and question.pair_id == pair.pk  # ...not the pair
     add = client.get(reverse("admin:annotations_question_add")).content.decode()
     assert 'name="pair"' in add

@@ -204,7 +204,7 @@ def pair_types(qids: list[int]) -> dict[int, tuple[str, str]]:
             .values_list("pk", "pair__subject_type", "pair__object_type")}
 
 
-def offered(qids: list[int], types: Mapping[int, tuple[str, str]] | None = None
+def offered(qids: list[int], types: Mapping[int, tuple] | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
     """Per item, how many answers its question offered (the relations its pair's types
     allow, and no_relation), and its stratum: items with the same pair types share one.
