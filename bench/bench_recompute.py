@@ -24,8 +24,11 @@ peak, the build's peak and the whole process's peak (VmHWM's maximum over all ph
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
         [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200] \
-        [--answers 3] [--profile FILE] [--hard-labels] [--schemes instance,...]
+        [--answers 3] [--new-workers 0] [--profile FILE] [--hard-labels] \
+        [--schemes instance,...]
 
+`--new-workers N` has N workers never seen before answer one HIT each in every batch, as a
+crowd on MTurk does (the noise correction's stored fit has no rates for them).
 `--profile FILE` also writes a cProfile of the incremental runs (all batches) to FILE
 (read it with `python -m pstats FILE`); the profiled runs are timed with the profiler on.
 """
@@ -127,6 +130,23 @@ class Crowd:
         raw.execute("SELECT id FROM annotations_crowdworker ORDER BY id")
         self.worker_ids = np.array([r[0] for r in raw.fetchall()])
         self.accuracy = rng.uniform(0.6, 0.95, self.WORKERS)
+        self.newcomers: list[int] = []  # positions of workers recruited for the next batch
+
+    def recruit(self, n: int) -> None:
+        """Add ``n`` workers never seen before; the next batch's first ``n`` HITs each
+        get one of them (a crowd on MTurk brings new workers all the time)."""
+        if n <= 0:
+            return
+        top = self._top("annotations_crowdworker")
+        copy(self.raw, "annotations_crowdworker",
+             ["backend", "external_id", "flagged", "blocked", "blocked_reason", "n_answers",
+              "created_at", "control_answers", "control_right"],
+             (("simulated", f"bench-n{len(self.worker_ids) + w}", "f", "f", "", 0, self.now,
+               0, 0) for w in range(n)))
+        self.newcomers = list(range(len(self.worker_ids), len(self.worker_ids) + n))
+        self.worker_ids = np.concatenate([self.worker_ids,
+                                          self._new_ids("annotations_crowdworker", top)])
+        self.accuracy = np.concatenate([self.accuracy, self.rng.uniform(0.6, 0.95, n)])
 
     def _new_ids(self, table: str, before: int) -> np.ndarray:
         self.raw.execute(f"SELECT id FROM {table} WHERE id > %s ORDER BY id", [before])
@@ -156,8 +176,11 @@ class Crowd:
              ((self.corpus_id, "relation", "simulated", "complete", k, "0.50", "0.00", "", "",
                now) for _ in range(n_hits)))
         hits = self._new_ids("annotations_hit", top)
-        # k distinct workers per hit.
+        # k distinct workers per hit (of the first pool); a newcomer takes a first seat.
         crew = np.argsort(self.rng.random((n_hits, self.WORKERS)), axis=1)[:, :k]
+        for h, w in enumerate(self.newcomers[:n_hits]):
+            crew[h, 0] = w
+        self.newcomers = []
         top = self._top("annotations_assignment")
         base = self.serial
         self.serial += n_hits * k
@@ -338,6 +361,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=200)
     parser.add_argument("--answers", type=int, default=3,
                         help="crowd answers per labelled pair (0: labels without answers)")
+    parser.add_argument("--new-workers", type=int, default=0, metavar="N",
+                        help="workers never seen before answering in each batch (one HIT "
+                             "each; default 0: the first pool answers everything)")
     parser.add_argument("--profile", metavar="FILE",
                         help="write a cProfile of the incremental runs to FILE")
     parser.add_argument("--hard-labels", action="store_true",
@@ -422,6 +448,7 @@ def main() -> None:
             with transaction.atomic(), connection.cursor() as c:
                 if data["crowd"] is not None:
                     data["crowd"].raw = c.cursor
+                    data["crowd"].recruit(args.new_workers)
                 answered = add_labels(c.cursor, np.asarray(batch), data["truth"],
                                       data["index_of"], data["crowd"], timezone.now().isoformat())
             print(f"batch {b + 1}: +{len(batch)} labels, +{answered} crowd answers")

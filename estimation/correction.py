@@ -15,9 +15,11 @@ generator is seeded from the answers themselves, so a recompute on the same data
 the same intervals.
 
 The refitted parameters are stored (`models.CorrectionFit`) and refitted only when the
-answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH, changed, or brought a worker or
-answer the fit does not know (docs/noisy-crowds.md §2); in between each replicate's
-posterior of the current answers is one E-step under its stored parameters.
+answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH, changed, brought an answer the
+fit does not know, or a worker it does not know gave more than
+KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS answers (docs/noisy-crowds.md §2); in between each
+replicate's posterior of the current answers is one E-step under its stored parameters,
+a worker it does not know taking a fitted worker's rates drawn per replicate.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from annotations.quality.aggregation import (
     one_coin,
     parameter_replicates,
     set_known,
+    with_unseen_workers,
 )
 from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
 from annotations.quality.label_table import forget as forget_labels
@@ -271,23 +274,35 @@ def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
 def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
               strata: np.ndarray, known: dict[int, str]) -> list[OneCoinParams]:
     """The stored replicates' parameters, if they still apply to these answers: the same
-    first answers, at most KBPO_SOFT_LABEL_REFIT_GROWTH more of them, no worker, answer
-    key or pair-type stratum the fit does not know. Else none (refit)."""
+    first answers, at most KBPO_SOFT_LABEL_REFIT_GROWTH more of them, no answer key or
+    pair-type stratum the fit does not know, and no worker it does not know with more
+    than KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS answers. Else none (refit).
+
+    Workers the fit has not seen (a crowd on MTurk brings new ones in most batches, and
+    each refit costs seconds) take, in each replicate, the rates of a fitted worker
+    drawn for that replicate (`with_unseen_workers`): the replicates then disagree on
+    how much such a worker's answers weigh, as much as the crowd's workers differ."""
     if fit is None or fit.n_answers == 0:
         return []
     grown = len(ans.keys) - fit.n_answers
     if grown < 0 or grown > settings.KBPO_SOFT_LABEL_REFIT_GROWTH * fit.n_answers:
         return []
     cats = set(fit.categories)
-    if len(ans.wids) > fit.n_workers or not set(ans.keys) | set(known.values()) <= cats:
+    if not set(ans.keys) | set(known.values()) <= cats:
         return []
+    if len(ans.wids) > fit.n_workers:
+        unseen = np.bincount(ans.workers, minlength=len(ans.wids))[fit.n_workers:]
+        if int(unseen.max()) > settings.KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS:
+            return []
     if ans.digest(fit.n_answers) != fit.digest:
         return []
     params = _stored(fit, replicates)
     shares = params[0].stratum_shares if params else None
     if shares is not None and len(strata) and int(strata.max()) >= len(shares):
         return []
-    return params
+    # Seeded by the fit and the replicate: the same draws in every run until a refit.
+    base = int(fit.digest[:15], 16)
+    return [with_unseen_workers(p, len(ans.wids), (base, k)) for k, p in enumerate(params)]
 
 
 def _mix(x: np.ndarray) -> np.ndarray:

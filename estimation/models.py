@@ -295,9 +295,10 @@ class CorrectionFit(models.Model):
 
     Refitting them takes most of a recompute; they are refitted only when the relation
     answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH since, or changed otherwise
-    (`digest`: the first `n_answers` answers in id order), or brought a worker or an
-    answer the fit does not know. In between, each replicate's posterior of the current
-    answers is computed under its stored parameters. Every recompute (incremental or
+    (`digest`: the first `n_answers` answers in id order), or brought an answer the fit
+    does not know or a worker it does not know with more than
+    KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS answers. In between, each replicate's posterior of
+    the current answers is computed under its stored parameters. Every recompute (incremental or
     full, in any worker) reads the same row, so they give the same scores.
     """
 

@@ -412,9 +412,13 @@ KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", True)
 # intervals (0 or 1: none; estimation/correction.py).
 KBPO_SOFT_LABEL_BOOTSTRAP = env_int("KBPO_SOFT_LABEL_BOOTSTRAP", 8)
 # The replicates' parameters are stored and refitted only when the relation answers grew
-# by more than this share since (or changed, or brought a new worker or answer); between
-# refits each replicate's posteriors of the current answers use the stored parameters.
+# by more than this share since (or changed, or brought a new answer key or pair type);
+# between refits each replicate's posteriors of the current answers use the stored
+# parameters.
 KBPO_SOFT_LABEL_REFIT_GROWTH = env_float("KBPO_SOFT_LABEL_REFIT_GROWTH", 0.1)
+# A worker the stored fit has not seen takes a fitted worker's rates (drawn per replicate)
+# until they have given more than this many answers; then the replicates are refitted.
+KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS = env_int("KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS", 50)
 # Extra assignments requested for a question whose answers tie, at most this many.
 KBPO_MAX_EXTRA_ANSWERS = env_int("KBPO_MAX_EXTRA_ANSWERS", 2)
 # The stored (hard) label after the quality pass: the answer of this aggregator

@@ -222,3 +222,34 @@ def lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: n
     neg = np.where(said_none, np.log(spec), np.log1p(-spec) - np.log(np.maximum(k - 1, 1)))
     out[:, nc] = np.bincount(items, weights=neg, minlength=n_i)
     return out
+
+
+def unseen_worker_rates(rates: tuple[np.ndarray, ...], like: np.ndarray,
+                        nc: int) -> tuple[np.ndarray, ...]:
+    """``rates`` with one row added per entry of ``like``: a worker the fit never saw,
+    given the rates of the fitted worker ``like[k]`` (a random one, say).
+
+    The fit knows nothing of such a worker, so it stands for a member of the crowd the
+    fit did see. Under the leave-one-out layout (`BLIND_SPOT_LOO`) the worker has no
+    counted answers: its cells are empty, and its per-type miss rates are the mixture's
+    rate of an empty cell around its seen rate — what `loo_cell_terms` computes for it
+    too, so its answers get no leave-one-out change (a copied per-type row would be
+    pulled back to that rate by it). Elsewhere the whole row is copied.
+    """
+    like = np.asarray(like, dtype=np.int64)
+    if len(rates) <= 4:
+        return tuple(np.concatenate([r, r[like]]) for r in rates)
+    spec, sens, miss, per_type, missed, seen, s_w, mix = rates
+    s = s_w[like]
+    empty = np.zeros((len(like), per_type.shape[1]))
+    rows = np.repeat(s[:, None], per_type.shape[1], axis=1)
+    rel = np.ones(per_type.shape[1], dtype=bool)
+    if 0 <= nc < len(rel):
+        rel[nc] = False
+    rows[:, rel] = _cell_rate(empty[:, rel], empty[:, rel], s[:, None], float(mix[0]),
+                              float(mix[1]))
+    return (np.concatenate([spec, spec[like]]), np.concatenate([sens, sens[like]]),
+            np.concatenate([miss, miss[like]]),
+            np.concatenate([per_type, np.clip(rows, 1e-6, 1 - 1e-6)]),
+            np.concatenate([missed, empty]), np.concatenate([seen, empty]),
+            np.concatenate([s_w, s]), mix)

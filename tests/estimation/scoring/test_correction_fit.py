@@ -1,6 +1,7 @@
 """The noise correction's replicate parameters are stored and refitted only when the
-answers grew past KBPO_SOFT_LABEL_REFIT_GROWTH, changed, or brought a new worker
-(estimation/correction.py, models.CorrectionFit)."""
+answers grew past KBPO_SOFT_LABEL_REFIT_GROWTH, changed, or brought a new worker with
+more than KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS answers (estimation/correction.py,
+models.CorrectionFit)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def test_replicates_refit_only_past_the_growth_threshold(world: World, settings)
 
 
 @pytest.mark.django_db
-def test_a_new_worker_or_a_changed_answer_refits(world: World, settings) -> None:
+def test_a_changed_answer_or_a_busy_new_worker_refits(world: World, settings) -> None:
     _crowd(world)
     settings.KBPO_SOFT_LABELS = True
     settings.KBPO_SOFT_LABEL_BOOTSTRAP = 4
@@ -87,8 +88,19 @@ def test_a_new_worker_or_a_changed_answer_refits(world: World, settings) -> None
     assert load_corpus_data(world.corpus).extra["correction_fit"] is not None
     scoring.recompute(world.corpus)
     assert load_corpus_data(world.corpus).extra["correction_fit"] is None
-    _answer(world, ["d"])  # a worker the fit has no rates for
+    # A worker the fit has no rates for, with one answer: the stored parameters still
+    # apply (the worker takes a fitted worker's rates in each replicate), and give the
+    # same soft labels run after run, in this process and in a new one.
+    _answer(world, ["d"])
+    kept = load_corpus_data(world.corpus)
+    assert kept.extra["correction_fit"] is None
+    assert _same(kept.soft_replicates, load_corpus_data(world.corpus).soft_replicates)
+    correction.forget_answers()
+    assert _same(kept.soft_replicates, load_corpus_data(world.corpus).soft_replicates)
+    # More answers of theirs than KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS: refitted.
+    settings.KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS = 0
     assert load_corpus_data(world.corpus).extra["correction_fit"] is not None
+    settings.KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS = 1
     # More replicates than stored: refitted.
     scoring.recompute(world.corpus)
     settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
