@@ -246,6 +246,14 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or _BROKER or None
 # Tasks a worker enqueues itself (ingest → plan → aggregate) go to this queue.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Score recomputations to a queue of their own (unset: the default queue), consumed by
+# one single-process worker (docker-compose.yml's `scorer`): each corpus's population,
+# labels and answers are kept in memory between runs by the process that ran it last,
+# so one process keeps one copy and finds it warm every time, and a long recompute never
+# holds up the crowd's tasks (confirming answers, posting HITs) queued behind it.
+KBPO_SCORING_QUEUE = os.environ.get("KBPO_SCORING_QUEUE", "").strip()
+CELERY_TASK_ROUTES = ({"estimation.recompute_corpus": {"queue": KBPO_SCORING_QUEUE}}
+                      if KBPO_SCORING_QUEUE else {})
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -14,7 +14,7 @@ from tests.deploy import compose, require_caddy
 
 DOTENV = {"SECRET_KEY": "s" * 64, "KBPO_HOSTNAME": "kbpo.example.org",
           "KBPO_TLS": "ops@example.org"}
-APP_SERVICES = ("migrate", "web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "scorer", "beat")
 
 
 def test_interpolation_follows_compose() -> None:
@@ -64,6 +64,24 @@ def test_app_services_run_in_production_behind_the_proxy(name: str) -> None:
     assert env["DATABASE_URL"].startswith("postgres://kbpo:") and "@postgres:5432/" in env[
         "DATABASE_URL"]
     assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
+
+
+def test_the_scorer_alone_consumes_the_scoring_queue() -> None:
+    """Every app service routes recomputations to one queue (KBPO_SCORING_QUEUE, from
+    .env or `scoring`); the scorer consumes that queue alone, in one process; the worker
+    consumes the default queue alone, named so it can never pick up another."""
+    for dotenv, scoring, default in ((DOTENV, "scoring", "celery"),
+                                     ({**DOTENV, "KBPO_SCORING_QUEUE": "s2",
+                                       "CELERY_TASK_DEFAULT_QUEUE": "d2"}, "s2", "d2")):
+        services = compose.load(dotenv)["services"]
+        for name in APP_SERVICES:
+            assert compose.environment(services[name])["KBPO_SCORING_QUEUE"] == scoring
+        scorer, worker = (compose.command(services[n]) for n in ("scorer", "worker"))
+        assert scorer[:4] == ["celery", "-A", "kbpo", "worker"]
+        assert compose.option(scorer, "-Q") == scoring
+        assert compose.option(scorer, "--concurrency") == "1"
+        assert compose.option(worker, "-Q") == default
+        assert "scorer@" in " ".join(services["scorer"]["healthcheck"]["test"])
 
 
 def test_caddy_proxies_to_the_web_command_and_mounts_the_repo_caddyfile() -> None:

@@ -54,6 +54,16 @@ stuck = make_submission(hit.corpus, [], owner=make_user("stack-owner"), name="st
                         state=State.UPLOADED)
 print("SEED " + json.dumps({"hit": hit.pk, "submission": stuck.pk}))
 """
+# The queue the app (as the web service configures it) sends a score recomputation to.
+ROUTE = """
+import os
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
+django.setup()
+from estimation.scoring import RECOMPUTE_TASK
+from kbpo.celery import app
+print(app.amqp.router.route({}, RECOMPUTE_TASK)["queue"].name)
+"""
 
 
 def _own_database(url: str) -> tuple[str, str]:
@@ -111,8 +121,9 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
         "KBPO_SUBMISSION_REDRIVE_INTERVAL": "1",
         "KBPO_SUBMISSION_REDRIVE_AFTER": "0",
         "KBPO_SUBMISSION_MAX_ATTEMPTS": "0",
-        # This run's worker and beat only, whatever else shares the broker.
+        # This run's worker, scorer and beat only, whatever else shares the broker.
         "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "KBPO_SCORING_QUEUE": f"{queue}-scoring",
         "STATIC_ROOT": str(tmp_path / "static"),
     }
     services = compose.load(dotenv)["services"]
@@ -144,7 +155,7 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
         return cmd
 
     commands = {name: compose.command(services[name]) for name in
-                ("migrate", "web", "worker", "beat", "caddy")}
+                ("migrate", "web", "worker", "scorer", "beat", "caddy")}
     web_cmd = compose.replace_option(commands["web"], "--bind", f"127.0.0.1:{web_port}")
     beat_cmd = compose.replace_option(commands["beat"], "--schedule",
                                       str(tmp_path / "celerybeat-schedule"))
@@ -186,6 +197,8 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
 
         worker = procs.start("worker", on_path(commands["worker"], app_env("worker")),
                              app_env("worker"))
+        scorer = procs.start("scorer", on_path(commands["scorer"], app_env("scorer")),
+                             app_env("scorer"))
         procs.start("beat", on_path(beat_cmd, app_env("beat")), app_env("beat"))
         procs.start("web", on_path(web_cmd, env), env)
         procs.start("caddy", caddy_cmd, caddy_env)
@@ -262,6 +275,21 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
         procs.wait_for("the worker health check",
                        lambda: "pong" in (procs.succeeds("worker-healthcheck", worker_probe,
                                                          app_env("worker")) or ""))
+        # The scoring queue is the scorer's alone (one pool child), and the app routes
+        # recomputations there: a few sends, each must be run by the scorer.
+        scoring = f"{queue}-scoring"
+        for _ in range(3):
+            ping_token = uuid.uuid4().hex
+            result = client.send_task("kbpo.ping", args=[ping_token],
+                                      queue=scoring).get(timeout=90)
+            assert result["token"] == ping_token
+            assert _ppid(result["pid"]) == scorer.pid
+        routed = procs.run("route", ["python", "-c", ROUTE], app_env("web"))
+        assert routed.strip().splitlines()[-1] == scoring
+        scorer_probe = _healthcheck_command(services["scorer"])
+        procs.wait_for("the scorer health check",
+                       lambda: "pong" in (procs.succeeds("scorer-healthcheck", scorer_probe,
+                                                         app_env("scorer")) or ""))
 
         # A beat tick: beat sends the re-drive, the worker runs it, the database shows it.
         def stuck_state() -> str | None:
@@ -284,5 +312,6 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
             admin.close()
             # The run's queue and its bindings (task results expire on their own).
             with redis.Redis.from_url(broker) as r:
-                r.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+                for q in (queue, f"{queue}-scoring"):
+                    r.delete(q, f"_kombu.binding.{q}", f"_kombu.binding_permanent.{q}")
 
