@@ -407,6 +407,15 @@ def _report_sql() -> str:
 # The `view` under which a report's progress.json body is stored.
 PROGRESS = "progress.json"
 
+# Submission ids are Postgres bigints. The URL accepts any digits, and a larger number
+# passed to a raw query fails with "bigint out of range" (a 500, not the 404 it is).
+MAX_ID = 2**63 - 1
+
+
+def possible_id(pk: int) -> bool:
+    """Whether `pk` can be a submission's id at all (the ORM answers "none" itself)."""
+    return 0 < pk <= MAX_ID
+
 
 @dataclass
 class ReportLookup:
@@ -435,7 +444,7 @@ def report_lookup(pk: int, view: str) -> ReportLookup | None:
     None: no such submission, or not on Postgres (xmin and the stamp's triggers are
     Postgres's).
     """
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or not possible_id(pk):
         return None
     with connection.cursor() as cur:
         prepared.execute(_raw_text(cur), "kbpo_report_body", _report_sql(),
@@ -453,6 +462,6 @@ def store_report(pk: int, view: str, key: str, body: str) -> None:
     _upsert(sql, [pk, view, key, body])
 
 
-__all__ = ["PARTS", "PROGRESS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request", "fill",
-           "lookup", "nav", "render_version", "report_lookup", "response", "slotted", "storable",
-           "store", "store_report", "viewer_class"]
+__all__ = ["MAX_ID", "PARTS", "PROGRESS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request",
+           "fill", "lookup", "nav", "possible_id", "render_version", "report_lookup", "response",
+           "slotted", "storable", "store", "store_report", "viewer_class"]

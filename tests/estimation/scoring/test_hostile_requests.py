@@ -1,0 +1,37 @@
+"""Requests a script or a prober may send to the score pages and APIs: each gets a clear
+answer with the right status, never a 500."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.estimation.scoring.scoring_world import World
+from tests.factories import make_user
+
+SUBMISSION_URLS = ("submission-evaluation", "submission-evaluation-progress",
+                   "submission-predicates-csv", "api-submission-scores",
+                   "api-submission-history", "api-submission-samples",
+                   "api-submission-progress")
+
+
+def _clients() -> dict[str, Client]:
+    user, staff = Client(), Client()
+    user.force_login(make_user("eve"))
+    staff.force_login(make_user("root", staff=True))
+    return {"anonymous": Client(), "user": user, "staff": staff}
+
+
+@pytest.mark.django_db
+def test_an_id_beyond_bigint_is_not_found(scored: World) -> None:
+    """The URL takes any digits; ids are bigints, and the report's raw queries failed
+    on a larger one ("bigint out of range": a 500)."""
+    for who, client in _clients().items():
+        for pk in (2**63 - 1, 2**63, 10**20):
+            for name in SUBMISSION_URLS:
+                resp = client.get(reverse(name, args=[pk]))
+                assert resp.status_code == 404, (who, pk, name, resp.status_code)
+        # The database connection is still usable: a real report is served.
+        assert client.get(reverse("submission-evaluation", args=[scored.a.pk])).status_code \
+            == 200
