@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -34,7 +34,7 @@ def _run(corpus: Corpus, user: object, params: Any) -> dict[str, Any]:
                       float(settings.KBPO_CONFIDENCE))
 
 
-@require_GET
+@require_safe
 def compare_page(request: HttpRequest, tag: str) -> HttpResponse:
     corpus = get_object_or_404(Corpus, tag=tag)
     systems = comparable(corpus, request.user)

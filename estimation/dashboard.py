@@ -7,7 +7,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from annotations.crowd import budget, waiting
 from annotations.models import CrowdWorker, Hit, HitState
@@ -25,7 +25,7 @@ def _percent(part: object, whole: object) -> int:
 
 
 @staff_member_required
-@require_GET
+@require_safe
 def operator_dashboard(request: HttpRequest) -> HttpResponse:
     total = budget.spend()
     subs = (Submission.objects.filter(state__in=ACTIVE_STATES, hits__isnull=False)

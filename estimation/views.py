@@ -15,7 +15,7 @@ from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.utils.dateparse import parse_datetime
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -42,7 +42,7 @@ def _params(query: Any) -> tuple[str, str, str]:
             query.get("kind", "joint"))
 
 
-@require_GET
+@require_safe
 def leaderboard_index(request: HttpRequest) -> HttpResponse:
     """Every corpus with its number of ranked systems and its current leader."""
     entries = []
@@ -89,7 +89,7 @@ def _keep(found: stored_pages.Lookup | None, resp: HttpResponse, part: str) -> H
     return resp
 
 
-@require_GET
+@require_safe
 def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     scheme, metric, kind = _params(request.GET)
     notice = ""
@@ -140,7 +140,7 @@ def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind:
     }, status=400 if notice else 200)
 
 
-@require_GET
+@require_safe
 def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
     scheme, metric, kind = _params(request.GET)
     try:
@@ -286,7 +286,7 @@ def _visible(request: HttpRequest, pk: int) -> Submission:
 _PAGE = re.compile(r"[1-9][0-9]{0,3}")
 
 
-@require_GET
+@require_safe
 def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     scheme = request.GET.get("scheme", settings.KBPO_SAMPLING_SCHEME)
     if scheme not in lb.BOARD_SCHEMES:
@@ -348,7 +348,7 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
     }), page.number, run.finished_at if run else None
 
 
-@require_GET
+@require_safe
 def submission_evaluation_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Small JSON polled by the report page: progress, state and the newest run
     (stored under the report's key: estimation/report_progress.py)."""
@@ -358,7 +358,7 @@ def submission_evaluation_progress(request: HttpRequest, pk: int) -> HttpRespons
     return HttpResponse(body, content_type="application/json")
 
 
-@require_GET
+@require_safe
 def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """Per-predicate precision and recall of a submission, as on its report."""
     sub = _visible(request, pk)

@@ -35,3 +35,25 @@ def test_an_id_beyond_bigint_is_not_found(scored: World) -> None:
         # The database connection is still usable: a real report is served.
         assert client.get(reverse("submission-evaluation", args=[scored.a.pk])).status_code \
             == 200
+
+
+@pytest.mark.django_db
+def test_head_is_answered_like_get_and_other_methods_get_405(scored: World) -> None:
+    """HEAD is part of every GET resource (link checkers, `curl -I`, uptime probes): the
+    pages answered it 405 while their APIs answered 200."""
+    tag, a = scored.corpus.tag, scored.a.pk
+    pages = [reverse("leaderboard-index"), reverse("leaderboard", args=[tag]),
+             reverse("leaderboard-csv", args=[tag]), reverse("compare", args=[tag]),
+             reverse("submission-evaluation", args=[a]),
+             reverse("submission-evaluation-progress", args=[a]),
+             reverse("submission-predicates-csv", args=[a]), reverse("operator-dashboard")]
+    staff = _clients()["staff"]
+    for url in pages:
+        got = staff.get(url)
+        head = staff.head(url)
+        assert head.status_code == got.status_code == 200, (url, head.status_code)
+        assert head["Content-Type"] == got["Content-Type"], url
+        assert head.content == b"", url
+        post = staff.post(url)
+        assert post.status_code == 405, (url, post.status_code)
+        assert set(post["Allow"].split(", ")) == {"GET", "HEAD"}, url
