@@ -1,12 +1,16 @@
-"""Requests a script or a prober may send to the score pages and APIs: each gets a clear
-answer with the right status, never a 500."""
+"""Requests a script or a prober may send to the score pages and APIs (each gets a clear
+answer with the right status, never a 500), and hostile names on what shows scores."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World
 from tests.factories import make_user
 
@@ -57,3 +61,17 @@ def test_head_is_answered_like_get_and_other_methods_get_405(scored: World) -> N
         post = staff.post(url)
         assert post.status_code == 405, (url, post.status_code)
         assert set(post["Allow"].split(", ")) == {"GET", "HEAD"}, url
+
+
+@pytest.mark.django_db
+def test_scores_command_prints_control_characters_of_a_name_escaped(scored: World) -> None:
+    """A system name is the uploader's text: printed raw, an escape sequence runs in the
+    operator's terminal and a newline or bidi override breaks the table."""
+    Submission.objects.filter(pk=scored.a.pk).update(name="A\x1b[2J\nB\u202e")
+    out = io.StringIO()
+    call_command("scores", "--corpus", "t", stdout=out)
+    text = out.getvalue()
+    assert "\x1b" not in text and "\u202e" not in text
+    rows = [line for line in text.splitlines() if line[:3].strip().isdigit()]
+    assert len(rows) == 2  # one line per system, the name's newline included
+    assert any(r"A\x1b[2J\nB\u202e" in row for row in rows), rows
