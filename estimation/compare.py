@@ -3,6 +3,7 @@ interval (estimation/core/difference.py), for the compare page and its API."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.cache import cache
@@ -38,14 +39,28 @@ def comparable(corpus: Corpus, user: object) -> list[Submission]:
     return list(qs.order_by("name", "pk"))
 
 
+# A submission id as the schema gives it: ASCII digits. int() alone also takes other
+# scripts' digits ("١", "１"), underscores ("1_0"), signs and surrounding spaces.
+_ID = re.compile(r"[0-9]+")
+# Ids are bigints (at most 19 digits); a longer number names no submission.
+_ID_DIGITS = 19
+
+
+def _shown(value: str) -> str:
+    """`value` quoted for an error message, cut short: it is echoed to the client."""
+    return repr(value if len(value) <= 40 else value[:40] + "…")
+
+
 def parse_id(value: str | None, field: str) -> int:
-    if value in (None, ""):
+    if value is None or value == "":
         raise CompareError(field, f"{field} is required: the id of a submission to compare.")
-    try:
-        out = int(value)  # type: ignore[arg-type]
-    except ValueError:
-        raise CompareError(field, f"{field}={value!r} is not a submission id (a whole "
-                                  "number).") from None
+    if not _ID.fullmatch(value):
+        raise CompareError(field, f"{field}={_shown(value)} is not a submission id (a whole "
+                                  "number).")
+    if len(value.lstrip("0")) > _ID_DIGITS:
+        raise CompareError(field, f"{field}={_shown(value)}: no submission has that id.",
+                           status=404)
+    out = int(value)
     if out <= 0:
         raise CompareError(field, f"{field}={value!r} is not a submission id.")
     return out

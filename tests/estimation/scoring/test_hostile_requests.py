@@ -75,3 +75,18 @@ def test_scores_command_prints_control_characters_of_a_name_escaped(scored: Worl
     rows = [line for line in text.splitlines() if line[:3].strip().isdigit()]
     assert len(rows) == 2  # one line per system, the name's newline included
     assert any(r"A\x1b[2J\nB\u202e" in row for row in rows), rows
+
+
+@pytest.mark.django_db
+def test_compare_takes_ids_as_ascii_digits_only(scored: World) -> None:
+    """int() read other scripts' digits, underscores, signs and spaces as an id ("١" was
+    submission 1), and echoed a 5,000-digit value back whole in its error."""
+    url = reverse("api-compare", args=[scored.corpus.tag])
+    b = scored.b.pk
+    for value in ("\u0661", "\uff11", "1_0", " 1", "+1", "1.0", "0x1"):
+        resp = Client().get(url, {"a": value, "b": b})
+        assert resp.status_code == 400, (value, resp.status_code)
+        assert "is not a submission id" in resp.json()["a"][0], value
+    long = Client().get(url, {"a": "9" * 5000, "b": b})
+    assert long.status_code == 404 and len(long.content) < 300, long.content[:100]
+    assert Client().get(url, {"a": f"000{scored.a.pk}", "b": b}).status_code == 200
