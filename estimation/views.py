@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
@@ -31,7 +31,7 @@ from submissions.models import Submission
 
 from . import leaderboard as lb
 from . import report, report_progress, snapshot, stored_pages
-from .api_reports import IntervalSerializer, visible_submission
+from .api_reports import NOT_FOUND, IntervalSerializer, visible_submission
 from .models import METRICS, ScoringState
 
 # --- Leaderboard pages ------------------------------------------------------------------
@@ -353,8 +353,8 @@ def submission_evaluation_progress(request: HttpRequest, pk: int) -> HttpRespons
     """Small JSON polled by the report page: progress, state and the newest run
     (stored under the report's key: estimation/report_progress.py)."""
     body = report_progress.progress_json(pk, request.user)
-    if body is None:
-        raise Http404("No such submission.")
+    if body is None:  # JSON like the body its pollers parse, not the HTML error page
+        return JsonResponse({"detail": NOT_FOUND}, status=404)
     return HttpResponse(body, content_type="application/json")
 
 

@@ -90,3 +90,16 @@ def test_compare_takes_ids_as_ascii_digits_only(scored: World) -> None:
     long = Client().get(url, {"a": "9" * 5000, "b": b})
     assert long.status_code == 404 and len(long.content) < 300, long.content[:100]
     assert Client().get(url, {"a": f"000{scored.a.pk}", "b": b}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_progress_json_answers_not_found_in_json(scored: World) -> None:
+    """progress.json is read by scripts and the report's poller: a missing or private
+    submission is a JSON 404 (it was Django's HTML error page), alike for both."""
+    Submission.objects.filter(pk=scored.b.pk).update(public=False)
+    bodies = set()
+    for pk in (scored.b.pk, 999_999):
+        resp = Client().get(reverse("submission-evaluation-progress", args=[pk]))
+        assert resp.status_code == 404 and resp["Content-Type"] == "application/json"
+        bodies.add(resp.content)
+    assert len(bodies) == 1 and b"No such submission" in bodies.pop()
