@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from submissions.models import Submission
 
 from . import leaderboard as lb
-from . import report
+from . import report, stored_pages
 from .models import KINDS, METRICS, ScoreRun, SystemScore, is_exact
 
 SAMPLES_PER_PAGE = 50
@@ -269,8 +269,19 @@ def predicate_dicts(sub: Submission, confidence: float,
             for p in report.per_predicate(sub, confidence, scores)]
 
 
-class _SubmissionAPIView(APIView):
+class ViewerAPIView(APIView):
+    """An API view whose responses to a signed-in or token caller are marked private
+    (stored_pages.keep_private): they may hold that caller's private submissions."""
+
     permission_classes = [AllowAny]
+
+    def finalize_response(self, request: Request, response: Any, *args: Any,
+                          **kwargs: Any) -> Any:
+        return stored_pages.keep_private(
+            request, super().finalize_response(request, response, *args, **kwargs))
+
+
+class _SubmissionAPIView(ViewerAPIView):
 
     def submission(self, request: Request, pk: int) -> Submission | None:
         return visible_submission(pk, request.user)

@@ -14,12 +14,12 @@ from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from kbpo.core.models import Corpus
 
 from . import leaderboard as lb
-from .api_reports import IntervalSerializer
+from . import stored_pages
+from .api_reports import IntervalSerializer, ViewerAPIView
 from .compare import CompareError, comparable, difference, parse_id, pick
 from .models import METRICS
 
@@ -34,6 +34,7 @@ def _run(corpus: Corpus, user: object, params: Any) -> dict[str, Any]:
                       float(settings.KBPO_CONFIDENCE))
 
 
+@stored_pages.private_for_viewers
 @require_safe
 def compare_page(request: HttpRequest, tag: str) -> HttpResponse:
     corpus = get_object_or_404(Corpus, tag=tag)
@@ -95,7 +96,7 @@ class CompareSerializer(serializers.Serializer):
     difference = DiffsSerializer()
 
 
-class CompareAPIView(APIView):
+class CompareAPIView(ViewerAPIView):
     """Two systems you may see, their joint scores and the difference with its interval."""
 
     permission_classes = [AllowAny]

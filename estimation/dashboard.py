@@ -13,6 +13,7 @@ from annotations.crowd import budget, waiting
 from annotations.models import CrowdWorker, Hit, HitState
 from submissions.models import ACTIVE_STATES, Submission
 
+from . import stored_pages
 from .models import ScoreRun, ScoringState
 
 RECENT_RUNS = 15
@@ -24,6 +25,7 @@ def _percent(part: object, whole: object) -> int:
     return int(100 * part / whole) if whole else 0  # type: ignore[operator]
 
 
+@stored_pages.private_for_viewers
 @staff_member_required
 @require_safe
 def operator_dashboard(request: HttpRequest) -> HttpResponse:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -44,12 +44,12 @@ from django.contrib.messages import get_messages
 from django.core.signals import setting_changed
 from django.db import DatabaseError, connection, transaction
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.middleware.csrf import get_token
 from django.template.loader import get_template
 from django.templatetags.static import static
 from django.urls import get_script_prefix
-from django.utils.cache import patch_vary_headers
+from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.html import conditional_escape, escape
 from django.utils.safestring import mark_safe
 
@@ -115,6 +115,27 @@ def anonymous_request(request: HttpRequest) -> bool:
     return (settings.SESSION_COOKIE_NAME not in cookies
             and getattr(settings, "MESSAGE_COOKIE_NAME", "messages") not in cookies
             and "HTTP_AUTHORIZATION" not in request.META)
+
+
+def keep_private(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    """`Cache-Control: private` on a response to anyone but an anonymous visitor.
+
+    What a signed-in (or token) viewer gets may hold private submissions (their own,
+    every one for staff) and holds their name and CSRF token in the navigation. Vary:
+    Cookie keeps it apart only in a cache that honours Vary; `private` keeps it out of
+    every shared cache. Anonymous responses, alike for every such visitor, stay
+    cacheable. Decided from the cookies and headers: the session is not read."""
+    if not anonymous_request(request):
+        patch_cache_control(response, private=True)
+    return response
+
+
+def private_for_viewers(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """A view whose responses get `keep_private`."""
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return keep_private(request, view(request, *args, **kwargs))
+    return wrapped
 
 
 # --- What differs per viewer: left out of stored bodies, filled in per request -----------
@@ -463,5 +484,6 @@ def store_report(pk: int, view: str, key: str, body: str) -> None:
 
 
 __all__ = ["MAX_ID", "PARTS", "PROGRESS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request",
-           "fill", "lookup", "nav", "possible_id", "render_version", "report_lookup", "response",
-           "slotted", "storable", "store", "store_report", "viewer_class"]
+           "fill", "keep_private", "lookup", "nav", "possible_id", "private_for_viewers",
+           "render_version", "report_lookup", "response", "slotted", "storable", "store",
+           "store_report", "viewer_class"]

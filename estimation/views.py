@@ -23,7 +23,6 @@ from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from kbpo.core.models import Corpus
 from kbpo.core.security import csv_safe
@@ -31,7 +30,7 @@ from submissions.models import Submission
 
 from . import leaderboard as lb
 from . import report, report_progress, snapshot, stored_pages
-from .api_reports import NOT_FOUND, IntervalSerializer, visible_submission
+from .api_reports import NOT_FOUND, IntervalSerializer, ViewerAPIView, visible_submission
 from .models import METRICS, ScoringState
 
 # --- Leaderboard pages ------------------------------------------------------------------
@@ -42,6 +41,7 @@ def _params(query: Any) -> tuple[str, str, str]:
             query.get("kind", "joint"))
 
 
+@stored_pages.private_for_viewers
 @require_safe
 def leaderboard_index(request: HttpRequest) -> HttpResponse:
     """Every corpus with its number of ranked systems and its current leader."""
@@ -89,6 +89,7 @@ def _keep(found: stored_pages.Lookup | None, resp: HttpResponse, part: str) -> H
     return resp
 
 
+@stored_pages.private_for_viewers
 @require_safe
 def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     scheme, metric, kind = _params(request.GET)
@@ -140,6 +141,7 @@ def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind:
     }, status=400 if notice else 200)
 
 
+@stored_pages.private_for_viewers
 @require_safe
 def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
     scheme, metric, kind = _params(request.GET)
@@ -223,7 +225,7 @@ class LeaderboardSerializer(serializers.Serializer):
     systems = LeaderboardRowSerializer(many=True)
 
 
-class LeaderboardAPIView(APIView):
+class LeaderboardAPIView(ViewerAPIView):
     """Public leaderboard of one corpus; private systems only for their owner and staff."""
 
     permission_classes = [AllowAny]
@@ -286,6 +288,7 @@ def _visible(request: HttpRequest, pk: int) -> Submission:
 _PAGE = re.compile(r"[1-9][0-9]{0,3}")
 
 
+@stored_pages.private_for_viewers
 @require_safe
 def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     scheme = request.GET.get("scheme", settings.KBPO_SAMPLING_SCHEME)
@@ -348,6 +351,7 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
     }), page.number, run.finished_at if run else None
 
 
+@stored_pages.private_for_viewers
 @require_safe
 def submission_evaluation_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Small JSON polled by the report page: progress, state and the newest run
@@ -358,6 +362,7 @@ def submission_evaluation_progress(request: HttpRequest, pk: int) -> HttpRespons
     return HttpResponse(body, content_type="application/json")
 
 
+@stored_pages.private_for_viewers
 @require_safe
 def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """Per-predicate precision and recall of a submission, as on its report."""

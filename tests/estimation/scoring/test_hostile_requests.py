@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
+from rest_framework.authtoken.models import Token
 
 from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World
@@ -103,3 +104,39 @@ def test_progress_json_answers_not_found_in_json(scored: World) -> None:
         assert resp.status_code == 404 and resp["Content-Type"] == "application/json"
         bodies.add(resp.content)
     assert len(bodies) == 1 and b"No such submission" in bodies.pop()
+
+
+def _urls(w: World) -> list[str]:
+    tag, a, b = w.corpus.tag, w.a.pk, w.b.pk
+    return [reverse("leaderboard-index"), reverse("leaderboard", args=[tag]),
+            reverse("leaderboard-csv", args=[tag]), reverse("api-leaderboard", args=[tag]),
+            reverse("compare", args=[tag]) + f"?a={a}&b={b}",
+            reverse("api-compare", args=[tag]) + f"?a={a}&b={b}",
+            *(reverse(name, args=[b]) for name in SUBMISSION_URLS)]
+
+
+@pytest.mark.django_db
+def test_what_a_signed_in_viewer_gets_is_kept_out_of_shared_caches(scored: World) -> None:
+    """Beta is private: its owner's report, progress.json, CSV and API answers, and their
+    leaderboard (Beta ranked in it), carried only Vary: Cookie, which a shared cache
+    that ignores Vary does not honour. Each is sent `Cache-Control: private`, stored
+    bodies included (every URL is asked twice); anonymous answers stay cacheable."""
+    Submission.objects.filter(pk=scored.b.pk).update(public=False)
+    owner = Client()
+    owner.force_login(scored.b.owner)
+    key = Token.objects.create(user=scored.b.owner).key
+    token = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    for url in [*_urls(scored), reverse("operator-dashboard")]:
+        for _ in range(2):
+            resp = owner.get(url)
+            assert resp.status_code in (200, 302), (url, resp.status_code)
+            assert "private" in resp.get("Cache-Control", ""), url
+    for url in [u for u in _urls(scored) if u.startswith("/api/")]:
+        resp = token.get(url)
+        assert resp.status_code == 200 and "private" in resp.get("Cache-Control", ""), url
+    Submission.objects.filter(pk=scored.b.pk).update(public=True)
+    for url in _urls(scored):
+        for _ in range(2):
+            resp = Client().get(url)
+            assert resp.status_code == 200, url
+            assert "private" not in resp.get("Cache-Control", ""), url
