@@ -49,3 +49,13 @@ def ci(lo: float | None, hi: float | None) -> str:
     # Formatted floats, nothing to escape: mark_safe, not format_html's escaping per
     # argument (2,400 cells per stored leaderboard run).
     return mark_safe(f'<span class="ci">{a}–{b}</span>')
+
+
+@register.simple_tag
+def ci_text(lo: float | None, hi: float | None) -> str:
+    """`ci` as plain text for running prose: 'lo–hi', or 'exact'."""
+    if lo is None or hi is None:
+        return ""
+    if is_exact(lo, hi):
+        return "exact"
+    return "–".join(interval_ends(lo, hi))

@@ -11,6 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
+from estimation import snapshot
+from estimation.models import SystemScore
 from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World
 from tests.factories import make_user
@@ -140,3 +142,23 @@ def test_what_a_signed_in_viewer_gets_is_kept_out_of_shared_caches(scored: World
             resp = Client().get(url)
             assert resp.status_code == 200, url
             assert "private" not in resp.get("Cache-Control", ""), url
+
+
+@pytest.mark.django_db
+def test_compare_and_index_say_exact_and_tell_narrow_ends_apart(scored: World) -> None:
+    """Every prediction labelled: Alpha's precision is exactly 1, Beta's exactly 1/2.
+    The compare page printed "1.000–1.000" (docs: pages say "exact"), and the index
+    printed three decimals of a narrow interval, where 0.0006–0.0014 reads 0.001–0.001."""
+    html = Client().get(reverse("compare", args=["t"]),
+                        {"a": scored.a.pk, "b": scored.b.pk}).content.decode()
+    assert html.count('class="ci exact"') == 2  # both precisions
+    assert "1.000–1.000" not in html and "0.500–0.500" not in html
+    SystemScore.objects.filter(submission=scored.a).update(f1_joint_lo=0.8, f1_joint_hi=0.8)
+    SystemScore.objects.filter(submission=scored.b).update(
+        f1_joint=0.001, f1_joint_lo=0.0006, f1_joint_hi=0.0014)
+    snapshot.refresh_corpus(scored.corpus.pk)
+    index = Client().get(reverse("leaderboard-index")).content.decode()
+    assert "F1 0.800 <span class=\"muted\">(exact)</span>" in index, index
+    Submission.objects.filter(pk=scored.a.pk).update(public=False)
+    index = Client().get(reverse("leaderboard-index")).content.decode()
+    assert "(0.0006–0.0014)" in index and "0.001–0.001" not in index
