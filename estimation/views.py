@@ -325,6 +325,10 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
     """The report as rendered, the samples page it shows and when its run finished."""
     sub = _visible(request, pk)
     run, scores = report.latest_scores(sub)
+    if run is not None and scheme not in scores:
+        # A scheme the run did not store (KBPO_SCORE_SCHEMES narrower than the four):
+        # shown as an unknown one is, with the draw scheme's scores, which every run has.
+        scheme = run.draw_scheme if run.draw_scheme in scores else next(iter(scores))
     paginator = Paginator(report.sample_queryset(sub, verdict), 20)
     page = paginator.get_page(request.GET.get("page"))
     score_rows = []

@@ -13,6 +13,7 @@ from rest_framework.authtoken.models import Token
 
 from estimation import snapshot
 from estimation.models import SystemScore
+from estimation.templatetags import scores as scores_tags
 from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World
 from tests.factories import make_user
@@ -162,3 +163,25 @@ def test_compare_and_index_say_exact_and_tell_narrow_ends_apart(scored: World) -
     Submission.objects.filter(pk=scored.a.pk).update(public=False)
     index = Client().get(reverse("leaderboard-index")).content.decode()
     assert "(0.0006–0.0014)" in index and "0.001–0.001" not in index
+
+
+@pytest.mark.django_db
+def test_report_for_a_scheme_the_run_did_not_store(world: World, settings) -> None:
+    """With KBPO_SCORE_SCHEMES=instance (a documented configuration), ?scheme=entity
+    rendered the history panels with nothing in them, and `score` of the "" a template
+    gives for a missing value raised a ValueError: a 500. It now shows the draw
+    scheme's scores, as for an unknown scheme."""
+    from estimation import scoring
+    from tests.estimation.scoring.scoring_world import label
+
+    settings.KBPO_SCORE_SCHEMES = ["instance"]
+    label(world.pairs["born"], "per:place_of_birth")
+    scoring.recompute(world.corpus)
+    url = reverse("submission-evaluation", args=[world.a.pk])
+    for query in ("?scheme=entity", "?scheme=entity_relation&verdict=correct"):
+        resp = Client().get(url + query)
+        assert resp.status_code == 200, query
+        html = resp.content.decode()
+        assert '<tr class="current"><th scope="row"><a href="?scheme=instance">' in html
+    assert scores_tags.score("") == scores_tags.pct("") == scores_tags.signed("") == "—"
+    assert scores_tags.score(float("nan")) == "—" and scores_tags.ci(float("nan"), 1.0) == ""
