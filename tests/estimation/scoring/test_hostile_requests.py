@@ -12,7 +12,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
 from estimation import snapshot
-from estimation.models import SystemScore
+from estimation.models import BoardBody, BoardSnapshot, SystemScore
 from estimation.templatetags import scores as scores_tags
 from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World
@@ -185,3 +185,27 @@ def test_report_for_a_scheme_the_run_did_not_store(world: World, settings) -> No
         assert '<tr class="current"><th scope="row"><a href="?scheme=instance">' in html
     assert scores_tags.score("") == scores_tags.pct("") == scores_tags.signed("") == "—"
     assert scores_tags.score(float("nan")) == "—" and scores_tags.ci(float("nan"), 1.0) == ""
+
+
+@pytest.mark.django_db
+def test_asking_for_a_scheme_the_run_did_not_store_writes_nothing(world: World,
+                                                                  settings) -> None:
+    """With KBPO_SCORE_SCHEMES=instance, every anonymous GET of a board under another
+    scheme (page, API or CSV) took the missing board for scores from before stored
+    boards, and rewrote every board of the corpus, dropping all its stored bodies."""
+    from estimation import scoring
+    from tests.estimation.scoring.scoring_world import label
+
+    settings.KBPO_SCORE_SCHEMES = ["instance"]
+    label(world.pairs["born"], "per:place_of_birth")
+    scoring.recompute(world.corpus)
+    tag = world.corpus.tag
+    Client().get(reverse("leaderboard", args=[tag]))  # stores the page's body
+    boards = set(BoardSnapshot.objects.values_list("pk", flat=True))
+    bodies = set(BoardBody.objects.values_list("pk", flat=True))
+    assert boards and bodies
+    for name in ("leaderboard", "api-leaderboard", "leaderboard-csv"):
+        resp = Client().get(reverse(name, args=[tag]), {"scheme": "entity"})
+        assert resp.status_code == 200, name
+    assert set(BoardSnapshot.objects.values_list("pk", flat=True)) == boards
+    assert set(BoardBody.objects.values_list("pk", flat=True)) == bodies
