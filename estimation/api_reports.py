@@ -378,8 +378,8 @@ class SamplesAPIView(_SubmissionAPIView):
             return _missing()
         verdict = request.query_params.get("verdict", "all")
         if verdict not in report.VERDICTS:
-            return Response({"verdict": [f"verdict={verdict!r} is not offered; use one of: "
-                                         f"{', '.join(report.VERDICTS)}"]}, status=400)
+            return Response({"verdict": [f"verdict={lb.shown(verdict)} is not offered; use "
+                                         f"one of: {', '.join(report.VERDICTS)}"]}, status=400)
         qs: QuerySet = report.sample_queryset(sub, verdict)
         paginator = Paginator(qs, SAMPLES_PER_PAGE)
         try:

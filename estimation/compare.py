@@ -14,6 +14,7 @@ from submissions.models import ACTIVE_STATES, Submission
 
 from .core.difference import compare
 from .data import load_corpus_data, system_name
+from .leaderboard import shown
 from .models import METRICS, ScoringState, is_exact
 
 CACHE_SECONDS = 300
@@ -46,19 +47,14 @@ _ID = re.compile(r"[0-9]+")
 _ID_DIGITS = 19
 
 
-def _shown(value: str) -> str:
-    """`value` quoted for an error message, cut short: it is echoed to the client."""
-    return repr(value if len(value) <= 40 else value[:40] + "…")
-
-
 def parse_id(value: str | None, field: str) -> int:
     if value is None or value == "":
         raise CompareError(field, f"{field} is required: the id of a submission to compare.")
     if not _ID.fullmatch(value):
-        raise CompareError(field, f"{field}={_shown(value)} is not a submission id (a whole "
+        raise CompareError(field, f"{field}={shown(value)} is not a submission id (a whole "
                                   "number).")
     if len(value.lstrip("0")) > _ID_DIGITS:
-        raise CompareError(field, f"{field}={_shown(value)}: no submission has that id.",
+        raise CompareError(field, f"{field}={shown(value)}: no submission has that id.",
                            status=404)
     out = int(value)
     if out <= 0:

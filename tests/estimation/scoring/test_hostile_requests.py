@@ -209,3 +209,21 @@ def test_asking_for_a_scheme_the_run_did_not_store_writes_nothing(world: World,
         assert resp.status_code == 200, name
     assert set(BoardSnapshot.objects.values_list("pk", flat=True)) == boards
     assert set(BoardBody.objects.values_list("pk", flat=True)) == bodies
+
+
+@pytest.mark.django_db
+def test_a_long_bad_value_is_not_echoed_back_whole(scored: World) -> None:
+    """A 400 names the parameter and quotes its value: cut to 40 characters (a
+    10,000-character value came back whole, on the page, the CSV and the APIs)."""
+    long = "x" * 10_000
+    tag, a = scored.corpus.tag, scored.a.pk
+    for url, param in [(reverse("leaderboard", args=[tag]), "scheme"),
+                       (reverse("leaderboard-csv", args=[tag]), "kind"),
+                       (reverse("api-leaderboard", args=[tag]), "sort"),
+                       (reverse("api-submission-history", args=[a]), "scheme"),
+                       (reverse("api-submission-samples", args=[a]), "verdict"),
+                       (reverse("api-compare", args=[tag]) + f"?b={a}", "a")]:
+        resp = Client().get(url, {param: long})
+        assert resp.status_code == 400, url
+        body = resp.content.decode()
+        assert "x" * 40 + "…" in body and "x" * 41 not in body, url
