@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
 from django.db.models import QuerySet
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -271,14 +272,17 @@ def predicate_dicts(sub: Submission, confidence: float,
 
 class ViewerAPIView(APIView):
     """An API view whose responses to a signed-in or token caller are marked private
-    (stored_pages.keep_private): they may hold that caller's private submissions."""
+    (stored_pages.keep_private): they may hold that caller's private submissions. Every
+    response varies on Authorization: a cache must not answer a token caller with what
+    it kept for an anonymous one (their private systems would be missing)."""
 
     permission_classes = [AllowAny]
 
     def finalize_response(self, request: Request, response: Any, *args: Any,
                           **kwargs: Any) -> Any:
-        return stored_pages.keep_private(
-            request, super().finalize_response(request, response, *args, **kwargs))
+        response = super().finalize_response(request, response, *args, **kwargs)
+        patch_vary_headers(response, ["Authorization"])
+        return stored_pages.keep_private(request, response)
 
 
 class _SubmissionAPIView(ViewerAPIView):

@@ -137,6 +137,10 @@ def test_what_a_signed_in_viewer_gets_is_kept_out_of_shared_caches(scored: World
     for url in [u for u in _urls(scored) if u.startswith("/api/")]:
         resp = token.get(url)
         assert resp.status_code == 200 and "private" in resp.get("Cache-Control", ""), url
+        # What a cache kept for an anonymous caller is not a token caller's answer.
+        for _ in range(2):  # rendered, then the stored anonymous body
+            anonymous = Client().get(url)
+            assert "Authorization" in anonymous.get("Vary", ""), url
     Submission.objects.filter(pk=scored.b.pk).update(public=True)
     for url in _urls(scored):
         for _ in range(2):
