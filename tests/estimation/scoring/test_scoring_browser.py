@@ -155,3 +155,25 @@ def test_report_shows_progress_history_and_samples(browser_page: object, live_se
     except Exception:
         _shot(page, "report-failure")
         raise
+
+
+def test_long_names_do_not_widen_the_pages(browser_page: object, live_server: object,
+                                           scored: object) -> None:
+    """A system name is up to 100 characters with no space: the compare form's select
+    took its width and the page scrolled sideways (1,351 px at a 375 px viewport)."""
+    Submission.objects.filter(pk=scored.a.pk).update(name="W" * 100)  # type: ignore[attr-defined]
+    page = browser_page
+    a, b = scored.a.pk, scored.b.pk  # type: ignore[attr-defined]
+    urls = ["/leaderboard/", "/leaderboard/t/", f"/leaderboard/t/compare/?a={a}&b={b}",
+            f"/submissions/{a}/report/"]
+    try:
+        for width in (375, 1280):
+            page.set_viewport_size({"width": width, "height": 800})  # type: ignore[attr-defined]
+            for url in urls:
+                page.goto(live_server.url + url)  # type: ignore[attr-defined]
+                assert "W" * 100 in page.content()  # type: ignore[attr-defined]
+                wide = page.evaluate("document.documentElement.scrollWidth")  # type: ignore[attr-defined]
+                assert wide <= width, (width, url, wide)
+    except Exception:
+        _shot(page, "long-names-failure")
+        raise
