@@ -84,9 +84,17 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
     generation = ScoringState.objects.filter(corpus=corpus).values_list(
         "generation", flat=True).first() or 0
     key = f"cmp:{corpus.pk}:{generation}:{scheme}:{draw_scheme}:{confidence}:{a.pk}:{b.pk}"
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
+    out = cache.get(key)
+    if out is None:
+        out = _computed(corpus, a, b, scheme, draw_scheme, confidence)
+        cache.set(key, out, CACHE_SECONDS)
+    # The names as they are now: a rename does not move the generation, and the cached
+    # numbers would otherwise show the old name for CACHE_SECONDS.
+    return {**out, "a": {**out["a"], "name": a.name}, "b": {**out["b"], "name": b.name}}
+
+
+def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_scheme: str,
+              confidence: float) -> dict[str, Any]:
     data = load_corpus_data(corpus)
     pop = data.population
     try:
@@ -98,7 +106,7 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
     block = res.estimates.results[scheme]
     systems = []
     for sub, i in ((a, ia), (b, ib)):
-        systems.append({"submission": sub.pk, "name": sub.name, **{
+        systems.append({"submission": sub.pk, **{
             m: _interval(block[m]["joint"], i) for m in METRICS}})
     diffs = {}
     for m in METRICS:
@@ -106,10 +114,8 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
         diffs[m] = {"estimate": _num(d.estimate), "lo": _num(d.lo), "hi": _num(d.hi),
                     "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
                     "better": {1: "a", -1: "b", 0: None}[d.verdict]}
-    out = {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
-           "a": systems[0], "b": systems[1], "difference": diffs}
-    cache.set(key, out, CACHE_SECONDS)
-    return out
+    return {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
+            "a": systems[0], "b": systems[1], "difference": diffs}
 
 
 def _nan(x: float) -> float | None:

@@ -231,3 +231,18 @@ def test_a_long_bad_value_is_not_echoed_back_whole(scored: World) -> None:
         assert resp.status_code == 400, url
         body = resp.content.decode()
         assert "x" * 40 + "…" in body and "x" * 41 not in body, url
+
+
+@pytest.mark.django_db
+def test_compare_shows_a_rename_at_once(scored: World) -> None:
+    """The comparison is cached per label generation, which a rename does not move: the
+    old name (one its owner may have withdrawn for a reason) stayed for five minutes."""
+    url = reverse("api-compare", args=[scored.corpus.tag])
+    query = {"a": scored.a.pk, "b": scored.b.pk}
+    first = Client().get(url, query).json()
+    Submission.objects.filter(pk=scored.a.pk).update(name="Alpha renamed")
+    again = Client().get(url, query).json()
+    assert again["a"]["name"] == "Alpha renamed" and again["b"]["name"] == "Beta"
+    assert {**again, "a": {**again["a"], "name": "Alpha"}} == first  # the numbers, cached
+    page = Client().get(reverse("compare", args=[scored.corpus.tag]), query).content.decode()
+    assert "<strong>Alpha renamed</strong> is better" in page
