@@ -87,7 +87,10 @@ _SOURCES = ("estimation/snapshot.py", "estimation/views.py", "estimation/stored_
 _SETTINGS = ("KBPO_CROWD_BACKEND", "KBPO_ENV", "KBPO_SAMPLING_SCHEME", "KBPO_CONFIDENCE",
              "KBPO_LABEL_AGGREGATION", "KBPO_BUDGET_PER_SUBMISSION_USD", "LANGUAGE_CODE",
              "TIME_ZONE", "USE_TZ", "USE_THOUSAND_SEPARATOR")
-_STATIC = ("css/kbpo.css", "css/scores.css", "img/logo.svg")
+# Every static file the stored pages link (tests check the templates name no other): in
+# production their URLs carry a content hash, and a body linking an old hash would load
+# a file the deploy no longer serves.
+_STATIC = ("css/kbpo.css", "css/scores.css", "img/logo.svg", "js/leaderboard_report.js")
 
 
 @functools.cache
