@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import EmptyPage, PageNotAnInteger, Paginator
 from django.db.models import QuerySet
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -20,7 +21,7 @@ from rest_framework.views import APIView
 from submissions.models import Submission
 
 from . import leaderboard as lb
-from . import report
+from . import report, stored_pages
 from .models import KINDS, METRICS, ScoreRun, SystemScore, is_exact
 
 SAMPLES_PER_PAGE = 50
@@ -269,8 +270,22 @@ def predicate_dicts(sub: Submission, confidence: float,
             for p in report.per_predicate(sub, confidence, scores)]
 
 
-class _SubmissionAPIView(APIView):
+class ViewerAPIView(APIView):
+    """An API view whose responses to a signed-in or token caller are marked private
+    (stored_pages.keep_private): they may hold that caller's private submissions. Every
+    response varies on Authorization: a cache must not answer a token caller with what
+    it kept for an anonymous one (their private systems would be missing)."""
+
     permission_classes = [AllowAny]
+
+    def finalize_response(self, request: Request, response: Any, *args: Any,
+                          **kwargs: Any) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        patch_vary_headers(response, ["Authorization"])
+        return stored_pages.keep_private(request, response)
+
+
+class _SubmissionAPIView(ViewerAPIView):
 
     def submission(self, request: Request, pk: int) -> Submission | None:
         return visible_submission(pk, request.user)
@@ -367,8 +382,8 @@ class SamplesAPIView(_SubmissionAPIView):
             return _missing()
         verdict = request.query_params.get("verdict", "all")
         if verdict not in report.VERDICTS:
-            return Response({"verdict": [f"verdict={verdict!r} is not offered; use one of: "
-                                         f"{', '.join(report.VERDICTS)}"]}, status=400)
+            return Response({"verdict": [f"verdict={lb.shown(verdict)} is not offered; use "
+                                         f"one of: {', '.join(report.VERDICTS)}"]}, status=400)
         qs: QuerySet = report.sample_queryset(sub, verdict)
         paginator = Paginator(qs, SAMPLES_PER_PAGE)
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -209,10 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "estimate":
             result = solve(problem, _schemes(args.schemes, "--schemes"))
         else:
-            if args.target_variance is not None and args.target_variance <= 0:
-                raise ProblemError("--target-variance: must be positive")
-            if args.target_variance is None and args.target_halfwidth <= 0:
-                raise ProblemError("--target-halfwidth: must be positive")
+            option, value = (("--target-variance", args.target_variance)
+                             if args.target_variance is not None
+                             else ("--target-halfwidth", args.target_halfwidth))
+            # argparse's float() takes "nan" and "inf": a NaN target planned the cap
+            # (10^6 draws), an infinite one none.
+            if not (math.isfinite(value) and value > 0):
+                raise ProblemError(f"{option}: must be positive and finite, got {value}")
             result = plan(
                 problem,
                 args.system,

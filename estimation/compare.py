@@ -3,6 +3,7 @@ interval (estimation/core/difference.py), for the compare page and its API."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.cache import cache
@@ -13,6 +14,7 @@ from submissions.models import ACTIVE_STATES, Submission
 
 from .core.difference import compare
 from .data import load_corpus_data, system_name
+from .leaderboard import shown
 from .models import METRICS, ScoringState, is_exact
 
 CACHE_SECONDS = 300
@@ -38,14 +40,23 @@ def comparable(corpus: Corpus, user: object) -> list[Submission]:
     return list(qs.order_by("name", "pk"))
 
 
+# A submission id as the schema gives it: ASCII digits. int() alone also takes other
+# scripts' digits ("١", "１"), underscores ("1_0"), signs and surrounding spaces.
+_ID = re.compile(r"[0-9]+")
+# Ids are bigints (at most 19 digits); a longer number names no submission.
+_ID_DIGITS = 19
+
+
 def parse_id(value: str | None, field: str) -> int:
-    if value in (None, ""):
+    if value is None or value == "":
         raise CompareError(field, f"{field} is required: the id of a submission to compare.")
-    try:
-        out = int(value)  # type: ignore[arg-type]
-    except ValueError:
-        raise CompareError(field, f"{field}={value!r} is not a submission id (a whole "
-                                  "number).") from None
+    if not _ID.fullmatch(value):
+        raise CompareError(field, f"{field}={shown(value)} is not a submission id (a whole "
+                                  "number).")
+    if len(value.lstrip("0")) > _ID_DIGITS:
+        raise CompareError(field, f"{field}={shown(value)}: no submission has that id.",
+                           status=404)
+    out = int(value)
     if out <= 0:
         raise CompareError(field, f"{field}={value!r} is not a submission id.")
     return out
@@ -73,9 +84,17 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
     generation = ScoringState.objects.filter(corpus=corpus).values_list(
         "generation", flat=True).first() or 0
     key = f"cmp:{corpus.pk}:{generation}:{scheme}:{draw_scheme}:{confidence}:{a.pk}:{b.pk}"
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
+    out = cache.get(key)
+    if out is None:
+        out = _computed(corpus, a, b, scheme, draw_scheme, confidence)
+        cache.set(key, out, CACHE_SECONDS)
+    # The names as they are now: a rename does not move the generation, and the cached
+    # numbers would otherwise show the old name for CACHE_SECONDS.
+    return {**out, "a": {**out["a"], "name": a.name}, "b": {**out["b"], "name": b.name}}
+
+
+def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_scheme: str,
+              confidence: float) -> dict[str, Any]:
     data = load_corpus_data(corpus)
     pop = data.population
     try:
@@ -87,7 +106,7 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
     block = res.estimates.results[scheme]
     systems = []
     for sub, i in ((a, ia), (b, ib)):
-        systems.append({"submission": sub.pk, "name": sub.name, **{
+        systems.append({"submission": sub.pk, **{
             m: _interval(block[m]["joint"], i) for m in METRICS}})
     diffs = {}
     for m in METRICS:
@@ -95,10 +114,8 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
         diffs[m] = {"estimate": _num(d.estimate), "lo": _num(d.lo), "hi": _num(d.hi),
                     "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
                     "better": {1: "a", -1: "b", 0: None}[d.verdict]}
-    out = {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
-           "a": systems[0], "b": systems[1], "difference": diffs}
-    cache.set(key, out, CACHE_SECONDS)
-    return out
+    return {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
+            "a": systems[0], "b": systems[1], "difference": diffs}
 
 
 def _nan(x: float) -> float | None:

@@ -7,19 +7,19 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from kbpo.core.models import Corpus
 
 from . import leaderboard as lb
-from .api_reports import IntervalSerializer
+from . import stored_pages
+from .api_reports import IntervalSerializer, ViewerAPIView
 from .compare import CompareError, comparable, difference, parse_id, pick
 from .models import METRICS
 
@@ -34,7 +34,8 @@ def _run(corpus: Corpus, user: object, params: Any) -> dict[str, Any]:
                       float(settings.KBPO_CONFIDENCE))
 
 
-@require_GET
+@stored_pages.private_for_viewers
+@require_safe
 def compare_page(request: HttpRequest, tag: str) -> HttpResponse:
     corpus = get_object_or_404(Corpus, tag=tag)
     systems = comparable(corpus, request.user)
@@ -95,7 +96,7 @@ class CompareSerializer(serializers.Serializer):
     difference = DiffsSerializer()
 
 
-class CompareAPIView(APIView):
+class CompareAPIView(ViewerAPIView):
     """Two systems you may see, their joint scores and the difference with its interval."""
 
     permission_classes = [AllowAny]

@@ -7,12 +7,13 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from annotations.crowd import budget, waiting
 from annotations.models import CrowdWorker, Hit, HitState
 from submissions.models import ACTIVE_STATES, Submission
 
+from . import stored_pages
 from .models import ScoreRun, ScoringState
 
 RECENT_RUNS = 15
@@ -24,8 +25,9 @@ def _percent(part: object, whole: object) -> int:
     return int(100 * part / whole) if whole else 0  # type: ignore[operator]
 
 
+@stored_pages.private_for_viewers
 @staff_member_required
-@require_GET
+@require_safe
 def operator_dashboard(request: HttpRequest) -> HttpResponse:
     total = budget.spend()
     subs = (Submission.objects.filter(state__in=ACTIVE_STATES, hits__isnull=False)

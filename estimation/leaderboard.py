@@ -35,12 +35,19 @@ BAR_WIDTH = 320
 BAR_PAD = 8
 
 
+def shown(value: str, limit: int = 40) -> str:
+    """A query value quoted for an error message, cut short: the message echoes it to
+    the client, and a 10,000-character value need not come back whole."""
+    return repr(value if len(value) <= limit else value[:limit] + "…")
+
+
 class BadParameter(ValueError):
     """A query parameter with a value we do not offer; the message names the fix."""
 
     def __init__(self, name: str, value: str, allowed: tuple[str, ...] | list[str]) -> None:
         self.name = name
-        super().__init__(f"{name}={value!r} is not offered; use one of: {', '.join(allowed)}")
+        super().__init__(f"{name}={shown(value)} is not offered; use one of: "
+                         f"{', '.join(allowed)}")
 
 
 @dataclass

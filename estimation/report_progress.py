@@ -107,6 +107,8 @@ def progress_body(pk: int, user: object) -> dict[str, Any] | None:
     see its report (the rule of `api_reports.report_visible`)."""
     if connection.vendor != "postgresql":
         return _portable_body(pk, user)
+    if not stored_pages.possible_id(pk):
+        return None
     with connection.cursor() as cur:
         # Prepared once per connection: Postgres then skips planning it on every poll.
         prepared.execute(cur, "kbpo_report_progress", _sql(),

@@ -308,8 +308,9 @@ def _read(tag: str, scheme: str, metric: str, kind: str, part: str) -> Stored | 
 def load(tag: str, scheme: str, metric: str, kind: str, part: str) -> Stored | None:
     """The stored board with only the `part` ('html', 'api' or 'csv') pieces fetched.
 
-    Builds the corpus's snapshots first when it has a run but none are stored yet
-    (scores from before snapshots existed). None: no such corpus, or no scores yet.
+    Builds the corpus's snapshots first when its latest run has none stored yet
+    (scores from before snapshots existed). None: no such corpus, no scores yet, or
+    no board of that scheme in the run.
     """
     if part not in ("html", "api", "csv"):
         raise ValueError(f"part={part!r}: use html, api or csv")
@@ -317,7 +318,10 @@ def load(tag: str, scheme: str, metric: str, kind: str, part: str) -> Stored | N
     if stored is not None:
         return stored
     run = ScoreRun.latest(Corpus.objects.filter(tag=tag).values_list("pk", flat=True).first() or 0)
-    if run is None:
+    if run is None or BoardSnapshot.objects.filter(run=run).exists():
+        # No scores; or the run's boards are stored and this one is not among them (a
+        # scheme outside KBPO_SCORE_SCHEMES). Writing them again would not add it, and
+        # would drop every stored body of the corpus on each such request.
         return None
     try:
         with transaction.atomic():

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -44,12 +44,12 @@ from django.contrib.messages import get_messages
 from django.core.signals import setting_changed
 from django.db import DatabaseError, connection, transaction
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.middleware.csrf import get_token
 from django.template.loader import get_template
 from django.templatetags.static import static
 from django.urls import get_script_prefix
-from django.utils.cache import patch_vary_headers
+from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.html import conditional_escape, escape
 from django.utils.safestring import mark_safe
 
@@ -87,7 +87,10 @@ _SOURCES = ("estimation/snapshot.py", "estimation/views.py", "estimation/stored_
 _SETTINGS = ("KBPO_CROWD_BACKEND", "KBPO_ENV", "KBPO_SAMPLING_SCHEME", "KBPO_CONFIDENCE",
              "KBPO_LABEL_AGGREGATION", "KBPO_BUDGET_PER_SUBMISSION_USD", "LANGUAGE_CODE",
              "TIME_ZONE", "USE_TZ", "USE_THOUSAND_SEPARATOR")
-_STATIC = ("css/kbpo.css", "css/scores.css", "img/logo.svg")
+# Every static file the stored pages link (tests check the templates name no other): in
+# production their URLs carry a content hash, and a body linking an old hash would load
+# a file the deploy no longer serves.
+_STATIC = ("css/kbpo.css", "css/scores.css", "img/logo.svg", "js/leaderboard_report.js")
 
 
 @functools.cache
@@ -115,6 +118,27 @@ def anonymous_request(request: HttpRequest) -> bool:
     return (settings.SESSION_COOKIE_NAME not in cookies
             and getattr(settings, "MESSAGE_COOKIE_NAME", "messages") not in cookies
             and "HTTP_AUTHORIZATION" not in request.META)
+
+
+def keep_private(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    """`Cache-Control: private` on a response to anyone but an anonymous visitor.
+
+    What a signed-in (or token) viewer gets may hold private submissions (their own,
+    every one for staff) and holds their name and CSRF token in the navigation. Vary:
+    Cookie keeps it apart only in a cache that honours Vary; `private` keeps it out of
+    every shared cache. Anonymous responses, alike for every such visitor, stay
+    cacheable. Decided from the cookies and headers: the session is not read."""
+    if not anonymous_request(request):
+        patch_cache_control(response, private=True)
+    return response
+
+
+def private_for_viewers(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """A view whose responses get `keep_private`."""
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        return keep_private(request, view(request, *args, **kwargs))
+    return wrapped
 
 
 # --- What differs per viewer: left out of stored bodies, filled in per request -----------
@@ -407,6 +431,15 @@ def _report_sql() -> str:
 # The `view` under which a report's progress.json body is stored.
 PROGRESS = "progress.json"
 
+# Submission ids are Postgres bigints. The URL accepts any digits, and a larger number
+# passed to a raw query fails with "bigint out of range" (a 500, not the 404 it is).
+MAX_ID = 2**63 - 1
+
+
+def possible_id(pk: int) -> bool:
+    """Whether `pk` can be a submission's id at all (the ORM answers "none" itself)."""
+    return 0 < pk <= MAX_ID
+
 
 @dataclass
 class ReportLookup:
@@ -435,7 +468,7 @@ def report_lookup(pk: int, view: str) -> ReportLookup | None:
     None: no such submission, or not on Postgres (xmin and the stamp's triggers are
     Postgres's).
     """
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or not possible_id(pk):
         return None
     with connection.cursor() as cur:
         prepared.execute(_raw_text(cur), "kbpo_report_body", _report_sql(),
@@ -453,6 +486,7 @@ def store_report(pk: int, view: str, key: str, body: str) -> None:
     _upsert(sql, [pk, view, key, body])
 
 
-__all__ = ["PARTS", "PROGRESS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request", "fill",
-           "lookup", "nav", "render_version", "report_lookup", "response", "slotted", "storable",
-           "store", "store_report", "viewer_class"]
+__all__ = ["MAX_ID", "PARTS", "PROGRESS", "SLOTS", "Lookup", "ReportLookup", "anonymous_request",
+           "fill", "keep_private", "lookup", "nav", "possible_id", "private_for_viewers",
+           "render_version", "report_lookup", "response", "slotted", "storable", "store",
+           "store_report", "viewer_class"]

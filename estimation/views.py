@@ -9,13 +9,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 from django.utils.dateparse import parse_datetime
 from django.utils.safestring import mark_safe
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -23,7 +23,6 @@ from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from kbpo.core.models import Corpus
 from kbpo.core.security import csv_safe
@@ -31,7 +30,7 @@ from submissions.models import Submission
 
 from . import leaderboard as lb
 from . import report, report_progress, snapshot, stored_pages
-from .api_reports import IntervalSerializer, visible_submission
+from .api_reports import NOT_FOUND, IntervalSerializer, ViewerAPIView, visible_submission
 from .models import METRICS, ScoringState
 
 # --- Leaderboard pages ------------------------------------------------------------------
@@ -42,7 +41,8 @@ def _params(query: Any) -> tuple[str, str, str]:
             query.get("kind", "joint"))
 
 
-@require_GET
+@stored_pages.private_for_viewers
+@require_safe
 def leaderboard_index(request: HttpRequest) -> HttpResponse:
     """Every corpus with its number of ranked systems and its current leader."""
     entries = []
@@ -89,7 +89,8 @@ def _keep(found: stored_pages.Lookup | None, resp: HttpResponse, part: str) -> H
     return resp
 
 
-@require_GET
+@stored_pages.private_for_viewers
+@require_safe
 def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
     scheme, metric, kind = _params(request.GET)
     notice = ""
@@ -140,7 +141,8 @@ def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind:
     }, status=400 if notice else 200)
 
 
-@require_GET
+@stored_pages.private_for_viewers
+@require_safe
 def leaderboard_csv(request: HttpRequest, tag: str) -> HttpResponse:
     scheme, metric, kind = _params(request.GET)
     try:
@@ -223,7 +225,7 @@ class LeaderboardSerializer(serializers.Serializer):
     systems = LeaderboardRowSerializer(many=True)
 
 
-class LeaderboardAPIView(APIView):
+class LeaderboardAPIView(ViewerAPIView):
     """Public leaderboard of one corpus; private systems only for their owner and staff."""
 
     permission_classes = [AllowAny]
@@ -286,7 +288,8 @@ def _visible(request: HttpRequest, pk: int) -> Submission:
 _PAGE = re.compile(r"[1-9][0-9]{0,3}")
 
 
-@require_GET
+@stored_pages.private_for_viewers
+@require_safe
 def submission_evaluation(request: HttpRequest, pk: int) -> HttpResponse:
     scheme = request.GET.get("scheme", settings.KBPO_SAMPLING_SCHEME)
     if scheme not in lb.BOARD_SCHEMES:
@@ -322,6 +325,10 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
     """The report as rendered, the samples page it shows and when its run finished."""
     sub = _visible(request, pk)
     run, scores = report.latest_scores(sub)
+    if run is not None and scheme not in scores:
+        # A scheme the run did not store (KBPO_SCORE_SCHEMES narrower than the four):
+        # shown as an unknown one is, with the draw scheme's scores, which every run has.
+        scheme = run.draw_scheme if run.draw_scheme in scores else next(iter(scores))
     paginator = Paginator(report.sample_queryset(sub, verdict), 20)
     page = paginator.get_page(request.GET.get("page"))
     score_rows = []
@@ -348,17 +355,19 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
     }), page.number, run.finished_at if run else None
 
 
-@require_GET
+@stored_pages.private_for_viewers
+@require_safe
 def submission_evaluation_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Small JSON polled by the report page: progress, state and the newest run
     (stored under the report's key: estimation/report_progress.py)."""
     body = report_progress.progress_json(pk, request.user)
-    if body is None:
-        raise Http404("No such submission.")
+    if body is None:  # JSON like the body its pollers parse, not the HTML error page
+        return JsonResponse({"detail": NOT_FOUND}, status=404)
     return HttpResponse(body, content_type="application/json")
 
 
-@require_GET
+@stored_pages.private_for_viewers
+@require_safe
 def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """Per-predicate precision and recall of a submission, as on its report."""
     sub = _visible(request, pk)

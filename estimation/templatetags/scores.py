@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
@@ -11,15 +13,21 @@ from ..models import EXACT_NOTE, interval_ends, is_exact
 register = template.Library()
 
 
+def _number(value: object) -> bool:
+    """Whether `value` is a number to format. None, NaN and the "" a template passes
+    for a missing variable are not (formatting "" raised a ValueError: a 500)."""
+    return isinstance(value, numbers.Number) and value == value
+
+
 @register.filter
 def score(value: float | None) -> str:
-    """0.61234 → '0.612'; None → '—'."""
-    return "—" if value is None else f"{value:.3f}"
+    """0.61234 → '0.612'; None (or nothing to format) → '—'."""
+    return f"{value:.3f}" if _number(value) else "—"
 
 
 @register.filter
 def pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.0f}%"
+    return f"{100 * value:.0f}%" if _number(value) else "—"
 
 
 @register.filter
@@ -31,7 +39,7 @@ def lookup(mapping: dict, key: str) -> object:
 @register.filter
 def signed(value: float | None) -> str:
     """A shift with its sign: 0.0213 → '+0.021'; None → '—'."""
-    return "—" if value is None else f"{value:+.3f}"
+    return f"{value:+.3f}" if _number(value) else "—"
 
 
 _EXACT_HTML = format_html('<span class="ci exact" title="{}">exact</span>', EXACT_NOTE)
@@ -41,7 +49,7 @@ _EXACT_HTML = format_html('<span class="ci exact" title="{}">exact</span>', EXAC
 def ci(lo: float | None, hi: float | None) -> str:
     """The interval under a score: 'lo–hi', or 'exact' when the labels decide the value
     (a zero-width interval, which would otherwise look like a bug)."""
-    if lo is None or hi is None:
+    if not (_number(lo) and _number(hi)):
         return ""
     if is_exact(lo, hi):
         return _EXACT_HTML
@@ -49,3 +57,13 @@ def ci(lo: float | None, hi: float | None) -> str:
     # Formatted floats, nothing to escape: mark_safe, not format_html's escaping per
     # argument (2,400 cells per stored leaderboard run).
     return mark_safe(f'<span class="ci">{a}–{b}</span>')
+
+
+@register.simple_tag
+def ci_text(lo: float | None, hi: float | None) -> str:
+    """`ci` as plain text for running prose: 'lo–hi', or 'exact'."""
+    if not (_number(lo) and _number(hi)):
+        return ""
+    if is_exact(lo, hi):
+        return "exact"
+    return "–".join(interval_ends(lo, hi))

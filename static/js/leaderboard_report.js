@@ -28,14 +28,20 @@
       var note = document.getElementById("new-scores");
       if (note) { note.hidden = false; }
     }
-    return !(d.state in finalStates && d.percent >= 100);
+    // A final state is final: a withdrawn (or rejected, failed) submission may keep
+    // unlabelled draws, and polling until they reach 100% never ended.
+    return !(d.state in finalStates);
   }
 
   function poll() {
     fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
-      .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.json(); })
+      .then(function (r) {
+        if (r.status === 404) { return null; }  // no longer visible to this reader: stop
+        if (!r.ok) { throw new Error(String(r.status)); }
+        return r.json();
+      })
       .then(function (d) {
-        if (apply(d)) {
+        if (d !== null && apply(d)) {
           delay = Math.min(delay * 1.3, 30000);
           window.setTimeout(poll, delay);
         }

@@ -162,6 +162,10 @@ def test_malformed_input_names_the_field(tmp_path, capsys, problem, message):
          "entity, entity_relation"),
         (["plan", "--system", "A", "--target-halfwidth", "-1"],
          "--target-halfwidth: must be positive"),
+        (["plan", "--system", "A", "--target-halfwidth", "nan"],
+         "--target-halfwidth: must be positive and finite, got nan"),
+        (["plan", "--system", "A", "--target-variance", "inf"],
+         "--target-variance: must be positive and finite, got inf"),
         (["plan", "--system", "A", "--bound", "exact"],
          "argument --bound: invalid choice: 'exact' (choose from 'worst_case', "
          "'second_moment')"),

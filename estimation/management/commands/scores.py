@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.serializers.json import DjangoJSONEncoder
@@ -18,6 +19,15 @@ class _Operator:
     is_staff = True
     is_authenticated = True
     pk = None
+
+
+def printable(text: str) -> str:
+    """`text` with control and format characters written as escapes (\\x1b, \\n,
+    \\u202e): a system name is the uploader's text, and printed raw to an operator's
+    terminal an escape sequence would run there, a newline or a bidi override would
+    break or reorder the table."""
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch).startswith("C") else ch
+                   for ch in text)
 
 
 class Command(BaseCommand):
@@ -67,6 +77,6 @@ class Command(BaseCommand):
                                      ("tied with #1", row.tied_with_leader),
                                      ("refining", row.refining), ("private", row.private)]
                      if on]
-            name = row.submission.name[:28]
+            name = printable(row.submission.name)[:28]
             self.stdout.write(f"{row.rank:>3}  {name:<28} " + " ".join(cells)
                               + f" {row.score.labels_used:>7}  {', '.join(notes)}")

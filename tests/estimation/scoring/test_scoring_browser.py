@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import Client
 
+from annotations.models import PairLabel
 from estimation import scoring
 from submissions.models import State, Submission
 from tests import ROOT
@@ -154,4 +155,60 @@ def test_report_shows_progress_history_and_samples(browser_page: object, live_se
         assert badges and all("wrong" in b for b in badges)
     except Exception:
         _shot(page, "report-failure")
+        raise
+
+
+def test_long_names_do_not_widen_the_pages(browser_page: object, live_server: object,
+                                           scored: object) -> None:
+    """A system name is up to 100 characters with no space: the compare form's select
+    took its width and the page scrolled sideways (1,351 px at a 375 px viewport)."""
+    Submission.objects.filter(pk=scored.a.pk).update(name="W" * 100)  # type: ignore[attr-defined]
+    page = browser_page
+    a, b = scored.a.pk, scored.b.pk  # type: ignore[attr-defined]
+    urls = ["/leaderboard/", "/leaderboard/t/", f"/leaderboard/t/compare/?a={a}&b={b}",
+            f"/submissions/{a}/report/"]
+    try:
+        for width in (375, 1280):
+            page.set_viewport_size({"width": width, "height": 800})  # type: ignore[attr-defined]
+            for url in urls:
+                page.goto(live_server.url + url)  # type: ignore[attr-defined]
+                assert "W" * 100 in page.content()  # type: ignore[attr-defined]
+                wide = page.evaluate("document.documentElement.scrollWidth")  # type: ignore[attr-defined]
+                assert wide <= width, (width, url, wide)
+    except Exception:
+        _shot(page, "long-names-failure")
+        raise
+
+
+def test_report_stops_polling_in_a_final_state_or_once_hidden(
+        browser_page: object, live_server: object, scored: object) -> None:
+    """The poller stopped only in a final state at 100% labelled: a report of a
+    withdrawn submission with unlabelled draws (or one made private meanwhile, 404)
+    polled every 30-60 s for as long as it stayed open."""
+    beta, alpha = scored.b, scored.a  # type: ignore[attr-defined]
+    PairLabel.objects.filter(pair__instances__submission=beta).exclude(
+        pair__instances__submission=alpha).delete()  # Beta keeps an unlabelled draw
+    Submission.objects.filter(pk=beta.pk).update(state=State.WITHDRAWN)
+    page = browser_page
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "progress.json" in r.url else None)  # type: ignore[attr-defined]
+    page.clock.install()  # type: ignore[attr-defined]
+    page.clock.pause_at(dt.datetime(2030, 1, 1, tzinfo=dt.UTC))  # type: ignore[attr-defined]
+    try:
+        for sub, hide in ((beta, False), (alpha, True)):
+            polls.clear()
+            page.goto(f"{live_server.url}/submissions/{sub.pk}/report/")  # type: ignore[attr-defined]
+            if hide:
+                Submission.objects.filter(pk=sub.pk).update(public=False)
+            with page.expect_response(lambda r: "/progress.json" in r.url) as first:  # type: ignore[attr-defined]
+                page.clock.run_for(30_000)  # type: ignore[attr-defined]
+            assert first.value.status == (404 if hide else 200)
+            if not hide:
+                assert first.value.json()["state"] == "withdrawn"
+                assert first.value.json()["percent"] < 100
+            page.clock.run_for(10 * 60_000)  # type: ignore[attr-defined]
+            page.wait_for_timeout(200)  # type: ignore[attr-defined]
+            assert len(polls) == 1, (sub.pk, polls)
+    except Exception:
+        _shot(page, "report-polling-failure")
         raise

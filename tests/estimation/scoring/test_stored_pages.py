@@ -5,6 +5,7 @@ viewer, and never after anything they show has changed."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -200,6 +201,21 @@ def test_a_deploy_changes_every_key(scored: World, monkeypatch) -> None:
     assert "STORED" in Client().get(PAGE).content.decode()
     monkeypatch.setattr(stored_pages, "render_version", lambda: "templates of a new deploy")
     assert "STORED" not in Client().get(PAGE).content.decode()
+
+
+
+def test_the_key_covers_every_static_file_the_stored_pages_link() -> None:
+    """In production a static URL carries the file's hash, so a stored body links one
+    version of each file. The report's script was not in the key: a deploy changing
+    only it left stored reports loading a script the new image does not serve."""
+    from django.template.loader import get_template
+
+    linked = set()
+    for name in stored_pages._TEMPLATES:
+        source = Path(get_template(name).origin.name).read_text()
+        linked |= set(re.findall(r"""{%\s*static\s+['"]([^'"]+)['"]\s*%}""", source))
+    assert "js/leaderboard_report.js" in linked  # the search finds what it should
+    assert linked <= set(stored_pages._STATIC), linked - set(stored_pages._STATIC)
 
 
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]+"')
