@@ -137,3 +137,32 @@ def test_boards_from_the_rows_in_hand_equal_those_from_the_stored_rows(world: Wo
     assert BoardSnapshot.objects.filter(corpus=world.corpus, run=run).count() == len(written)
     snapshot.refresh_corpus(world.corpus.pk)
     assert boards() == written
+
+
+@pytest.mark.django_db
+def test_an_owners_new_username_reaches_the_stored_board(
+        scored: World, django_capture_on_commit_callbacks, django_assert_num_queries) -> None:
+    """Boards name owners by username: renaming one (the admin's user form: a plain save)
+    re-renders every board that lists them; a login's save of last_login alone costs no
+    extra query and re-renders nothing."""
+    owner = Submission.objects.get(pk=scored.a.pk).owner
+    old = owner.get_username()
+
+    def owners() -> set[str]:
+        api = Client().get(reverse("api-leaderboard", args=["t"])).json()
+        body = Client().get(reverse("leaderboard-csv", args=["t"])).content.decode()
+        return {s["owner"] for s in api["systems"]} | {
+            r["owner"] for r in csv.DictReader(io.StringIO(body))}
+
+    assert old in owners()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        with django_assert_num_queries(1):  # the UPDATE alone
+            owner.save(update_fields=["last_login"])
+    assert callbacks == []
+    owner.username = "renamed-owner"
+    with django_capture_on_commit_callbacks(execute=True):
+        owner.save()
+    seen = owners()
+    assert "renamed-owner" in seen and old not in seen
+    page = Client().get(reverse("leaderboard", args=["t"])).content.decode()
+    assert "renamed-owner" in page and f">{old}<" not in page
