@@ -11,6 +11,7 @@ from .kbformat import (
     IGNORED_KINDS,
     MENTION_KINDS,
     NODE_MATCH,
+    NODE_MAX_CHARS,
     CorruptFile,
     FileTooLarge,
     SyntaxProblem,
@@ -25,6 +26,23 @@ ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
 # One item per read line: (number, columns, None), or (number, None, (code, message))
 # for a line-level problem.
 Item = tuple[int, list[str] | None, tuple[str, str] | None]
+
+
+def trim_empty(cols: list[str]) -> None:
+    """Drop empty trailing columns: many writers end every line with a tab (or put
+    one before an omitted confidence), which is no extra column."""
+    while len(cols) > 1 and not cols[-1]:
+        cols.pop()
+
+
+def _malformed(cols: list[str]) -> str:
+    """Why a split line is not a KB line (too few columns, or no usable node)."""
+    if len(cols) < 3:
+        return f"found {len(cols)} tab-separated column(s), expected 3 to 5"
+    if not NODE_MATCH(cols[0]):
+        return f"the first column {clip(cols[0])} is not an entity node like :E1"
+    return (f"the entity node {clip(cols[0])} is {len(cols[0]):,} characters long; "
+            f"nodes are at most {NODE_MAX_CHARS}")
 
 
 class LineBatches:
@@ -90,12 +108,11 @@ class LineBatches:
                             continue
                         chars += len(line)
                         cols = list(map(strip, line.split("\t")))
-                        if len(cols) < 3 or not node_match(cols[0]):
-                            what = (f"found {len(cols)} tab-separated column(s), expected 3 "
-                                    "to 5" if len(cols) < 3 else
-                                    f"the first column {clip(cols[0])} is not an entity "
-                                    "node like :E1")
-                            batch.append((number, None, ("MALFORMED_LINE", what)))
+                        if not cols[-1]:
+                            trim_empty(cols)
+                        if (len(cols) < 3 or not node_match(cols[0])
+                                or len(cols[0]) > NODE_MAX_CHARS):
+                            batch.append((number, None, ("MALFORMED_LINE", _malformed(cols))))
                         else:
                             batch.append((number, cols, None))
                             if cols[1] not in entity_kinds:
@@ -126,7 +143,10 @@ def spooled_batches(spool: IO[bytes]) -> Iterator[list[tuple[int, list[str]]]]:
         number, _, data = raw.partition(b"\t")
         line = data[:-1].decode("utf-8")  # (checked when spooled)
         chars += len(line)
-        batch.append((int(number), list(map(strip, line.split("\t")))))
+        cols = list(map(strip, line.split("\t")))
+        if not cols[-1]:
+            trim_empty(cols)
+        batch.append((int(number), cols))
         if len(batch) >= BATCH_LINES or chars >= BATCH_CHARS:
             yield batch
             batch, chars = [], 0

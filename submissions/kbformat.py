@@ -194,6 +194,8 @@ def iter_lines(stream: IO[bytes], max_bytes: int,
 # ---- line syntax -------------------------------------------------------------------
 
 _NODE = re.compile(r"^:[^\s]+$")
+# The longest entity node stored (`SubmissionEntity.node`); longer ones are refused by line.
+NODE_MAX_CHARS = 200
 NODE_MATCH = _NODE.match  # `is_node` without the call and bool(): a line hot path
 _SPAN = re.compile(r"^([^\s:,]+):(\d{1,10})-(\d{1,10})$")
 _SPAN_MATCH = _SPAN.match

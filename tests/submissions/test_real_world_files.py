@@ -1,0 +1,69 @@
+"""KB files as other people's tools write them: layouts the format allows, and inputs
+that must be refused with an error naming the line, never an internal failure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from submissions.models import RelationInstance, Submission
+from submissions.processing import run_ingestion
+
+from .kb import mention, sentence, to_bytes, valid_lines
+
+VALID_FACTS = 8  # instances of the valid file (tests/submissions/kb.py)
+
+
+def ingest(stored: Callable[..., Submission], data: bytes, **fields: object) -> Submission:
+    sub = stored(data, **fields)
+    run_ingestion(sub.pk)
+    sub.refresh_from_db()
+    return sub
+
+
+def facts(sub: Submission) -> set[tuple]:
+    return set(RelationInstance.objects.filter(submission=sub).values_list(
+        "pair__document__doc_id", "pair__subject_begin", "pair__subject_end",
+        "pair__object_begin", "pair__object_end", "predicate", "confidence"))
+
+
+@pytest.mark.django_db
+def test_a_tab_ending_every_line_is_no_extra_column(stored: Callable[..., Submission]) -> None:
+    plain = ingest(stored, to_bytes(valid_lines()))
+    # Writers that emit "col<TAB>" per column, and an empty confidence column.
+    tabbed = ingest(stored, ("\n".join(line + "\t" for line in valid_lines()) + "\n"
+                             ).encode(), name="tabbed")
+    assert tabbed.state == "ingested", tabbed.report
+    assert facts(tabbed) == facts(plain) and tabbed.n_relations == VALID_FACTS
+    # Trailing tabs do not hide a missing column: a mention still needs its span.
+    bare = ingest(stored, to_bytes(valid_lines() + [':E1\tmention\t"Ada Byron"\t\t']),
+                  name="bare")
+    assert [(p["line"], p["code"]) for p in bare.report if p["severity"] == "error"] == [
+        (len(valid_lines()) + 1, "MENTION_WITHOUT_PROVENANCE")]
+
+
+def long_node_lines(node: str) -> list[str]:
+    return valid_lines() + [f"{node}\ttype\tPER", mention(node, "D2", "Tom King", 1),
+                            f"{node}\tper:siblings\t:E1\t{sentence('D2', 2)}"]
+
+
+@pytest.mark.django_db
+def test_an_overlong_node_is_a_line_error_not_an_internal_failure(
+        stored: Callable[..., Submission]) -> None:
+    n = len(valid_lines())
+    node = ":" + "x" * 200  # 201 characters: one more than a node column holds
+    sub = ingest(stored, to_bytes(long_node_lines(node)))
+    assert sub.state == "rejected", (sub.state, sub.error[-500:])
+    errors = [(p["line"], p["code"]) for p in sub.report if p["severity"] == "error"]
+    assert errors == [(n + 1, "MALFORMED_LINE"), (n + 2, "MALFORMED_LINE"),
+                      (n + 3, "MALFORMED_LINE")]
+    assert "201 characters long; nodes are at most 200" in sub.report[1]["message"]
+    # With drop-invalid the node's lines go and the rest is kept.
+    kept = ingest(stored, to_bytes(long_node_lines(node)), drop_invalid=True, name="kept")
+    assert kept.state == "ingested" and kept.n_relations == VALID_FACTS
+    assert [line for line, _, _ in kept.dropped] == [n + 1, n + 2, n + 3]
+    # The longest node that fits is stored whole.
+    fits = ingest(stored, to_bytes(long_node_lines(node[:200])), name="fits")
+    assert fits.state == "ingested" and fits.n_entities == kept.n_entities + 1
+    assert fits.entities.filter(node=node[:200]).exists()
