@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import tempfile
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -94,6 +95,13 @@ class Outcome:
     n_relations: int
     # line -> (code, message) of lines dropped with an entity (drop mode only)
     cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+
+def _same_text(actual: str, text: str) -> bool:
+    """Equal up to runs of whitespace and Unicode normalization: a decomposed "é"
+    (NFD, as macOS and some NLP tools write it) is the same text as the composed one."""
+    a, t = " ".join(actual.split()), " ".join(text.split())
+    return a == t or unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", t)
 
 
 # ---- the ingestor -------------------------------------------------------------------
@@ -335,7 +343,7 @@ class Ingestor:
 
     def _check_text(self, pk: int, doc_id: str, begin: int, end: int, text: str) -> None:
         actual = self.docs.text(pk)[begin:end]
-        if actual != text and " ".join(actual.split()) != " ".join(text.split()):
+        if actual != text and not _same_text(actual, text):
             raise SyntaxProblem("MENTION_TEXT_MISMATCH",
                                 f"the text at {doc_id}:{begin}-{end - 1} is {clip(actual)}, "
                                 f"not {clip(text)}")

@@ -3,11 +3,18 @@ that must be refused with an error naming the line, never an internal failure.""
 
 from __future__ import annotations
 
+import json
+import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.files.base import ContentFile
 
-from submissions.models import RelationInstance, Submission
+from kbpo.core.corpus import load_corpus
+from kbpo.core.models import Corpus
+from submissions.models import RelationInstance, Submission, SubmissionEvent
 from submissions.processing import run_ingestion
 
 from .kb import mention, sentence, to_bytes, valid_lines
@@ -67,3 +74,54 @@ def test_an_overlong_node_is_a_line_error_not_an_internal_failure(
     fits = ingest(stored, to_bytes(long_node_lines(node[:200])), name="fits")
     assert fits.state == "ingested" and fits.n_entities == kept.n_entities + 1
     assert fits.entities.filter(node=node[:200]).exists()
+
+
+ACCENTED = "José Martí was born in Havana. He wrote in Bogotá."
+
+
+@pytest.fixture
+def accented(user: User, tmp_path: Path) -> Callable[[list[str]], Submission]:
+    """Ingest lines on a one-document corpus stored composed (NFC), as most are."""
+    path = tmp_path / "accents.jsonl"
+    path.write_text(json.dumps({"id": "A1", "title": "A1", "text": ACCENTED}) + "\n",
+                    encoding="utf-8")
+    load_corpus("accents", path, workers=1)
+    corpus = Corpus.objects.get(tag="accents")
+
+    def make(lines: list[str]) -> Submission:
+        sub = Submission(owner=user, corpus=corpus, name="accents", file_size=0)
+        sub.file.save("kb.tsv", ContentFile(to_bytes(lines)), save=False)
+        sub.save()
+        SubmissionEvent.objects.create(submission=sub, to_state="uploaded")
+        run_ingestion(sub.pk)
+        sub.refresh_from_db()
+        return sub
+
+    return make
+
+
+def quoted_span(needle: str, form: str) -> str:
+    """`"text"<TAB>A1:b-e` of `needle` in ACCENTED, the text in normal form `form`."""
+    begin = ACCENTED.index(needle)
+    return f'"{unicodedata.normalize(form, needle)}"\tA1:{begin}-{begin + len(needle) - 1}'
+
+
+@pytest.mark.django_db
+def test_decomposed_text_matches_the_composed_document(
+        accented: Callable[[list[str]], Submission]) -> None:
+    def lines(form: str) -> list[str]:
+        return ["run", ":E1\ttype\tPER", f":E1\tmention\t{quoted_span('José Martí', form)}",
+                ":E2\ttype\tGPE", f":E2\tmention\t{quoted_span('Havana', form)}",
+                ":E1\tper:place_of_birth\t:E2\tA1:0-29"]
+
+    assert unicodedata.normalize("NFD", "José Martí") != "José Martí"
+    sub = accented(lines("NFD"))
+    assert sub.state == "ingested", sub.report
+    assert sub.n_relations == 1 and sub.n_mentions == 2
+    # A different text is still refused, with both texts named.
+    wrong = lines("NFC")
+    wrong[2] = wrong[2].replace("Martí", "Marti")
+    sub = accented(wrong)
+    assert sub.state == "rejected"
+    assert sub.report[0]["code"] == "MENTION_TEXT_MISMATCH" and sub.report[0]["line"] == 3
+    assert "'José Martí', not 'José Marti'" in sub.report[0]["message"]
