@@ -44,15 +44,15 @@ def test_a_tab_ending_every_line_is_no_extra_column(stored: Callable[..., Submis
     assert tabbed.state == "ingested", tabbed.report
     assert facts(tabbed) == facts(plain) and tabbed.n_relations == VALID_FACTS
     # Trailing tabs do not hide a missing column: a mention still needs its span.
-    bare = ingest(stored, to_bytes(valid_lines() + [':E1\tmention\t"Ada Byron"\t\t']),
+    bare = ingest(stored, to_bytes([*valid_lines(), ':E1\tmention\t"Ada Byron"\t\t']),
                   name="bare")
     assert [(p["line"], p["code"]) for p in bare.report if p["severity"] == "error"] == [
         (len(valid_lines()) + 1, "MENTION_WITHOUT_PROVENANCE")]
 
 
 def long_node_lines(node: str) -> list[str]:
-    return valid_lines() + [f"{node}\ttype\tPER", mention(node, "D2", "Tom King", 1),
-                            f"{node}\tper:siblings\t:E1\t{sentence('D2', 2)}"]
+    return [*valid_lines(), f"{node}\ttype\tPER", mention(node, "D2", "Tom King", 1),
+            f"{node}\tper:siblings\t:E1\t{sentence('D2', 2)}"]
 
 
 @pytest.mark.django_db
