@@ -21,7 +21,12 @@ GZIP_MAGIC = b"\x1f\x8b"
 # run id starting "BZh" is not mistaken for one.
 ARCHIVE_MAGIC = re.compile(rb"PK\x03\x04|PK\x05\x06|BZh[1-9]1AY&SY|\xfd7zXZ\x00|"
                            rb"7z\xbc\xaf\x27\x1c|\x28\xb5\x2f\xfd")
-ARCHIVE_NAMES = {b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz", b"7z": "7z", b"\x28\xb5": "zstd"}
+ARCHIVE_NAMES = {b"PK": "a zip", b"BZ": "a bzip2", b"\xfd7": "an xz", b"7z": "a 7z",
+                 b"\x28\xb5": "a zstd"}
+# Byte order marks of the encodings that are not UTF-8 but hold the same text: a
+# Windows "Unicode" export. Longest first (UTF-32 LE starts with the UTF-16 LE mark).
+WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+             (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 ERROR, WARNING = "error", "warning"
 
 # code -> (severity, hint). The hint tells the researcher what to change; the message
@@ -32,8 +37,8 @@ CODES: dict[str, tuple[str, str]] = {
     "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
                             "upload it uncompressed."),
     "UNSUPPORTED_ARCHIVE": (ERROR, "Upload the KB as plain text or gzip (`gzip -c kb.tsv > "
-                                   "kb.tsv.gz`); zip, bzip2, xz, 7z and zstd files are not "
-                                   "read."),
+                                   "kb.tsv.gz`); zip, tar, bzip2, xz, 7z and zstd files, and "
+                                   "a gzip compressed twice, are not read."),
     "CR_LINE_ENDINGS": (ERROR, "End lines with LF or CRLF, e.g. `tr '\\r' '\\n' < kb.tsv "
                                "> fixed.tsv`."),
     "EMPTY_FILE": (ERROR, "The file must start with a run id line followed by KB lines."),
@@ -310,7 +315,7 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     if ARCHIVE_MAGIC.match(head):
         kind = next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
         return UploadCheck(False, 0, "", "UNSUPPORTED_ARCHIVE",
-                           f"This is a {kind} file. " + CODES["UNSUPPORTED_ARCHIVE"][1])
+                           f"This is {kind} file. " + CODES["UNSUPPORTED_ARCHIVE"][1])
     stream, compressed = open_stream(fh)
     total = 0
     first = b""
@@ -319,8 +324,8 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
             data = stream.read(chunk)
             if not data:
                 break
-            if len(first) < 400 and b"\n" not in first:
-                first += data[:400]
+            if len(first) < 512 and b"\n" not in first[:400]:
+                first += data[:512]
             total += len(data)
             if total > max_bytes:
                 return UploadCheck(compressed, total, "", "FILE_TOO_LARGE",
@@ -335,6 +340,15 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     if total == 0:
         return UploadCheck(compressed, 0, "", "EMPTY_FILE",
                            "The file is empty. " + CODES["EMPTY_FILE"][1])
+    inner = _inner_archive(first, compressed)
+    if inner:
+        return UploadCheck(compressed, total, "", "UNSUPPORTED_ARCHIVE",
+                           f"This is {inner}. " + CODES["UNSUPPORTED_ARCHIVE"][1])
+    wide = _wide_encoding(first)
+    if wide:
+        return UploadCheck(compressed, total, "", "NOT_UTF8",
+                           f"The file is {wide} encoded, not UTF-8. Save it as UTF-8, e.g. "
+                           f"`iconv -f {wide.lower()} -t utf-8 kb.tsv > kb-utf8.tsv`.")
     line1 = first.split(b"\n", 1)[0]
     if b"\r" in line1.rstrip(b"\r"):  # CR alone ends lines: the file would be one line
         return UploadCheck(compressed, total, "", "CR_LINE_ENDINGS",
@@ -342,6 +356,39 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
                            "the file reads as a single line. "
                            + CODES["CR_LINE_ENDINGS"][1])
     return UploadCheck(compressed, total, clean_run_id(line1))
+
+
+def _inner_archive(head: bytes, compressed: bool) -> str | None:
+    """What archive the (decompressed) content is, if any: a tar file (`ustar` at
+    offset 257, plain or gzipped), or an archive or a second gzip inside a gzip."""
+    if head[257:262] == b"ustar":
+        return "a tar archive" + (" (gzipped)" if compressed else "")
+    if not compressed:
+        return None  # the raw magic bytes were checked before reading
+    if head.startswith(GZIP_MAGIC):
+        return "a gzip file compressed a second time"
+    if ARCHIVE_MAGIC.match(head):
+        kind = next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
+        return f"{kind} file inside a gzip file"
+    return None
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    """"UTF-16"/"UTF-32" when the content starts with their byte order mark, or is
+    either without one: ASCII text has three NUL bytes of four in UTF-32, every other
+    byte NUL in UTF-16 (UTF-8 text has none)."""
+    for bom, name in WIDE_BOMS:
+        if head.startswith(bom):
+            return name
+    sample = head[:64]
+    if len(sample) < 8:
+        return None
+    if all(not any(sample[i::4]) for i in (0, 1, 2)) or not any(sample[1::4] + sample[2::4]
+                                                                 + sample[3::4]):
+        return "UTF-32"
+    if not any(sample[1::2]) or not any(sample[0::2]):
+        return "UTF-16"
+    return None
 
 
 def clean_run_id(raw: bytes | str) -> str:
