@@ -21,6 +21,7 @@ from .kbformat import (
     iter_lines,
 )
 
+UTF8_BOM = b"\xef\xbb\xbf"
 ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
 
 # One item per read line: (number, columns, None), or (number, None, (code, message))
@@ -79,6 +80,10 @@ class LineBatches:
                     batch.append((number, None, (
                         "LINE_TOO_LONG", f"the line is longer than {max_line:,} bytes")))
                 else:
+                    if number == 1 and data.startswith(UTF8_BOM):
+                        # Windows editors start UTF-8 files with a byte order mark: it
+                        # is no part of the run id, nor of a KB line in its place.
+                        data = data[len(UTF8_BOM):]
                     try:
                         line = data.decode("utf-8")
                         if "\x00" in line:

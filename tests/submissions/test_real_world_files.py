@@ -125,3 +125,16 @@ def test_decomposed_text_matches_the_composed_document(
     assert sub.state == "rejected"
     assert sub.report[0]["code"] == "MENTION_TEXT_MISMATCH" and sub.report[0]["line"] == 3
     assert "'José Martí', not 'José Marti'" in sub.report[0]["message"]
+
+
+@pytest.mark.django_db
+def test_a_byte_order_mark_is_no_part_of_line_one(stored: Callable[..., Submission]) -> None:
+    bom = "\ufeff".encode()
+    with_run_id = ingest(stored, bom + to_bytes(valid_lines()))
+    assert with_run_id.state == "ingested" and with_run_id.run_id == "test_run_1"
+    # Without a run id, the marked first line was taken for one and the entity's type
+    # line lost (ENTITY_WITHOUT_TYPE on line 2); it is a KB line missing its run id.
+    without = ingest(stored, bom + to_bytes(valid_lines()[1:]), name="without")
+    assert [(p["line"], p["code"]) for p in without.report if p["severity"] == "error"] == [
+        (1, "MISSING_RUN_ID")]
+    assert "':E1\\ttype\\tPER'" in without.report[0]["message"]
