@@ -175,6 +175,7 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
     both take the last slot.
     """
     digest = content_sha256(file, compressed)
+    original_name = _printable_name(original_name)
     with transaction.atomic():
         get_user_model().objects.select_for_update().get(pk=owner.pk)
         # Before the limits: an identical re-upload must not cost a slot.
@@ -207,6 +208,14 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
                                        message=f"Uploaded {original_name[:200]}")
         enqueue(INGEST_TASK, sub.pk)
     return sub
+
+
+def _printable_name(name: str) -> str:
+    """A file name the database can store: a name that is not UTF-8 on disk (a Latin-1
+    "café.tsv" given to `manage.py submit`) reaches Python with its bytes as lone
+    surrogates, which cannot be encoded; they become U+FFFD."""
+    raw = name.encode("utf-8", "surrogateescape")
+    return "".join(c for c in raw.decode("utf-8", "replace") if c.isprintable())
 
 
 def _file_size(fh: IO[bytes]) -> int:
