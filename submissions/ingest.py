@@ -314,9 +314,13 @@ class Ingestor:
             return
         if value not in schema.ENTITY_TYPES:
             ent.type_error = True
+            upper = value.upper()
+            meant = (f" (types are upper case: did you mean {upper}?)"
+                     if upper != value and (upper in schema.ENTITY_TYPES
+                                            or upper in SKIPPED_TYPES) else "")
             raise SyntaxProblem("UNKNOWN_ENTITY_TYPE",
                                 f"entity type {clip(value)} is not one of "
-                                f"{', '.join(schema.ENTITY_TYPES)}")
+                                f"{', '.join(schema.ENTITY_TYPES)}{meant}")
         if ent.type is None:
             ent.type = value
         elif ent.type == value:
@@ -458,7 +462,11 @@ class Ingestor:
             self.counts.skipped["unsupported predicates"] += 1
             return
         if not schema.is_known(pred):
-            raise SyntaxProblem("UNKNOWN_PREDICATE", f"unknown predicate {clip(pred)}")
+            lower = pred.lower()  # "PER:Title": predicate names are lower case
+            meant = (f"; predicates are lower case: did you mean {lower}?"
+                     if lower != pred and (schema.is_known(lower)
+                                           or schema.is_unsupported(lower)) else "")
+            raise SyntaxProblem("UNKNOWN_PREDICATE", f"unknown predicate {clip(pred)}{meant}")
         if len(cols) not in (4, 5):
             raise SyntaxProblem("MALFORMED_LINE",
                                 f"a relation line has 5 columns (subject, predicate, object, "

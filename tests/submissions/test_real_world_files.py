@@ -138,3 +138,19 @@ def test_a_byte_order_mark_is_no_part_of_line_one(stored: Callable[..., Submissi
     assert [(p["line"], p["code"]) for p in without.report if p["severity"] == "error"] == [
         (1, "MISSING_RUN_ID")]
     assert "':E1\\ttype\\tPER'" in without.report[0]["message"]
+
+
+@pytest.mark.django_db
+def test_a_predicate_or_type_in_the_wrong_case_is_named_with_the_right_one(
+        stored: Callable[..., Submission]) -> None:
+    n = len(valid_lines())
+    sub = ingest(stored, to_bytes([
+        *valid_lines(), f":E1\tPER:Siblings\t:E4\t{sentence('D2', 2)}", ":E5\ttype\tper",
+        f":E1\tper:favourite\t:E4\t{sentence('D2', 2)}"]))
+    messages = {p["line"]: p["message"] for p in sub.report if p["severity"] == "error"}
+    assert messages == {
+        n + 1: "unknown predicate 'PER:Siblings'; predicates are lower case: did you mean "
+               "per:siblings?",
+        n + 2: "entity type 'per' is not one of PER, ORG, GPE, DATE, TITLE (types are upper "
+               "case: did you mean PER?)",
+        n + 3: "unknown predicate 'per:favourite'"}
