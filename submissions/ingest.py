@@ -24,8 +24,10 @@ file has errors, and the caller's rollback removes every staged row.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
+import itertools
 import tempfile
 import unicodedata
 from collections import Counter
@@ -575,10 +577,19 @@ class Ingestor:
             (rb, re), = region
             hits = [m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re]
         else:
+            # A mention is inside some span iff, of the spans beginning at or before it,
+            # the furthest-reaching ends at or after it: a bisection per mention, not a
+            # scan of every span (a line may hold thousands, its entity as many mentions).
+            ordered = sorted(region)
+            begins = [b for b, _ in ordered]
+            reach = list(itertools.accumulate((e for _, e in ordered), max))
             hits = [m for m in ent.in_document(pk)
-                    if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)]
+                    if (i := bisect.bisect_right(begins, (m >> 32) & MASK)) > 0
+                    and reach[i - 1] >= m & MASK]
         if not hits:
-            where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
+            where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region[:3])
+            if len(region) > 3:  # the message is stored and served: keep it short
+                where += f" and {len(region) - 3:,} more spans"
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
         if len(hits) > 1:  # distinct spans in text order (a span may be staged twice)
             hits = sorted(set(hits))

@@ -17,7 +17,7 @@ from kbpo.core.models import Corpus
 from submissions.models import RelationInstance, Submission, SubmissionEvent
 from submissions.processing import run_ingestion
 
-from .kb import mention, sentence, to_bytes, valid_lines
+from .kb import DOCS, mention, sentence, to_bytes, valid_lines
 
 VALID_FACTS = 8  # instances of the valid file (tests/submissions/kb.py)
 
@@ -154,3 +154,39 @@ def test_a_predicate_or_type_in_the_wrong_case_is_named_with_the_right_one(
         n + 2: "entity type 'per' is not one of PER, ORG, GPE, DATE, TITLE (types are upper "
                "case: did you mean PER?)",
         n + 3: "unknown predicate 'per:favourite'"}
+
+
+@pytest.mark.django_db
+def test_a_provenance_of_many_spans_keeps_its_message_short(
+        stored: Callable[..., Submission]) -> None:
+    """Every span was listed in the message, so a line of thousands of spans stored (and
+    the API served) a message of its size for each such line."""
+    b, e = (int(x) for x in sentence("D1", 1).split(":")[1].split("-"))
+    spans = ",".join(f"D1:{i}-{i}" for i in range(b + 10, e))  # one character each: no mention fits
+    sub = ingest(stored, to_bytes([*valid_lines(), f":E1\tper:siblings\t:E4\t{spans}"]))
+    [problem] = [p for p in sub.report if p["severity"] == "error"]
+    assert problem["code"] == "SUBJECT_NOT_IN_PROVENANCE"
+    n = e - b - 10
+    assert problem["message"] == (f":E1 has no mention inside the provenance D1:{b + 10}-"
+                                  f"{b + 10}, D1:{b + 11}-{b + 11}, D1:{b + 12}-{b + 12} and "
+                                  f"{n - 3} more spans")
+
+
+@pytest.mark.django_db
+def test_a_mention_must_lie_inside_one_provenance_span(
+        stored: Callable[..., Submission]) -> None:
+    """Across two touching spans is not inside the provenance; inside either one is,
+    whatever the order of the spans."""
+    b, _ = (int(x) for x in sentence("D2", 2).split(":")[1].split("-"))
+    tom = DOCS["D2"].index("Tom King", b)
+    ada = DOCS["D2"].index("Ada Byron", b)
+    split_tom = f"D2:{tom}-{tom + 3},D2:{tom + 4}-{ada + 8}"  # cuts "Tom King" in two
+    sub = ingest(stored, to_bytes([*valid_lines(),
+                                   f":E4\tper:spouse\t:E1\t{split_tom}"]), name="split")
+    assert [(p["code"]) for p in sub.report if p["severity"] == "error"] == [
+        "SUBJECT_NOT_IN_PROVENANCE"]
+    whole = f"D2:{ada}-{ada + 8},D2:{b}-{b + 3},D2:{tom}-{tom + 7}"
+    sub = ingest(stored, to_bytes([*valid_lines()[:29], f":E4\tper:siblings\t:E1\t{whole}"]),
+                 name="whole")
+    assert sub.state == "ingested", sub.report
+    assert sub.instances.filter(line=30, predicate="per:siblings").exists()
