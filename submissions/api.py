@@ -21,6 +21,7 @@ from .serializers import (
 from .services import (
     DuplicateUpload,
     LimitExceeded,
+    SubmissionBusy,
     TransitionError,
     create_submission,
     withdraw,
@@ -113,14 +114,19 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(summary="Withdraw a submission (owner or staff)", request=None,
                    responses={200: SubmissionDetailSerializer,
-                              409: OpenApiResponse(description="Already withdrawn.")})
+                              409: OpenApiResponse(description="Already withdrawn "
+                                                               "(`already_withdrawn`), or being "
+                                                               "validated right now (`busy`).")})
     @action(detail=True, methods=["post"])
     def withdraw(self, request: Request, pk: str | None = None) -> Response:
         sub = self.get_object()
         if not sub.can_manage(request.user):
             raise NotFound()
         try:
-            withdraw(sub, by=request.user)
+            withdraw(sub, by=request.user, wait=False)
+        except SubmissionBusy as exc:
+            return Response({"detail": str(exc), "code": "busy"},
+                            status=status.HTTP_409_CONFLICT)
         except TransitionError:
             return Response({"detail": "This submission is already withdrawn.",
                              "code": "already_withdrawn"}, status=status.HTTP_409_CONFLICT)

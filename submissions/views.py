@@ -34,6 +34,7 @@ from .services import (
     NEXT_STEP,
     DuplicateUpload,
     LimitExceeded,
+    SubmissionBusy,
     TransitionError,
     create_submission,
     quota,
@@ -202,7 +203,9 @@ def submission_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
     sub = _managed(request, pk)
     if request.method == "POST":
         try:
-            withdraw(sub, by=request.user)
+            withdraw(sub, by=request.user, wait=False)
+        except SubmissionBusy as exc:
+            messages.info(request, str(exc))
         except TransitionError:
             messages.info(request, "This submission is already withdrawn.")
         else:
