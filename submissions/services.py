@@ -216,10 +216,12 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
     original_name = _printable_name(original_name)
     with transaction.atomic():
         get_user_model().objects.select_for_update().get(pk=owner.pk)
-        # Before the limits: an identical re-upload must not cost a slot.
+        # Before the limits: an identical re-upload must not cost a slot. A rejected
+        # one is no duplicate: the same file may come back with drop-invalid ticked.
         existing = (Submission.objects.filter(owner=owner, corpus=corpus,
                                               content_sha256=digest)
-                    .exclude(state=S.WITHDRAWN).select_related("corpus").first())
+                    .exclude(state__in=(S.WITHDRAWN, S.REJECTED))
+                    .select_related("corpus").first())
         if existing is not None:
             raise DuplicateUpload(existing)
         if enforce_limits:
