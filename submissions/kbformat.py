@@ -262,8 +262,15 @@ def parse_confidence(value: str) -> float:
     try:
         conf = float(value)
     except ValueError:
-        raise SyntaxProblem("BAD_CONFIDENCE",
-                            f"confidence {_clip(value)} is not a number") from None
+        # A writer in a German or French locale prints 0.9 as "0,9".
+        dotted = value.replace(",", ".", 1) if value.count(",") == 1 else ""
+        try:
+            float(dotted)
+        except ValueError:
+            why = "is not a number"
+        else:
+            why = f"has a decimal comma; write {dotted}"
+        raise SyntaxProblem("BAD_CONFIDENCE", f"confidence {_clip(value)} {why}") from None
     if math.isnan(conf) or not 0.0 < conf <= 1.0:
         raise SyntaxProblem("BAD_CONFIDENCE", f"confidence {_clip(value)} is not in (0, 1]")
     return conf

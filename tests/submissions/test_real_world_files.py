@@ -14,6 +14,7 @@ from django.core.files.base import ContentFile
 
 from kbpo.core.corpus import load_corpus
 from kbpo.core.models import Corpus
+from submissions.kbformat import SyntaxProblem, parse_confidence
 from submissions.models import RelationInstance, Submission, SubmissionEvent
 from submissions.processing import run_ingestion
 
@@ -190,3 +191,12 @@ def test_a_mention_must_lie_inside_one_provenance_span(
                  name="whole")
     assert sub.state == "ingested", sub.report
     assert sub.instances.filter(line=30, predicate="per:siblings").exists()
+
+
+def test_a_decimal_comma_in_a_confidence_is_named() -> None:
+    with pytest.raises(SyntaxProblem, match=r"^confidence '0,75' has a decimal comma; write "
+                                            r"0\.75$"):
+        parse_confidence("0,75")
+    for value in ("1,2,3", "high", ","):
+        with pytest.raises(SyntaxProblem, match=r"is not a number$"):
+            parse_confidence(value)
