@@ -66,7 +66,7 @@ FILLER_TYPES = (schema.DATE, schema.TITLE)
 SKIPPED_TYPES = frozenset({"FAC", "LOC"})
 # Problems about the file as a whole: dropping lines cannot cure them.
 FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
-                        "NO_RELATIONS"})
+                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES"})
 DROPPED_WITH_ENTITY = "DROPPED_WITH_ENTITY"
 
 
@@ -149,7 +149,9 @@ class Ingestor:
         self.drop_nodes = drop_nodes
         self.bad_nodes: set[str] = set()
         self.cascaded: dict[int, tuple[str, str]] = {}
-        self.report = Report(settings.KBPO_SUBMISSION_REPORT_MAX)
+        # One error line past what drop-invalid accepts is enough to refuse the file.
+        self.max_dropped = settings.KBPO_SUBMISSION_MAX_DROPPED
+        self.report = Report(settings.KBPO_SUBMISSION_REPORT_MAX, self.max_dropped + 1)
         self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
         self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
         self.docs = DocumentIndex(submission.corpus_id)
@@ -437,9 +439,10 @@ class Ingestor:
         return found[0] if found else None
 
     def _cascade(self, number: int, node: str) -> None:
-        self.cascaded[number] = (DROPPED_WITH_ENTITY,
-                                 f"dropped with entity {clip(node)}, whose type line or "
-                                 "type was invalid")
+        if len(self.cascaded) <= self.max_dropped:  # (past it the file is refused)
+            self.cascaded[number] = (DROPPED_WITH_ENTITY,
+                                     f"dropped with entity {clip(node)}, whose type line "
+                                     "or type was invalid")
 
     def _entity(self, node: str, role: str) -> Entity | None:
         """The entity for a node; None when it is skipped (reason counted)."""

@@ -91,6 +91,9 @@ CODES: dict[str, tuple[str, str]] = {
                                    "an entity whose type line was dropped or missing."),
     "NO_RELATIONS": (ERROR, "A KB is evaluated on its relations: include at least one valid "
                             "relation line."),
+    "TOO_MANY_INVALID_LINES": (ERROR, "Drop-invalid is for a few bad lines among many: fix "
+                                      "the file, and check that its document ids are those "
+                                      "of the corpus you chose."),
 }
 
 
@@ -109,14 +112,18 @@ class Problem:
 class Report:
     """Problems found in one file: the first `cap` stored, every one counted."""
 
-    def __init__(self, cap: int = 1000) -> None:
+    def __init__(self, cap: int = 1000, max_error_lines: int | None = None) -> None:
         self.cap = cap
         self.problems: list[Problem] = []
         self.counts: Counter[str] = Counter()
         self.errors = 0
         self.warnings = 0
-        # line -> (code, message) of its first error, uncapped: what drop-invalid drops.
+        # line -> (code, message) of its first error: what drop-invalid drops. Kept for
+        # at most `max_error_lines` lines (then `error_lines_full`): a file of millions
+        # of bad lines must not hold them all in memory.
         self.error_lines: dict[int, tuple[str, str]] = {}
+        self.max_error_lines = max_error_lines
+        self.error_lines_full = False
 
     def add(self, line: int, code: str, message: str, hint: str | None = None,
             always: bool = False) -> None:
@@ -125,7 +132,10 @@ class Report:
         self.counts[code] += 1
         if severity == ERROR:
             self.errors += 1
-            self.error_lines.setdefault(line, (code, message))
+            if self.max_error_lines is None or len(self.error_lines) < self.max_error_lines:
+                self.error_lines.setdefault(line, (code, message))
+            elif line not in self.error_lines:
+                self.error_lines_full = True
         else:
             self.warnings += 1
         if always or len(self.problems) < self.cap:

@@ -116,6 +116,8 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
             new_lines = set(rej.report.error_lines) - set(dropped)
             if not rej.curable or not (new_lines or rej.bad_nodes - nodes):
                 raise
+            if rej.report.error_lines_full:
+                raise _too_many(rej, set(dropped) | new_lines) from None
             for line in new_lines:
                 dropped[line] = rej.report.error_lines[line]
             nodes |= rej.bad_nodes
@@ -123,9 +125,24 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
             continue
         for line, why in out.cascaded.items():
             dropped.setdefault(line, why)
+        if len(dropped) > settings.KBPO_SUBMISSION_MAX_DROPPED:
+            # (The caller's rollback removes the rows this round inserted.)
+            raise _too_many(Rejected(out.report, out.stats, out.run_id), set(dropped))
         return out, dropped
     assert last is not None
     raise last
+
+
+def _too_many(rej: Rejected, lines: set[int]) -> Rejected:
+    """`rej`, its report naming the line where the drop-invalid limit was passed: a
+    file mostly invalid (often one of another corpus) is refused, not kept as its few
+    valid lines with millions listed as dropped."""
+    limit = settings.KBPO_SUBMISSION_MAX_DROPPED
+    line = sorted(lines)[limit]
+    rej.report.add(line, "TOO_MANY_INVALID_LINES",
+                   f"more than {limit:,} lines are invalid, the most drop-invalid drops "
+                   f"(the limit was passed at line {line})", always=True)
+    return rej
 
 
 def _with_dropped(out: Outcome, dropped: dict[int, tuple[str, str]]) -> list[dict]:
