@@ -283,3 +283,23 @@ def test_oversized_upload_is_refused_while_streaming(user: User, corpus: Corpus,
                                                     "file": bomb}, format="multipart")
     assert resp.status_code == 413 and "1,000 bytes" in resp.json()["file"][0]
     assert not Submission.objects.exists()
+
+
+@pytest.mark.django_db
+def test_many_files_in_one_request_count_together(user: User, corpus: Corpus,
+                                                  settings) -> None:
+    """Each file under the cap, together over it: the request's files were spooled whole
+    (up to a hundred of them), so the cap did not bound the disk one request takes."""
+    settings.KBPO_SUBMISSION_MAX_BYTES = 1000
+    files = {f"extra{i}": upload(data=b"x" * 600) for i in range(3)}
+    resp = api_for(user).post("/api/submissions/", {
+        "name": "x", "corpus": "tiny", "file": upload(data=b"run\n" + b"x" * 500), **files},
+        format="multipart")
+    assert resp.status_code == 413 and "1,000 bytes" in resp.json()["file"][0]
+    client = Client()
+    client.force_login(user)
+    page = client.post(reverse("submission-new"), {
+        "name": "x", "corpus": "tiny", "file": upload(data=b"run\n" + b"x" * 500),
+        **{f"extra{i}": upload(data=b"x" * 600) for i in range(3)}})
+    assert page.status_code == 413
+    assert not Submission.objects.exists()
