@@ -96,6 +96,9 @@ def run_ingestion(submission_id: int) -> str:
 # Each round drops the lines the previous one found invalid; dropping a line can only
 # expose errors in lines that depended on it, so a few rounds reach a clean file.
 MAX_DROP_ROUNDS = 6
+# The statistics of the lines read (`Ingestor._base_stats`), without those of the rows.
+LINE_STATS = frozenset({"lines", "entity_lines", "relation_lines", "skipped",
+                        "problems_by_code"})
 
 
 def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[str, str]]]:
@@ -127,7 +130,9 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
             dropped.setdefault(line, why)
         if len(dropped) > settings.KBPO_SUBMISSION_MAX_DROPPED:
             # (The caller's rollback removes the rows this round inserted.)
-            raise _too_many(Rejected(out.report, out.stats, out.run_id), set(dropped))
+            counts = {k: v for k, v in out.stats.items()  # not those of the rows undone
+                      if k in LINE_STATS}
+            raise _too_many(Rejected(out.report, counts, out.run_id), set(dropped))
         return out, dropped
     assert last is not None
     raise last

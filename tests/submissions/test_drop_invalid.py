@@ -181,7 +181,8 @@ def test_a_mostly_invalid_file_is_refused_not_kept_as_its_few_good_lines(
     lines = valid_lines()
     lines[17] = ":E4\ttype\tPERSON"
     sub = ingest(stored, lines, drop_invalid=True, name="cascade")
-    assert sub.state == "rejected"
+    assert sub.state == "rejected" and "instances_by_predicate" not in sub.stats
+    assert sub.stats["lines"] == n
     assert [p["line"] for p in sub.report if p["code"] == "TOO_MANY_INVALID_LINES"] == [29]
     assert not RelationInstance.objects.filter(submission=sub).exists()
 
