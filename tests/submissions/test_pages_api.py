@@ -303,3 +303,12 @@ def test_many_files_in_one_request_count_together(user: User, corpus: Corpus,
         **{f"extra{i}": upload(data=b"x" * 600) for i in range(3)}})
     assert page.status_code == 413
     assert not Submission.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_missing_stored_file_is_a_404_not_a_500(logged_in: Client,
+                                                  stored: Callable[..., Submission]) -> None:
+    sub = stored(to_bytes(valid_lines()))
+    assert logged_in.get(reverse("submission-file", args=[sub.pk])).status_code == 200
+    Path(sub.file.path).unlink()
+    assert logged_in.get(reverse("submission-file", args=[sub.pk])).status_code == 404
