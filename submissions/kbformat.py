@@ -336,6 +336,8 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     stream, compressed = open_stream(fh)
     total = 0
     first = b""
+    newlines = lone_crs = 0  # LF, and CR not before an LF: each ends a line for someone
+    ended_cr = False
     try:
         while True:
             data = stream.read(chunk)
@@ -343,6 +345,11 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
                 break
             if len(first) < 512 and b"\n" not in first[:400]:
                 first += data[:512]
+            newlines += data.count(b"\n")
+            lone_crs += data.count(b"\r") - data.count(b"\r\n")
+            if ended_cr and data.startswith(b"\n"):  # a CRLF split between two chunks
+                lone_crs -= 1
+            ended_cr = data.endswith(b"\r")
             total += len(data)
             if total > max_bytes:
                 return UploadCheck(compressed, total, "", "FILE_TOO_LARGE",
@@ -367,10 +374,12 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
                            f"The file is {wide} encoded, not UTF-8. Save it as UTF-8, e.g. "
                            f"`iconv -f {wide.lower()} -t utf-8 kb.tsv > kb-utf8.tsv`.")
     line1 = first.split(b"\n", 1)[0]
-    if b"\r" in line1.rstrip(b"\r"):  # CR alone ends lines: the file would be one line
+    # CR alone ends the lines (of the first, or of most: a run id line written apart
+    # from a Mac-converted body): they would read as one line.
+    if b"\r" in line1.rstrip(b"\r") or lone_crs > newlines:
         return UploadCheck(compressed, total, "", "CR_LINE_ENDINGS",
                            "Lines end with a carriage return alone (classic Mac style), so "
-                           "the file reads as a single line. "
+                           "they would read as one long line. "
                            + CODES["CR_LINE_ENDINGS"][1])
     return UploadCheck(compressed, total, clean_run_id(line1))
 

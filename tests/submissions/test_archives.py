@@ -98,10 +98,17 @@ def test_cr_only_line_endings_are_named_at_upload(user: User, corpus: Corpus) ->
                     format="multipart")
     assert resp.status_code == 400 and "carriage return alone" in resp.json()["file"][0]
     assert not Submission.objects.exists()
-    # CRLF, and a lone CR at the end of the run id line, are fine.
-    for ok in (to_bytes(valid_lines()).replace(b"\n", b"\r\n"), b"run\r\r\n:E1\ttype\tPER\n"):
-        check = inspect_upload(io.BytesIO(ok), 10**6)
-        assert check.code is None
+    # A run id line ending in LF before a body of CR-only lines (written apart) too.
+    mixed = b"run\n" + to_bytes(valid_lines()[1:]).replace(b"\n", b"\r")
+    assert inspect_upload(io.BytesIO(mixed), 10**6).code == "CR_LINE_ENDINGS"
+    # CRLF (even split between two reads), a lone CR at the end of the run id line,
+    # and a few stray CRs inside lines are fine.
+    crlf = to_bytes(valid_lines()).replace(b"\n", b"\r\n")
+    stray = to_bytes([*valid_lines(), ":E1\tlink\ta\rb", ":E2\tlink\tc\rd"])
+    for ok in (crlf, b"run\r\r\n:E1\ttype\tPER\n", stray):
+        for chunk in (1 << 20, 7, 8):
+            check = inspect_upload(io.BytesIO(ok), 10**6, chunk=chunk)
+            assert check.code is None, (ok[:20], chunk)
 
 
 WIDE = {"utf-16": "UTF-16", "utf-16-le": "UTF-16", "utf-16-be": "UTF-16",
