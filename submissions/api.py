@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -12,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from .forms import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS
 from .models import State, Submission
 from .serializers import (
     SubmissionCreateSerializer,
@@ -77,7 +79,16 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                                                     "the submission with its line report."),
                    429: OpenApiResponse(description="Submission limit reached.")})
     def create(self, request: Request) -> Response:
-        payload = request.data  # parsing runs the upload handlers
+        try:
+            payload = request.data  # parsing runs the upload handlers
+        except RequestDataTooBig:
+            # The text fields together passed DATA_UPLOAD_MAX_MEMORY_SIZE: Django's
+            # answer would be an empty HTML page, not the JSON the API promises.
+            return Response({"detail": "The text fields are too large; a description "
+                                       f"holds at most {DESCRIPTION_MAX_CHARS:,} characters "
+                                       f"and a method {METHOD_MAX_CHARS:,}.",
+                             "code": "fields_too_large"},
+                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         refused = upload_refused_message(request._request)
         if refused:
             return Response({"file": [refused]},

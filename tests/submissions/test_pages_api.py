@@ -312,3 +312,32 @@ def test_a_missing_stored_file_is_a_404_not_a_500(logged_in: Client,
     assert logged_in.get(reverse("submission-file", args=[sub.pk])).status_code == 200
     Path(sub.file.path).unlink()
     assert logged_in.get(reverse("submission-file", args=[sub.pk])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_overlong_text_fields_are_field_errors(user: User, corpus: Corpus,
+                                              tmp_path: Path) -> None:
+    """A description of megabytes was stored and shown whole on the page; past Django's
+    2.5 MB for text fields the API answered an empty HTML page instead of JSON."""
+    api = api_for(user)
+    resp = api.post("/api/submissions/", {"name": "x", "corpus": "tiny", "file": upload(),
+                                          "description": "d" * 5001,
+                                          "method_description": "m" * 20_001},
+                    format="multipart")
+    assert resp.status_code == 400
+    assert set(resp.json()) == {"description", "method_description"}
+    assert "5000 characters" in resp.json()["description"][0]
+    resp = api.post("/api/submissions/", {"name": "x", "corpus": "tiny", "file": upload(),
+                                          "description": "d" * 3_000_000}, format="multipart")
+    assert resp.status_code == 413 and resp.json()["code"] == "fields_too_large"
+    client = Client()
+    client.force_login(user)
+    page = client.post(reverse("submission-new"), {
+        "name": "x", "corpus": "tiny", "file": upload(), "description": "d" * 5001})
+    assert page.status_code == 400 and "at most 5000 characters" in page.content.decode()
+    path = tmp_path / "kb.tsv"
+    path.write_bytes(to_bytes(valid_lines()))
+    with pytest.raises(CommandError, match=r"^--method: "):
+        call_command("submit", str(path), user="ada", corpus="tiny", name="x",
+                     method="m" * 20_001)
+    assert not Submission.objects.exists()
