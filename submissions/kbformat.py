@@ -386,8 +386,9 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
 
 def _inner_archive(head: bytes, compressed: bool) -> str | None:
     """What archive the (decompressed) content is, if any: a tar file (`ustar` at
-    offset 257, plain or gzipped), or an archive or a second gzip inside a gzip."""
-    if head[257:262] == b"ustar":
+    offset 257 after a NUL-padded file name, plain or gzipped), or an archive or a
+    second gzip inside a gzip."""
+    if head[257:262] == b"ustar" and b"\x00" in head[:257]:  # (NUL-padded name field)
         return "a tar archive" + (" (gzipped)" if compressed else "")
     if not compressed:
         return None  # the raw magic bytes were checked before reading

@@ -85,6 +85,9 @@ def test_run_ids_that_look_like_magic_are_kept() -> None:
     for run in (b"BZh_system", b"PK-run", b"7zip_run"):
         check = inspect_upload(io.BytesIO(run + b"\n:E1\ttype\tPER\n"), 10**6)
         assert check.code is None and check.run_id == run.decode()
+    # Text that has "ustar" where a tar header has it is still text.
+    text = b"run\n" + b"x" * 253 + b"ustar\n:E1\ttype\tPER\n"
+    assert text[257:262] == b"ustar" and inspect_upload(io.BytesIO(text), 10**6).code is None
 
 
 @pytest.mark.django_db
