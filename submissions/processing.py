@@ -119,7 +119,8 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
             new_lines = set(rej.report.error_lines) - set(dropped)
             if not rej.curable or not (new_lines or rej.bad_nodes - nodes):
                 raise
-            if rej.report.error_lines_full:
+            if (rej.report.error_lines_full
+                    or len(dropped) + len(new_lines) > settings.KBPO_SUBMISSION_MAX_DROPPED):
                 raise _too_many(rej, set(dropped) | new_lines) from None
             for line in new_lines:
                 dropped[line] = rej.report.error_lines[line]
