@@ -20,9 +20,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 # hint (iconv) would not help. bzip2 is "BZh", a level digit and its block magic, so a
 # run id starting "BZh" is not mistaken for one.
 ARCHIVE_MAGIC = re.compile(rb"PK\x03\x04|PK\x05\x06|BZh[1-9]1AY&SY|\xfd7zXZ\x00|"
-                           rb"7z\xbc\xaf\x27\x1c|\x28\xb5\x2f\xfd")
+                           rb"7z\xbc\xaf\x27\x1c|\x28\xb5\x2f\xfd|\x1f\x9d|\x04\x22\x4d\x18|"
+                           rb"Rar!\x1a\x07")
 ARCHIVE_NAMES = {b"PK": "a zip", b"BZ": "a bzip2", b"\xfd7": "an xz", b"7z": "a 7z",
-                 b"\x28\xb5": "a zstd"}
+                 b"\x28\xb5": "a zstd", b"\x1f\x9d": "a Unix compress (.Z)",
+                 b"\x04\x22": "an lz4", b"Ra": "a rar"}
 # Byte order marks of the encodings that are not UTF-8 but hold the same text: a
 # Windows "Unicode" export. Longest first (UTF-32 LE starts with the UTF-16 LE mark).
 WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
@@ -37,8 +39,9 @@ CODES: dict[str, tuple[str, str]] = {
     "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
                             "upload it uncompressed."),
     "UNSUPPORTED_ARCHIVE": (ERROR, "Upload the KB as plain text or gzip (`gzip -c kb.tsv > "
-                                   "kb.tsv.gz`); zip, tar, bzip2, xz, 7z and zstd files, and "
-                                   "a gzip compressed twice, are not read."),
+                                   "kb.tsv.gz`); zip, tar, rar, bzip2, xz, 7z, zstd, lz4 "
+                                   "and .Z files, and a gzip compressed twice, are not "
+                                   "read."),
     "CR_LINE_ENDINGS": (ERROR, "End lines with LF or CRLF, e.g. `tr '\\r' '\\n' < kb.tsv "
                                "> fixed.tsv`."),
     "EMPTY_FILE": (ERROR, "The file must start with a run id line followed by KB lines."),

@@ -53,6 +53,10 @@ ARCHIVES: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "gz.gz": (lambda d: gzip.compress(gzip.compress(d)), "a gzip file compressed a second "
                                                          "time"),
     "zip.gz": (lambda d: gzip.compress(_zip(d)), "a zip file inside a gzip file"),
+    # Their headers, from the formats' specifications (no compressor at hand here).
+    "compress": (lambda d: b"\x1f\x9d\x90" + d, "a Unix compress (.Z) file"),
+    "lz4": (lambda d: b"\x04\x22\x4d\x18\x64\x40\xa7" + d, "an lz4 file"),
+    "rar": (lambda d: b"Rar!\x1a\x07\x01\x00" + d, "a rar file"),
 }
 
 
@@ -82,7 +86,7 @@ def test_archives_are_refused_by_name_everywhere(user: User, corpus: Corpus, tmp
 
 
 def test_run_ids_that_look_like_magic_are_kept() -> None:
-    for run in (b"BZh_system", b"PK-run", b"7zip_run"):
+    for run in (b"BZh_system", b"PK-run", b"7zip_run", b"Rar_run"):
         check = inspect_upload(io.BytesIO(run + b"\n:E1\ttype\tPER\n"), 10**6)
         assert check.code is None and check.run_id == run.decode()
     # Text that has "ustar" where a tar header has it is still text.
