@@ -529,7 +529,18 @@ class Ingestor:
                                     "object")
             otype = otypes[0]
             _, fb, fe = spans[0]
-            self._check_text(pk, doc_id, fb, fe, text)
+            try:
+                self._check_text(pk, doc_id, fb, fe, text)
+            except SyntaxProblem as exc:
+                doc = self.docs.text(pk)
+                later = next(((b, e) for _, b, e in spans[1:]
+                              if _same_text(doc[b:e], text)), None)
+                if later is None:
+                    raise
+                # The filler written after its context: say so, not only "mismatch".
+                raise SyntaxProblem(exc.code, f"{exc.message}; the filler's span must come "
+                                              f"first in the provenance, and {doc_id}:"
+                                              f"{later[0]}-{later[1] - 1} holds it") from None
             filler = (fb, fe)
             # The first provenance is the filler; the rest (or its sentence) the context.
             region = [(b, e) for _, b, e in spans[1:]] or [(sentence[1], sentence[2])]

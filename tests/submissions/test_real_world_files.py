@@ -18,7 +18,7 @@ from submissions.kbformat import SyntaxProblem, parse_confidence
 from submissions.models import RelationInstance, Submission, SubmissionEvent
 from submissions.processing import run_ingestion
 
-from .kb import DOCS, mention, sentence, to_bytes, valid_lines
+from .kb import DOCS, mention, prov, sentence, to_bytes, valid_lines
 
 VALID_FACTS = 8  # instances of the valid file (tests/submissions/kb.py)
 
@@ -200,3 +200,15 @@ def test_a_decimal_comma_in_a_confidence_is_named() -> None:
     for value in ("1,2,3", "high", ","):
         with pytest.raises(SyntaxProblem, match=r"is not a number$"):
             parse_confidence(value)
+
+
+@pytest.mark.django_db
+def test_a_filler_written_after_its_context_is_named(
+        stored: Callable[..., Submission]) -> None:
+    engineer = prov("D1", "engineer")
+    sub = ingest(stored, to_bytes([
+        *valid_lines()[:24], f':E1\tper:title\t"engineer"\t{sentence("D1", 1)},{engineer}']))
+    [problem] = [p for p in sub.report if p["severity"] == "error"]
+    assert (problem["line"], problem["code"]) == (25, "MENTION_TEXT_MISMATCH")
+    assert problem["message"].endswith(
+        f"; the filler's span must come first in the provenance, and {engineer} holds it")
