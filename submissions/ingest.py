@@ -155,6 +155,7 @@ class Ingestor:
         self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
         self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
         self.docs = DocumentIndex(submission.corpus_id)
+        self._folded_ids: dict[str, str] | None = None  # case-folded doc id -> doc id
         # The current batch's entities only (the rest are in `kbpo_stage_node`).
         self.entities: dict[str, Entity] = {}
         # The current batch's mention lines: (node, doc, begin, end) -> [canonical,
@@ -339,9 +340,14 @@ class Ingestor:
         """Check a span against the corpus; returns the document's primary key."""
         found = self.docs.ids.get(doc_id)
         if found is None:
+            if self._folded_ids is None:  # built once, on the first unknown document
+                self._folded_ids = {d.casefold(): d for d in self.docs.ids}
+            meant = self._folded_ids.get(doc_id.casefold())
             raise SyntaxProblem("UNKNOWN_DOCUMENT",
                                 f"document {clip(doc_id)} is not in corpus "
-                                f"{self.sub.corpus.tag}")
+                                f"{self.sub.corpus.tag}"
+                                + (f"; document ids are case-sensitive: did you mean {meant}?"
+                                   if meant else ""))
         pk, length = found
         if end > length:
             raise SyntaxProblem("OFFSETS_OUT_OF_RANGE",

@@ -212,3 +212,14 @@ def test_a_filler_written_after_its_context_is_named(
     assert (problem["line"], problem["code"]) == (25, "MENTION_TEXT_MISMATCH")
     assert problem["message"].endswith(
         f"; the filler's span must come first in the provenance, and {engineer} holds it")
+
+
+@pytest.mark.django_db
+def test_a_document_id_in_the_wrong_case_is_named_with_the_right_one(
+        stored: Callable[..., Submission]) -> None:
+    sub = ingest(stored, to_bytes([*valid_lines(), mention(":E1", "D1", "Ada Byron", 1)
+                                   .replace("\tD1:", "\td1:"), ':E1\tmention\t"x"\tD9:0-0']))
+    messages = [p["message"] for p in sub.report if p["code"] == "UNKNOWN_DOCUMENT"]
+    assert messages == ["document 'd1' is not in corpus tiny; document ids are "
+                        "case-sensitive: did you mean D1?",
+                        "document 'D9' is not in corpus tiny"]
