@@ -30,9 +30,11 @@ Item = tuple[int, list[str] | None, tuple[str, str] | None]
 
 
 def trim_empty(cols: list[str]) -> None:
-    """Drop empty trailing columns: many writers end every line with a tab (or put
-    one before an omitted confidence), which is no extra column."""
-    while len(cols) > 1 and not cols[-1]:
+    """Drop empty trailing columns past the third: many writers end every line with a
+    tab (or put one before an omitted confidence), which is no extra column. The first
+    three stay, so a line missing one is still named by its own rule (and an empty link
+    `:E1<TAB>link<TAB>` is still read as no link)."""
+    while len(cols) > 3 and not cols[-1]:
         cols.pop()
 
 

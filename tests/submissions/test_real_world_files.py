@@ -49,6 +49,10 @@ def test_a_tab_ending_every_line_is_no_extra_column(stored: Callable[..., Submis
                   name="bare")
     assert [(p["line"], p["code"]) for p in bare.report if p["severity"] == "error"] == [
         (len(valid_lines()) + 1, "MENTION_WITHOUT_PROVENANCE")]
+    # An empty link (a NIL entity), with or without its tab, is no link, as before.
+    nil = ingest(stored, to_bytes([*valid_lines(), ":E2\tlink\t", ":E4\tlink\t\t"]),
+                 name="nil")
+    assert nil.state == "ingested", nil.report
 
 
 def long_node_lines(node: str) -> list[str]:
