@@ -323,6 +323,11 @@ class UploadCheck:
     message: str = ""
 
 
+# A carriage return followed by text: a line ended by CR alone. (CR CR LF, from a CRLF
+# file converted twice, is one line end, as reading takes it.)
+_CR_BEFORE_TEXT = re.compile(rb"\r[^\r\n]")
+
+
 def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> UploadCheck:
     """Stream through an upload once: size cap (uncompressed), gzip integrity, run id.
 
@@ -339,7 +344,7 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     stream, compressed = open_stream(fh)
     total = 0
     first = b""
-    newlines = lone_crs = 0  # LF, and CR not before an LF: each ends a line for someone
+    newlines = lone_crs = 0  # LF, and CR before text: each ends a line for someone
     ended_cr = False
     try:
         while True:
@@ -349,9 +354,9 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
             if len(first) < 512 and b"\n" not in first[:400]:
                 first += data[:512]
             newlines += data.count(b"\n")
-            lone_crs += data.count(b"\r") - data.count(b"\r\n")
-            if ended_cr and data.startswith(b"\n"):  # a CRLF split between two chunks
-                lone_crs -= 1
+            lone_crs += len(_CR_BEFORE_TEXT.findall(data))
+            if ended_cr and data[:1] not in (b"\r", b"\n"):  # split between two chunks
+                lone_crs += 1
             ended_cr = data.endswith(b"\r")
             total += len(data)
             if total > max_bytes:

@@ -107,12 +107,14 @@ def test_cr_only_line_endings_are_named_at_upload(user: User, corpus: Corpus) ->
     assert not Submission.objects.exists()
     # A run id line ending in LF before a body of CR-only lines (written apart) too.
     mixed = b"run\n" + to_bytes(valid_lines()[1:]).replace(b"\n", b"\r")
-    assert inspect_upload(io.BytesIO(mixed), 10**6).code == "CR_LINE_ENDINGS"
+    for chunk in (1 << 20, 7, 8):
+        assert inspect_upload(io.BytesIO(mixed), 10**6, chunk=chunk).code == "CR_LINE_ENDINGS"
     # CRLF (even split between two reads), a lone CR at the end of the run id line,
     # and a few stray CRs inside lines are fine.
     crlf = to_bytes(valid_lines()).replace(b"\n", b"\r\n")
     stray = to_bytes([*valid_lines(), ":E1\tlink\ta\rb", ":E2\tlink\tc\rd"])
-    for ok in (crlf, b"run\r\r\n:E1\ttype\tPER\n", stray):
+    twice = to_bytes(valid_lines()).replace(b"\n", b"\r\r\r\n")  # converted again and again
+    for ok in (crlf, b"run\r\r\n:E1\ttype\tPER\n", stray, twice):
         for chunk in (1 << 20, 7, 8):
             check = inspect_upload(io.BytesIO(ok), 10**6, chunk=chunk)
             assert check.code is None, (ok[:20], chunk)
