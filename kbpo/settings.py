@@ -398,6 +398,9 @@ KBPO_SUBMISSION_DAILY_LIMIT = env_int("KBPO_SUBMISSION_DAILY_LIMIT", 5)
 KBPO_SUBMISSION_TOTAL_LIMIT = env_int("KBPO_SUBMISSION_TOTAL_LIMIT", 100)
 # Problems stored per submission (per-code counts are always complete).
 KBPO_SUBMISSION_REPORT_MAX = env_int("KBPO_SUBMISSION_REPORT_MAX", 1000)
+# Drop-invalid accepts at most this many invalid lines; more reject the file (and bound
+# the memory and the stored list of dropped lines).
+KBPO_SUBMISSION_MAX_DROPPED = env_int("KBPO_SUBMISSION_MAX_DROPPED", 100_000)
 # Re-drive: submissions left in uploaded/validating longer than this (seconds) are
 # re-queued, at most KBPO_SUBMISSION_MAX_ATTEMPTS times before they are marked failed.
 KBPO_SUBMISSION_REDRIVE_AFTER = env_int("KBPO_SUBMISSION_REDRIVE_AFTER", 900)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -12,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from .forms import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS
 from .models import State, Submission
 from .serializers import (
     SubmissionCreateSerializer,
@@ -21,6 +23,7 @@ from .serializers import (
 from .services import (
     DuplicateUpload,
     LimitExceeded,
+    SubmissionBusy,
     TransitionError,
     create_submission,
     withdraw,
@@ -76,7 +79,16 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                                                     "the submission with its line report."),
                    429: OpenApiResponse(description="Submission limit reached.")})
     def create(self, request: Request) -> Response:
-        payload = request.data  # parsing runs the upload handlers
+        try:
+            payload = request.data  # parsing runs the upload handlers
+        except RequestDataTooBig:
+            # The text fields together passed DATA_UPLOAD_MAX_MEMORY_SIZE: Django's
+            # answer would be an empty HTML page, not the JSON the API promises.
+            return Response({"detail": "The text fields are too large; a description "
+                                       f"holds at most {DESCRIPTION_MAX_CHARS:,} characters "
+                                       f"and a method {METHOD_MAX_CHARS:,}.",
+                             "code": "fields_too_large"},
+                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         refused = upload_refused_message(request._request)
         if refused:
             return Response({"file": [refused]},
@@ -113,14 +125,19 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
 
     @extend_schema(summary="Withdraw a submission (owner or staff)", request=None,
                    responses={200: SubmissionDetailSerializer,
-                              409: OpenApiResponse(description="Already withdrawn.")})
+                              409: OpenApiResponse(description="Already withdrawn "
+                                                               "(`already_withdrawn`), or being "
+                                                               "validated right now (`busy`).")})
     @action(detail=True, methods=["post"])
     def withdraw(self, request: Request, pk: str | None = None) -> Response:
         sub = self.get_object()
         if not sub.can_manage(request.user):
             raise NotFound()
         try:
-            withdraw(sub, by=request.user)
+            withdraw(sub, by=request.user, wait=False)
+        except SubmissionBusy as exc:
+            return Response({"detail": str(exc), "code": "busy"},
+                            status=status.HTTP_409_CONFLICT)
         except TransitionError:
             return Response({"detail": "This submission is already withdrawn.",
                              "code": "already_withdrawn"}, status=status.HTTP_409_CONFLICT)

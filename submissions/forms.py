@@ -12,6 +12,11 @@ from kbpo.core.models import Corpus
 from .kbformat import UploadCheck, inspect_upload
 from .models import Submission
 
+# Longest description and method text: a page shows them whole, and a longer text is
+# more likely a pasted file than prose.
+DESCRIPTION_MAX_CHARS = 5_000
+METHOD_MAX_CHARS = 20_000
+
 
 class SubmissionForm(forms.ModelForm):
     corpus = forms.ModelChoiceField(
@@ -19,6 +24,12 @@ class SubmissionForm(forms.ModelForm):
         help_text="The corpus your system read; offsets refer to its documents.")
     paper_url = forms.URLField(required=False, assume_scheme="https",
                                label="Paper or code URL")
+    description = forms.CharField(required=False, max_length=DESCRIPTION_MAX_CHARS,
+                                  widget=forms.Textarea(attrs={"rows": 3}))
+    method_description = forms.CharField(
+        required=False, max_length=METHOD_MAX_CHARS, label="Method",
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text=Submission._meta.get_field("method_description").help_text)
     file = forms.FileField(
         help_text="TAC KBP Cold Start KB format, plain text or gzip (.gz). The first line "
                   "is your run id. See the <a href=\"/submissions/format/\">format and "
@@ -35,9 +46,7 @@ class SubmissionForm(forms.ModelForm):
         model = Submission
         fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
                   "public", "drop_invalid")
-        labels = {"method_description": "Method", "public": "Public"}
-        widgets = {"description": forms.Textarea(attrs={"rows": 3}),
-                   "method_description": forms.Textarea(attrs={"rows": 4})}
+        labels = {"public": "Public"}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -24,9 +24,12 @@ file has errors, and the caller's rollback removes every staged row.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
+import itertools
 import tempfile
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -63,7 +66,7 @@ FILLER_TYPES = (schema.DATE, schema.TITLE)
 SKIPPED_TYPES = frozenset({"FAC", "LOC"})
 # Problems about the file as a whole: dropping lines cannot cure them.
 FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
-                        "NO_RELATIONS"})
+                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES"})
 DROPPED_WITH_ENTITY = "DROPPED_WITH_ENTITY"
 
 
@@ -94,6 +97,13 @@ class Outcome:
     n_relations: int
     # line -> (code, message) of lines dropped with an entity (drop mode only)
     cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+
+def _same_text(actual: str, text: str) -> bool:
+    """Equal up to runs of whitespace and Unicode normalization: a decomposed "é"
+    (NFD, as macOS and some NLP tools write it) is the same text as the composed one."""
+    a, t = " ".join(actual.split()), " ".join(text.split())
+    return a == t or unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", t)
 
 
 # ---- the ingestor -------------------------------------------------------------------
@@ -139,10 +149,13 @@ class Ingestor:
         self.drop_nodes = drop_nodes
         self.bad_nodes: set[str] = set()
         self.cascaded: dict[int, tuple[str, str]] = {}
-        self.report = Report(settings.KBPO_SUBMISSION_REPORT_MAX)
+        # One error line past what drop-invalid accepts is enough to refuse the file.
+        self.max_dropped = settings.KBPO_SUBMISSION_MAX_DROPPED
+        self.report = Report(settings.KBPO_SUBMISSION_REPORT_MAX, self.max_dropped + 1)
         self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
         self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
         self.docs = DocumentIndex(submission.corpus_id)
+        self._folded_ids: dict[str, str] | None = None  # case-folded doc id -> doc id
         # The current batch's entities only (the rest are in `kbpo_stage_node`).
         self.entities: dict[str, Entity] = {}
         # The current batch's mention lines: (node, doc, begin, end) -> [canonical,
@@ -306,9 +319,13 @@ class Ingestor:
             return
         if value not in schema.ENTITY_TYPES:
             ent.type_error = True
+            upper = value.upper()
+            meant = (f" (types are upper case: did you mean {upper}?)"
+                     if upper != value and (upper in schema.ENTITY_TYPES
+                                            or upper in SKIPPED_TYPES) else "")
             raise SyntaxProblem("UNKNOWN_ENTITY_TYPE",
                                 f"entity type {clip(value)} is not one of "
-                                f"{', '.join(schema.ENTITY_TYPES)}")
+                                f"{', '.join(schema.ENTITY_TYPES)}{meant}")
         if ent.type is None:
             ent.type = value
         elif ent.type == value:
@@ -323,9 +340,14 @@ class Ingestor:
         """Check a span against the corpus; returns the document's primary key."""
         found = self.docs.ids.get(doc_id)
         if found is None:
+            if self._folded_ids is None:  # built once, on the first unknown document
+                self._folded_ids = {d.casefold(): d for d in self.docs.ids}
+            meant = self._folded_ids.get(doc_id.casefold())
             raise SyntaxProblem("UNKNOWN_DOCUMENT",
                                 f"document {clip(doc_id)} is not in corpus "
-                                f"{self.sub.corpus.tag}")
+                                f"{self.sub.corpus.tag}"
+                                + (f"; document ids are case-sensitive: did you mean {meant}?"
+                                   if meant else ""))
         pk, length = found
         if end > length:
             raise SyntaxProblem("OFFSETS_OUT_OF_RANGE",
@@ -335,7 +357,7 @@ class Ingestor:
 
     def _check_text(self, pk: int, doc_id: str, begin: int, end: int, text: str) -> None:
         actual = self.docs.text(pk)[begin:end]
-        if actual != text and " ".join(actual.split()) != " ".join(text.split()):
+        if actual != text and not _same_text(actual, text):
             raise SyntaxProblem("MENTION_TEXT_MISMATCH",
                                 f"the text at {doc_id}:{begin}-{end - 1} is {clip(actual)}, "
                                 f"not {clip(text)}")
@@ -423,9 +445,10 @@ class Ingestor:
         return found[0] if found else None
 
     def _cascade(self, number: int, node: str) -> None:
-        self.cascaded[number] = (DROPPED_WITH_ENTITY,
-                                 f"dropped with entity {clip(node)}, whose type line or "
-                                 "type was invalid")
+        if len(self.cascaded) <= self.max_dropped:  # (past it the file is refused)
+            self.cascaded[number] = (DROPPED_WITH_ENTITY,
+                                     f"dropped with entity {clip(node)}, whose type line "
+                                     "or type was invalid")
 
     def _entity(self, node: str, role: str) -> Entity | None:
         """The entity for a node; None when it is skipped (reason counted)."""
@@ -450,7 +473,11 @@ class Ingestor:
             self.counts.skipped["unsupported predicates"] += 1
             return
         if not schema.is_known(pred):
-            raise SyntaxProblem("UNKNOWN_PREDICATE", f"unknown predicate {clip(pred)}")
+            lower = pred.lower()  # "PER:Title": predicate names are lower case
+            meant = (f"; predicates are lower case: did you mean {lower}?"
+                     if lower != pred and (schema.is_known(lower)
+                                           or schema.is_unsupported(lower)) else "")
+            raise SyntaxProblem("UNKNOWN_PREDICATE", f"unknown predicate {clip(pred)}{meant}")
         if len(cols) not in (4, 5):
             raise SyntaxProblem("MALFORMED_LINE",
                                 f"a relation line has 5 columns (subject, predicate, object, "
@@ -508,7 +535,18 @@ class Ingestor:
                                     "object")
             otype = otypes[0]
             _, fb, fe = spans[0]
-            self._check_text(pk, doc_id, fb, fe, text)
+            try:
+                self._check_text(pk, doc_id, fb, fe, text)
+            except SyntaxProblem as exc:
+                doc = self.docs.text(pk)
+                later = next(((b, e) for _, b, e in spans[1:]
+                              if _same_text(doc[b:e], text)), None)
+                if later is None:
+                    raise
+                # The filler written after its context: say so, not only "mismatch".
+                raise SyntaxProblem(exc.code, f"{exc.message}; the filler's span must come "
+                                              f"first in the provenance, and {doc_id}:"
+                                              f"{later[0]}-{later[1] - 1} holds it") from None
             filler = (fb, fe)
             # The first provenance is the filler; the rest (or its sentence) the context.
             region = [(b, e) for _, b, e in spans[1:]] or [(sentence[1], sentence[2])]
@@ -559,10 +597,19 @@ class Ingestor:
             (rb, re), = region
             hits = [m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re]
         else:
+            # A mention is inside some span iff, of the spans beginning at or before it,
+            # the furthest-reaching ends at or after it: a bisection per mention, not a
+            # scan of every span (a line may hold thousands, its entity as many mentions).
+            ordered = sorted(region)
+            begins = [b for b, _ in ordered]
+            reach = list(itertools.accumulate((e for _, e in ordered), max))
             hits = [m for m in ent.in_document(pk)
-                    if any(rb <= ((m >> 32) & MASK) and (m & MASK) <= re for rb, re in region)]
+                    if (i := bisect.bisect_right(begins, (m >> 32) & MASK)) > 0
+                    and reach[i - 1] >= m & MASK]
         if not hits:
-            where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region)
+            where = ", ".join(f"{doc_id}:{b}-{e - 1}" for b, e in region[:3])
+            if len(region) > 3:  # the message is stored and served: keep it short
+                where += f" and {len(region) - 3:,} more spans"
             raise SyntaxProblem(code, f"{node} has no mention inside the provenance {where}")
         if len(hits) > 1:  # distinct spans in text order (a span may be staged twice)
             hits = sorted(set(hits))

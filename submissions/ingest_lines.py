@@ -11,6 +11,7 @@ from .kbformat import (
     IGNORED_KINDS,
     MENTION_KINDS,
     NODE_MATCH,
+    NODE_MAX_CHARS,
     CorruptFile,
     FileTooLarge,
     SyntaxProblem,
@@ -20,11 +21,31 @@ from .kbformat import (
     iter_lines,
 )
 
+UTF8_BOM = b"\xef\xbb\xbf"
 ENTITY_KINDS = frozenset({"type", "link"}) | MENTION_KINDS | IGNORED_KINDS
 
 # One item per read line: (number, columns, None), or (number, None, (code, message))
 # for a line-level problem.
 Item = tuple[int, list[str] | None, tuple[str, str] | None]
+
+
+def trim_empty(cols: list[str]) -> None:
+    """Drop empty trailing columns past the third: many writers end every line with a
+    tab (or put one before an omitted confidence), which is no extra column. The first
+    three stay, so a line missing one is still named by its own rule (and an empty link
+    `:E1<TAB>link<TAB>` is still read as no link)."""
+    while len(cols) > 3 and not cols[-1]:
+        cols.pop()
+
+
+def _malformed(cols: list[str]) -> str:
+    """Why a split line is not a KB line (too few columns, or no usable node)."""
+    if len(cols) < 3:
+        return f"found {len(cols)} tab-separated column(s), expected 3 to 5"
+    if not NODE_MATCH(cols[0]):
+        return f"the first column {clip(cols[0])} is not an entity node like :E1"
+    return (f"the entity node {clip(cols[0])} is {len(cols[0]):,} characters long; "
+            f"nodes are at most {NODE_MAX_CHARS}")
 
 
 class LineBatches:
@@ -61,6 +82,10 @@ class LineBatches:
                     batch.append((number, None, (
                         "LINE_TOO_LONG", f"the line is longer than {max_line:,} bytes")))
                 else:
+                    if number == 1 and data.startswith(UTF8_BOM):
+                        # Windows editors start UTF-8 files with a byte order mark: it
+                        # is no part of the run id, nor of a KB line in its place.
+                        data = data[len(UTF8_BOM):]
                     try:
                         line = data.decode("utf-8")
                         if "\x00" in line:
@@ -90,12 +115,11 @@ class LineBatches:
                             continue
                         chars += len(line)
                         cols = list(map(strip, line.split("\t")))
-                        if len(cols) < 3 or not node_match(cols[0]):
-                            what = (f"found {len(cols)} tab-separated column(s), expected 3 "
-                                    "to 5" if len(cols) < 3 else
-                                    f"the first column {clip(cols[0])} is not an entity "
-                                    "node like :E1")
-                            batch.append((number, None, ("MALFORMED_LINE", what)))
+                        if not cols[-1]:
+                            trim_empty(cols)
+                        if (len(cols) < 3 or not node_match(cols[0])
+                                or len(cols[0]) > NODE_MAX_CHARS):
+                            batch.append((number, None, ("MALFORMED_LINE", _malformed(cols))))
                         else:
                             batch.append((number, cols, None))
                             if cols[1] not in entity_kinds:
@@ -126,7 +150,10 @@ def spooled_batches(spool: IO[bytes]) -> Iterator[list[tuple[int, list[str]]]]:
         number, _, data = raw.partition(b"\t")
         line = data[:-1].decode("utf-8")  # (checked when spooled)
         chars += len(line)
-        batch.append((int(number), list(map(strip, line.split("\t")))))
+        cols = list(map(strip, line.split("\t")))
+        if not cols[-1]:
+            trim_empty(cols)
+        batch.append((int(number), cols))
         if len(batch) >= BATCH_LINES or chars >= BATCH_CHARS:
             yield batch
             batch, chars = [], 0

@@ -20,8 +20,15 @@ GZIP_MAGIC = b"\x1f\x8b"
 # hint (iconv) would not help. bzip2 is "BZh", a level digit and its block magic, so a
 # run id starting "BZh" is not mistaken for one.
 ARCHIVE_MAGIC = re.compile(rb"PK\x03\x04|PK\x05\x06|BZh[1-9]1AY&SY|\xfd7zXZ\x00|"
-                           rb"7z\xbc\xaf\x27\x1c|\x28\xb5\x2f\xfd")
-ARCHIVE_NAMES = {b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz", b"7z": "7z", b"\x28\xb5": "zstd"}
+                           rb"7z\xbc\xaf\x27\x1c|\x28\xb5\x2f\xfd|\x1f\x9d|\x04\x22\x4d\x18|"
+                           rb"Rar!\x1a\x07")
+ARCHIVE_NAMES = {b"PK": "a zip", b"BZ": "a bzip2", b"\xfd7": "an xz", b"7z": "a 7z",
+                 b"\x28\xb5": "a zstd", b"\x1f\x9d": "a Unix compress (.Z)",
+                 b"\x04\x22": "an lz4", b"Ra": "a rar"}
+# Byte order marks of the encodings that are not UTF-8 but hold the same text: a
+# Windows "Unicode" export. Longest first (UTF-32 LE starts with the UTF-16 LE mark).
+WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+             (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
 ERROR, WARNING = "error", "warning"
 
 # code -> (severity, hint). The hint tells the researcher what to change; the message
@@ -32,7 +39,8 @@ CODES: dict[str, tuple[str, str]] = {
     "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
                             "upload it uncompressed."),
     "UNSUPPORTED_ARCHIVE": (ERROR, "Upload the KB as plain text or gzip (`gzip -c kb.tsv > "
-                                   "kb.tsv.gz`); zip, bzip2, xz, 7z and zstd files are not "
+                                   "kb.tsv.gz`); zip, tar, rar, bzip2, xz, 7z, zstd, lz4 "
+                                   "and .Z files, and a gzip compressed twice, are not "
                                    "read."),
     "CR_LINE_ENDINGS": (ERROR, "End lines with LF or CRLF, e.g. `tr '\\r' '\\n' < kb.tsv "
                                "> fixed.tsv`."),
@@ -86,6 +94,9 @@ CODES: dict[str, tuple[str, str]] = {
                                    "an entity whose type line was dropped or missing."),
     "NO_RELATIONS": (ERROR, "A KB is evaluated on its relations: include at least one valid "
                             "relation line."),
+    "TOO_MANY_INVALID_LINES": (ERROR, "Drop-invalid is for a few bad lines among many: fix "
+                                      "the file, and check that its document ids are those "
+                                      "of the corpus you chose."),
 }
 
 
@@ -104,14 +115,18 @@ class Problem:
 class Report:
     """Problems found in one file: the first `cap` stored, every one counted."""
 
-    def __init__(self, cap: int = 1000) -> None:
+    def __init__(self, cap: int = 1000, max_error_lines: int | None = None) -> None:
         self.cap = cap
         self.problems: list[Problem] = []
         self.counts: Counter[str] = Counter()
         self.errors = 0
         self.warnings = 0
-        # line -> (code, message) of its first error, uncapped: what drop-invalid drops.
+        # line -> (code, message) of its first error: what drop-invalid drops. Kept for
+        # at most `max_error_lines` lines (then `error_lines_full`): a file of millions
+        # of bad lines must not hold them all in memory.
         self.error_lines: dict[int, tuple[str, str]] = {}
+        self.max_error_lines = max_error_lines
+        self.error_lines_full = False
 
     def add(self, line: int, code: str, message: str, hint: str | None = None,
             always: bool = False) -> None:
@@ -120,7 +135,10 @@ class Report:
         self.counts[code] += 1
         if severity == ERROR:
             self.errors += 1
-            self.error_lines.setdefault(line, (code, message))
+            if self.max_error_lines is None or len(self.error_lines) < self.max_error_lines:
+                self.error_lines.setdefault(line, (code, message))
+            elif line not in self.error_lines:
+                self.error_lines_full = True
         else:
             self.warnings += 1
         if always or len(self.problems) < self.cap:
@@ -194,6 +212,8 @@ def iter_lines(stream: IO[bytes], max_bytes: int,
 # ---- line syntax -------------------------------------------------------------------
 
 _NODE = re.compile(r"^:[^\s]+$")
+# The longest entity node stored (`SubmissionEntity.node`); longer ones are refused by line.
+NODE_MAX_CHARS = 200
 NODE_MATCH = _NODE.match  # `is_node` without the call and bool(): a line hot path
 _SPAN = re.compile(r"^([^\s:,]+):(\d{1,10})-(\d{1,10})$")
 _SPAN_MATCH = _SPAN.match
@@ -255,8 +275,15 @@ def parse_confidence(value: str) -> float:
     try:
         conf = float(value)
     except ValueError:
-        raise SyntaxProblem("BAD_CONFIDENCE",
-                            f"confidence {_clip(value)} is not a number") from None
+        # A writer in a German or French locale prints 0.9 as "0,9".
+        dotted = value.replace(",", ".", 1) if value.count(",") == 1 else ""
+        try:
+            float(dotted)
+        except ValueError:
+            why = "is not a number"
+        else:
+            why = f"has a decimal comma; write {dotted}"
+        raise SyntaxProblem("BAD_CONFIDENCE", f"confidence {_clip(value)} {why}") from None
     if math.isnan(conf) or not 0.0 < conf <= 1.0:
         raise SyntaxProblem("BAD_CONFIDENCE", f"confidence {_clip(value)} is not in (0, 1]")
     return conf
@@ -296,6 +323,11 @@ class UploadCheck:
     message: str = ""
 
 
+# A carriage return followed by text: a line ended by CR alone. (CR CR LF, from a CRLF
+# file converted twice, is one line end, as reading takes it.)
+_CR_BEFORE_TEXT = re.compile(rb"\r[^\r\n]")
+
+
 def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> UploadCheck:
     """Stream through an upload once: size cap (uncompressed), gzip integrity, run id.
 
@@ -308,17 +340,24 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     if ARCHIVE_MAGIC.match(head):
         kind = next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
         return UploadCheck(False, 0, "", "UNSUPPORTED_ARCHIVE",
-                           f"This is a {kind} file. " + CODES["UNSUPPORTED_ARCHIVE"][1])
+                           f"This is {kind} file. " + CODES["UNSUPPORTED_ARCHIVE"][1])
     stream, compressed = open_stream(fh)
     total = 0
     first = b""
+    newlines = lone_crs = 0  # LF, and CR before text: each ends a line for someone
+    ended_cr = False
     try:
         while True:
             data = stream.read(chunk)
             if not data:
                 break
-            if len(first) < 400 and b"\n" not in first:
-                first += data[:400]
+            if len(first) < 512 and b"\n" not in first[:400]:
+                first += data[:512]
+            newlines += data.count(b"\n")
+            lone_crs += len(_CR_BEFORE_TEXT.findall(data))
+            if ended_cr and data[:1] not in (b"\r", b"\n"):  # split between two chunks
+                lone_crs += 1
+            ended_cr = data.endswith(b"\r")
             total += len(data)
             if total > max_bytes:
                 return UploadCheck(compressed, total, "", "FILE_TOO_LARGE",
@@ -333,13 +372,58 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     if total == 0:
         return UploadCheck(compressed, 0, "", "EMPTY_FILE",
                            "The file is empty. " + CODES["EMPTY_FILE"][1])
+    inner = _inner_archive(first, compressed)
+    if inner:
+        return UploadCheck(compressed, total, "", "UNSUPPORTED_ARCHIVE",
+                           f"This is {inner}. " + CODES["UNSUPPORTED_ARCHIVE"][1])
+    wide = _wide_encoding(first)
+    if wide:
+        return UploadCheck(compressed, total, "", "NOT_UTF8",
+                           f"The file is {wide} encoded, not UTF-8. Save it as UTF-8, e.g. "
+                           f"`iconv -f {wide.lower()} -t utf-8 kb.tsv > kb-utf8.tsv`.")
     line1 = first.split(b"\n", 1)[0]
-    if b"\r" in line1.rstrip(b"\r"):  # CR alone ends lines: the file would be one line
+    # CR alone ends the lines (of the first, or of most: a run id line written apart
+    # from a Mac-converted body): they would read as one line.
+    if b"\r" in line1.rstrip(b"\r") or lone_crs > newlines:
         return UploadCheck(compressed, total, "", "CR_LINE_ENDINGS",
                            "Lines end with a carriage return alone (classic Mac style), so "
-                           "the file reads as a single line. "
+                           "they would read as one long line. "
                            + CODES["CR_LINE_ENDINGS"][1])
     return UploadCheck(compressed, total, clean_run_id(line1))
+
+
+def _inner_archive(head: bytes, compressed: bool) -> str | None:
+    """What archive the (decompressed) content is, if any: a tar file (`ustar` at
+    offset 257 after a NUL-padded file name, plain or gzipped), or an archive or a
+    second gzip inside a gzip."""
+    if head[257:262] == b"ustar" and b"\x00" in head[:257]:  # (NUL-padded name field)
+        return "a tar archive" + (" (gzipped)" if compressed else "")
+    if not compressed:
+        return None  # the raw magic bytes were checked before reading
+    if head.startswith(GZIP_MAGIC):
+        return "a gzip file compressed a second time"
+    if ARCHIVE_MAGIC.match(head):
+        kind = next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
+        return f"{kind} file inside a gzip file"
+    return None
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    """"UTF-16"/"UTF-32" when the content starts with their byte order mark, or is
+    either without one: ASCII text has three NUL bytes of four in UTF-32, every other
+    byte NUL in UTF-16 (UTF-8 text has none)."""
+    for bom, name in WIDE_BOMS:
+        if head.startswith(bom):
+            return name
+    sample = head[:64]
+    if len(sample) < 8:
+        return None
+    if all(not any(sample[i::4]) for i in (0, 1, 2)) or not any(sample[1::4] + sample[2::4]
+                                                                 + sample[3::4]):
+        return "UTF-32"
+    if not any(sample[1::2]) or not any(sample[0::2]):
+        return "UTF-16"
+    return None
 
 
 def clean_run_id(raw: bytes | str) -> str:

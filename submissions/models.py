@@ -14,6 +14,8 @@ from django.db.models import Q
 from kbpo.core.models import Corpus, Document, Sentence
 from kbpo.core.schema import ENTITY_TYPES
 
+from .kbformat import NODE_MAX_CHARS
+
 
 class State(models.TextChoices):
     UPLOADED = "uploaded", "uploaded"
@@ -204,7 +206,7 @@ class SubmissionEntity(models.Model):
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE,
                                    related_name="entities", db_constraint=False,
                                    db_index=False)
-    node = models.CharField(max_length=200)
+    node = models.CharField(max_length=NODE_MAX_CHARS)
     type = models.CharField(max_length=8, choices=TYPE_CHOICES)
     link = models.CharField(max_length=500, blank=True)
     # Not checked row by row either: `ingest_sql.insert_rows` locks the documents its

@@ -96,6 +96,9 @@ def run_ingestion(submission_id: int) -> str:
 # Each round drops the lines the previous one found invalid; dropping a line can only
 # expose errors in lines that depended on it, so a few rounds reach a clean file.
 MAX_DROP_ROUNDS = 6
+# The statistics of the lines read (`Ingestor._base_stats`), without those of the rows.
+LINE_STATS = frozenset({"lines", "entity_lines", "relation_lines", "skipped",
+                        "problems_by_code"})
 
 
 def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[str, str]]]:
@@ -116,6 +119,9 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
             new_lines = set(rej.report.error_lines) - set(dropped)
             if not rej.curable or not (new_lines or rej.bad_nodes - nodes):
                 raise
+            if (rej.report.error_lines_full
+                    or len(dropped) + len(new_lines) > settings.KBPO_SUBMISSION_MAX_DROPPED):
+                raise _too_many(rej, set(dropped) | new_lines) from None
             for line in new_lines:
                 dropped[line] = rej.report.error_lines[line]
             nodes |= rej.bad_nodes
@@ -123,9 +129,26 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
             continue
         for line, why in out.cascaded.items():
             dropped.setdefault(line, why)
+        if len(dropped) > settings.KBPO_SUBMISSION_MAX_DROPPED:
+            # (The caller's rollback removes the rows this round inserted.)
+            counts = {k: v for k, v in out.stats.items()  # not those of the rows undone
+                      if k in LINE_STATS}
+            raise _too_many(Rejected(out.report, counts, out.run_id), set(dropped))
         return out, dropped
     assert last is not None
     raise last
+
+
+def _too_many(rej: Rejected, lines: set[int]) -> Rejected:
+    """`rej`, its report naming the line where the drop-invalid limit was passed: a
+    file mostly invalid (often one of another corpus) is refused, not kept as its few
+    valid lines with millions listed as dropped."""
+    limit = settings.KBPO_SUBMISSION_MAX_DROPPED
+    line = sorted(lines)[limit]
+    rej.report.add(line, "TOO_MANY_INVALID_LINES",
+                   f"more than {limit:,} lines are invalid, the most drop-invalid drops "
+                   f"(the limit was passed at line {line})", always=True)
+    return rej
 
 
 def _with_dropped(out: Outcome, dropped: dict[int, tuple[str, str]]) -> list[dict]:

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from kbpo.core.models import Corpus
 
+from .forms import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS
 from .kbformat import UploadCheck, inspect_upload
 from .models import Submission, SubmissionEvent
 from .services import NEXT_STEP
@@ -56,6 +57,10 @@ class SubmissionCreateSerializer(serializers.ModelSerializer):
     corpus = serializers.SlugRelatedField(slug_field="tag", queryset=Corpus.objects.all(),
                                           help_text="Corpus tag, e.g. `demo`.")
     file = serializers.FileField(help_text="TAC KB file, plain or gzip.")
+    description = serializers.CharField(required=False, allow_blank=True,
+                                        max_length=DESCRIPTION_MAX_CHARS)
+    method_description = serializers.CharField(required=False, allow_blank=True,
+                                               max_length=METHOD_MAX_CHARS)
     drop_invalid = serializers.BooleanField(
         required=False, default=False,
         help_text="Accept the valid lines of a file with errors; every dropped line is "

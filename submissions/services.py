@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -71,6 +71,16 @@ class TransitionError(Exception):
     """A state change the graph does not allow."""
 
 
+class SubmissionBusy(Exception):
+    """The submission's row is locked by a running ingestion (which holds it until the
+    whole file is in): a person's request says so instead of waiting minutes for it."""
+
+
+# How long a request waits for the submission's row lock: state changes hold it for
+# milliseconds, an ingestion for the whole file.
+REQUEST_LOCK_WAIT_MS = 3000
+
+
 class DuplicateUpload(Exception):
     """The same KB (by content) is already a submission of this owner on this corpus."""
 
@@ -104,14 +114,16 @@ class LimitExceeded(Exception):
 
 
 def transition(submission: Submission, to_state: str, message: str = "",
-               **fields: Any) -> Submission:
+               lock_wait_ms: int | None = None, **fields: Any) -> Submission:
     """Move a submission to `to_state`, writing the event atomically.
 
     Locks the row, re-reads the current state (so concurrent callers serialise) and
     raises TransitionError if the edge is not allowed. Extra `fields` are saved with it.
+    With `lock_wait_ms` (Postgres), raises SubmissionBusy when the row stays locked
+    that long, rather than waiting for the lock.
     """
     with transaction.atomic():
-        locked = Submission.objects.select_for_update().get(pk=submission.pk)
+        locked = _lock(submission.pk, lock_wait_ms)
         if to_state not in ALLOWED_TRANSITIONS[locked.state]:
             raise TransitionError(
                 f"submission {locked.pk} cannot go from {locked.state} to {to_state}")
@@ -126,6 +138,32 @@ def transition(submission: Submission, to_state: str, message: str = "",
     for name in ("state", "state_changed_at", *fields):
         setattr(submission, name, getattr(locked, name))
     return submission
+
+
+def _lock(pk: int, wait_ms: int | None) -> Submission:
+    """The submission's row, locked for this transaction."""
+    if wait_ms is None or connection.vendor != "postgresql":
+        return Submission.objects.select_for_update().get(pk=pk)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('lock_timeout')")
+        (before,) = cursor.fetchone()
+        # Local to the transaction, and undone with the savepoint if the lock fails.
+        cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+        try:
+            with transaction.atomic():
+                locked = Submission.objects.select_for_update().get(pk=pk)
+        except OperationalError as exc:
+            cause = exc.__cause__
+            code = getattr(cause, "pgcode", None) or getattr(cause, "sqlstate", None)
+            if code != "55P03":  # lock_not_available
+                raise
+            raise SubmissionBusy(
+                f"Submission {pk} is being validated right now, which can take a few "
+                "minutes for a large file; try again when its page shows the result."
+            ) from None
+        finally:
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [before])
+    return locked
 
 
 @dataclass(frozen=True)
@@ -175,12 +213,15 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
     both take the last slot.
     """
     digest = content_sha256(file, compressed)
+    original_name = _printable_name(original_name)
     with transaction.atomic():
         get_user_model().objects.select_for_update().get(pk=owner.pk)
-        # Before the limits: an identical re-upload must not cost a slot.
+        # Before the limits: an identical re-upload must not cost a slot. A rejected
+        # one is no duplicate: the same file may come back with drop-invalid ticked.
         existing = (Submission.objects.filter(owner=owner, corpus=corpus,
                                               content_sha256=digest)
-                    .exclude(state=S.WITHDRAWN).select_related("corpus").first())
+                    .exclude(state__in=(S.WITHDRAWN, S.REJECTED))
+                    .select_related("corpus").first())
         if existing is not None:
             raise DuplicateUpload(existing)
         if enforce_limits:
@@ -209,6 +250,14 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
     return sub
 
 
+def _printable_name(name: str) -> str:
+    """A file name the database can store: a name that is not UTF-8 on disk (a Latin-1
+    "café.tsv" given to `manage.py submit`) reaches Python with its bytes as lone
+    surrogates, which cannot be encoded; they become U+FFFD."""
+    raw = name.encode("utf-8", "surrogateescape")
+    return "".join(c for c in raw.decode("utf-8", "replace") if c.isprintable())
+
+
 def _file_size(fh: IO[bytes]) -> int:
     size = getattr(fh, "size", None)
     if size is None:
@@ -225,11 +274,16 @@ def _storage_name(original: str, compressed: bool) -> str:
 
 
 def withdraw(submission: Submission, by: AbstractBaseUser | None = None,
-             reason: str = "") -> Submission:
-    """Withdraw a submission: its rows stay but stop counting everywhere."""
+             reason: str = "", wait: bool = True) -> Submission:
+    """Withdraw a submission: its rows stay but stop counting everywhere.
+
+    `wait=False` (a person's request) raises SubmissionBusy while an ingestion holds
+    the submission, instead of holding the request (and a web worker) until it ends.
+    """
     who = f" by {by.get_username()}" if by is not None else ""
     message = f"Withdrawn{who}." + (f" {reason}" if reason else "")
-    return transition(submission, S.WITHDRAWN, message)
+    return transition(submission, S.WITHDRAWN, message,
+                      lock_wait_ms=None if wait else REQUEST_LOCK_WAIT_MS)
 
 
 def requeue(submission: Submission, message: str) -> Submission:

@@ -16,11 +16,19 @@ REFUSED_ATTR = "kbpo_upload_too_large"
 
 
 class CappedUploadHandler(FileUploadHandler):
-    """Stop receiving a file as soon as it exceeds `KBPO_SUBMISSION_MAX_BYTES`."""
+    """Stop receiving files as soon as the request's files together exceed
+    `KBPO_SUBMISSION_MAX_BYTES`: counted per file, a request of a hundred files (Django's
+    default DATA_UPLOAD_MAX_NUMBER_FILES) just under the cap each would be spooled to
+    disk whole, on any URL and before any login check (the CSRF check reads the body)."""
+
+    def __init__(self, request: HttpRequest | None = None) -> None:
+        super().__init__(request)
+        self.received = 0
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
         limit = settings.KBPO_SUBMISSION_MAX_BYTES
-        if start + len(raw_data) > limit:
+        self.received += len(raw_data)
+        if self.received > limit:
             setattr(self.request, REFUSED_ATTR, limit)
             raise StopUpload(connection_reset=False)
         return raw_data

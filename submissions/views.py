@@ -34,6 +34,7 @@ from .services import (
     NEXT_STEP,
     DuplicateUpload,
     LimitExceeded,
+    SubmissionBusy,
     TransitionError,
     create_submission,
     quota,
@@ -193,8 +194,11 @@ def submission_dropped(request: HttpRequest, pk: int) -> HttpResponse:
 def submission_file(request: HttpRequest, pk: int) -> HttpResponseBase:
     sub = _managed(request, pk)
     name = "kb.tsv.gz" if sub.compressed else "kb.tsv"
-    return FileResponse(sub.file.open("rb"), as_attachment=True,
-                        filename=f"submission-{sub.pk}-{name}")
+    try:
+        fh = sub.file.open("rb")
+    except FileNotFoundError:  # the media store lost it (a restore without media)
+        raise Http404("The stored file of this submission is missing.") from None
+    return FileResponse(fh, as_attachment=True, filename=f"submission-{sub.pk}-{name}")
 
 
 @login_required
@@ -202,7 +206,9 @@ def submission_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
     sub = _managed(request, pk)
     if request.method == "POST":
         try:
-            withdraw(sub, by=request.user)
+            withdraw(sub, by=request.user, wait=False)
+        except SubmissionBusy as exc:
+            messages.info(request, str(exc))
         except TransitionError:
             messages.info(request, "This submission is already withdrawn.")
         else:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection, connections
+from django.db import connection, connections, transaction
+from django.test import Client
 from rest_framework.test import APIClient
 
 from kbpo.core.models import Corpus
@@ -120,3 +121,48 @@ def test_api_upload_is_ingested_by_a_real_worker(
             time.sleep(0.25)
     finally:
         sub.file.delete(save=False)
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_withdrawing_during_an_ingestion_answers_at_once(
+        user: User, corpus: Corpus, stored: Callable[..., Submission]) -> None:
+    """The ingestion holds the submission's row for the whole file; a withdrawal (API or
+    page) waited for it, holding a web worker for minutes (past gunicorn's timeout)."""
+    sub = stored(to_bytes(valid_lines()))
+    locked, release = threading.Event(), threading.Event()
+
+    def ingestion_holding_the_row() -> None:
+        try:
+            with transaction.atomic():
+                Submission.objects.select_for_update().get(pk=sub.pk)
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=ingestion_holding_the_row)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        api = APIClient()
+        api.force_authenticate(user)
+        started = time.monotonic()
+        resp = api.post(f"/api/submissions/{sub.pk}/withdraw/")
+        assert resp.status_code == 409 and resp.json()["code"] == "busy", resp.content
+        assert "being validated right now" in resp.json()["detail"]
+        client = Client()
+        client.force_login(user)
+        page = client.post(f"/submissions/{sub.pk}/withdraw/", follow=True)
+        assert "being validated right now" in page.content.decode()
+        assert time.monotonic() - started < 15
+        sub.refresh_from_db()
+        assert sub.state == "uploaded"
+    finally:
+        release.set()
+        holder.join(30)
+    # Once the lock is gone the same request withdraws it; operators still wait.
+    assert api.post(f"/api/submissions/{sub.pk}/withdraw/").json()["state"] == "withdrawn"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone()[0] == "0"

@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 
 from kbpo.core.gold import closest_pair
 from kbpo.core.models import Corpus
+from submissions.kbformat import Report
 from submissions.models import RelationInstance, Submission
 from submissions.processing import run_ingestion
 
@@ -158,3 +159,37 @@ def test_closest_pair_is_deterministic_and_prefers_distinct_spans() -> None:
     # a shared span is used only when nothing else exists
     assert closest_pair([(0, 5), (10, 15)], [(0, 5)]) == ((10, 15), (0, 5))
     assert closest_pair([(0, 5)], [(0, 5)]) == ((0, 5), (0, 5))
+
+
+@pytest.mark.django_db
+def test_a_mostly_invalid_file_is_refused_not_kept_as_its_few_good_lines(
+        stored: Callable[..., Submission], settings) -> None:
+    """Every invalid line was kept in memory and in the stored list, so a large file of
+    another corpus with one valid line took gigabytes and overflowed the JSON column."""
+    settings.KBPO_SUBMISSION_MAX_DROPPED = 5
+    n = len(valid_lines())
+    bad = [f':E1\tmention\t"x"\tD9:{i}-{i}' for i in range(6)]
+    sub = ingest(stored, [*valid_lines(), *bad], drop_invalid=True)
+    assert sub.state == "rejected" and sub.n_dropped == 0 and sub.dropped == []
+    [limit] = [p for p in sub.report if p["code"] == "TOO_MANY_INVALID_LINES"]
+    assert limit["line"] == n + 6 and "more than 5 lines are invalid" in limit["message"]
+    assert not RelationInstance.objects.filter(submission=sub).exists()
+    # At the limit the file is kept.
+    sub = ingest(stored, [*valid_lines(), *bad[:5]], drop_invalid=True, name="five")
+    assert sub.state == "ingested" and sub.n_dropped == 5
+    # Lines dropped with an entity count too: :E4's bad type line takes six more.
+    lines = valid_lines()
+    lines[17] = ":E4\ttype\tPERSON"
+    sub = ingest(stored, lines, drop_invalid=True, name="cascade")
+    assert sub.state == "rejected" and "instances_by_predicate" not in sub.stats
+    assert sub.stats["lines"] == n
+    assert [p["line"] for p in sub.report if p["code"] == "TOO_MANY_INVALID_LINES"] == [29]
+    assert not RelationInstance.objects.filter(submission=sub).exists()
+
+
+def test_error_lines_kept_in_memory_are_bounded() -> None:
+    report = Report(cap=2, max_error_lines=3)
+    for line in range(1, 11):
+        report.add(line, "UNKNOWN_DOCUMENT", "x")
+    assert sorted(report.error_lines) == [1, 2, 3] and report.error_lines_full
+    assert report.errors == 10 and len(report.problems) == 2

@@ -4,6 +4,7 @@ naming the option, never a traceback or a row the form could not have stored."""
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ def test_identical_file_is_a_command_error(user: User, corpus: Corpus, tmp_path:
     ({"description": "a\x00b"}, "--description"),
     ({"method": "a\x00b"}, "--method"),
     ({"paper_url": "javascript:alert(1)"}, "--paper-url"),
+    ({"name": "caf\udce9"}, "--name"),  # Latin-1 bytes from a non-UTF-8 shell
 ])
 def test_text_options_are_checked_like_the_form(user: User, corpus: Corpus, tmp_path: Path,
                                                 opts: dict, flag: str) -> None:
@@ -50,3 +52,15 @@ def test_text_options_are_checked_like_the_form(user: User, corpus: Corpus, tmp_
     with pytest.raises(CommandError, match=f"^{flag}: "):
         _submit(path, **opts)
     assert not Submission.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_file_name_that_is_not_utf8_is_stored_readably(user: User, corpus: Corpus,
+                                                        tmp_path: Path) -> None:
+    """A Latin-1 file name failed the command with a UnicodeEncodeError traceback."""
+    path = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9.tsv"))
+    path.write_bytes(to_bytes(valid_lines()))
+    assert _submit(path).startswith("submission ")
+    sub = Submission.objects.get()
+    assert sub.original_name == "caf\ufffd.tsv"
+    assert sub.events.first().message == "Uploaded caf\ufffd.tsv"

@@ -77,6 +77,26 @@ def test_identical_upload_is_flagged_before_it_uses_a_slot(
 
 
 @pytest.mark.django_db
+def test_a_rejected_file_may_come_back_with_drop_invalid(
+        user: User, corpus: Corpus, django_capture_on_commit_callbacks) -> None:
+    """The form tells a rejected uploader to tick drop-invalid; sending the same file
+    again with it was refused as a duplicate of the rejected submission."""
+    api = _api(user)
+    data = to_bytes([*valid_lines(), ":E9\ttype\tANIMAL"])
+    first = _post(api, data, django_capture_on_commit_callbacks)
+    assert Submission.objects.get(pk=first.json()["id"]).state == "rejected"
+    with django_capture_on_commit_callbacks(execute=True):
+        again = api.post("/api/submissions/", {
+            "name": "sys", "corpus": corpus.tag, "drop_invalid": "true",
+            "file": SimpleUploadedFile("kb.tsv", data)}, format="multipart")
+    assert again.status_code == 201, again.content
+    sub = Submission.objects.get(pk=again.json()["id"])
+    assert sub.state == "ingested" and sub.n_dropped == 1
+    # The accepted one is a duplicate from now on.
+    assert _post(api, data, django_capture_on_commit_callbacks).json()["duplicate_of"] == sub.pk
+
+
+@pytest.mark.django_db
 def test_problem_table_is_paged_with_full_downloads(user: User, stored) -> None:
     rows = [{"line": i + 2, "code": "UNKNOWN_ENTITY", "severity": "error",
              "message": f"problem {i}", "hint": "fix it"} for i in range(120)]

@@ -28,10 +28,16 @@ def _clean_fields(opts: dict[str, Any]) -> dict[str, str]:
     form_fields = SubmissionForm.base_fields
     out: dict[str, str] = {}
     for option, field in TEXT_OPTIONS.items():
+        flag = "--" + option.replace("_", "-")
+        try:
+            # A shell in a non-UTF-8 locale passes its bytes as lone surrogates.
+            opts[option].encode("utf-8")
+        except UnicodeEncodeError:
+            raise CommandError(f"{flag}: the text is not valid UTF-8; run the command in "
+                               "a UTF-8 locale (e.g. LANG=C.UTF-8).") from None
         try:
             out[field] = form_fields[field].clean(opts[option])
         except ValidationError as exc:
-            flag = "--" + option.replace("_", "-")
             raise CommandError(f"{flag}: {' '.join(exc.messages)}") from None
     return out
 
