@@ -36,6 +36,7 @@ from submissions.models import ACTIVE_STATES, State, Submission
 
 from . import leaderboard as lb
 from .models import METRICS, BoardSnapshot, ScoreRun, ScoringState, SystemScore
+from .stored_pages import render_version
 from .templatetags.scores import ci
 
 logger = logging.getLogger(__name__)
@@ -212,6 +213,7 @@ def _render_kind(run: ScoreRun, scheme: str, kind: str, scores: list[SystemScore
             html.append([info.baseline, mid, tail + tails[sc.pk]])
         head = _head(run)
         head["open"], head["close"] = _frame(scheme, metric, kind, pct)
+        head["version"] = render_version()  # the code and templates that rendered it
         boards.append(BoardSnapshot(corpus_id=run.corpus_id, run=run, scheme=scheme, kind=kind,
                                     metric=metric, head=head, rows=rows, html=html, api=api,
                                     csv=csv_cells))
@@ -309,16 +311,22 @@ def load(tag: str, scheme: str, metric: str, kind: str, part: str) -> Stored | N
     """The stored board with only the `part` ('html', 'api' or 'csv') pieces fetched.
 
     Builds the corpus's snapshots first when its latest run has none stored yet
-    (scores from before snapshots existed). None: no such corpus, no scores yet, or
-    no board of that scheme in the run.
+    (scores from before snapshots existed), and again when they were rendered by another
+    deploy's code or templates. None: no such corpus, no scores yet, or no board of
+    that scheme in the run.
     """
     if part not in ("html", "api", "csv"):
         raise ValueError(f"part={part!r}: use html, api or csv")
     stored = _read(tag, scheme, metric, kind, part)
-    if stored is not None:
+    if stored is not None and stored.head.get("version") == render_version():
         return stored
     run = ScoreRun.latest(Corpus.objects.filter(tag=tag).values_list("pk", flat=True).first() or 0)
-    if run is None or BoardSnapshot.objects.filter(run=run).exists():
+    if stored is not None:
+        # Rendered by code or templates a deploy has since replaced (its rows' markup
+        # would stay until the next recompute): rendered again, once, from the run.
+        if run is None or run.pk != stored.head.get("run", {}).get("id"):
+            return stored  # not the latest run's board: a recompute is storing new ones
+    elif run is None or BoardSnapshot.objects.filter(run=run).exists():
         # No scores; or the run's boards are stored and this one is not among them (a
         # scheme outside KBPO_SCORE_SCHEMES). Writing them again would not add it, and
         # would drop every stored body of the corpus on each such request.

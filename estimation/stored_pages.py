@@ -78,6 +78,7 @@ PARTS = {"html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8",
          "api": "application/json"}
 # What renders a stored body: a change to any of these (a deploy) changes every key.
 _TEMPLATES = ("base.html", "estimation/leaderboard.html", "estimation/_board.html",
+              "estimation/_board_open.html", "estimation/_board_close.html",
               "estimation/report.html", "includes/viewer_nav.html", "includes/messages.html")
 _SOURCES = ("estimation/snapshot.py", "estimation/views.py", "estimation/stored_pages.py",
             "estimation/leaderboard.py", "estimation/urls.py", "kbpo/urls.py",
@@ -318,11 +319,15 @@ def _upsert(sql: str, params: list[Any]) -> None:
 def store(found: Lookup, part: str, body: str) -> None:
     """Keep `body` under the key read before it was rendered: if the live rows changed
     in between, the next request sees another key and renders again, never the reverse."""
-    table = BoardBody._meta.db_table
+    table, boards = BoardBody._meta.db_table, BoardSnapshot._meta.db_table
+    # Only while the board is there: rendering may have replaced it (boards of another
+    # deploy are rendered again on first read, snapshot.load), and a body kept for the
+    # old one would fail the foreign key at commit.
     sql = (f"INSERT INTO {table} (board_id, part, viewer, key, body) "
-           "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (board_id, part, viewer) "
+           f"SELECT %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM {boards} WHERE id = %s) "
+           "ON CONFLICT (board_id, part, viewer) "
            "DO UPDATE SET key = EXCLUDED.key, body = EXCLUDED.body" + _CHANGED.format(table))
-    _upsert(sql, [found.board_id, part, found.viewer, found.key, body])
+    _upsert(sql, [found.board_id, part, found.viewer, found.key, body, found.board_id])
 
 
 def response(body: bytes, part: str) -> HttpResponse:

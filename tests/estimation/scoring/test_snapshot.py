@@ -155,9 +155,9 @@ def test_an_owners_new_username_reaches_the_stored_board(
             r["owner"] for r in csv.DictReader(io.StringIO(body))}
 
     assert old in owners()
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with django_assert_num_queries(1):  # the UPDATE alone
-            owner.save(update_fields=["last_login"])
+    with (django_capture_on_commit_callbacks(execute=True) as callbacks,
+          django_assert_num_queries(1)):  # the UPDATE alone
+        owner.save(update_fields=["last_login"])
     assert callbacks == []
     owner.username = "renamed-owner"
     with django_capture_on_commit_callbacks(execute=True):
@@ -166,3 +166,26 @@ def test_an_owners_new_username_reaches_the_stored_board(
     assert "renamed-owner" in seen and old not in seen
     page = Client().get(reverse("leaderboard", args=["t"])).content.decode()
     assert "renamed-owner" in page and f">{old}<" not in page
+
+
+@pytest.mark.django_db
+def test_boards_rendered_by_another_deploy_are_rendered_again_once(scored: World) -> None:
+    """A stored board keeps the markup of the code and templates that rendered it: after a
+    deploy that changed them, the first read renders the run's boards again (the rows'
+    markup would otherwise wait for the next recompute); later reads serve them."""
+    from estimation.stored_pages import render_version
+
+    stale = BoardSnapshot.objects.filter(corpus=scored.corpus)
+    for snap in stale:
+        snap.head = {**snap.head, "version": "an-older-deploy",
+                     "open": snap.head["open"].replace("<table", "<table data-old-markup")}
+        snap.html = [[b, "OLD ROW" + mid, tail] for b, mid, tail in snap.html]
+        snap.save()
+    page = Client().get(reverse("leaderboard", args=["t"])).content.decode()
+    assert "data-old-markup" not in page and "OLD ROW" not in page
+    assert {s.head["version"] for s in BoardSnapshot.objects.filter(corpus=scored.corpus)} \
+        == {render_version()}
+    built = dict(BoardSnapshot.objects.values_list("pk", "built_at"))
+    for _ in range(2):
+        assert Client().get(reverse("api-leaderboard", args=["t"])).status_code == 200
+    assert dict(BoardSnapshot.objects.values_list("pk", "built_at")) == built
