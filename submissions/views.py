@@ -46,9 +46,16 @@ REPORT_COLUMNS = ("line", "code", "severity", "message", "hint")
 REPORT_PAGE_ROWS = 50
 
 
-def _visible(request: HttpRequest, pk: int) -> Submission:
-    """The submission if the user may see it; 404 otherwise (existence is not leaked)."""
-    sub = get_object_or_404(Submission.objects.select_related("corpus", "owner"), pk=pk)
+# A submission's bulky JSON columns (every problem, every dropped line: up to several
+# MB), which a poll of its state has no use for.
+BULKY_FIELDS = ("report", "report_counts", "stats", "dropped")
+
+
+def _visible(request: HttpRequest, pk: int, light: bool = False) -> Submission:
+    """The submission if the user may see it; 404 otherwise (existence is not leaked).
+    ``light``: without BULKY_FIELDS (read only if touched)."""
+    rows = Submission.objects.select_related("corpus", "owner")
+    sub = get_object_or_404(rows.defer(*BULKY_FIELDS) if light else rows, pk=pk)
     if not sub.can_view(request.user):
         raise Http404("No such submission.")
     return sub
@@ -143,7 +150,7 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def submission_status(request: HttpRequest, pk: int) -> JsonResponse:
-    sub = _visible(request, pk)
+    sub = _visible(request, pk, light=True)  # polled every few seconds by an open page
     return JsonResponse({
         "id": sub.pk, "state": sub.state, "final": sub.state in FINAL_STATES,
         "state_changed_at": sub.state_changed_at.isoformat(),

@@ -341,3 +341,26 @@ def test_overlong_text_fields_are_field_errors(user: User, corpus: Corpus,
         call_command("submit", str(path), user="ada", corpus="tiny", name="x",
                      method="m" * 20_001)
     assert not Submission.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_status_poll_reads_no_bulky_column(logged_in: Client,
+                                               stored: Callable[..., Submission]) -> None:
+    """An open page polls status.json every few seconds: it must not read the problem
+    list or the dropped lines (several MB on a large file) each time."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from submissions.views import BULKY_FIELDS
+
+    sub = stored(b"run\n")
+    Submission.objects.filter(pk=sub.pk).update(dropped=[[i, "X", "m" * 50]
+                                                         for i in range(2000)])
+    with CaptureQueriesContext(connection) as queries:
+        status = logged_in.get(reverse("submission-status", args=[sub.pk])).json()
+    assert status["id"] == sub.pk
+    read = " ".join(q["sql"] for q in queries.captured_queries
+                    if "submissions_submission" in q["sql"])
+    assert read, "the submission was read"
+    for field in BULKY_FIELDS:
+        assert f'"submissions_submission"."{field}"' not in read, field
