@@ -401,6 +401,10 @@ KBPO_SUBMISSION_REPORT_MAX = env_int("KBPO_SUBMISSION_REPORT_MAX", 1000)
 # Drop-invalid accepts at most this many invalid lines; more reject the file (and bound
 # the memory and the stored list of dropped lines).
 KBPO_SUBMISSION_MAX_DROPPED = env_int("KBPO_SUBMISSION_MAX_DROPPED", 100_000)
+# An ingestion still running after this many seconds is stopped and the submission marked
+# failed (a hostile file must not hold a worker process for long); 60 s later its
+# process is killed if it has not stopped.
+KBPO_SUBMISSION_TIME_LIMIT = env_int("KBPO_SUBMISSION_TIME_LIMIT", 1200)
 # Re-drive: submissions left in uploaded/validating longer than this (seconds) are
 # re-queued, at most KBPO_SUBMISSION_MAX_ATTEMPTS times before they are marked failed.
 KBPO_SUBMISSION_REDRIVE_AFTER = env_int("KBPO_SUBMISSION_REDRIVE_AFTER", 900)

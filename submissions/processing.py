@@ -10,6 +10,7 @@ import datetime as dt
 import logging
 import traceback
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -77,6 +78,19 @@ def run_ingestion(submission_id: int) -> str:
         except TransitionError:
             return "skipped (state changed meanwhile)"
         return "rejected"
+    except SoftTimeLimitExceeded:
+        limit = settings.KBPO_SUBMISSION_TIME_LIMIT
+        logger.warning("ingestion of submission %s stopped after %s s", submission_id, limit)
+        try:
+            transition(sub, State.FAILED,
+                       f"Validation stopped: it took longer than {limit:,} s, the limit. "
+                       "Nothing of the file was kept. A file this slow to check usually "
+                       "has entities with very many mentions or provenances with very "
+                       "many spans; ask the operators if yours should pass.",
+                       error=f"SoftTimeLimitExceeded after {limit} s")
+        except TransitionError:
+            return "skipped (state changed meanwhile)"
+        return "failed"
     except Exception as exc:
         logger.exception("ingestion of submission %s failed", submission_id)
         try:
