@@ -130,6 +130,9 @@ def parse_answers(payload: object) -> list[AnswerIn]:
                 or not all(isinstance(c, str) for c in choices)):
             raise IntakeError(f"{where}.choices: expected a non-empty list of relation names",
                               f"{where}.choices")
+        # Checked here, not only against the offered options: a post on an assignment
+        # MTurk already confirmed is kept without that check.
+        _check_storable(choices, f"{where}.choices")
         extra = item.get("extra", {})
         if isinstance(extra, dict):
             _check_storable(extra, f"{where}.extra")
@@ -420,6 +423,9 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             if confirmed.hit_id != locked.pk or confirmed.worker.external_id != worker_id:
                 raise IntakeError("this assignment belongs to another HIT or worker",
                                   "assignmentId", status=403, code="conflict")
+            # The same checks as any post: a replay with answers to questions of other
+            # HITs or made-up labels is refused, not kept as this assignment's post.
+            _check_answers(locked, answers)
             post, _ = PagePost.objects.get_or_create(
                 hit=locked, assignment_external_id=assignment_id,
                 worker_external_id=worker_id, defaults={
