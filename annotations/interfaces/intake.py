@@ -12,6 +12,7 @@ HIT is refused.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -41,6 +42,9 @@ answers_stored = Signal()
 page_post_received = Signal()
 
 MAX_EXTRA_BYTES = 200_000
+# MTurk's AssignmentId (botocore's EntityId: 1–64 capital letters and digits). Any
+# other id is made up, and asking MTurk about it fails as a malformed request.
+MTURK_ASSIGNMENT_ID = re.compile(r"[A-Z0-9]{1,64}")
 
 
 class IntakeError(Exception):
@@ -409,6 +413,9 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
     if not valid_external_id(assignment_id):
         raise IntakeError("an assignment id (1–64 printable characters) is required",
                           "assignmentId")
+    if not MTURK_ASSIGNMENT_ID.fullmatch(assignment_id):
+        raise IntakeError("assignmentId is not an MTurk assignment id (capital letters and "
+                          "digits); open this HIT from Mechanical Turk", "assignmentId")
     if not valid_external_id(worker_id):
         raise IntakeError("a worker id (1–64 printable characters) is required", "workerId")
     answers = parse_answers(payload)

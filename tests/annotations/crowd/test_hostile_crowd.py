@@ -153,6 +153,18 @@ def test_invented_ids_are_kept_aside_and_expire(crowd, fake, settings,
     assert {fake.assignment_status(a) for a in fake.assignments} == {"Approved"}
 
 
+@pytest.mark.parametrize("assignment", ["invented-1", "a1b2c3", "A 1", "Ä1"])
+def test_assignment_ids_mturk_never_issues_are_refused_at_once(
+        crowd, fake, django_capture_on_commit_callbacks, assignment) -> None:
+    """MTurk's assignment ids are capital letters and digits. A post with any other id
+    is made up: a 400 naming the field, nothing kept, and MTurk is never asked about
+    it (GetAssignment refuses such an id as malformed, which failed the check task)."""
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    assert crowd.post(hit, "AFORGER1", assignment, choices(hit)) == 400
+    assert not PagePost.objects.exists()
+    assert not fake.calls_of("GetAssignment")
+
+
 def test_another_workers_assignment_and_replays(crowd, fake,
                                                 django_capture_on_commit_callbacks) -> None:
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
