@@ -23,12 +23,14 @@ from django.utils import timezone
 from annotations.models import (
     Assignment,
     AssignmentState,
+    Backend,
     CrowdWorker,
     Hit,
     HitState,
     PagePost,
     PagePostState,
     Question,
+    Refusal,
     Response,
     TaskKind,
 )
@@ -383,6 +385,12 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
         if Assignment.objects.filter(hit=locked, worker=worker).exists():
             raise IntakeError("this worker already answered this HIT", "workerId", status=409,
                               code="repeat")
+        if (locked.backend != Backend.MTURK and locked.assignments.filter(
+                refusal=Refusal.NONE).count() >= locked.max_assignments):
+            # On our own site nothing else keeps a HIT to its slots (MTurk does that
+            # for its HITs): more answers would be counted and paid beyond its cost.
+            raise IntakeError("this task already has all the answers it needs; take the "
+                              "next one from “Next task”", "hitId", status=409, code="closed")
         items = _check_answers(locked, answers)
         try:
             with transaction.atomic():
@@ -452,7 +460,7 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             if Response.objects.filter(worker=worker,
                                        question__hit_items__hit=locked).exists():
                 raise IntakeError(REPEAT_MESSAGE, "answers", status=409, code="repeat")
-        if locked.assignments.filter(refusal="").count() >= locked.max_assignments:
+        if locked.assignments.filter(refusal=Refusal.NONE).count() >= locked.max_assignments:
             raise IntakeError("this HIT already has all the answers it needs; please return "
                               "it", "hitId", status=409, code="closed")
         _check_answers(locked, answers)

@@ -205,6 +205,9 @@ def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
         if hit.assignments.filter(worker__user=request.user).exists():
             config.update(mode="closed", message="You already answered this task. "
                                                  "Take the next one from “Next task”.")
+        elif hit.assignments.filter(refusal="").count() >= hit.max_assignments:
+            config.update(mode="closed", message="This task already has all the answers it "
+                                                 "needs. Take the next one from “Next task”.")
     else:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())

@@ -238,6 +238,25 @@ def test_local_answers_need_the_csrf_token() -> None:
 
 
 @pytest.mark.django_db
+def test_local_hit_takes_no_more_answers_than_its_slots() -> None:
+    """An annotator who opens a full in-house HIT by its URL (the queue no longer offers
+    it) cannot add a counted, paid answer beyond `max_assignments`."""
+    first, _ = local_hits()
+    first.max_assignments = 1
+    first.save(update_fields=["max_assignments"])
+    statuses = []
+    for name in ("anna", "bert"):
+        client = Client()
+        client.force_login(annotator(name))
+        statuses.append(post(client, first, {"answers": relation_answers(first)}))
+    assert [r.status_code for r in statuses] == [200, 409]
+    assert statuses[1].json()["field"] == "hitId"
+    assert Assignment.objects.filter(hit=first).count() == 1
+    assert Response.objects.filter(assignment__hit=first).count() == 2   # anna's two
+    assert config(client.get(page_url(first)))["mode"] == "closed"
+
+
+@pytest.mark.django_db
 def test_next_task_queue(client) -> None:
     first, second = local_hits()
     client.force_login(make_user("researcher"))
