@@ -27,6 +27,7 @@ from django.utils import timezone
 from annotations.interfaces.intake import (
     AnswerIn,
     IntakeError,
+    from_page,
     parse_answers,
     submit_assignment,
     worker_for,
@@ -119,10 +120,11 @@ def accept_record(hit: Hit, record: mturk.AssignmentRecord, result: SyncResult |
     if assignment is None:
         worker = worker_for(Backend.MTURK, record.worker_id)
         try:
-            answers = answers_from_record(record)
+            raw = answers_from_record(record)
+            answers = from_page(hit, raw)  # keyed by question id, as the page posts are kept
             assignment = submit_assignment(hit=hit, worker=worker,
                                            assignment_id=record.assignment_id,
-                                           answers=answers, source=source)
+                                           answers=raw, source=source)
             result.reconciled += 1
         except IntakeError as exc:
             answers = None

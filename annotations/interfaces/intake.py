@@ -11,6 +11,7 @@ HIT is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterable
@@ -153,6 +154,27 @@ def parse_answers(payload: object) -> list[AnswerIn]:
         out.append(AnswerIn(qid, tuple(sorted(set(choices))), extra,
                             float(seconds) if seconds is not None else None))
     return out
+
+
+def page_order(hit: Hit) -> list[int]:
+    """The HIT's question ids in the order its task page shows them."""
+    return list(hit.items.order_by("position", "pk").values_list("question_id", flat=True))
+
+
+def from_page(hit: Hit, answers: list[AnswerIn]) -> list[AnswerIn]:
+    """Answers keyed by question ids, from answers keyed as the task page numbers the
+    HIT's questions: 0, 1, … in page order (`page_order`).
+
+    The page never shows question ids: control questions are created after a batch's
+    test questions, so their larger ids would tell a worker which ones they are.
+    Answers already keyed by question ids (the simulated crowd; a page loaded before
+    this numbering) pass unchanged: a full set of ids is never all below the number of
+    questions, as the set 0 … n−1 holds 0, which no question id is.
+    """
+    order = page_order(hit)
+    if not answers or not all(0 <= a.question_id < len(order) for a in answers):
+        return answers
+    return [dataclasses.replace(a, question_id=order[a.question_id]) for a in answers]
 
 
 def allowed_choices(question: Question) -> set[str]:
@@ -369,6 +391,7 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
                           "assignmentId")
     with transaction.atomic():
         locked = Hit.objects.select_for_update().get(pk=hit.pk)
+        answers = from_page(locked, answers)
         existing = Assignment.objects.filter(external_id=assignment_id).first()
         if existing is not None:
             if existing.hit_id != locked.pk or existing.worker_id != worker.pk:
@@ -427,10 +450,11 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
     if not valid_external_id(worker_id):
         raise IntakeError("a worker id (1–64 printable characters) is required", "workerId")
     answers = parse_answers(payload)
-    clean = {"answers": [{"question": a.question_id, "choices": list(a.choices),
-                          "extra": a.extra, "seconds": a.seconds} for a in answers]}
     with transaction.atomic():
         locked = Hit.objects.select_for_update().get(pk=hit.pk)
+        answers = from_page(locked, answers)
+        clean = {"answers": [{"question": a.question_id, "choices": list(a.choices),
+                              "extra": a.extra, "seconds": a.seconds} for a in answers]}
         confirmed = Assignment.objects.filter(external_id=assignment_id).select_related(
             "worker").first()
         if confirmed is not None:

@@ -113,10 +113,12 @@ def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
                                entity.link)
 
 
-def relation_items(questions: list[Question], among: QuerySet | None = None) -> list[dict]:
+def relation_items(questions: list[Question], among: QuerySet | None = None,
+                   ids: list[int] | None = None) -> list[dict]:
+    """The page's items for these questions, numbered by `ids` (default: their pks)."""
     views: dict[int, taskdata.DocView] = {}
     out = []
-    for q in questions:
+    for n, q in enumerate(questions):
         pair = q.pair
         if pair is None:
             raise ValueError(f"relation question {q.pk} has no mention pair")
@@ -124,7 +126,7 @@ def relation_items(questions: list[Question], among: QuerySet | None = None) -> 
             views[pair.document_id] = taskdata.DocView.from_document(pair.document)
         sub = q.requested_by_id
         out.append(taskdata.relation_item(
-            q.pk, views[pair.document_id],
+            q.pk if ids is None else ids[n], views[pair.document_id],
             (pair.subject_begin, pair.subject_end, pair.subject_type),
             (pair.object_begin, pair.object_end, pair.object_type),
             _entity_info(sub, pair, pair.subject_begin, pair.subject_end, among),
@@ -133,9 +135,14 @@ def relation_items(questions: list[Question], among: QuerySet | None = None) -> 
 
 
 def task_data(kind: str, questions: list[Question]) -> dict:
-    """The JSON a task page renders, for the questions of one HIT."""
+    """The JSON a task page renders, for the questions of one HIT in page order
+    (`intake.page_order`).
+
+    Relation questions are numbered 0, 1, … in that order, never by their ids: a
+    control question's id would give it away (`intake.from_page` maps answers back).
+    """
     if kind == TaskKind.RELATION:
-        return {"questions": relation_items(questions)}
+        return {"questions": relation_items(questions, ids=list(range(len(questions))))}
     if len(questions) != 1 or questions[0].document is None:
         raise ValueError("a document task HIT holds exactly one question with a document")
     q = questions[0]
@@ -220,7 +227,8 @@ def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
         config.update(mode="closed", message=f"This HIT is {hit.get_state_display()} and "
                                              "takes no more answers.")
     questions = [hq.question for hq in hit.items.select_related(
-        "question__pair__document", "question__pair__sentence", "question__document")]
+        "question__pair__document", "question__pair__sentence", "question__document")
+        .order_by("position", "pk")]  # intake.page_order
     try:
         data = task_data(hit.kind, questions)
     except ValueError as exc:

@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.crowd import controls, workers
+from annotations.interfaces.intake import AnswerIn, submit_assignment, worker_for
 from annotations.interfaces.views import task_data
 from annotations.models import (
     CrowdWorker,
@@ -22,6 +23,7 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
+    Response,
 )
 from annotations.quality import workers as quality_workers
 from estimation import planning
@@ -97,6 +99,29 @@ def test_controls_inserted_at_the_share_from_the_gold_and_paid(world) -> None:
         assert "control_answer" not in text and "requested_by" not in text
         assert len({frozenset(item) for item in data["questions"]}) == 1
     assert sum(h.cost_estimate for h in hits) > 0
+
+
+def test_the_page_numbers_questions_so_controls_cannot_be_told_apart(world) -> None:
+    """Controls are created after the batch's test questions: shown by id, the larger id
+    would give each HIT's control away. The page numbers its questions 0, 1, … and the
+    answers, keyed so, land on the questions shown."""
+    sub, pairs = world
+    by_pair = {p.pk: k for k, p in pairs.items()}
+    for hit in Hit.objects.filter(submission=sub):
+        shown = [i.question for i in hit.items.order_by("position", "pk")]
+        assert max(q.pk for q in shown if q.control_answer is None) < max(q.pk for q in shown)
+        data = task_data("relation", shown)
+        assert [item["id"] for item in data["questions"]] == list(range(len(shown)))
+        truth = {q.pk: list(q.control_answer) if q.control_answer is not None
+                 else [PREDICATE[by_pair[q.pair_id]]] for q in shown}
+        submit_assignment(hit=hit, worker=worker_for("simulated", "a"),
+                          assignment_id=f"a-{hit.pk}",
+                          answers=[AnswerIn(n, tuple(truth[q.pk])) for n, q in enumerate(shown)])
+        assert dict(Response.objects.filter(assignment__hit=hit).values_list(
+            "question_id", "choices")) == truth
+    quality_workers.update_worker_quality()
+    worker = CrowdWorker.objects.get(external_id="a")
+    assert (worker.control_answers, worker.control_right) == (3, 3)
 
 
 def test_spammer_blocked_on_controls_and_controls_never_become_labels(

@@ -196,6 +196,28 @@ def test_another_workers_assignment_and_replays(crowd, fake,
     assert Assignment.objects.count() == 1 and Response.objects.count() == 3
 
 
+def test_answers_keyed_as_the_page_numbers_them_count_on_the_questions_shown(
+        crowd, fake, django_capture_on_commit_callbacks) -> None:
+    """The page numbers a HIT's questions 0, 1, … (never by id: a control's id gives it
+    away); its post and MTurk's copy, keyed so, count on the questions shown."""
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    shown = [i.question for i in hit.items.select_related("question__pair")
+             .order_by("position", "pk")]
+    page = crowd.client.get(f"/annotate/hit/{hit.pk}/", {
+        "assignmentId": "A1", "hitId": hit.external_id, "workerId": "AHONEST1",
+        "turkSubmitTo": SANDBOX}).content.decode()
+    assert [q["id"] for q in json.loads(page.split('id="task-data" type="application/json">')[1]
+                                        .split("</script>")[0])["questions"]] == [0, 1, 2]
+    answers = [{"question": n, "choices": TRUTH[q.pair.object_type]}
+               for n, q in enumerate(shown)]
+    crowd.work(hit, "AHONEST1", answers)
+    crowd.sync()
+    post = PagePost.objects.get()
+    assert (post.state, post.note) == (PagePostState.CONFIRMED, "")
+    assert dict(Response.objects.values_list("question_id", "choices")) == {
+        q.pk: TRUTH[q.pair.object_type] for q in shown}
+
+
 def test_answers_after_a_hit_is_full(crowd, fake, django_capture_on_commit_callbacks) -> None:
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
     with pytest.MonkeyPatch.context() as mp:
