@@ -120,11 +120,10 @@ def accept_record(hit: Hit, record: mturk.AssignmentRecord, result: SyncResult |
     if assignment is None:
         worker = worker_for(Backend.MTURK, record.worker_id)
         try:
-            raw = answers_from_record(record)
-            answers = from_page(hit, raw)  # keyed by question id, as the page posts are kept
+            answers = from_page(hit, answers_from_record(record))
             assignment = submit_assignment(hit=hit, worker=worker,
                                            assignment_id=record.assignment_id,
-                                           answers=raw, source=source)
+                                           answers=answers, source=source)
             result.reconciled += 1
         except IntakeError as exc:
             answers = None

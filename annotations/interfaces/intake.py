@@ -163,18 +163,26 @@ def page_order(hit: Hit) -> list[int]:
 
 def from_page(hit: Hit, answers: list[AnswerIn]) -> list[AnswerIn]:
     """Answers keyed by question ids, from answers keyed as the task page numbers the
-    HIT's questions: 0, 1, … in page order (`page_order`).
+    HIT's questions: 0, 1, … in page order (`page_order`). For what comes from outside
+    (page posts, MTurk's copy); the simulated crowd calls the intake with ids.
 
     The page never shows question ids: control questions are created after a batch's
-    test questions, so their larger ids would tell a worker which ones they are.
-    Answers already keyed by question ids (the simulated crowd; a page loaded before
-    this numbering) pass unchanged: a full set of ids is never all below the number of
-    questions, as the set 0 … n−1 holds 0, which no question id is.
+    test questions, so their larger ids would tell a worker which ones they are. Hence
+    no error here names an id, and answers keyed by ids pass only as exactly this
+    HIT's full set (a page loaded before this numbering): a guess at one id learns
+    nothing. That set is never 0 … n−1 (no question id is 0).
     """
     order = page_order(hit)
-    if not answers or not all(0 <= a.question_id < len(order) for a in answers):
+    if sorted(a.question_id for a in answers) == sorted(order):
         return answers
-    return [dataclasses.replace(a, question_id=order[a.question_id]) for a in answers]
+    out = []
+    for i, a in enumerate(answers):
+        if not 0 <= a.question_id < len(order):
+            raise IntakeError(f"answers[{i}].question: {a.question_id} is not a question of "
+                              f"this task (they are numbered 0 to {len(order) - 1})",
+                              f"answers[{i}].question")
+        out.append(dataclasses.replace(a, question_id=order[a.question_id]))
+    return out
 
 
 def allowed_choices(question: Question) -> set[str]:
@@ -354,16 +362,19 @@ def _same_answers(assignment: Assignment, answers: Iterable[AnswerIn]) -> bool:
 def _check_answers(hit: Hit, answers: list[AnswerIn]) -> dict[int, Question]:
     """Every question of the HIT answered exactly once, each answer well-formed."""
     items = {hq.question_id: hq.question for hq in
-             hit.items.select_related("question__pair", "question__document")}
+             hit.items.select_related("question__pair", "question__document")
+             .order_by("position", "pk")}  # page_order
     given = [a.question_id for a in answers]
     if len(set(given)) != len(given):
         raise IntakeError("a question is answered twice", "answers")
-    missing = set(items) - set(given)
     extra = set(given) - set(items)
     if extra:
         raise IntakeError(f"question {min(extra)} is not part of this HIT", "answers")
+    # Named by its place on the page: its id would tell a control (see from_page).
+    missing = [n for n, qid in enumerate(items) if qid not in set(given)]
     if missing:
-        raise IntakeError(f"question {min(missing)} of this HIT has no answer", "answers")
+        raise IntakeError(f"question {missing[0] + 1} of {len(items)} (numbered "
+                          f"{missing[0]} in the answers) has no answer", "answers")
     for i, answer in enumerate(answers):
         _check_choices(items[answer.question_id], answer, f"answers[{i}].choices")
     return items
@@ -391,7 +402,6 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
                           "assignmentId")
     with transaction.atomic():
         locked = Hit.objects.select_for_update().get(pk=hit.pk)
-        answers = from_page(locked, answers)
         existing = Assignment.objects.filter(external_id=assignment_id).first()
         if existing is not None:
             if existing.hit_id != locked.pk or existing.worker_id != worker.pk:

@@ -43,6 +43,7 @@ from . import taskdata
 from .candidates import MentionSpan, document_pairs
 from .intake import (
     IntakeError,
+    from_page,
     parse_answers,
     receive_page_post,
     submit_assignment,
@@ -334,7 +335,7 @@ def _local_answers(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse:
         return _json_error("your account may not take in-house tasks", "user", 403)
     try:
         worker = worker_for(Backend.LOCAL, local_worker_id(user), user)
-        answers = parse_answers(body)
+        answers = from_page(hit, parse_answers(body))
         submit_assignment(hit=hit, worker=worker, assignment_id=local_assignment_id(hit, user),
                           answers=answers, source="intake")
     except IntakeError as exc:

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.crowd import controls, workers
-from annotations.interfaces.intake import AnswerIn, submit_assignment, worker_for
+from annotations.interfaces.intake import AnswerIn, from_page, submit_assignment, worker_for
 from annotations.interfaces.views import task_data
 from annotations.models import (
     CrowdWorker,
@@ -114,9 +114,9 @@ def test_the_page_numbers_questions_so_controls_cannot_be_told_apart(world) -> N
         assert [item["id"] for item in data["questions"]] == list(range(len(shown)))
         truth = {q.pk: list(q.control_answer) if q.control_answer is not None
                  else [PREDICATE[by_pair[q.pair_id]]] for q in shown}
+        keyed = [AnswerIn(n, tuple(truth[q.pk])) for n, q in enumerate(shown)]
         submit_assignment(hit=hit, worker=worker_for("simulated", "a"),
-                          assignment_id=f"a-{hit.pk}",
-                          answers=[AnswerIn(n, tuple(truth[q.pk])) for n, q in enumerate(shown)])
+                          assignment_id=f"a-{hit.pk}", answers=from_page(hit, keyed))
         assert dict(Response.objects.filter(assignment__hit=hit).values_list(
             "question_id", "choices")) == truth
     quality_workers.update_worker_quality()

@@ -272,7 +272,8 @@ def test_refused_work_is_rejected_with_a_reason_and_replaced(
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
     made_up = choices(hit, lambda q: ["per:made_up_relation"])
     bad = submit_on_mturk(fake, hit, "AMADEUP1", made_up)
-    short = submit_on_mturk(fake, hit, "ASHORT1", choices(hit)[:2])
+    short = submit_on_mturk(fake, hit, "ASHORT1", [  # as the page numbers them, one short
+        {"question": n, "choices": ["no_relation"]} for n in range(2)])
     result = crowd.sync()
     assert (result.refused, result.replaced) == (2, 2)
     assert fake.assignment_status(bad) == fake.assignment_status(short) == "Rejected"

@@ -127,8 +127,8 @@ def test_unstorable_choices_on_a_confirmed_assignment_are_refused(client, choice
 @pytest.mark.django_db
 @pytest.mark.parametrize(("change", "field"), [
     (lambda a: a[0].update(choices=["per:made_up"]), "answers[0].choices"),
-    (lambda a: a[0].update(question=10**6), "answers"),
-    (lambda a: a.pop(), "answers"),
+    (lambda a: a[0].update(question=10**6), "answers[0].question"),
+    (lambda a: a.pop(), "answers[0].question"),
 ])
 def test_replays_on_a_confirmed_assignment_are_checked_like_any_post(client, change,
                                                                      field) -> None:
@@ -142,3 +142,22 @@ def test_replays_on_a_confirmed_assignment_are_checked_like_any_post(client, cha
     assert (response.status_code, response.json()["field"]) == (400, field)
     assert not PagePost.objects.exists()
     assert post(client, hit, mturk_body(hit, relation_answers(hit))).status_code == 200
+
+
+@pytest.mark.django_db
+def test_errors_never_name_a_question_id(client) -> None:
+    """The page numbers its questions 0, 1, … so that a control's id cannot give it
+    away; no refusal may name an id either, or a worker could probe for them."""
+    hit = relation_hit()
+    qids = list(hit.items.order_by("position", "pk").values_list("question_id", flat=True))
+    one = {"choices": ["no_relation"]}
+    guessed = post(client, hit, mturk_body(hit, [{"question": qids[1], **one}])).json()
+    wrong = post(client, hit, mturk_body(hit, [{"question": 10**6, **one}])).json()
+    assert guessed["field"] == wrong["field"] == "answers[0].question"
+    assert guessed["error"].replace(str(qids[1]), "X") == wrong["error"].replace(
+        str(10**6), "X")
+    short = post(client, hit, mturk_body(hit, [{"question": 0, **one}]))
+    assert short.status_code == 400
+    assert short.json()["error"] == ("question 2 of 2 (numbered 1 in the answers) has no "
+                                     "answer")
+    assert not PagePost.objects.exists()
