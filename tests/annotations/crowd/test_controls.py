@@ -15,6 +15,8 @@ from annotations.crowd import controls, workers
 from annotations.interfaces.intake import AnswerIn, from_page, submit_assignment, worker_for
 from annotations.interfaces.views import task_data
 from annotations.models import (
+    Assignment,
+    AssignmentState,
     CrowdWorker,
     ExhaustiveDocument,
     ExhaustiveStage,
@@ -164,6 +166,31 @@ def test_spammer_blocked_on_controls_and_controls_never_become_labels(
     assert 'id="control-cost"' in page
     body = client.get(reverse("api-submission-scores", args=[sub.pk])).json()
     assert Decimal(body["control_cost_usd"]) == report_page.control_cost(sub)
+
+
+def test_a_spammer_is_rejected_in_hits_holding_a_control(
+        world, settings, django_capture_on_commit_callbacks) -> None:
+    """Clear spam (every answer of the HIT contradicts what is known) is rejected also
+    when one of the HIT's questions is a control, which has a known answer, no label."""
+    settings.KBPO_REJECT_MIN_QUESTIONS = 2
+    sub, pairs = world
+    by_pair = {p.pk: k for k, p in pairs.items()}
+
+    def honest(q: Question) -> list[str]:
+        if q.control_answer is not None:
+            return list(q.control_answer)
+        return [PREDICATE[by_pair[q.pair_id]]]
+
+    for hit in Hit.objects.filter(submission=sub):
+        for name, choose in (("a", honest), ("b", honest),
+                             ("spam", lambda q: ["no_relation"])):
+            with django_capture_on_commit_callbacks(execute=True):
+                answer(hit, name, choose)
+    states = {(w, s) for w, s in Assignment.objects.values_list("worker__external_id",
+                                                                "state")}
+    assert states == {("a", AssignmentState.APPROVED), ("b", AssignmentState.APPROVED),
+                      ("spam", AssignmentState.REJECTED)}
+    assert Assignment.objects.filter(worker__external_id="spam").count() == 3
 
 
 def test_pool_knows_absent_relations_and_skips_tested_pairs(world) -> None:
