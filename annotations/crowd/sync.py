@@ -66,6 +66,9 @@ class SyncResult:
 
 def answers_from_record(record: mturk.AssignmentRecord) -> list[AnswerIn]:
     """The intake answers inside an MTurk assignment's answer XML."""
+    if record.answer_error:
+        raise IntakeError(f"MTurk's copy of the answer could not be read "
+                          f"({record.answer_error})", ANSWER_FIELD)
     values = record.answers.get(ANSWER_FIELD) or []
     if not values:
         raise IntakeError(f"the MTurk answer has no '{ANSWER_FIELD}' field", ANSWER_FIELD)
