@@ -347,9 +347,15 @@ def _local_answers(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse:
 
 
 def next_local_hit(user: Any) -> Hit | None:
-    """The oldest open local HIT this user has not answered and that still needs answers."""
+    """The oldest open local HIT this user has not answered and that still needs answers.
+
+    A HIT holding a question the user answered elsewhere (a re-grouped question) is
+    skipped: the intake refuses a second answer to a question, so offering it would
+    send the user back to the same refused task on every "Next task".
+    """
     return (Hit.objects.filter(backend=Backend.LOCAL, state=HitState.POSTED)
             .exclude(assignments__worker__user=user)
+            .exclude(items__question__responses__worker__user=user)
             .annotate(n_done=Count("assignments"))
             .filter(n_done__lt=F("max_assignments"))
             .order_by("created_at", "pk").first())

@@ -12,6 +12,7 @@ from annotations.models import (
     Assignment,
     Backend,
     CrowdWorker,
+    HitQuestion,
     HitState,
     PagePost,
     Response,
@@ -254,6 +255,20 @@ def test_local_hit_takes_no_more_answers_than_its_slots() -> None:
     assert Assignment.objects.filter(hit=first).count() == 1
     assert Response.objects.filter(assignment__hit=first).count() == 2   # anna's two
     assert config(client.get(page_url(first)))["mode"] == "closed"
+
+
+@pytest.mark.django_db
+def test_next_task_skips_a_hit_with_a_question_already_answered(client) -> None:
+    """A question re-grouped into a new in-house HIT: who answered it in the first HIT
+    cannot answer it again, so the queue must not send them there (it did, forever)."""
+    first, second = local_hits()
+    HitQuestion.objects.create(hit=second, question=first.items.order_by("position")[0]
+                               .question, position=1)
+    client.force_login(annotator())
+    assert post(client, first, {"answers": relation_answers(first)}).status_code == 200
+    response = client.get("/annotate/next/")
+    assert response.status_code == 200
+    assert "No in-house task is waiting" in response.content.decode()
 
 
 @pytest.mark.django_db
