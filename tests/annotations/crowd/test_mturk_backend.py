@@ -19,6 +19,7 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
+    SubmissionBudget,
 )
 from estimation import planning
 from submissions.models import State
@@ -199,6 +200,22 @@ def test_unreadable_answer_xml_is_refused_without_stopping_the_sync(
     assert "could not be read" in fake.assignments[bad].feedback
     assert Assignment.objects.get(external_id=good).responses.count() == hit.items.count()
     assert not Assignment.objects.get(external_id=bad).responses.exists()
+
+
+def test_rejected_garbage_holds_no_budget(posted, fake) -> None:
+    """Work we reject is never paid, and its slot is replaced: the HIT's estimate grows
+    by one slot while the rejected one is released. A budget that just covers the HIT
+    keeps replacing slots burnt by garbage (each held a slot's price until the HIT
+    ended: here the first replacement was refused; a few cheaters stalled a budget)."""
+    sub, hit = posted
+    committed = budget.spend(sub).committed
+    SubmissionBudget.objects.create(submission=sub, cap_usd=committed)
+    for i in range(3):
+        fake.worker_submits(hit.external_id, f"AGARBAGE{i}", {"answers": "not json"})
+        result = periodic.sync_all()
+        assert (result.refused, result.replaced, result.errors) == (1, 1, [])
+    assert Hit.objects.get(pk=hit.pk).max_assignments == 6
+    assert budget.spend(sub).committed == committed
 
 
 def test_tie_adds_an_assignment_on_mturk_once(posted, fake,
