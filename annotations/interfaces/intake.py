@@ -411,6 +411,9 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
                 raise IntakeError("this assignment was already submitted with other answers",
                                   "answers", status=409, code="conflict")
             return existing  # a repeated POST: nothing new
+        # Malformed work is the worker's fault whatever else holds: checked before the
+        # refusals that are ours (closed, blocked, repeat), which MTurk work is paid for.
+        items = _check_answers(locked, answers)
         _check_open(locked)
         if worker.blocked:
             raise IntakeError("this worker may no longer answer our tasks", "workerId",
@@ -424,7 +427,6 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
             # for its HITs): more answers would be counted and paid beyond its cost.
             raise IntakeError("this task already has all the answers it needs; take the "
                               "next one from “Next task”", "hitId", status=409, code="closed")
-        items = _check_answers(locked, answers)
         try:
             with transaction.atomic():
                 assignment = Assignment.objects.create(

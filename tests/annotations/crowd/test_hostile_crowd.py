@@ -23,6 +23,7 @@ from annotations.crowd import backends, periodic, sync
 from annotations.models import (
     Assignment,
     AssignmentState,
+    CrowdWorker,
     Hit,
     HitState,
     PagePost,
@@ -296,6 +297,30 @@ def test_refused_work_is_rejected_with_a_reason_and_replaced(
         review.grant_bonus(Assignment.objects.get(worker__external_id="AMADEUP1"),
                            Decimal("0.10"), "nice try")
     assert not fake.calls_of("SendBonus")
+
+
+@pytest.mark.parametrize("why", ["blocked", "closed"])
+def test_malformed_work_is_rejected_even_when_the_refusal_would_be_ours(
+        crowd, fake, django_capture_on_commit_callbacks, why) -> None:
+    """A blocked worker, or one whose HIT closed, is paid for work we cannot count (our
+    fault) — but not for a made-up label or a left-out question: that is theirs, and
+    was approved and paid because the intake refused on the first reason it found."""
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    fake.worker_accepts(hit.external_id, "ABAD1")
+    fake.worker_accepts(hit.external_id, "AFAIR1")
+    if why == "blocked":
+        CrowdWorker.objects.create(backend="mturk", external_id="ABAD1", blocked=True)
+        CrowdWorker.objects.create(backend="mturk", external_id="AFAIR1", blocked=True)
+    else:
+        Hit.objects.filter(pk=hit.pk).update(state=HitState.EXPIRED)
+    bad = submit_on_mturk(fake, hit, "ABAD1", choices(hit, lambda q: ["per:made_up"]))
+    fair = submit_on_mturk(fake, hit, "AFAIR1", choices(hit))
+    crowd.sync()
+    assert (fake.assignment_status(bad), fake.assignment_status(fair)) == (
+        "Rejected", "Approved")
+    assert "'per:made_up' is not an option" in fake.assignments[bad].feedback
+    assert Assignment.objects.get(external_id=bad).paid == 0
+    assert not Response.objects.exists()
 
 
 def test_the_same_worker_twice_is_paid_but_not_counted(
