@@ -28,7 +28,15 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 
-from annotations.models import Backend, GoldMention, Hit, HitState, Question, TaskKind
+from annotations.models import (
+    Backend,
+    CrowdWorker,
+    GoldMention,
+    Hit,
+    HitState,
+    Question,
+    TaskKind,
+)
 from kbpo.core import security
 from kbpo.core.models import Corpus, Document
 from submissions.models import (
@@ -86,6 +94,17 @@ def local_worker_id(user: Any) -> str:
 
 def local_assignment_id(hit: Hit, user: Any) -> str:
     return f"local-{hit.pk}-{user.pk}"
+
+
+BLOCKED_MESSAGE = ("An operator blocked your in-house annotations: these tasks no longer "
+                   "take your answers. Ask an operator if you think this is a mistake.")
+
+
+def local_worker_blocked(user: Any) -> bool:
+    """Whether the user's in-house worker is blocked: the intake refuses its answers, so
+    its pages are read-only and the queue offers it nothing (no work done in vain)."""
+    return CrowdWorker.objects.filter(backend=Backend.LOCAL, external_id=local_worker_id(user),
+                                      blocked=True).exists()
 
 
 # --- Building page data -----------------------------------------------------------------
@@ -210,7 +229,9 @@ def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
                                "to grant the “Can take in-house annotation tasks” "
                                "permission.", 403)
         config.update(mode="local", csrf=get_token(request), next_url=reverse("annotate-next"))
-        if hit.assignments.filter(worker__user=request.user).exists():
+        if local_worker_blocked(request.user):
+            config.update(mode="closed", message=BLOCKED_MESSAGE)
+        elif hit.assignments.filter(worker__user=request.user).exists():
             config.update(mode="closed", message="You already answered this task. "
                                                  "Take the next one from “Next task”.")
         elif hit.assignments.filter(refusal="").count() >= hit.max_assignments:
@@ -366,6 +387,9 @@ def next_local_hit(user: Any) -> Hit | None:
 def next_task(request: HttpRequest) -> HttpResponse:
     if not request.user.has_perm(LOCAL_PERMISSION):
         return render(request, "annotations/index.html", {"forbidden": True}, status=403)
+    if local_worker_blocked(request.user):
+        return render(request, "annotations/index.html", {"blocked": BLOCKED_MESSAGE},
+                      status=403)
     hit = next_local_hit(request.user)
     if hit is not None:
         return redirect("annotate-hit", hit_id=hit.pk)

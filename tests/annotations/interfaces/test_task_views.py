@@ -272,6 +272,22 @@ def test_next_task_skips_a_hit_with_a_question_already_answered(client) -> None:
 
 
 @pytest.mark.django_db
+def test_a_blocked_in_house_annotator_gets_no_tasks(client) -> None:
+    """Blocked, the intake refuses the annotator's answers; the queue sent them to one
+    task after another all the same, each answered in vain."""
+    first, _ = local_hits()
+    user = annotator()
+    CrowdWorker.objects.create(backend=Backend.LOCAL, external_id=f"user-{user.pk}",
+                               user=user, blocked=True, blocked_reason="spam")
+    client.force_login(user)
+    response = client.get("/annotate/next/")
+    assert response.status_code == 403
+    assert "blocked your in-house annotations" in response.content.decode()
+    assert config(client.get(page_url(first)))["mode"] == "closed"
+    assert post(client, first, {"answers": relation_answers(first)}).status_code == 403
+
+
+@pytest.mark.django_db
 def test_next_task_queue(client) -> None:
     first, second = local_hits()
     client.force_login(make_user("researcher"))
