@@ -99,17 +99,22 @@ def spend(submission: object | None = None) -> Spend:
     rows = hits.filter(Q(state__in=(*LIVE_STATES, *FINISHED_STATES))
                        | Q(state=HitState.PENDING, request_token__isnull=False)).annotate(
         n_live=Count("assignments", filter=~Q(assignments__state=AssignmentState.REJECTED)),
+        n_rejected=Count("assignments", filter=Q(assignments__state=AssignmentState.REJECTED)),
         n_approved=Count("assignments", filter=Q(assignments__state=AssignmentState.APPROVED)),
     ).values_list("backend", "reward", "max_assignments", "cost_estimate", "state", "n_live",
-                  "n_approved")
+                  "n_rejected", "n_approved")
     spent = committed = ZERO
-    for backend, reward, max_assignments, estimate, state, n_live, n_approved in rows:
+    for (backend, reward, max_assignments, estimate, state, n_live, n_rejected,
+         n_approved) in rows:
         unit = unit_cost(backend, reward, max_assignments)
         spent += unit * n_approved
         if state in FINISHED_STATES:
             committed += unit * n_live
         else:
-            committed += max(estimate, unit * n_live)
+            # A slot used by rejected work is never paid; the slot replacing it is in the
+            # estimate. Left in, every garbage submission would hold one more slot's
+            # price until the HIT ends, and a few cheaters could exhaust a budget.
+            committed += max(estimate - unit * n_rejected, unit * n_live)
     for backend, amount, paid_at in bonuses.values_list("assignment__hit__backend", "amount",
                                                         "paid_at"):
         cost = bonus_cost(backend, amount)

@@ -2,11 +2,13 @@
 relation HITs so that every worker is measured against the truth.
 
 A control is an ordinary relation `Question` with `control_answer` set; the task page
-renders it like any other question (it has a pair and a position), so the worker cannot
-tell. Its answers feed the quality pass (per-worker control accuracy, the worker
-model's anchoring) and never become a `PairLabel` (labels.aggregate completes it
-without one). Controls are drawn from mention pairs in completely annotated exhaustive
-documents that no test question ever asked about, so no answer counts twice.
+renders it like any other question (it has a pair and a position; the page numbers
+questions by position, never by id, as controls are created after their batch's test
+questions and their ids would tell), so the worker cannot tell. Its answers feed the
+quality pass (per-worker control accuracy, the worker model's anchoring) and never
+become a `PairLabel` (labels.aggregate completes it without one). Controls are drawn
+from mention pairs in completely annotated exhaustive documents that no test question
+ever asked about, so no answer counts twice.
 """
 
 from __future__ import annotations

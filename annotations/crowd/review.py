@@ -88,6 +88,10 @@ def spam_reason(assignment: Assignment) -> str | None:
     labels = dict(PairLabel.objects.filter(
         question_id__in=[r.question_id for r in responses]).values_list("question_id",
                                                                        "predicates"))
+    # A control question never gets a label; its known answer stands in (without it,
+    # a HIT holding a control could never be found to be spam).
+    labels.update({r.question_id: r.question.control_answer for r in responses
+                   if r.question.control_answer is not None})
     if len(labels) < len(responses):
         return None  # some questions were labelled through another question: be lenient
     if any(sorted(r.choices) == sorted(labels[r.question_id]) for r in responses):

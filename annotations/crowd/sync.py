@@ -27,6 +27,7 @@ from django.utils import timezone
 from annotations.interfaces.intake import (
     AnswerIn,
     IntakeError,
+    from_page,
     parse_answers,
     submit_assignment,
     worker_for,
@@ -65,6 +66,9 @@ class SyncResult:
 
 def answers_from_record(record: mturk.AssignmentRecord) -> list[AnswerIn]:
     """The intake answers inside an MTurk assignment's answer XML."""
+    if record.answer_error:
+        raise IntakeError(f"MTurk's copy of the answer could not be read "
+                          f"({record.answer_error})", ANSWER_FIELD)
     values = record.answers.get(ANSWER_FIELD) or []
     if not values:
         raise IntakeError(f"the MTurk answer has no '{ANSWER_FIELD}' field", ANSWER_FIELD)
@@ -119,7 +123,7 @@ def accept_record(hit: Hit, record: mturk.AssignmentRecord, result: SyncResult |
     if assignment is None:
         worker = worker_for(Backend.MTURK, record.worker_id)
         try:
-            answers = answers_from_record(record)
+            answers = from_page(hit, answers_from_record(record))
             assignment = submit_assignment(hit=hit, worker=worker,
                                            assignment_id=record.assignment_id,
                                            answers=answers, source=source)

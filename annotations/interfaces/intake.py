@@ -11,7 +11,9 @@ HIT is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -22,12 +24,14 @@ from django.utils import timezone
 from annotations.models import (
     Assignment,
     AssignmentState,
+    Backend,
     CrowdWorker,
     Hit,
     HitState,
     PagePost,
     PagePostState,
     Question,
+    Refusal,
     Response,
     TaskKind,
 )
@@ -41,6 +45,9 @@ answers_stored = Signal()
 page_post_received = Signal()
 
 MAX_EXTRA_BYTES = 200_000
+# MTurk's AssignmentId (botocore's EntityId: 1–64 capital letters and digits). Any
+# other id is made up, and asking MTurk about it fails as a malformed request.
+MTURK_ASSIGNMENT_ID = re.compile(r"[A-Z0-9]{1,64}")
 
 
 class IntakeError(Exception):
@@ -130,6 +137,9 @@ def parse_answers(payload: object) -> list[AnswerIn]:
                 or not all(isinstance(c, str) for c in choices)):
             raise IntakeError(f"{where}.choices: expected a non-empty list of relation names",
                               f"{where}.choices")
+        # Checked here, not only against the offered options: a post on an assignment
+        # MTurk already confirmed is kept without that check.
+        _check_storable(choices, f"{where}.choices")
         extra = item.get("extra", {})
         if isinstance(extra, dict):
             _check_storable(extra, f"{where}.extra")
@@ -143,6 +153,35 @@ def parse_answers(payload: object) -> list[AnswerIn]:
                               f"{where}.seconds")
         out.append(AnswerIn(qid, tuple(sorted(set(choices))), extra,
                             float(seconds) if seconds is not None else None))
+    return out
+
+
+def page_order(hit: Hit) -> list[int]:
+    """The HIT's question ids in the order its task page shows them."""
+    return list(hit.items.order_by("position", "pk").values_list("question_id", flat=True))
+
+
+def from_page(hit: Hit, answers: list[AnswerIn]) -> list[AnswerIn]:
+    """Answers keyed by question ids, from answers keyed as the task page numbers the
+    HIT's questions: 0, 1, … in page order (`page_order`). For what comes from outside
+    (page posts, MTurk's copy); the simulated crowd calls the intake with ids.
+
+    The page never shows question ids: control questions are created after a batch's
+    test questions, so their larger ids would tell a worker which ones they are. Hence
+    no error here names an id, and answers keyed by ids pass only as exactly this
+    HIT's full set (a page loaded before this numbering): a guess at one id learns
+    nothing. That set is never 0 … n−1 (no question id is 0).
+    """
+    order = page_order(hit)
+    if sorted(a.question_id for a in answers) == sorted(order):
+        return answers
+    out = []
+    for i, a in enumerate(answers):
+        if not 0 <= a.question_id < len(order):
+            raise IntakeError(f"answers[{i}].question: {a.question_id} is not a question of "
+                              f"this task (they are numbered 0 to {len(order) - 1})",
+                              f"answers[{i}].question")
+        out.append(dataclasses.replace(a, question_id=order[a.question_id]))
     return out
 
 
@@ -323,16 +362,19 @@ def _same_answers(assignment: Assignment, answers: Iterable[AnswerIn]) -> bool:
 def _check_answers(hit: Hit, answers: list[AnswerIn]) -> dict[int, Question]:
     """Every question of the HIT answered exactly once, each answer well-formed."""
     items = {hq.question_id: hq.question for hq in
-             hit.items.select_related("question__pair", "question__document")}
+             hit.items.select_related("question__pair", "question__document")
+             .order_by("position", "pk")}  # page_order
     given = [a.question_id for a in answers]
     if len(set(given)) != len(given):
         raise IntakeError("a question is answered twice", "answers")
-    missing = set(items) - set(given)
     extra = set(given) - set(items)
     if extra:
         raise IntakeError(f"question {min(extra)} is not part of this HIT", "answers")
+    # Named by its place on the page: its id would tell a control (see from_page).
+    missing = [n for n, qid in enumerate(items) if qid not in set(given)]
     if missing:
-        raise IntakeError(f"question {min(missing)} of this HIT has no answer", "answers")
+        raise IntakeError(f"question {missing[0] + 1} of {len(items)} (numbered "
+                          f"{missing[0]} in the answers) has no answer", "answers")
     for i, answer in enumerate(answers):
         _check_choices(items[answer.question_id], answer, f"answers[{i}].choices")
     return items
@@ -369,6 +411,9 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
                 raise IntakeError("this assignment was already submitted with other answers",
                                   "answers", status=409, code="conflict")
             return existing  # a repeated POST: nothing new
+        # Malformed work is the worker's fault whatever else holds: checked before the
+        # refusals that are ours (closed, blocked, repeat), which MTurk work is paid for.
+        items = _check_answers(locked, answers)
         _check_open(locked)
         if worker.blocked:
             raise IntakeError("this worker may no longer answer our tasks", "workerId",
@@ -376,7 +421,12 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
         if Assignment.objects.filter(hit=locked, worker=worker).exists():
             raise IntakeError("this worker already answered this HIT", "workerId", status=409,
                               code="repeat")
-        items = _check_answers(locked, answers)
+        if (locked.backend != Backend.MTURK and locked.assignments.filter(
+                refusal=Refusal.NONE).count() >= locked.max_assignments):
+            # On our own site nothing else keeps a HIT to its slots (MTurk does that
+            # for its HITs): more answers would be counted and paid beyond its cost.
+            raise IntakeError("this task already has all the answers it needs; take the "
+                              "next one from “Next task”", "hitId", status=409, code="closed")
         try:
             with transaction.atomic():
                 assignment = Assignment.objects.create(
@@ -406,13 +456,17 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
     if not valid_external_id(assignment_id):
         raise IntakeError("an assignment id (1–64 printable characters) is required",
                           "assignmentId")
+    if not MTURK_ASSIGNMENT_ID.fullmatch(assignment_id):
+        raise IntakeError("assignmentId is not an MTurk assignment id (capital letters and "
+                          "digits); open this HIT from Mechanical Turk", "assignmentId")
     if not valid_external_id(worker_id):
         raise IntakeError("a worker id (1–64 printable characters) is required", "workerId")
     answers = parse_answers(payload)
-    clean = {"answers": [{"question": a.question_id, "choices": list(a.choices),
-                          "extra": a.extra, "seconds": a.seconds} for a in answers]}
     with transaction.atomic():
         locked = Hit.objects.select_for_update().get(pk=hit.pk)
+        answers = from_page(locked, answers)
+        clean = {"answers": [{"question": a.question_id, "choices": list(a.choices),
+                              "extra": a.extra, "seconds": a.seconds} for a in answers]}
         confirmed = Assignment.objects.filter(external_id=assignment_id).select_related(
             "worker").first()
         if confirmed is not None:
@@ -420,6 +474,9 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             if confirmed.hit_id != locked.pk or confirmed.worker.external_id != worker_id:
                 raise IntakeError("this assignment belongs to another HIT or worker",
                                   "assignmentId", status=403, code="conflict")
+            # The same checks as any post: a replay with answers to questions of other
+            # HITs or made-up labels is refused, not kept as this assignment's post.
+            _check_answers(locked, answers)
             post, _ = PagePost.objects.get_or_create(
                 hit=locked, assignment_external_id=assignment_id,
                 worker_external_id=worker_id, defaults={
@@ -439,7 +496,7 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             if Response.objects.filter(worker=worker,
                                        question__hit_items__hit=locked).exists():
                 raise IntakeError(REPEAT_MESSAGE, "answers", status=409, code="repeat")
-        if locked.assignments.filter(refusal="").count() >= locked.max_assignments:
+        if locked.assignments.filter(refusal=Refusal.NONE).count() >= locked.max_assignments:
             raise IntakeError("this HIT already has all the answers it needs; please return "
                               "it", "hitId", status=409, code="closed")
         _check_answers(locked, answers)

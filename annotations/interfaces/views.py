@@ -28,7 +28,15 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST, require_safe
 
-from annotations.models import Backend, GoldMention, Hit, HitState, Question, TaskKind
+from annotations.models import (
+    Backend,
+    CrowdWorker,
+    GoldMention,
+    Hit,
+    HitState,
+    Question,
+    TaskKind,
+)
 from kbpo.core import security
 from kbpo.core.models import Corpus, Document
 from submissions.models import (
@@ -43,6 +51,7 @@ from . import taskdata
 from .candidates import MentionSpan, document_pairs
 from .intake import (
     IntakeError,
+    from_page,
     parse_answers,
     receive_page_post,
     submit_assignment,
@@ -87,6 +96,17 @@ def local_assignment_id(hit: Hit, user: Any) -> str:
     return f"local-{hit.pk}-{user.pk}"
 
 
+BLOCKED_MESSAGE = ("An operator blocked your in-house annotations: these tasks no longer "
+                   "take your answers. Ask an operator if you think this is a mistake.")
+
+
+def local_worker_blocked(user: Any) -> bool:
+    """Whether the user's in-house worker is blocked: the intake refuses its answers, so
+    its pages are read-only and the queue offers it nothing (no work done in vain)."""
+    return CrowdWorker.objects.filter(backend=Backend.LOCAL, external_id=local_worker_id(user),
+                                      blocked=True).exists()
+
+
 # --- Building page data -----------------------------------------------------------------
 
 
@@ -113,10 +133,12 @@ def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
                                entity.link)
 
 
-def relation_items(questions: list[Question], among: QuerySet | None = None) -> list[dict]:
+def relation_items(questions: list[Question], among: QuerySet | None = None,
+                   ids: list[int] | None = None) -> list[dict]:
+    """The page's items for these questions, numbered by `ids` (default: their pks)."""
     views: dict[int, taskdata.DocView] = {}
     out = []
-    for q in questions:
+    for n, q in enumerate(questions):
         pair = q.pair
         if pair is None:
             raise ValueError(f"relation question {q.pk} has no mention pair")
@@ -124,7 +146,7 @@ def relation_items(questions: list[Question], among: QuerySet | None = None) -> 
             views[pair.document_id] = taskdata.DocView.from_document(pair.document)
         sub = q.requested_by_id
         out.append(taskdata.relation_item(
-            q.pk, views[pair.document_id],
+            q.pk if ids is None else ids[n], views[pair.document_id],
             (pair.subject_begin, pair.subject_end, pair.subject_type),
             (pair.object_begin, pair.object_end, pair.object_type),
             _entity_info(sub, pair, pair.subject_begin, pair.subject_end, among),
@@ -133,9 +155,14 @@ def relation_items(questions: list[Question], among: QuerySet | None = None) -> 
 
 
 def task_data(kind: str, questions: list[Question]) -> dict:
-    """The JSON a task page renders, for the questions of one HIT."""
+    """The JSON a task page renders, for the questions of one HIT in page order
+    (`intake.page_order`).
+
+    Relation questions are numbered 0, 1, … in that order, never by their ids: a
+    control question's id would give it away (`intake.from_page` maps answers back).
+    """
     if kind == TaskKind.RELATION:
-        return {"questions": relation_items(questions)}
+        return {"questions": relation_items(questions, ids=list(range(len(questions))))}
     if len(questions) != 1 or questions[0].document is None:
         raise ValueError("a document task HIT holds exactly one question with a document")
     q = questions[0]
@@ -202,9 +229,14 @@ def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
                                "to grant the “Can take in-house annotation tasks” "
                                "permission.", 403)
         config.update(mode="local", csrf=get_token(request), next_url=reverse("annotate-next"))
-        if hit.assignments.filter(worker__user=request.user).exists():
+        if local_worker_blocked(request.user):
+            config.update(mode="closed", message=BLOCKED_MESSAGE)
+        elif hit.assignments.filter(worker__user=request.user).exists():
             config.update(mode="closed", message="You already answered this task. "
                                                  "Take the next one from “Next task”.")
+        elif hit.assignments.filter(refusal="").count() >= hit.max_assignments:
+            config.update(mode="closed", message="This task already has all the answers it "
+                                                 "needs. Take the next one from “Next task”.")
     else:
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
@@ -217,7 +249,8 @@ def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
         config.update(mode="closed", message=f"This HIT is {hit.get_state_display()} and "
                                              "takes no more answers.")
     questions = [hq.question for hq in hit.items.select_related(
-        "question__pair__document", "question__pair__sentence", "question__document")]
+        "question__pair__document", "question__pair__sentence", "question__document")
+        .order_by("position", "pk")]  # intake.page_order
     try:
         data = task_data(hit.kind, questions)
     except ValueError as exc:
@@ -323,7 +356,7 @@ def _local_answers(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse:
         return _json_error("your account may not take in-house tasks", "user", 403)
     try:
         worker = worker_for(Backend.LOCAL, local_worker_id(user), user)
-        answers = parse_answers(body)
+        answers = from_page(hit, parse_answers(body))
         submit_assignment(hit=hit, worker=worker, assignment_id=local_assignment_id(hit, user),
                           answers=answers, source="intake")
     except IntakeError as exc:
@@ -335,9 +368,15 @@ def _local_answers(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse:
 
 
 def next_local_hit(user: Any) -> Hit | None:
-    """The oldest open local HIT this user has not answered and that still needs answers."""
+    """The oldest open local HIT this user has not answered and that still needs answers.
+
+    A HIT holding a question the user answered elsewhere (a re-grouped question) is
+    skipped: the intake refuses a second answer to a question, so offering it would
+    send the user back to the same refused task on every "Next task".
+    """
     return (Hit.objects.filter(backend=Backend.LOCAL, state=HitState.POSTED)
             .exclude(assignments__worker__user=user)
+            .exclude(items__question__responses__worker__user=user)
             .annotate(n_done=Count("assignments"))
             .filter(n_done__lt=F("max_assignments"))
             .order_by("created_at", "pk").first())
@@ -348,6 +387,9 @@ def next_local_hit(user: Any) -> Hit | None:
 def next_task(request: HttpRequest) -> HttpResponse:
     if not request.user.has_perm(LOCAL_PERMISSION):
         return render(request, "annotations/index.html", {"forbidden": True}, status=403)
+    if local_worker_blocked(request.user):
+        return render(request, "annotations/index.html", {"blocked": BLOCKED_MESSAGE},
+                      status=403)
     hit = next_local_hit(request.user)
     if hit is not None:
         return redirect("annotate-hit", hit_id=hit.pk)

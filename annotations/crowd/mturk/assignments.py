@@ -24,15 +24,25 @@ class AssignmentRecord:
     submit_time: datetime | None
     answers: dict[str, list[str]] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # Why `Answer` could not be read ("" if it could): the answer of one assignment,
+    # which a worker may hand-craft, must not stop the listing of the others.
+    answer_error: str = ""
 
     @classmethod
     def from_api(cls, data: dict[str, Any]) -> AssignmentRecord:
         answer = data.get("Answer") or ""
+        answers: dict[str, list[str]] = {}
+        error = ""
+        if answer.strip():
+            try:
+                answers = parse_answer_xml(answer)
+            except ValueError as exc:
+                error = str(exc)[:300]
         return cls(
             assignment_id=data["AssignmentId"], worker_id=data["WorkerId"],
             hit_id=data["HITId"], status=data["AssignmentStatus"],
-            submit_time=data.get("SubmitTime"),
-            answers=parse_answer_xml(answer) if answer.strip() else {}, raw=data,
+            submit_time=data.get("SubmitTime"), answers=answers, raw=data,
+            answer_error=error,
         )
 
 

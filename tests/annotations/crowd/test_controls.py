@@ -12,8 +12,11 @@ from django.test import Client
 from django.urls import reverse
 
 from annotations.crowd import controls, workers
+from annotations.interfaces.intake import AnswerIn, from_page, submit_assignment, worker_for
 from annotations.interfaces.views import task_data
 from annotations.models import (
+    Assignment,
+    AssignmentState,
     CrowdWorker,
     ExhaustiveDocument,
     ExhaustiveStage,
@@ -22,6 +25,7 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
+    Response,
 )
 from annotations.quality import workers as quality_workers
 from estimation import planning
@@ -99,6 +103,29 @@ def test_controls_inserted_at_the_share_from_the_gold_and_paid(world) -> None:
     assert sum(h.cost_estimate for h in hits) > 0
 
 
+def test_the_page_numbers_questions_so_controls_cannot_be_told_apart(world) -> None:
+    """Controls are created after the batch's test questions: shown by id, the larger id
+    would give each HIT's control away. The page numbers its questions 0, 1, … and the
+    answers, keyed so, land on the questions shown."""
+    sub, pairs = world
+    by_pair = {p.pk: k for k, p in pairs.items()}
+    for hit in Hit.objects.filter(submission=sub):
+        shown = [i.question for i in hit.items.order_by("position", "pk")]
+        assert max(q.pk for q in shown if q.control_answer is None) < max(q.pk for q in shown)
+        data = task_data("relation", shown)
+        assert [item["id"] for item in data["questions"]] == list(range(len(shown)))
+        truth = {q.pk: list(q.control_answer) if q.control_answer is not None
+                 else [PREDICATE[by_pair[q.pair_id]]] for q in shown}
+        keyed = [AnswerIn(n, tuple(truth[q.pk])) for n, q in enumerate(shown)]
+        submit_assignment(hit=hit, worker=worker_for("simulated", "a"),
+                          assignment_id=f"a-{hit.pk}", answers=from_page(hit, keyed))
+        assert dict(Response.objects.filter(assignment__hit=hit).values_list(
+            "question_id", "choices")) == truth
+    quality_workers.update_worker_quality()
+    worker = CrowdWorker.objects.get(external_id="a")
+    assert (worker.control_answers, worker.control_right) == (3, 3)
+
+
 def test_spammer_blocked_on_controls_and_controls_never_become_labels(
         world, django_capture_on_commit_callbacks) -> None:
     sub, pairs = world
@@ -139,6 +166,31 @@ def test_spammer_blocked_on_controls_and_controls_never_become_labels(
     assert 'id="control-cost"' in page
     body = client.get(reverse("api-submission-scores", args=[sub.pk])).json()
     assert Decimal(body["control_cost_usd"]) == report_page.control_cost(sub)
+
+
+def test_a_spammer_is_rejected_in_hits_holding_a_control(
+        world, settings, django_capture_on_commit_callbacks) -> None:
+    """Clear spam (every answer of the HIT contradicts what is known) is rejected also
+    when one of the HIT's questions is a control, which has a known answer, no label."""
+    settings.KBPO_REJECT_MIN_QUESTIONS = 2
+    sub, pairs = world
+    by_pair = {p.pk: k for k, p in pairs.items()}
+
+    def honest(q: Question) -> list[str]:
+        if q.control_answer is not None:
+            return list(q.control_answer)
+        return [PREDICATE[by_pair[q.pair_id]]]
+
+    for hit in Hit.objects.filter(submission=sub):
+        for name, choose in (("a", honest), ("b", honest),
+                             ("spam", lambda q: ["no_relation"])):
+            with django_capture_on_commit_callbacks(execute=True):
+                answer(hit, name, choose)
+    states = {(w, s) for w, s in Assignment.objects.values_list("worker__external_id",
+                                                                "state")}
+    assert states == {("a", AssignmentState.APPROVED), ("b", AssignmentState.APPROVED),
+                      ("spam", AssignmentState.REJECTED)}
+    assert Assignment.objects.filter(worker__external_id="spam").count() == 3
 
 
 def test_pool_knows_absent_relations_and_skips_tested_pairs(world) -> None:

@@ -23,6 +23,7 @@ from annotations.crowd import backends, periodic, sync
 from annotations.models import (
     Assignment,
     AssignmentState,
+    CrowdWorker,
     Hit,
     HitState,
     PagePost,
@@ -153,6 +154,18 @@ def test_invented_ids_are_kept_aside_and_expire(crowd, fake, settings,
     assert {fake.assignment_status(a) for a in fake.assignments} == {"Approved"}
 
 
+@pytest.mark.parametrize("assignment", ["invented-1", "a1b2c3", "A 1", "Ä1"])
+def test_assignment_ids_mturk_never_issues_are_refused_at_once(
+        crowd, fake, django_capture_on_commit_callbacks, assignment) -> None:
+    """MTurk's assignment ids are capital letters and digits. A post with any other id
+    is made up: a 400 naming the field, nothing kept, and MTurk is never asked about
+    it (GetAssignment refuses such an id as malformed, which failed the check task)."""
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    assert crowd.post(hit, "AFORGER1", assignment, choices(hit)) == 400
+    assert not PagePost.objects.exists()
+    assert not fake.calls_of("GetAssignment")
+
+
 def test_another_workers_assignment_and_replays(crowd, fake,
                                                 django_capture_on_commit_callbacks) -> None:
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
@@ -182,6 +195,28 @@ def test_another_workers_assignment_and_replays(crowd, fake,
     assert crowd.post(hit, "AHONEST1", aid, honest, hit_id="3" * 30) == 400
     crowd.sync()
     assert Assignment.objects.count() == 1 and Response.objects.count() == 3
+
+
+def test_answers_keyed_as_the_page_numbers_them_count_on_the_questions_shown(
+        crowd, fake, django_capture_on_commit_callbacks) -> None:
+    """The page numbers a HIT's questions 0, 1, … (never by id: a control's id gives it
+    away); its post and MTurk's copy, keyed so, count on the questions shown."""
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    shown = [i.question for i in hit.items.select_related("question__pair")
+             .order_by("position", "pk")]
+    page = crowd.client.get(f"/annotate/hit/{hit.pk}/", {
+        "assignmentId": "A1", "hitId": hit.external_id, "workerId": "AHONEST1",
+        "turkSubmitTo": SANDBOX}).content.decode()
+    assert [q["id"] for q in json.loads(page.split('id="task-data" type="application/json">')[1]
+                                        .split("</script>")[0])["questions"]] == [0, 1, 2]
+    answers = [{"question": n, "choices": TRUTH[q.pair.object_type]}
+               for n, q in enumerate(shown)]
+    crowd.work(hit, "AHONEST1", answers)
+    crowd.sync()
+    post = PagePost.objects.get()
+    assert (post.state, post.note) == (PagePostState.CONFIRMED, "")
+    assert dict(Response.objects.values_list("question_id", "choices")) == {
+        q.pk: TRUTH[q.pair.object_type] for q in shown}
 
 
 def test_answers_after_a_hit_is_full(crowd, fake, django_capture_on_commit_callbacks) -> None:
@@ -238,7 +273,8 @@ def test_refused_work_is_rejected_with_a_reason_and_replaced(
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
     made_up = choices(hit, lambda q: ["per:made_up_relation"])
     bad = submit_on_mturk(fake, hit, "AMADEUP1", made_up)
-    short = submit_on_mturk(fake, hit, "ASHORT1", choices(hit)[:2])
+    short = submit_on_mturk(fake, hit, "ASHORT1", [  # as the page numbers them, one short
+        {"question": n, "choices": ["no_relation"]} for n in range(2)])
     result = crowd.sync()
     assert (result.refused, result.replaced) == (2, 2)
     assert fake.assignment_status(bad) == fake.assignment_status(short) == "Rejected"
@@ -261,6 +297,30 @@ def test_refused_work_is_rejected_with_a_reason_and_replaced(
         review.grant_bonus(Assignment.objects.get(worker__external_id="AMADEUP1"),
                            Decimal("0.10"), "nice try")
     assert not fake.calls_of("SendBonus")
+
+
+@pytest.mark.parametrize("why", ["blocked", "closed"])
+def test_malformed_work_is_rejected_even_when_the_refusal_would_be_ours(
+        crowd, fake, django_capture_on_commit_callbacks, why) -> None:
+    """A blocked worker, or one whose HIT closed, is paid for work we cannot count (our
+    fault) — but not for a made-up label or a left-out question: that is theirs, and
+    was approved and paid because the intake refused on the first reason it found."""
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    fake.worker_accepts(hit.external_id, "ABAD1")
+    fake.worker_accepts(hit.external_id, "AFAIR1")
+    if why == "blocked":
+        CrowdWorker.objects.create(backend="mturk", external_id="ABAD1", blocked=True)
+        CrowdWorker.objects.create(backend="mturk", external_id="AFAIR1", blocked=True)
+    else:
+        Hit.objects.filter(pk=hit.pk).update(state=HitState.EXPIRED)
+    bad = submit_on_mturk(fake, hit, "ABAD1", choices(hit, lambda q: ["per:made_up"]))
+    fair = submit_on_mturk(fake, hit, "AFAIR1", choices(hit))
+    crowd.sync()
+    assert (fake.assignment_status(bad), fake.assignment_status(fair)) == (
+        "Rejected", "Approved")
+    assert "'per:made_up' is not an option" in fake.assignments[bad].feedback
+    assert Assignment.objects.get(external_id=bad).paid == 0
+    assert not Response.objects.exists()
 
 
 def test_the_same_worker_twice_is_paid_but_not_counted(

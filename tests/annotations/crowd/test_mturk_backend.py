@@ -19,6 +19,7 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
+    SubmissionBudget,
 )
 from estimation import planning
 from submissions.models import State
@@ -181,6 +182,40 @@ def test_bad_answer_xml_is_rejected_with_a_reason_and_replaced(posted, fake) -> 
     again = periodic.sync_all()
     assert (again.refused, again.replaced) == (0, 0)
     assert len(fake.calls_of("RejectAssignment")) == 1
+
+
+def test_unreadable_answer_xml_is_refused_without_stopping_the_sync(
+        posted, fake, django_capture_on_commit_callbacks) -> None:
+    """A hand-made externalSubmit with a control character makes MTurk's answer XML
+    unreadable (as the fake writes it). That one assignment is rejected with a reason;
+    the sync of the HIT and of the others goes on (it raised ValueError and stopped)."""
+    _, hit = posted
+    bad = fake.worker_submits(hit.external_id, "AWORKER9", {"answers": "\x01"})
+    good = fake.worker_submits(hit.external_id, "AWORKER1",
+                               answers_json(hit, truth))
+    with django_capture_on_commit_callbacks(execute=True):
+        result = periodic.sync_all()
+    assert (result.reconciled, result.refused, result.errors) == (1, 1, [])
+    assert fake.assignment_status(bad) == "Rejected"
+    assert "could not be read" in fake.assignments[bad].feedback
+    assert Assignment.objects.get(external_id=good).responses.count() == hit.items.count()
+    assert not Assignment.objects.get(external_id=bad).responses.exists()
+
+
+def test_rejected_garbage_holds_no_budget(posted, fake) -> None:
+    """Work we reject is never paid, and its slot is replaced: the HIT's estimate grows
+    by one slot while the rejected one is released. A budget that just covers the HIT
+    keeps replacing slots burnt by garbage (each held a slot's price until the HIT
+    ended: here the first replacement was refused; a few cheaters stalled a budget)."""
+    sub, hit = posted
+    committed = budget.spend(sub).committed
+    SubmissionBudget.objects.create(submission=sub, cap_usd=committed)
+    for i in range(3):
+        fake.worker_submits(hit.external_id, f"AGARBAGE{i}", {"answers": "not json"})
+        result = periodic.sync_all()
+        assert (result.refused, result.replaced, result.errors) == (1, 1, [])
+    assert Hit.objects.get(pk=hit.pk).max_assignments == 6
+    assert budget.spend(sub).committed == committed
 
 
 def test_tie_adds_an_assignment_on_mturk_once(posted, fake,

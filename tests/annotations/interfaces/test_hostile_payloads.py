@@ -108,3 +108,56 @@ def test_turk_submit_to_of_the_wrong_type_is_a_bad_request(client, value) -> Non
     response = post(client, hit, {**mturk_body(hit, relation_answers(hit)),
                                   "turkSubmitTo": value})
     assert (response.status_code, response.json()["field"]) == (400, "turkSubmitTo")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("choice", ["x\x00", "\ud800"])
+def test_unstorable_choices_on_a_confirmed_assignment_are_refused(client, choice) -> None:
+    """A replay of an assignment MTurk already confirmed, under its worker's id, with a
+    choice Postgres cannot store: a 400, not a 500 from the insert of the page post."""
+    hit = relation_hit()
+    Assignment.objects.create(hit=hit, worker=worker_for("mturk", "W1"), external_id="A1")
+    answers = relation_answers(hit)
+    answers[0]["choices"] = [choice]
+    response = post(client, hit, mturk_body(hit, answers))
+    assert (response.status_code, response.json()["field"]) == (400, "answers[0].choices")
+    assert not PagePost.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda a: a[0].update(choices=["per:made_up"]), "answers[0].choices"),
+    (lambda a: a[0].update(question=10**6), "answers[0].question"),
+    (lambda a: a.pop(), "answers[0].question"),
+])
+def test_replays_on_a_confirmed_assignment_are_checked_like_any_post(client, change,
+                                                                     field) -> None:
+    """Once MTurk confirmed A1 as W1's, W1's ids are no licence to skip the checks:
+    a made-up label, another HIT's question or a missing answer is a 400."""
+    hit = relation_hit()
+    Assignment.objects.create(hit=hit, worker=worker_for("mturk", "W1"), external_id="A1")
+    answers = relation_answers(hit)
+    change(answers)
+    response = post(client, hit, mturk_body(hit, answers))
+    assert (response.status_code, response.json()["field"]) == (400, field)
+    assert not PagePost.objects.exists()
+    assert post(client, hit, mturk_body(hit, relation_answers(hit))).status_code == 200
+
+
+@pytest.mark.django_db
+def test_errors_never_name_a_question_id(client) -> None:
+    """The page numbers its questions 0, 1, … so that a control's id cannot give it
+    away; no refusal may name an id either, or a worker could probe for them."""
+    hit = relation_hit()
+    qids = list(hit.items.order_by("position", "pk").values_list("question_id", flat=True))
+    one = {"choices": ["no_relation"]}
+    guessed = post(client, hit, mturk_body(hit, [{"question": qids[1], **one}])).json()
+    wrong = post(client, hit, mturk_body(hit, [{"question": 10**6, **one}])).json()
+    assert guessed["field"] == wrong["field"] == "answers[0].question"
+    assert guessed["error"].replace(str(qids[1]), "X") == wrong["error"].replace(
+        str(10**6), "X")
+    short = post(client, hit, mturk_body(hit, [{"question": 0, **one}]))
+    assert short.status_code == 400
+    assert short.json()["error"] == ("question 2 of 2 (numbered 1 in the answers) has no "
+                                     "answer")
+    assert not PagePost.objects.exists()

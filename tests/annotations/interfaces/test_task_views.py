@@ -12,6 +12,7 @@ from annotations.models import (
     Assignment,
     Backend,
     CrowdWorker,
+    HitQuestion,
     HitState,
     PagePost,
     Response,
@@ -235,6 +236,55 @@ def test_local_answers_need_the_csrf_token() -> None:
     assert assignment.worker.user == user
     assert assignment.worker.backend == Backend.LOCAL
     assert config(client.get(page_url(first)))["mode"] == "closed"   # answered already
+
+
+@pytest.mark.django_db
+def test_local_hit_takes_no_more_answers_than_its_slots() -> None:
+    """An annotator who opens a full in-house HIT by its URL (the queue no longer offers
+    it) cannot add a counted, paid answer beyond `max_assignments`."""
+    first, _ = local_hits()
+    first.max_assignments = 1
+    first.save(update_fields=["max_assignments"])
+    statuses = []
+    for name in ("anna", "bert"):
+        client = Client()
+        client.force_login(annotator(name))
+        statuses.append(post(client, first, {"answers": relation_answers(first)}))
+    assert [r.status_code for r in statuses] == [200, 409]
+    assert statuses[1].json()["field"] == "hitId"
+    assert Assignment.objects.filter(hit=first).count() == 1
+    assert Response.objects.filter(assignment__hit=first).count() == 2   # anna's two
+    assert config(client.get(page_url(first)))["mode"] == "closed"
+
+
+@pytest.mark.django_db
+def test_next_task_skips_a_hit_with_a_question_already_answered(client) -> None:
+    """A question re-grouped into a new in-house HIT: who answered it in the first HIT
+    cannot answer it again, so the queue must not send them there (it did, forever)."""
+    first, second = local_hits()
+    HitQuestion.objects.create(hit=second, question=first.items.order_by("position")[0]
+                               .question, position=1)
+    client.force_login(annotator())
+    assert post(client, first, {"answers": relation_answers(first)}).status_code == 200
+    response = client.get("/annotate/next/")
+    assert response.status_code == 200
+    assert "No in-house task is waiting" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_blocked_in_house_annotator_gets_no_tasks(client) -> None:
+    """Blocked, the intake refuses the annotator's answers; the queue sent them to one
+    task after another all the same, each answered in vain."""
+    first, _ = local_hits()
+    user = annotator()
+    CrowdWorker.objects.create(backend=Backend.LOCAL, external_id=f"user-{user.pk}",
+                               user=user, blocked=True, blocked_reason="spam")
+    client.force_login(user)
+    response = client.get("/annotate/next/")
+    assert response.status_code == 403
+    assert "blocked your in-house annotations" in response.content.decode()
+    assert config(client.get(page_url(first)))["mode"] == "closed"
+    assert post(client, first, {"answers": relation_answers(first)}).status_code == 403
 
 
 @pytest.mark.django_db
