@@ -112,8 +112,10 @@ def local_worker_blocked(user: Any) -> bool:
 
 def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
                  end: int, among: QuerySet | None = None) -> taskdata.EntityInfo | None:
-    """The canonical mention and link a submission gave the entity of a span (only
-    from the submissions `among`, when given)."""
+    """The canonical mention and link a submission gave the entity of a span: the
+    requesting submission's (`submission_id`), else another's — only a public, active
+    one (HIT pages are open to any worker with the link: a private or withdrawn
+    system's output must not reach them) and only among `among`, when given."""
     mentions = SubmissionMention.objects.filter(document=pair.document, begin=begin, end=end,
                                                 entity__isnull=False)
     if among is not None:
@@ -121,7 +123,7 @@ def _entity_info(submission_id: int | None, pair: MentionPair, begin: int,
     mention = None
     if submission_id is not None:
         mention = mentions.filter(submission_id=submission_id).first()
-    mention = mention or mentions.order_by("pk").first()
+    mention = mention or mentions.filter(submission__in=_shown_systems()).order_by("pk").first()
     if mention is None:
         return None
     entity: SubmissionEntity = mention.entity

@@ -20,7 +20,7 @@ from annotations.models import (
 )
 from submissions.models import Submission, SubmissionEntity
 from tests.annotations.interfaces.builders import annotator, document_hit, local_hits, relation_hit
-from tests.factories import make_user
+from tests.factories import make_user, span
 
 SANDBOX = "https://workersandbox.mturk.com"
 # Rate-limit windows are fixed; one this long (~31 years) is never crossed by a test.
@@ -439,3 +439,37 @@ def test_client_address_behind_trusted_proxies(client, settings) -> None:
     assert send(4, "not-an-address") == 200
     assert send(5, "<script>") == 429
     assert PagePost.objects.get(worker_external_id="W4").client_ip == "10.0.0.1"
+
+
+@pytest.mark.django_db
+def test_hit_pages_show_no_private_or_withdrawn_systems_entity_data(client) -> None:
+    """A HIT page shows the requesting system's canonical mention and link for a span;
+    where it gave none, another system's — but a HIT page is open to any worker with
+    its link, so never a private or withdrawn system's (a public active one's is fine)."""
+    from submissions.models import SubmissionMention
+    from tests.factories import make_submission
+
+    hit = relation_hit()
+    SubmissionMention.objects.all().delete()  # the requesting system says nothing
+    doc = hit.items.first().question.pair.document
+    other = make_submission(doc.corpus, [], name="other")
+    Submission.objects.filter(pk=other.pk).update(public=False)
+    b0, e0 = span(doc, "Ada Byron")
+    b1, e1 = span(doc, "Ada Byron", 1)
+    ent = SubmissionEntity.objects.create(
+        submission=other, node=":Ada", type="PER", link="Wikipedia:Private_Link",
+        canonical_document=doc, canonical_begin=b0, canonical_end=e0)
+    SubmissionMention.objects.create(submission=other, entity=ent, document=doc, begin=b1,
+                                     end=e1, type="PER")
+
+    def shown() -> bool:
+        page = client.get(page_url(hit, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE",
+                                   hitId=hit.external_id))
+        assert page.status_code == 200
+        return "Private_Link" in page.content.decode()
+
+    assert not shown()
+    Submission.objects.filter(pk=other.pk).update(public=True)
+    assert shown()
+    Submission.objects.filter(pk=other.pk).update(state="withdrawn")
+    assert not shown()
