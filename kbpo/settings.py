@@ -322,6 +322,10 @@ REST_FRAMEWORK.update({
 KBPO_ANSWER_RATE_PER_IP = env_int("KBPO_ANSWER_RATE_PER_IP", 60)
 KBPO_ANSWER_RATE_PER_WORKER = env_int("KBPO_ANSWER_RATE_PER_WORKER", 10)
 KBPO_ANSWER_RATE_WINDOW = env_int("KBPO_ANSWER_RATE_WINDOW", 60)
+# The public try-it pages (/annotate/try/...): at most this many per client address per
+# window; more are answered 429 with the wait in Retry-After (0 disables the limit).
+KBPO_TRY_RATE_PER_IP = env_int("KBPO_TRY_RATE_PER_IP", 30)
+KBPO_TRY_RATE_WINDOW = env_int("KBPO_TRY_RATE_WINDOW", 60)
 #
 # Content-Security-Policy on every page (django-csp). MTurk task pages and the try-it
 # pages send their own policy (annotations/interfaces/views.py), which keeps MTurk's

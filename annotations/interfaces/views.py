@@ -480,6 +480,19 @@ def _try_exhaustive(corpus: Corpus | None, rng: random.Random) -> dict:
 def try_task(request: HttpRequest, kind: str) -> HttpResponse:
     if kind not in TEMPLATES:
         raise Http404("unknown task kind")
+    # Public and unauthenticated, and each page draws rows at random from the corpus:
+    # counted per client address so it cannot be used to load the server.
+    verdict = security.take(f"try-ip:{security.client_ip(request) or 'unknown'}",
+                            settings.KBPO_TRY_RATE_PER_IP, settings.KBPO_TRY_RATE_WINDOW)
+    if not verdict.allowed:
+        wait = max(1, verdict.retry_after)
+        response = _error_page(request, "Too many try-it pages",
+                               f"This address opened more try-it pages than we serve in "
+                               f"{settings.KBPO_TRY_RATE_WINDOW} seconds. Wait {wait} seconds, "
+                               "then reload.", 429)
+        response["Retry-After"] = str(wait)
+        response["X-Frame-Options"] = "DENY"
+        return response
     seed = request.GET.get("seed", "")
     rng = random.Random(seed if seed else None)
     corpus = _try_corpus()

@@ -473,3 +473,20 @@ def test_hit_pages_show_no_private_or_withdrawn_systems_entity_data(client) -> N
     assert shown()
     Submission.objects.filter(pk=other.pk).update(state="withdrawn")
     assert not shown()
+
+
+@pytest.mark.django_db
+def test_try_pages_are_rate_limited_per_address(client, settings) -> None:
+    """Public and unauthenticated, each drawing rows at random: past the limit an address
+    gets a 429 page with the wait in Retry-After; another address is served."""
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.KBPO_TRY_RATE_PER_IP, settings.KBPO_TRY_RATE_WINDOW = 3, WINDOW
+    for _ in range(3):
+        assert client.get("/annotate/try/relation/").status_code == 200
+    refused = client.get("/annotate/try/entity/")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert "Too many try-it pages" in refused.content.decode()
+    other = client.get("/annotate/try/relation/", REMOTE_ADDR="203.0.113.9")
+    assert other.status_code == 200
