@@ -49,10 +49,10 @@ from annotations.quality.aggregation import (
     one_coin,
     parameter_replicates,
     set_known,
-    with_unseen_workers,
 )
 from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
 from annotations.quality.label_table import forget as forget_labels
+from annotations.quality.rates import with_unseen_workers
 from annotations.quality.workers import offered, pair_types
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import gc
 import itertools
 import tempfile
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -42,7 +40,7 @@ from kbpo.core import schema
 from kbpo.core.gold import closest_pair
 
 from .indexes import MASK, DocumentIndex, Entity
-from .ingest_lines import ENTITY_KINDS, Item, LineBatches, spooled_batches
+from .ingest_lines import ENTITY_KINDS, Item, LineBatches, rare_collections, spooled_batches
 from .ingest_nodes import NodeStore, report_untyped
 from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, submission_stats
 from .kbformat import (
@@ -57,6 +55,7 @@ from .kbformat import (
     parse_confidence,
     parse_provenance,
     parse_string,
+    same_text,
 )
 from .models import Submission
 from .staging import Stager
@@ -99,35 +98,7 @@ class Outcome:
     cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
-def _same_text(actual: str, text: str) -> bool:
-    """Equal up to runs of whitespace and Unicode normalization: a decomposed "é"
-    (NFD, as macOS and some NLP tools write it) is the same text as the composed one."""
-    a, t = " ".join(actual.split()), " ".join(text.split())
-    return a == t or unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", t)
-
-
 # ---- the ingestor -------------------------------------------------------------------
-
-# Collect cycles every this many new container objects while ingesting, not every 700.
-GC_THRESHOLD = 200_000
-
-
-@contextlib.contextmanager
-def _rare_collections() -> Iterator[None]:
-    """Ingestion allocates a few lists per line and holds a batch of them, which keeps
-    triggering the cyclic collector over everything the process has loaded: about a
-    third of the ingestor's CPU time. Freeze what exists and collect rarely; the lines'
-    objects are freed by reference counting (they form no cycles), so memory stays
-    bounded by the batch as before."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(GC_THRESHOLD, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
-
 
 @dataclass
 class _Counts:
@@ -168,7 +139,7 @@ class Ingestor:
     # -- driver --
 
     def run(self) -> Outcome:
-        with _rare_collections(), connection.cursor() as cursor:
+        with rare_collections(), connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 # The whole-file checks and the final inserts sort and hash a few
                 # hundred thousand staged rows: in the default 4 MB they spill to disk.
@@ -357,7 +328,7 @@ class Ingestor:
 
     def _check_text(self, pk: int, doc_id: str, begin: int, end: int, text: str) -> None:
         actual = self.docs.text(pk)[begin:end]
-        if actual != text and not _same_text(actual, text):
+        if actual != text and not same_text(actual, text):
             raise SyntaxProblem("MENTION_TEXT_MISMATCH",
                                 f"the text at {doc_id}:{begin}-{end - 1} is {clip(actual)}, "
                                 f"not {clip(text)}")
@@ -540,7 +511,7 @@ class Ingestor:
             except SyntaxProblem as exc:
                 doc = self.docs.text(pk)
                 later = next(((b, e) for _, b, e in spans[1:]
-                              if _same_text(doc[b:e], text)), None)
+                              if same_text(doc[b:e], text)), None)
                 if later is None:
                     raise
                 # The filler written after its context: say so, not only "mismatch".

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import math
 import re
+import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -430,3 +431,10 @@ def clean_run_id(raw: bytes | str) -> str:
     """A printable run id (control characters such as NUL cannot be stored)."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     return "".join(c for c in text if c.isprintable()).strip()[:200]
+
+
+def same_text(actual: str, text: str) -> bool:
+    """Equal up to runs of whitespace and Unicode normalization: a decomposed "é"
+    (NFD, as macOS and some NLP tools write it) is the same text as the composed one."""
+    a, t = " ".join(actual.split()), " ".join(text.split())
+    return a == t or unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", t)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import krippendorff
 import numpy as np
@@ -429,24 +429,6 @@ def category_codes(categories: Sequence, answers: Sequence) -> np.ndarray:
     """Each answer's index in ``categories`` (a KeyError for an answer outside them)."""
     index = {c: i for i, c in enumerate(categories)}
     return np.fromiter((index[a] for a in answers), np.int64, len(answers))
-
-
-def with_unseen_workers(params: OneCoinParams, n_workers: int,
-                        seed: Sequence[int]) -> OneCoinParams:
-    """``params`` with rates for workers ``len(rates) .. n_workers - 1``, whom the fit
-    never saw: each takes the rates of a fitted worker drawn at random, so a set of
-    replicates (each with its own ``seed``) gives such a worker the spread of the
-    crowd's rates rather than one value (a fixed rate would make the replicates agree
-    on the weight of its answers: no spread where nothing is known). Worker w's draw
-    depends on ``seed`` and w alone, not on how many unseen workers there are.
-    `rate_models.unseen_worker_rates` makes the rows."""
-    n_fit = len(params.rates[0]) if params.rates else 0
-    if n_workers <= n_fit or n_fit == 0:
-        return params
-    like = np.asarray([np.random.default_rng([*seed, w]).integers(n_fit)
-                       for w in range(n_fit, n_workers)], dtype=np.int64)
-    return replace(params, rates=rate_models.unseen_worker_rates(params.rates, like,
-                                                                 params.none_index))
 
 
 def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray,

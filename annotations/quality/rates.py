@@ -5,6 +5,10 @@ each true category. Pure numpy; `aggregation` runs the EM around them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol, TypeVar
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -253,3 +257,30 @@ def unseen_worker_rates(rates: tuple[np.ndarray, ...], like: np.ndarray,
             np.concatenate([per_type, np.clip(rows, 1e-6, 1 - 1e-6)]),
             np.concatenate([missed, empty]), np.concatenate([seen, empty]),
             np.concatenate([s_w, s]), mix)
+
+
+class _Fitted(Protocol):
+    """What a fit's parameters hold here (`aggregation.OneCoinParams`, a dataclass)."""
+
+    rates: tuple[np.ndarray, ...]
+    none_index: int
+
+
+Fit = TypeVar("Fit", bound=_Fitted)
+
+
+def with_unseen_workers(params: Fit, n_workers: int, seed: Sequence[int]) -> Fit:
+    """``params`` with rates for workers ``len(rates) .. n_workers - 1``, whom the fit
+    never saw: each takes the rates of a fitted worker drawn at random, so a set of
+    replicates (each with its own ``seed``) gives such a worker the spread of the
+    crowd's rates rather than one value (a fixed rate would make the replicates agree
+    on the weight of its answers: no spread where nothing is known). Worker w's draw
+    depends on ``seed`` and w alone, not on how many unseen workers there are.
+    `unseen_worker_rates` makes the rows."""
+    n_fit = len(params.rates[0]) if params.rates else 0
+    if n_workers <= n_fit or n_fit == 0:
+        return params
+    like = np.asarray([np.random.default_rng([*seed, w]).integers(n_fit)
+                       for w in range(n_fit, n_workers)], dtype=np.int64)
+    return replace(params, rates=unseen_worker_rates(  # type: ignore[type-var]
+        params.rates, like, params.none_index))

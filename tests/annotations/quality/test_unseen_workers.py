@@ -1,4 +1,4 @@
-"""Workers a stored crowd-model fit never saw (`aggregation.with_unseen_workers`): each
+"""Workers a stored crowd-model fit never saw (`rates.with_unseen_workers`): each
 takes a fitted worker's rates, drawn per replicate, so the noise correction's replicates
 need no refit when a new worker answers, and still spread over that worker's answers."""
 
@@ -14,8 +14,8 @@ from annotations.quality.aggregation import (
     coin_posterior,
     one_coin,
     parameter_replicates,
-    with_unseen_workers,
 )
+from annotations.quality.rates import with_unseen_workers
 from tests.annotations.quality.test_aggregation import _typed_crowd
 
 FITTED = 20  # _typed_crowd's workers
