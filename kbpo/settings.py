@@ -323,6 +323,13 @@ KBPO_ANSWER_RATE_PER_IP = env_int("KBPO_ANSWER_RATE_PER_IP", 60)
 KBPO_ANSWER_RATE_PER_WORKER = env_int("KBPO_ANSWER_RATE_PER_WORKER", 10)
 KBPO_ANSWER_RATE_WINDOW = env_int("KBPO_ANSWER_RATE_WINDOW", 60)
 #
+# The compare page and API (/leaderboard/<tag>/compare/, /api/compare/<tag>/): fresh
+# comparisons per client address within KBPO_COMPARE_RATE_WINDOW seconds. Each loads the
+# whole corpus (seconds at 100 systems); an answer already in the cache is not counted.
+# More are answered 429 with the wait in Retry-After.
+KBPO_COMPARE_RATE_PER_IP = env_int("KBPO_COMPARE_RATE_PER_IP", 10)
+KBPO_COMPARE_RATE_WINDOW = env_int("KBPO_COMPARE_RATE_WINDOW", 60)
+#
 # Content-Security-Policy on every page (django-csp). MTurk task pages and the try-it
 # pages send their own policy (annotations/interfaces/views.py), which keeps MTurk's
 # frame-ancestors; the API docs page adds the CDN its viewer loads from (kbpo/urls.py).
