@@ -8,6 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from submissions.models import Submission
+from submissions.services import DuplicateUpload
 from tests.estimation.scoring.scoring_world import World
 from tests.factories import make_hit, make_user
 
@@ -35,8 +36,12 @@ def test_names_with_bidi_controls_are_isolated(scored: World) -> None:
     assert f'<h1><bdi>{a_name}</bdi> <span class="badge' in html
     assert f"<title>Evaluation · {FSI}{a_name}{PDI} · KBPO</title>" in html
 
+    Submission.objects.filter(pk=scored.a.pk).update(original_name=f"kb{RLO}vsg.tsv")
     html = client.get(reverse("submission-detail", args=[scored.a.pk])).content.decode()
     assert f'<h1><bdi>{a_name}</bdi> <span class="badge' in html
+    assert f"<td><bdi>kb{RLO}vsg.tsv</bdi> (" in html
+    assert f"({FSI}{a_name}{PDI}, " in str(DuplicateUpload(
+        Submission.objects.get(pk=scored.a.pk)))
     assert f"<title>{FSI}{a_name}{PDI} · submission" in html
 
     make_hit(scored.corpus, [scored.pairs["born"]], submission=scored.a)  # listed with HITs
