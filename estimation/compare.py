@@ -4,6 +4,7 @@ interval (estimation/core/difference.py), for the compare page and its API."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache import cache
@@ -27,6 +28,17 @@ class CompareError(ValueError):
         self.field = field
         self.status = status
         super().__init__(message)
+
+
+class CompareThrottled(CompareError):
+    """Too many fresh comparisons from one client: 429, to retry after `retry_after` s."""
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = max(1, retry_after)
+        super().__init__("rate", "Too many new comparisons from your network address: each "
+                                 "one recomputes the corpus's scores. Try again in "
+                                 f"{self.retry_after} seconds (comparisons already made "
+                                 "are still shown at once).", status=429)
 
 
 def comparable(corpus: Corpus, user: object) -> list[Submission]:
@@ -79,13 +91,20 @@ def _num(x: Any) -> float | None:
 
 
 def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
-               draw_scheme: str, confidence: float) -> dict[str, Any]:
-    """The comparison as JSON-ready data (cached per label generation of the corpus)."""
+               draw_scheme: str, confidence: float,
+               admit: Callable[[], None] | None = None) -> dict[str, Any]:
+    """The comparison as JSON-ready data (cached per label generation of the corpus).
+
+    `admit` is called only when the answer must be computed, and may refuse it by
+    raising (CompareThrottled): a cached answer costs nothing and is never refused.
+    """
     generation = ScoringState.objects.filter(corpus=corpus).values_list(
         "generation", flat=True).first() or 0
     key = f"cmp:{corpus.pk}:{generation}:{scheme}:{draw_scheme}:{confidence}:{a.pk}:{b.pk}"
     out = cache.get(key)
     if out is None:
+        if admit is not None:
+            admit()
         out = _computed(corpus, a, b, scheme, draw_scheme, confidence)
         cache.set(key, out, CACHE_SECONDS)
     # The names as they are now: a rename does not move the generation, and the cached

@@ -15,23 +15,41 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from kbpo.core import security
 from kbpo.core.models import Corpus
 
 from . import leaderboard as lb
 from . import stored_pages
 from .api_reports import IntervalSerializer, ViewerAPIView
-from .compare import CompareError, comparable, difference, parse_id, pick
+from .compare import CompareError, CompareThrottled, comparable, difference, parse_id, pick
 from .models import METRICS
 
 
-def _run(corpus: Corpus, user: object, params: Any) -> dict[str, Any]:
+def _admit(request: HttpRequest | Request) -> None:
+    """Count one fresh comparison against the client's address (the page and the API
+    share it), refusing it over KBPO_COMPARE_RATE_PER_IP per window."""
+    verdict = security.take(f"compare-ip:{security.client_ip(request) or 'unknown'}",
+                            settings.KBPO_COMPARE_RATE_PER_IP,
+                            settings.KBPO_COMPARE_RATE_WINDOW)
+    if not verdict.allowed:
+        raise CompareThrottled(verdict.retry_after)
+
+
+def _run(request: HttpRequest | Request, user: object, corpus: Corpus,
+         params: Any) -> dict[str, Any]:
     scheme = params.get("scheme", "instance")
     if scheme not in lb.BOARD_SCHEMES:
         raise CompareError("scheme", str(lb.BadParameter("scheme", scheme,
                                                           list(lb.BOARD_SCHEMES))))
     a, b = pick(corpus, user, parse_id(params.get("a"), "a"), parse_id(params.get("b"), "b"))
     return difference(corpus, a, b, scheme, settings.KBPO_SAMPLING_SCHEME,
-                      float(settings.KBPO_CONFIDENCE))
+                      float(settings.KBPO_CONFIDENCE), admit=lambda: _admit(request))
+
+
+def _retry_after(resp: HttpResponse, exc: CompareError) -> HttpResponse:
+    if isinstance(exc, CompareThrottled):
+        resp["Retry-After"] = str(exc.retry_after)
+    return resp
 
 
 @stored_pages.private_for_viewers
@@ -39,25 +57,26 @@ def _run(corpus: Corpus, user: object, params: Any) -> dict[str, Any]:
 def compare_page(request: HttpRequest, tag: str) -> HttpResponse:
     corpus = get_object_or_404(Corpus, tag=tag)
     systems = comparable(corpus, request.user)
-    result, error, status = None, "", 200
+    result, error, status, refused = None, "", 200, None
     if "a" in request.GET or "b" in request.GET:
         try:
-            result = _run(corpus, request.user, request.GET)
+            result = _run(request, request.user, corpus, request.GET)
         except CompareError as exc:
-            error, status = str(exc), exc.status
+            error, status, refused = str(exc), exc.status, exc
     rows = []
     if result:
         for m in METRICS:
             d = result["difference"][m]
             rows.append({"metric": lb.METRIC_LABELS[m], "a": result["a"][m],
                          "b": result["b"][m], "d": d})
-    return render(request, "estimation/compare.html", {
+    resp = render(request, "estimation/compare.html", {
         "corpus": corpus, "systems": systems, "result": result, "rows": rows,
         "error": error, "schemes": lb.BOARD_SCHEMES,
         "scheme": request.GET.get("scheme", "instance"),
         "a": request.GET.get("a", ""), "b": request.GET.get("b", ""),
         "confidence_pct": round(100 * float(settings.KBPO_CONFIDENCE)),
     }, status=status)
+    return _retry_after(resp, refused) if refused is not None else resp
 
 
 class DiffSerializer(serializers.Serializer):
@@ -118,7 +137,10 @@ class CompareAPIView(ViewerAPIView):
         if corpus is None:
             return Response({"detail": f"No corpus with tag {tag!r}."}, status=404)
         try:
-            data = _run(corpus, request.user, request.query_params)
+            data = _run(request, request.user, corpus, request.query_params)
+        except CompareThrottled as exc:
+            # DRF's shape for its own throttles: {"detail": ...} with Retry-After.
+            return _retry_after(Response({"detail": str(exc)}, status=429), exc)
         except CompareError as exc:
             return Response({exc.field: [str(exc)]}, status=exc.status)
         return Response(CompareSerializer(data).data)

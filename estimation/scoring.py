@@ -42,6 +42,7 @@ from annotations.models import Hit, HitState
 from annotations.quality.accuracy import crowd_accuracy
 from kbpo.core import jobs
 from kbpo.core.models import Corpus
+from kbpo.core.security import isolated
 from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
@@ -491,8 +492,9 @@ def notify_scored(submission_id: int, run_id: int) -> None:
             return
         run = ScoreRun.objects.get(pk=run_id)
         lines = [f"Hello {sub.owner.get_username()},", "",
-                 f"your submission “{sub.name}” (#{sub.pk}) on corpus {sub.corpus.tag} is "
-                 "scored: every prediction sampled for it has a crowd label.", ""]
+                 f"your submission “{isolated(sub.name)}” (#{sub.pk}) on corpus "
+                 f"{sub.corpus.tag} is scored: every prediction sampled for it has a crowd "
+                 "label.", ""]
         for score in SystemScore.objects.filter(run=run, submission=sub).order_by("scheme"):
             lines.append(f"{score.scheme} scheme (joint estimates):")
             for metric in METRICS:
@@ -503,7 +505,7 @@ def notify_scored(submission_id: int, run_id: int) -> None:
                           f"${first.cost_usd}."]
         lines += ["", "The estimates keep sharpening as other submissions add labels; the "
                       "report shows them live:", report_url(sub.pk), "", "— KBPO"]
-        send_mail(f"[KBPO] {sub.name} is scored", "\n".join(lines),
+        send_mail(f"[KBPO] {isolated(sub.name)} is scored", "\n".join(lines),
                   settings.DEFAULT_FROM_EMAIL, [sub.owner.email])
     except Exception:
         logger.exception("could not e-mail the owner of submission %s", submission_id)

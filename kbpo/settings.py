@@ -327,6 +327,13 @@ KBPO_ANSWER_RATE_WINDOW = env_int("KBPO_ANSWER_RATE_WINDOW", 60)
 KBPO_TRY_RATE_PER_IP = env_int("KBPO_TRY_RATE_PER_IP", 30)
 KBPO_TRY_RATE_WINDOW = env_int("KBPO_TRY_RATE_WINDOW", 60)
 #
+# The compare page and API (/leaderboard/<tag>/compare/, /api/compare/<tag>/): fresh
+# comparisons per client address within KBPO_COMPARE_RATE_WINDOW seconds. Each loads the
+# whole corpus (seconds at 100 systems); an answer already in the cache is not counted.
+# More are answered 429 with the wait in Retry-After.
+KBPO_COMPARE_RATE_PER_IP = env_int("KBPO_COMPARE_RATE_PER_IP", 10)
+KBPO_COMPARE_RATE_WINDOW = env_int("KBPO_COMPARE_RATE_WINDOW", 60)
+#
 # Content-Security-Policy on every page (django-csp). MTurk task pages and the try-it
 # pages send their own policy (annotations/interfaces/views.py), which keeps MTurk's
 # frame-ancestors; the API docs page adds the CDN its viewer loads from (kbpo/urls.py).

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from kbpo.core import sentences, views
+from kbpo.core import errors, sentences, views
 
 SWAGGER_CDN = "https://cdn.jsdelivr.net"
 
@@ -27,3 +27,9 @@ urlpatterns = [
                                   "img-src": [SWAGGER_CDN]})(
         SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
 ]
+
+# JSON under /api/ (what a script parses), Django's pages elsewhere: kbpo/core/errors.py.
+handler400 = errors.bad_request
+handler403 = errors.permission_denied
+handler404 = errors.page_not_found
+handler500 = errors.server_error

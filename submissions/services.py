@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from kbpo.core.jobs import enqueue
 from kbpo.core.models import Corpus
+from kbpo.core.security import isolated
 
 from .models import State as S
 from .models import Submission, SubmissionEvent
@@ -87,7 +88,7 @@ class DuplicateUpload(Exception):
     def __init__(self, existing: Submission) -> None:
         self.existing = existing
         super().__init__(
-            f"This file is identical to your submission #{existing.pk} ({existing.name}, "
+            f"This file is identical to your submission #{existing.pk} ({isolated(existing.name)}, "
             f"{existing.state}) on corpus {existing.corpus.tag}; it was not uploaded again "
             "and used no slot. Withdraw that one first to resubmit it.")
 

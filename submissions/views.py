@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET
 
 from kbpo.core import schema
 from kbpo.core.models import Corpus
-from kbpo.core.security import csv_safe
+from kbpo.core.security import csv_safe, isolated
 
 from .forms import SubmissionForm
 from .kbformat import CODES
@@ -219,7 +219,7 @@ def submission_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
         except TransitionError:
             messages.info(request, "This submission is already withdrawn.")
         else:
-            messages.success(request, f"Submission “{sub.name}” was withdrawn.")
+            messages.success(request, f"Submission “{isolated(sub.name)}” was withdrawn.")
         return redirect("submission-detail", pk=sub.pk)
     return render(request, "submissions/withdraw.html", {"sub": sub})
 

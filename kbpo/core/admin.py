@@ -1,15 +1,25 @@
 """Operator views of corpora and accounts."""
 
+from django import forms
 from django.contrib import admin
 from django.db import models
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from .models import Corpus, Document, Profile, Sentence
+from .models import TAG_INVALID, Corpus, Document, Profile, Sentence
+
+
+class CorpusForm(forms.ModelForm):
+    class Meta:
+        model = Corpus
+        fields = "__all__"
+        # The form's slug check runs before the model's: give it the message naming the tag.
+        error_messages = {"tag": {"invalid": TAG_INVALID}}
 
 
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
+    form = CorpusForm
     list_display = ("tag", "description", "n_documents", "created_at")
     search_fields = ("tag", "description")
 

@@ -26,7 +26,7 @@ from django.db import transaction
 from syntok import segmenter
 from syntok.tokenizer import Tokenizer
 
-from .models import Corpus, Document, Sentence
+from .models import Corpus, Document, Sentence, check_tag
 
 MAX_ID_LENGTH = 200
 BATCH_DOCS = 250
@@ -249,7 +249,11 @@ def _batches(items: Iterable[DocumentRecord], size: int) -> Iterator[list[Docume
 def load_corpus(tag: str, path: Path, description: str = "",
                 progress: Callable[[LoadReport, int], None] | None = None,
                 workers: int | None = None) -> LoadReport:
-    """Load (or re-load) a JSON Lines corpus file into the corpus `tag`."""
+    """Load (or re-load) a JSON Lines corpus file into the corpus `tag`.
+
+    Raises ValidationError, before reading the file, when `tag` cannot be a corpus tag.
+    """
+    check_tag(tag)
     started = time.monotonic()
     report = LoadReport(corpus=tag)
     corpus, created = Corpus.objects.get_or_create(tag=tag, defaults={"description": description})

@@ -114,3 +114,13 @@ def csv_safe(value: object) -> object:
     except ValueError:
         return "'" + value
     return value
+
+
+# FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE: user-written text between them cannot
+# reorder what follows it (a name holding U+202E), where no <bdi> element can go.
+FSI, PDI = "\u2068", "\u2069"
+
+
+def isolated(text: object) -> str:
+    """`text` between FSI and PDI, for plain-text contexts (messages, <title>, <option>)."""
+    return f"{FSI}{text}{PDI}"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.exhaustive.docred import import_docred
 from annotations.exhaustive.gold import GoldImportError, import_kbpo
-from kbpo.core.models import Corpus
+from kbpo.core.models import Corpus, check_tag
 
 
 class Command(BaseCommand):
@@ -44,6 +45,10 @@ class Command(BaseCommand):
         else:
             if opts["only_planned"]:
                 raise CommandError("--only-planned applies to --format kbpo only")
+            try:
+                check_tag(tag)
+            except ValidationError as exc:
+                raise CommandError(" ".join(exc.messages)) from None
             corpus, _ = Corpus.objects.get_or_create(
                 tag=tag, defaults={"description": f"Imported from {path.name} (DocRED format)"})
         try:

@@ -70,7 +70,7 @@ def test_compare_page_shows_the_verdict(scored: World) -> None:
     resp = Client().get(url, {"a": scored.a.pk, "b": scored.b.pk, "scheme": "instance"})
     html = resp.content.decode()
     assert resp.status_code == 200 and 'id="compare-result"' in html
-    assert "<strong>Alpha</strong> is better" in html
+    assert "<strong><bdi>Alpha</bdi></strong> is better" in html
     bad = Client().get(url, {"a": scored.a.pk, "b": "oops"})
     assert bad.status_code == 400 and "b=&#x27;oops&#x27; is not a submission id" in \
         bad.content.decode()

@@ -245,4 +245,4 @@ def test_compare_shows_a_rename_at_once(scored: World) -> None:
     assert again["a"]["name"] == "Alpha renamed" and again["b"]["name"] == "Beta"
     assert {**again, "a": {**again["a"], "name": "Alpha"}} == first  # the numbers, cached
     page = Client().get(reverse("compare", args=[scored.corpus.tag]), query).content.decode()
-    assert "<strong>Alpha renamed</strong> is better" in page
+    assert "<strong><bdi>Alpha renamed</bdi></strong> is better" in page

@@ -101,7 +101,7 @@ def test_openapi_schema_lists_the_leaderboard(scored: World) -> None:
 @pytest.mark.django_db
 def test_index_lists_corpora_with_leader(scored: World) -> None:
     html = _client().get(reverse("leaderboard-index")).content.decode()
-    assert "Leader: <strong>Alpha</strong>" in html
+    assert "Leader: <strong><bdi>Alpha</bdi></strong>" in html
 
 
 @pytest.mark.django_db

@@ -90,7 +90,10 @@ def test_fully_labelled_submission_becomes_scored_and_owner_is_emailed(
     assert "precision 1.000" in world.a.events.last().message
     assert len(mail.outbox) == 1
     msg = mail.outbox[0]
-    assert msg.to == ["ada@example.org"] and "Alpha" in msg.subject
+    # The name is isolated (FSI ... PDI): bidi controls in it cannot reorder the rest.
+    assert msg.to == ["ada@example.org"]
+    assert msg.subject == "[KBPO] \u2068Alpha\u2069 is scored"
+    assert "your submission “\u2068Alpha\u2069” (#" in msg.body
     assert f"/submissions/{world.a.pk}/report/" in msg.body
     score = SystemScore.objects.get(run=run, submission=world.a, scheme="instance")
     assert f"{score.p_joint:.3f}" in msg.body and "90% interval" in msg.body

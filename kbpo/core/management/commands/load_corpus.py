@@ -6,9 +6,11 @@ import sys
 import time
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kbpo.core.corpus import LoadReport, load_corpus
+from kbpo.core.models import check_tag
 
 MAX_ERRORS_SHOWN = 200
 
@@ -20,7 +22,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
-        parser.add_argument("--tag", required=True, help="corpus tag, e.g. demo")
+        parser.add_argument("--tag", required=True,
+                            help="corpus tag, e.g. demo (ASCII letters, digits, - and _)")
         parser.add_argument("--description", default="", help="corpus description")
         parser.add_argument("--workers", type=int, default=None,
                             help="processes used to split sentences (default: CPU count, max 4)")
@@ -29,6 +32,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **opts: object) -> None:
         path: Path = opts["file"]  # type: ignore[assignment]
+        try:
+            check_tag(str(opts["tag"]))
+        except ValidationError as exc:
+            raise CommandError(" ".join(exc.messages)) from None
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
         last = [0.0]
