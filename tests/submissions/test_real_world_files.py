@@ -15,10 +15,11 @@ from django.core.files.base import ContentFile
 from kbpo.core.corpus import load_corpus
 from kbpo.core.models import Corpus
 from submissions.kbformat import SyntaxProblem, parse_confidence
-from submissions.models import RelationInstance, Submission, SubmissionEvent
+from submissions.models import Submission, SubmissionEvent
 from submissions.processing import run_ingestion
 
 from .kb import DOCS, mention, prov, sentence, to_bytes, valid_lines
+from .test_drop_invalid import facts
 
 VALID_FACTS = 8  # instances of the valid file (tests/submissions/kb.py)
 
@@ -28,12 +29,6 @@ def ingest(stored: Callable[..., Submission], data: bytes, **fields: object) -> 
     run_ingestion(sub.pk)
     sub.refresh_from_db()
     return sub
-
-
-def facts(sub: Submission) -> set[tuple]:
-    return set(RelationInstance.objects.filter(submission=sub).values_list(
-        "pair__document__doc_id", "pair__subject_begin", "pair__subject_end",
-        "pair__object_begin", "pair__object_end", "predicate", "confidence"))
 
 
 @pytest.mark.django_db
