@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotations.models import (
@@ -66,7 +66,7 @@ def redrive() -> RedriveResult:
     if orphans.exists():
         out.posted, _ = posting.post_pending_hits(orphans)
     ready = list(Question.objects.filter(state=QuestionState.OPEN, kind=TaskKind.RELATION)
-                 .annotate(n=Count("responses")).filter(n__gte=F("answers_needed"))
+                 .annotate(n=labels.COUNTED).filter(n__gte=F("answers_needed"))
                  .values_list("pk", flat=True)[:5000])
     out.aggregated = len(labels.aggregate(ready).labelled) if ready else 0
     # Finished HITs whose review was lost, and HITs fully labelled but never settled.
