@@ -275,8 +275,9 @@ class Response(models.Model):
     # kept for audit, but no label, worker fit, accuracy or score reads it
     # (crowd/discount.py). Only the review of the assignment itself (`spam_reason`) does.
     counted = models.BooleanField(
-        default=True, db_default=True, help_text="Counts in labels, worker quality and scores; false once "
-                                "its assignment is rejected.")
+        default=True, db_default=True,
+        help_text="Counts in labels, worker quality and scores; false once its assignment "
+                  "is rejected.")
     # Set by a database trigger on every insert and update (migration 0011): the
     # scoring's kept answers read only rows written since (estimation/correction.py).
     changed_xid = models.BigIntegerField(null=True, blank=True, editable=False, db_index=True,

@@ -182,8 +182,8 @@ def recount(question_ids: Iterable[int]) -> AggregateResult:
     is cleared until the next quality pass). Otherwise (too few answers left, or a tie)
     the label is removed and the question reopened, and `aggregate` treats it as any
     open question: a tie asks for one more answer, then takes the plurality; a question
-    short of answers gets them through `_collect_more`. `scoring` submissions whose
-    drawn pairs lost their label go back to `annotating`.
+    short of answers gets them through `_collect_more`. `scoring` (or `scored`)
+    submissions whose drawn pairs lost their label go back to `annotating`.
     """
     out = AggregateResult()
     corpora: set[int] = set()
@@ -276,10 +276,12 @@ def _collect_more(questions: list[Question]) -> None:
 
 
 def back_to_annotating(pair_ids: Iterable[int]) -> list[int]:
-    """Move `scoring` submissions that drew one of these pairs, now unlabelled, back to
-    `annotating` (they move on again once it is labelled: `finish_submissions`)."""
+    """Move `scoring` and `scored` submissions that drew one of these pairs, now
+    unlabelled, back to `annotating` (the state machine allows both): their sample is
+    not labelled any more. They move on again once it is (`finish_submissions`)."""
     moved = []
-    subs = Submission.objects.filter(state=State.SCORING, pk__in=SampleDraw.objects.filter(
+    subs = Submission.objects.filter(state__in=(State.SCORING, State.SCORED),
+                                     pk__in=SampleDraw.objects.filter(
         instance__pair_id__in=list(pair_ids), instance__pair__label__isnull=True)
         .values("submission_id"))
     for sub in subs:
