@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.models import (
@@ -27,6 +28,7 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
+    Response,
     SampleDraw,
     TaskKind,
 )
@@ -234,6 +236,19 @@ def recount(question_ids: Iterable[int]) -> AggregateResult:
     if short:
         _collect_more(short)
     return out
+
+
+def stale_labels(limit: int = 5000) -> list[int]:
+    """Questions whose label still counts answers that no longer count (a recount lost
+    with the process that should have sent it): fewer counted answers than `n_answers`.
+    Only questions holding a discounted answer are looked at."""
+    counted = (Response.objects.filter(question=OuterRef("question_id"), counted=True)
+               .order_by().values("question").annotate(c=Count("id")).values("c"))
+    return list(PairLabel.objects.filter(
+        question__state=QuestionState.COMPLETE,
+        question_id__in=Response.objects.filter(counted=False).values("question_id"))
+        .annotate(n=Coalesce(Subquery(counted), 0)).filter(n__lt=F("n_answers"))
+        .order_by("question_id").values_list("question_id", flat=True)[:limit])
 
 
 def _collect_more(questions: list[Question]) -> None:

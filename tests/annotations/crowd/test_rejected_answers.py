@@ -11,7 +11,8 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from annotations.crowd import mturk, periodic, slots
+from annotations.crowd import labels, mturk, periodic, slots
+from annotations.crowd.verdicts import reject_assignment
 from annotations.models import (
     Assignment,
     AssignmentState,
@@ -225,3 +226,29 @@ def test_a_rejection_on_mturks_site_copied_by_the_sync_takes_the_same_path(
         "GPE": (3, 1.0), "ORG": (3, 1.0), "PER": (4, 0.75)}
     assert Hit.objects.get(pk=hit.pk).state == HitState.COMPLETE
     assert fake.assignment_status(ids["bad"]) == "Rejected"
+
+
+def test_a_recount_lost_after_the_rejection_is_done_by_the_re_drive(
+        planned, django_capture_on_commit_callbacks) -> None:
+    _sub, hit = planned
+
+    def submit(h, name, choose):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(h, name, choose)
+
+    _tied_then_labelled(hit, submit)
+    bad = Assignment.objects.get(worker__external_id="bad")
+    # The process dies after the rejection commits: its queued recount never goes out.
+    with django_capture_on_commit_callbacks(execute=False) as lost:
+        reject_assignment(bad, "random clicks")
+    assert lost and not Response.objects.filter(assignment=bad, counted=True).exists()
+    assert {t: lab.n_answers for t, lab in _labels().items()} == {"GPE": 3, "ORG": 3}
+    assert sorted(labels.stale_labels()) == sorted(
+        Question.objects.filter(pair__object_type__in=("GPE", "ORG")).values_list(
+            "pk", flat=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        out = periodic.redrive()
+    assert out.recounted == 2 and not PairLabel.objects.exists()
+    assert labels.stale_labels() == []
+    hit.refresh_from_db()
+    assert hit.max_assignments == 5  # the slots the reopened questions lack
