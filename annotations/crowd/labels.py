@@ -201,11 +201,12 @@ def recount(question_ids: Iterable[int]) -> AggregateResult:
                 continue  # a control (no label), or the pair was labelled another way
             answers = [list(c) for c in q.responses.filter(counted=True)
                        .values_list("choices", flat=True)]
-            if len(answers) == label.n_answers:
-                continue  # nothing of it was discounted (a retried recount)
-            corpora.add(q.corpus_id)
             vote = aggregation.majority_vote(answers) if answers else None
             if vote is not None and not vote.tied and len(answers) >= q.answers_needed:
+                if (label.majority, label.support, label.n_answers) == (
+                        sorted(vote.labels), vote.support, len(answers)):
+                    continue  # the vote is as stored (a retried recount)
+                corpora.add(q.corpus_id)
                 label.predicates = label.majority = sorted(vote.labels)
                 label.method, label.support, label.n_answers = ("majority", vote.support,
                                                                 len(answers))
@@ -216,6 +217,11 @@ def recount(question_ids: Iterable[int]) -> AggregateResult:
                                           "p_correct"])
                 out.labelled.append(q.pk)
                 continue
+            if vote is not None and len(answers) >= q.answers_needed \
+                    and (label.method, label.majority, label.n_answers) == (
+                        "plurality", plurality(answers)[0], len(answers)):
+                continue  # a tie already settled on these answers (a retried recount)
+            corpora.add(q.corpus_id)
             label.delete()  # derived from the answers, which all stay stored
             q.state, q.completed_at = QuestionState.OPEN, None
             q.save(update_fields=["state", "completed_at"])

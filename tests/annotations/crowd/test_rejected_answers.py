@@ -33,7 +33,7 @@ from submissions.models import State
 from tests.annotations.crowd.helpers import answer, small_world, system
 from tests.annotations.crowd.test_mturk_backend import answers_json
 from tests.annotations.crowd.test_mturk_backend import fake as fake  # the fixture
-from tests.factories import make_user
+from tests.factories import make_hit, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -252,3 +252,35 @@ def test_a_recount_lost_after_the_rejection_is_done_by_the_re_drive(
     assert labels.stale_labels() == []
     hit.refresh_from_db()
     assert hit.max_assignments == 5  # the slots the reopened questions lack
+
+
+def test_enough_answers_left_update_the_label_in_place(
+        crowd_settings, label_log, django_capture_on_commit_callbacks) -> None:
+    """Four answers (one came late), three still counting after the rejection: the same
+    label row, its vote from those three, its stale posterior cleared; a retried
+    recount changes nothing."""
+    corpus, pairs = small_world()
+    hit = make_hit(corpus, [pairs["born"]])
+    q = hit.items.get().question
+    assignments = {}
+    for name, choice in (("a", TRUTH["GPE"]), ("b", TRUTH["GPE"]), ("c", WRONG["GPE"]),
+                         ("d", TRUTH["GPE"])):
+        worker = CrowdWorker.objects.create(backend="simulated", external_id=name)
+        assignments[name] = Assignment.objects.create(hit=hit, worker=worker,
+                                                      external_id=f"as-{name}")
+        Response.objects.create(assignment=assignments[name], question=q, worker=worker,
+                                choices=choice)
+    Question.objects.filter(pk=q.pk).update(state=QuestionState.COMPLETE)
+    label = PairLabel.objects.create(pair=pairs["born"], question=q, predicates=TRUTH["GPE"],
+                                     majority=TRUTH["GPE"], support=0.75, n_answers=4,
+                                     posterior={"per:place_of_birth": 0.9}, p_correct=0.9)
+    with django_capture_on_commit_callbacks(execute=True):
+        reject_assignment(assignments["c"], "random clicks")
+    after = PairLabel.objects.get()
+    assert after.pk == label.pk and after.predicates == after.majority == TRUTH["GPE"]
+    assert (after.n_answers, after.support, after.method) == (3, 1.0, "majority")
+    assert after.posterior == {} and after.p_correct is None
+    assert label_log == [{"GPE": (3, 1.0)}]  # the scores are recomputed
+    with django_capture_on_commit_callbacks(execute=True):
+        assert labels.recount([q.pk]).labelled == []
+    assert len(label_log) == 1 and labels.stale_labels() == []
