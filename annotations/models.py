@@ -287,6 +287,9 @@ class Response(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "worker"],
                                                name="response_one_per_worker")]
+        # The few discounted answers, found without a scan (`labels.stale_labels`).
+        indexes = [models.Index(fields=["question"], condition=models.Q(counted=False),
+                                name="response_not_counted")]
 
 
 class PairLabel(models.Model):
