@@ -195,7 +195,7 @@ class HitAdmin(admin.ModelAdmin):
 
 class ResponseInline(ReadOnlyInline):
     model = Response
-    fields = ("question", "choices", "seconds", "created_at")
+    fields = ("question", "choices", "counted", "seconds", "created_at")
 
 
 @admin.register(Assignment)

@@ -271,6 +271,13 @@ class Response(models.Model):
                              help_text="Mention/link checks; spans for document tasks.")
     seconds = models.FloatField(null=True, blank=True, help_text="Time the worker spent.")
     created_at = models.DateTimeField(auto_now_add=True)
+    # False once the assignment is rejected (review, admin or MTurk's site): the row is
+    # kept for audit, but no label, worker fit, accuracy or score reads it
+    # (crowd/discount.py). Only the review of the assignment itself (`spam_reason`) does.
+    counted = models.BooleanField(
+        default=True, db_default=True,
+        help_text="Counts in labels, worker quality and scores; false once its assignment "
+                  "is rejected.")
     # Set by a database trigger on every insert and update (migration 0011): the
     # scoring's kept answers read only rows written since (estimation/correction.py).
     changed_xid = models.BigIntegerField(null=True, blank=True, editable=False, db_index=True,
@@ -280,6 +287,9 @@ class Response(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "worker"],
                                                name="response_one_per_worker")]
+        # The few discounted answers, found without a scan (`labels.stale_labels`).
+        indexes = [models.Index(fields=["question"], condition=models.Q(counted=False),
+                                name="response_not_counted")]
 
 
 class PairLabel(models.Model):

@@ -118,14 +118,17 @@ class _Posteriors:
 # (`coin_posterior`): only questions with new answers are computed again.
 _POSTS: Kept[int, _Posteriors] = Kept(2)
 
-# The corpus's relation answers (id, question, worker, choices as text); _SINCE: only those
-# a transaction at or above a horizon wrote (Response.changed_xid, set by a trigger).
+# The corpus's relation answers (id, question, worker, choices as text, counted); _SINCE:
+# only those a transaction at or above a horizon wrote (Response.changed_xid, set by a
+# trigger). The rows read since include answers that stopped counting (a rejected
+# assignment's, crowd/discount.py), so that `_grown` sees them change; the count is of
+# the counted answers alone, as kept.
 _ROWS_SQL = (
-    'SELECT r.id, r.question_id, r.worker_id, r.choices::text FROM "{response}" r '
+    'SELECT r.id, r.question_id, r.worker_id, r.choices::text, r.counted FROM "{response}" r '
     'JOIN "{question}" q ON q.id = r.question_id WHERE q.corpus_id = %s AND q.kind = %s')
 _SINCE = " AND (r.changed_xid IS NULL OR r.changed_xid >= %s) ORDER BY r.id"
 _COUNT_SQL = ('SELECT count(*) FROM "{response}" r JOIN "{question}" q ON q.id = r.question_id'
-              " WHERE q.corpus_id = %s AND q.kind = %s")
+              " WHERE q.corpus_id = %s AND q.kind = %s AND r.counted")
 
 
 def _sql(template: str) -> str:
@@ -141,10 +144,16 @@ def forget_answers(corpus_id: int | None = None) -> None:
 
 
 def _grown(seen: _Seen, rows: list[tuple], horizon: int) -> _Seen | None:
-    """``seen`` with ``rows`` (written since its horizon, in id order) added, or None
-    when one of them is not a new answer: an edited one, or a lower id committed late
-    (the answers' order of first appearance would change: read them all)."""
+    """``seen`` with ``rows`` (id, question, worker, text, counted; written since its
+    horizon, in id order) added, or None when one of them is not a new answer: an
+    edited one, a kept one that stopped counting, or a lower id committed late (the
+    answers' order of first appearance would change: read them all). A row that does
+    not count and was never kept is skipped."""
     decode = Decoder()
+    dropped = np.asarray([r[0] for r in rows if not r[4]], np.int64)
+    if len(dropped) and np.isin(dropped, seen.pks).any():
+        return None
+    rows = [r for r in rows if r[4]]
     old = [r for r in rows if r[0] <= seen.watermark]
     if old:
         # Re-read because their writer was still running at the last read, or one
@@ -155,14 +164,14 @@ def _grown(seen: _Seen, rows: list[tuple], horizon: int) -> _Seen | None:
             return None
         qids, wids = np.asarray(list(seen.q_index), np.int64), \
             np.asarray(list(seen.w_index), np.int64)
-        for (_, q, w, text), p in zip(old, pos.tolist(), strict=True):
+        for (_, q, w, text, _), p in zip(old, pos.tolist(), strict=True):
             if qids[seen.items[p]] != q or wids[seen.workers[p]] != w \
                     or seen.keys[p] != decode(text)[1]:
                 return None
     new = [r for r in rows if r[0] > seen.watermark]
     q_index, w_index = dict(seen.q_index), dict(seen.w_index)
-    items = [q_index.setdefault(q, len(q_index)) for _, q, _, _ in new]
-    workers = [w_index.setdefault(w, len(w_index)) for _, _, w, _ in new]
+    items = [q_index.setdefault(q, len(q_index)) for _, q, _, _, _ in new]
+    workers = [w_index.setdefault(w, len(w_index)) for _, _, w, _, _ in new]
     return _Seen(new[-1][0] if new else seen.watermark, horizon,
                  np.concatenate([seen.pks, np.asarray([r[0] for r in new], np.int64)]),
                  q_index, w_index, np.concatenate([seen.items, np.asarray(items, np.int64)]),
@@ -202,10 +211,11 @@ def _answers(corpus: Corpus) -> _Answers:
     seen = _kept(corpus.pk, horizon)
     if seen is None:
         # The choices as JSON text, decoded once per distinct text (a crowd gives few).
-        rows = (Response.objects.filter(question__corpus=corpus,
+        rows = (Response.objects.filter(question__corpus=corpus, counted=True,
                                         question__kind=TaskKind.RELATION)
                 .annotate(text=Cast("choices", TextField()))
-                .values_list("pk", "question_id", "worker_id", "text").order_by("pk"))
+                .values_list("pk", "question_id", "worker_id", "text", "counted")
+                .order_by("pk"))
         empty = _Seen(0, horizon, np.zeros(0, np.int64), {}, {}, np.zeros(0, np.int64),
                       np.zeros(0, np.int64), [], {})
         seen = _grown(empty, list(rows.iterator(chunk_size=5000)), horizon)

@@ -66,7 +66,8 @@ def progress(sub: Submission) -> Progress:
         draws=Count("id"), pairs=Count("instance__pair_id", distinct=True),
         labelled=Count("instance__pair_id", distinct=True,
                        filter=Q(instance__pair__label__isnull=False)))
-    got = (Response.objects.filter(question=OuterRef("pk")).order_by().values("question")
+    got = (Response.objects.filter(question=OuterRef("pk"), counted=True).order_by()
+           .values("question")
            .annotate(c=Count("id")).values("c"))
     q = (Question.objects.filter(requested_by=sub, kind=TaskKind.RELATION)
          .exclude(state=QuestionState.CANCELLED)

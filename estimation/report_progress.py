@@ -58,7 +58,7 @@ def _sql() -> str:
         "coalesce(sum(least(q.answers_needed, r.got)), 0) AS received, "
         "count(*) FILTER (WHERE q.state = %(open)s) AS open "
         f"FROM {question} q CROSS JOIN LATERAL (SELECT count(*) AS got FROM {response} "
-        "WHERE question_id = q.id) r "
+        "WHERE question_id = q.id AND counted) r "
         "WHERE q.requested_by_id = %(pk)s AND q.kind = %(relation)s "
         "AND q.state <> %(cancelled)s), "
         f"lr AS (SELECT r.id, r.draw_scheme FROM {score} ss JOIN {run} r ON r.id = ss.run_id "

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotations.models import (
@@ -27,6 +28,7 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
+    Response,
     SampleDraw,
     TaskKind,
 )
@@ -35,10 +37,12 @@ from annotations.signals import labels_changed
 from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
 
-from . import backends, budget, mturk
+from . import backends, budget, mturk, posting, slots
 from .review import settle_hits
 
 logger = logging.getLogger(__name__)
+# A question's answers that count (a rejected assignment's do not: crowd/discount.py).
+COUNTED = Count("responses", filter=Q(responses__counted=True))
 AGGREGATE_TASK = "annotations.aggregate"  # crowd/tasks.py
 
 
@@ -83,14 +87,15 @@ def _ready(question_ids: Iterable[int]) -> tuple[list[int], int]:
     with answers still to come), read in one query without locks.
 
     Skipping a question that looked short of answers here is safe: answers are only
-    ever added, and the submission of each answer aggregates its questions after it
-    commits, so the one that brings the last answer sees it. A question found ready is
-    locked and checked again before it is labelled.
+    ever added (a rejection takes some away: `recount` handles those questions), and
+    the submission of each answer aggregates its questions after it commits, so the
+    one that brings the last answer sees it. A question found ready is locked and
+    checked again before it is labelled.
     """
     ready, waiting = [], 0
     rows = (Question.objects.filter(pk__in=set(question_ids), kind=TaskKind.RELATION,
                                     state=QuestionState.OPEN)
-            .annotate(n=Count("responses")).order_by("pk")
+            .annotate(n=COUNTED).order_by("pk")
             .values_list("pk", "n", "answers_needed"))
     for qid, n, needed in rows:
         if n < needed:
@@ -116,7 +121,8 @@ def aggregate(question_ids: Iterable[int]) -> AggregateResult:
             if q is None or q.state != QuestionState.OPEN:
                 continue
             hits.update(q.hit_items.values_list("hit_id", flat=True))
-            answers = [list(c) for c in q.responses.values_list("choices", flat=True)]
+            answers = [list(c) for c in q.responses.filter(counted=True)
+                       .values_list("choices", flat=True)]
             if len(answers) < q.answers_needed:
                 out.waiting += 1
                 continue
@@ -167,6 +173,147 @@ def aggregate(question_ids: Iterable[int]) -> AggregateResult:
     settle_hits(hits - extra_hits)
     out.scoring = finish_submissions(pairs)
     return out
+
+
+def recount(question_ids: Iterable[int]) -> AggregateResult:
+    """Label these questions again from the answers that still count, after a rejection
+    discounted some (crowd/discount.py). Idempotent.
+
+    A label whose remaining answers, `answers_needed` or more, still give a clear
+    majority is updated in place (its posterior, fitted with the discounted answers,
+    is cleared until the next quality pass). Otherwise (too few answers left, or a tie)
+    the label is removed and the question reopened, and `aggregate` treats it as any
+    open question: a tie asks for one more answer, then takes the plurality; a question
+    short of answers gets them through `_collect_more`. `scoring` (or `scored`)
+    submissions whose drawn pairs lost their label go back to `annotating`.
+    """
+    out = AggregateResult()
+    corpora: set[int] = set()
+    reopened: list[int] = []
+    for qid in sorted(set(question_ids)):
+        with transaction.atomic():
+            q = (Question.objects.select_for_update()
+                 .filter(pk=qid, kind=TaskKind.RELATION, state=QuestionState.COMPLETE,
+                         control_answer__isnull=True).first())
+            label = (PairLabel.objects.select_for_update().filter(question=q).first()
+                     if q is not None else None)
+            if label is None:
+                continue  # a control (no label), or the pair was labelled another way
+            answers = [list(c) for c in q.responses.filter(counted=True)
+                       .values_list("choices", flat=True)]
+            vote = aggregation.majority_vote(answers) if answers else None
+            if vote is not None and not vote.tied and len(answers) >= q.answers_needed:
+                if (label.majority, label.support, label.n_answers) == (
+                        sorted(vote.labels), vote.support, len(answers)):
+                    continue  # the vote is as stored (a retried recount)
+                corpora.add(q.corpus_id)
+                label.predicates = label.majority = sorted(vote.labels)
+                label.method, label.support, label.n_answers = ("majority", vote.support,
+                                                                len(answers))
+                label.posterior, label.prior, label.type_prior = {}, {}, {}
+                label.p_correct = None
+                label.save(update_fields=["predicates", "majority", "method", "support",
+                                          "n_answers", "posterior", "prior", "type_prior",
+                                          "p_correct"])
+                out.labelled.append(q.pk)
+                continue
+            if vote is not None and len(answers) >= q.answers_needed \
+                    and (label.method, label.majority, label.n_answers) == (
+                        "plurality", plurality(answers)[0], len(answers)):
+                continue  # a tie already settled on these answers (a retried recount)
+            corpora.add(q.corpus_id)
+            label.delete()  # derived from the answers, which all stay stored
+            q.state, q.completed_at = QuestionState.OPEN, None
+            q.save(update_fields=["state", "completed_at"])
+            reopened.append(q.pk)
+    for corpus_id in sorted(corpora):
+        transaction.on_commit(lambda c=corpus_id: labels_changed.send(sender=PairLabel,
+                                                                      corpus_id=c))
+    if not reopened:
+        return out
+    again = aggregate(reopened)
+    out.labelled += again.labelled
+    out.extra_requested = again.extra_requested
+    out.scoring = again.scoring
+    still_open = list(Question.objects.filter(pk__in=reopened, state=QuestionState.OPEN))
+    back_to_annotating([q.pair_id for q in still_open])
+    short = [q for q in still_open if q.pk not in again.extra_requested]
+    out.waiting = len(short)
+    if short:
+        _collect_more(short)
+    return out
+
+
+def stale_labels(limit: int = 5000) -> list[int]:
+    """Questions whose label still counts answers that no longer count (a recount lost
+    with the process that should have sent it): fewer counted answers than `n_answers`.
+    Only questions holding a discounted answer are looked at."""
+    counted = (Response.objects.filter(question=OuterRef("question_id"), counted=True)
+               .order_by().values("question").annotate(c=Count("id")).values("c"))
+    return list(PairLabel.objects.filter(
+        question__state=QuestionState.COMPLETE,
+        question_id__in=Response.objects.filter(counted=False).values("question_id"))
+        .annotate(n=Coalesce(Subquery(counted), 0)).filter(n__lt=F("n_answers"))
+        .order_by("question_id").values_list("question_id", flat=True)[:limit])
+
+
+def _collect_more(questions: list[Question]) -> None:
+    """More answers for reopened questions, as the pipeline gets missing ones: a live
+    HIT holding one gets the slots its questions lack (MTurk: `slots.replenish`, as
+    for refused work; on our site its assignment count is raised); the others are
+    grouped into new HITs and posted (`posting.regroup`, as for a retired HIT)."""
+    live = HitQuestion.objects.filter(question__in=questions,
+                                      hit__state__in=(HitState.PENDING, HitState.POSTED))
+    for hit in Hit.objects.filter(pk__in=live.values("hit_id"), state=HitState.POSTED):
+        try:
+            if hit.backend == Backend.MTURK:
+                slots.replenish(hit)  # else the sync replaces them (`periodic.sync_hit`)
+            else:
+                with transaction.atomic():
+                    locked = Hit.objects.select_for_update().get(pk=hit.pk)
+                    # Rejected work keeps its slot on our site: count it in the target.
+                    target = (locked.assignments.filter(refusal="").count()
+                              + slots.still_needed(locked))
+                    if target > locked.max_assignments:
+                        new_cost = budget.hit_cost(locked.backend, locked.reward, target)
+                        budget.check_and_lock(new_cost - locked.cost_estimate,
+                                              locked.submission,
+                                              f"answers replacing rejected work on HIT {hit.pk}")
+                        locked.max_assignments, locked.cost_estimate = target, new_cost
+                        locked.save(update_fields=["max_assignments", "cost_estimate"])
+        except (budget.BudgetExceeded, mturk.MTurkError) as exc:
+            logger.warning("HIT %s: no slot for answers replacing rejected work yet: %s",
+                           hit.pk, exc)
+    orphaned = {q.requested_by_id for q in questions
+                if q.requested_by_id is not None
+                and not live.filter(question=q).exists()}
+    for sub in Submission.objects.filter(pk__in=orphaned).order_by("pk"):
+        with transaction.atomic():
+            posting.regroup(sub)
+        _, held = posting.post_pending(sub)
+        if held:
+            logger.warning("submission %s: reopened questions not posted yet: %s",
+                           sub.pk, held)
+
+
+def back_to_annotating(pair_ids: Iterable[int]) -> list[int]:
+    """Move `scoring` and `scored` submissions that drew one of these pairs, now
+    unlabelled, back to `annotating` (the state machine allows both): their sample is
+    not labelled any more. They move on again once it is (`finish_submissions`)."""
+    moved = []
+    subs = Submission.objects.filter(state__in=(State.SCORING, State.SCORED),
+                                     pk__in=SampleDraw.objects.filter(
+        instance__pair_id__in=list(pair_ids), instance__pair__label__isnull=True)
+        .values("submission_id"))
+    for sub in subs:
+        try:
+            with transaction.atomic():
+                transition(sub, State.ANNOTATING, "A rejected worker's answers no longer "
+                           "count: some drawn pairs need more answers.")
+        except TransitionError:
+            continue
+        moved.append(sub.pk)
+    return moved
 
 
 def finish_submissions(pair_ids: Iterable[int] | None = None) -> list[int]:

@@ -9,7 +9,8 @@ confirmed expire.
 `redrive` moves on the work that stopped moving:
 
 * pending HITs of work without a submission (exhaustive annotation) are posted;
-* questions holding enough answers but never aggregated are aggregated;
+* questions holding enough answers but never aggregated are aggregated, and labels
+  still counting a rejected assignment's answers are recounted;
 * finished HITs whose review was lost are reviewed, refused work still without a
   verdict gets it, and HITs fully labelled but never settled are settled;
 * task-page posts MTurk never confirmed expire (and are deleted after 30 days);
@@ -26,7 +27,7 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotations.models import (
@@ -53,6 +54,7 @@ class RedriveResult:
     settled: int = 0
     expired_posts: int = 0
     scoring: list[int] | None = None
+    recounted: int = 0
 
 
 POST_RETENTION = dt.timedelta(days=30)  # forged and expired page posts, for the operator
@@ -66,9 +68,14 @@ def redrive() -> RedriveResult:
     if orphans.exists():
         out.posted, _ = posting.post_pending_hits(orphans)
     ready = list(Question.objects.filter(state=QuestionState.OPEN, kind=TaskKind.RELATION)
-                 .annotate(n=Count("responses")).filter(n__gte=F("answers_needed"))
+                 .annotate(n=labels.COUNTED).filter(n__gte=F("answers_needed"))
                  .values_list("pk", flat=True)[:5000])
     out.aggregated = len(labels.aggregate(ready).labelled) if ready else 0
+    # Labels still counting a rejected assignment's answers (a lost recount).
+    stale = labels.stale_labels()
+    out.recounted = len(stale)
+    if stale:
+        labels.recount(stale)
     # Finished HITs whose review was lost, and HITs fully labelled but never settled.
     for hit_id in Hit.objects.filter(state__in=(HitState.COMPLETE, HitState.EXPIRED),
                                      assignments__state="submitted").values_list(

@@ -88,7 +88,7 @@ def _group_into_hits(sub: Submission) -> tuple[int, int]:
     backend = settings.KBPO_CROWD_BACKEND
     per_hit = max(1, settings.KBPO_QUESTIONS_PER_HIT)
     per_question = Decimal(str(settings.KBPO_REWARD_PER_QUESTION_USD)).quantize(CENT)
-    answered = {q.pk: q.responses.count() for q in orphans}
+    answered = {q.pk: q.responses.filter(counted=True).count() for q in orphans}
     batch = HitBatch.objects.create(corpus_id=sub.corpus_id, submission=sub,
                                     kind=TaskKind.RELATION, n_questions=len(orphans))
     total = Decimal("0")

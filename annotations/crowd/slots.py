@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotations.models import Backend, Hit, HitState, Question, QuestionState, TaskKind
@@ -32,7 +32,8 @@ MTURK_SMALL_HIT_LIMIT = 10  # MTurk: under 10 assignments cannot be raised to 10
 def still_needed(hit: Hit) -> int:
     """The most answers any open question of the HIT still lacks."""
     rows = (Question.objects.filter(hit_items__hit=hit, state=QuestionState.OPEN)
-            .annotate(n=Count("responses")).values_list("answers_needed", "n"))
+            .annotate(n=Count("responses", filter=Q(responses__counted=True)))
+            .values_list("answers_needed", "n"))
     return max((need - n for need, n in rows), default=0)
 
 

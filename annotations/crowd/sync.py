@@ -22,6 +22,7 @@ import logging
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from annotations.interfaces.intake import (
@@ -42,6 +43,7 @@ from annotations.models import (
 )
 
 from . import backends, budget, mturk, refusals, slots
+from .discount import discount
 
 logger = logging.getLogger(__name__)
 ANSWER_FIELD = "answers"
@@ -146,10 +148,14 @@ def accept_record(hit: Hit, record: mturk.AssignmentRecord, result: SyncResult |
             and record.status in ("Approved", "Rejected")):
         # Auto-approval (or a verdict given on MTurk's site) already moved the money.
         approved = record.status == "Approved"
-        result.status_copied += Assignment.objects.filter(
-            pk=assignment.pk, state=AssignmentState.SUBMITTED).update(
-            state=AssignmentState.APPROVED if approved else AssignmentState.REJECTED,
-            reviewed_at=timezone.now(), paid=hit.reward if approved else 0)
+        with transaction.atomic():
+            copied = Assignment.objects.filter(
+                pk=assignment.pk, state=AssignmentState.SUBMITTED).update(
+                state=AssignmentState.APPROVED if approved else AssignmentState.REJECTED,
+                reviewed_at=timezone.now(), paid=hit.reward if approved else 0)
+            if copied and not approved:
+                discount(assignment.pk)  # rejected on MTurk's site: its answers stop counting
+        result.status_copied += copied
     return assignment
 
 

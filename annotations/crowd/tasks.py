@@ -2,9 +2,10 @@
 requeued when its worker process dies (`reject_on_worker_lost`).
 
 Queued by name (`kbpo.core.jobs.enqueue`): `answers_stored` → aggregate, a complete
-HIT → review, a task page's provisional post → confirm with MTurk; and by Celery beat
-(`CELERY_BEAT_SCHEDULE`): re-drive, MTurk sync, worker quality. The work itself is in the
-modules named in each task.
+HIT → review, a rejection → recount its labels (crowd/discount.py), a task page's
+provisional post → confirm with MTurk; and by Celery beat (`CELERY_BEAT_SCHEDULE`):
+re-drive, MTurk sync, worker quality. The work itself is in the modules named in each
+task.
 """
 
 from __future__ import annotations
@@ -13,13 +14,20 @@ from celery import shared_task
 
 from annotations.quality.workers import update_worker_quality
 
-from . import labels, periodic, review, sync, workers
+from . import discount, labels, periodic, review, sync, workers
 
 
 @shared_task(name=labels.AGGREGATE_TASK, acks_late=True, reject_on_worker_lost=True)
 def aggregate_task(question_ids: list[int]) -> dict:
     out = labels.aggregate(question_ids)
     return {"labelled": len(out.labelled), "extra": len(out.extra_requested),
+            "waiting": out.waiting, "scoring": out.scoring}
+
+
+@shared_task(name=discount.RECOUNT_TASK, acks_late=True, reject_on_worker_lost=True)
+def recount_task(question_ids: list[int]) -> dict:
+    out = labels.recount(question_ids)
+    return {"relabelled": len(out.labelled), "extra": len(out.extra_requested),
             "waiting": out.waiting, "scoring": out.scoring}
 
 

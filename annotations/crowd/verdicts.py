@@ -2,7 +2,8 @@
 
 Both hold the assignment's row lock around the MTurk call and are idempotent on
 MTurk's side (an assignment already approved or rejected there is recognised), so a
-retried task never pays twice. Used by the review of complete HITs and by the prompt
+retried task never pays twice. A rejected assignment's answers stop counting
+(`discount`). Used by the review of complete HITs and by the prompt
 handling of refused work (`refusals`).
 """
 
@@ -14,6 +15,7 @@ from django.utils import timezone
 from annotations.models import Assignment, AssignmentState, Backend
 
 from . import backends, mturk
+from .discount import discount
 
 
 def approve_assignment(assignment: Assignment, feedback: str = "") -> bool:
@@ -49,4 +51,5 @@ def reject_assignment(assignment: Assignment, reason: str) -> bool:
         a.reviewed_at = timezone.now()
         a.feedback = reason.strip()[:1000]
         a.save(update_fields=["state", "reviewed_at", "feedback"])
+        discount(a.pk)  # its answers stop counting; its labels are recounted after commit
     return True

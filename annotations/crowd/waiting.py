@@ -102,7 +102,8 @@ def report(now: dt.datetime | None = None) -> list[Section]:
                    why, h.posted_at, ("hit", h.pk))
 
     def orphan_row(q: Question) -> Row:
-        return Row(f"question {q.pk} ({q.responses.count()} of {q.answers_needed} answers)",
+        got = q.responses.filter(counted=True).count()
+        return Row(f"question {q.pk} ({got} of {q.answers_needed} answers)",
                    "no live HIT asks it (its HIT was expired or retired): re-plan the "
                    "submission that requested it", q.created_at, ("question", q.pk))
 

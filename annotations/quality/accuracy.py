@@ -425,7 +425,7 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
     # and distinct answer (text, or key when given the answers).
     text_id: dict[str, int] = {}
     if answers is None:
-        rows = list(Response.objects.filter(question__corpus_id=corpus_id,
+        rows = list(Response.objects.filter(question__corpus_id=corpus_id, counted=True,
                                             question__kind=TaskKind.RELATION,
                                             question_id__in=PairLabel.objects.filter(
                                                 question__corpus_id=corpus_id)
@@ -542,7 +542,7 @@ def control_accuracy(corpus_id: int, confidence: float = 0.9,
                                    np.asarray([k != NO_RELATION for k in given], dtype=bool)))
     decode = decode or Decoder()
     is_control = Q(question__control_answer__isnull=False)
-    rows = (Response.objects.filter(question__corpus_id=corpus_id,
+    rows = (Response.objects.filter(question__corpus_id=corpus_id, counted=True,
                                     question__kind=TaskKind.RELATION)
             .annotate(known=Cast("question__control_answer", TextField()),
                       text=Case(When(is_control, then=Cast("choices", TextField())),

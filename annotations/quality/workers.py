@@ -67,7 +67,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
     """Fit Dawid–Skene per corpus; store accuracy, agreement and flags on the workers."""
     report = QualityReport()
     corpora = ([corpus_id] if corpus_id is not None else
-               list(Question.objects.filter(kind=TaskKind.RELATION, responses__isnull=False)
+               list(Question.objects.filter(kind=TaskKind.RELATION, responses__counted=True)
                     .values_list("corpus_id", flat=True).distinct()))
     acc_sum: Counter[int] = Counter()
     agree_sum: Counter[int] = Counter()
@@ -76,7 +76,8 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
     ctrl_n: Counter[int] = Counter()
     ctrl_right: Counter[int] = Counter()
     for cid in corpora:
-        rows = list(Response.objects.filter(question__corpus_id=cid,
+        # A rejected assignment's answers do not count (crowd/discount.py).
+        rows = list(Response.objects.filter(question__corpus_id=cid, counted=True,
                                             question__kind=TaskKind.RELATION)
                     .values_list("question_id", "worker_id", "choices").order_by("pk"))
         if not rows:
@@ -115,7 +116,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         agreement = agree_sum[worker.pk] / agree_n[worker.pk] if agree_n[worker.pk] else None
         worker.accuracy_ds = acc_sum[worker.pk] / n if n else None
         worker.agreement = agreement
-        worker.n_answers = worker.responses.count()
+        worker.n_answers = worker.responses.filter(counted=True).count()
         worker.flagged = bool(agreement is not None and agree_n[worker.pk] >= minimum
                               and agreement < threshold)
         worker.control_answers = ctrl_n[worker.pk]
@@ -129,7 +130,8 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
     if corpus_id is not None:
         batches = batches.filter(corpus_id=corpus_id)
     for batch in batches:
-        rows = list(Response.objects.filter(question__hit_items__hit__batch=batch)
+        rows = list(Response.objects.filter(question__hit_items__hit__batch=batch,
+                                            counted=True)
                     .values_list("question_id", "worker_id", "choices").distinct())
         if not rows:
             continue

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from annotations.crowd.verdicts import reject_assignment
 from annotations.models import Assignment, Backend, CrowdWorker, PairLabel, Response
 from estimation import correction
 from tests.estimation.scoring.scoring_world import World
@@ -249,3 +250,45 @@ def test_committed_answers_are_read_alone_and_a_late_lower_id_is_not_lost(
         assert _equal(read, _fresh(world))
     finally:
         correction.forget_answers()
+
+
+def _reject(worker: str, capture) -> None:
+    """Reject the worker's assignment as the review or an operator does (its answers
+    stay stored, no longer counted: annotations/crowd/discount.py)."""
+    with capture(execute=True):
+        assert reject_assignment(Assignment.objects.get(external_id=f"as-{worker}"),
+                                 "random clicks")
+    assert not Response.objects.filter(worker__external_id=worker, counted=True).exists()
+
+
+@pytest.mark.django_db
+def test_a_rejected_assignments_answers_leave_the_kept_ones(
+        answered: World, monkeypatch, django_capture_on_commit_callbacks) -> None:
+    first, _ = _read(answered, monkeypatch)
+    c = CrowdWorker.objects.get(external_id="c").pk
+    assert len(first.keys) == 9 and c in first.wids
+    _reject("c", django_capture_on_commit_callbacks)
+    # An UPDATE of kept rows (stamped by the trigger): everything is read again.
+    after, used = _read(answered, monkeypatch)
+    assert not used and len(after.keys) == 6 and c not in after.wids
+    assert "no_relation" not in after.keys  # c's dissent on "born" is gone
+    assert _equal(after, _fresh(answered))
+    again, used = _read(answered, monkeypatch)
+    # Kept from now on: the count is of counted answers too (else every read would
+    # find one too many and read everything again).
+    assert used and _equal(again, after)
+
+
+@pytest.mark.django_db
+def test_a_rejection_hidden_by_as_many_new_answers_is_still_seen(
+        answered: World, monkeypatch, django_capture_on_commit_callbacks) -> None:
+    """Three answers stop counting and three new ones come in between two reads: the
+    corpus holds as many counted answers as were kept, yet the rejected ones go."""
+    _read(answered, monkeypatch)
+    _reject("c", django_capture_on_commit_callbacks)
+    _answer(answered, ["x", "y", "z"])
+    assert Response.objects.filter(counted=True).count() == 9
+    after, used = _read(answered, monkeypatch)
+    c = CrowdWorker.objects.get(external_id="c").pk
+    assert not used and len(after.keys) == 9 and c not in after.wids
+    assert _equal(after, _fresh(answered))

@@ -1,0 +1,32 @@
+"""A rejected assignment's answers stop counting.
+
+Whatever rejects an assignment — the review of a finished HIT (`verdicts`), an
+operator in the admin (the same function), or a verdict given on MTurk's own site
+(copied by the sync) — calls `discount` in the transaction that stores the
+REJECTED state. Its `Response` rows are kept for audit with `counted = False`; every
+reader of answers (labels, worker quality, crowd accuracy, the scoring's noise
+correction) skips them. The UPDATE is stamped by the Response trigger, so the
+scoring's kept answers see a changed row and read everything again.
+
+After commit the labels of the questions they answered are recomputed from the
+answers that still count (`labels.recount`, queued by name: this module is imported
+by `verdicts` and `sync`, which `labels` imports).
+"""
+
+from __future__ import annotations
+
+from annotations.models import Response
+from kbpo.core import jobs
+
+RECOUNT_TASK = "annotations.recount"  # crowd/tasks.py → labels.recount
+
+
+def discount(assignment_id: int) -> list[int]:
+    """Stop counting an assignment's answers; the questions they answered (sorted).
+    Call inside the transaction that rejects it."""
+    rows = Response.objects.filter(assignment_id=assignment_id, counted=True)
+    question_ids = sorted(set(rows.values_list("question_id", flat=True)))
+    if question_ids:
+        rows.update(counted=False)
+        jobs.enqueue(RECOUNT_TASK, question_ids)
+    return question_ids

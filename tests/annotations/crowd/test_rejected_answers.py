@@ -1,0 +1,286 @@
+"""A rejected assignment's answers stop counting once they were counted
+(crowd/discount.py, labels.recount): by the review's spam rejection, an operator's
+rejection in the admin, or a rejection on MTurk's site copied by the sync. The rows stay
+stored (`counted = False`); the labels they made are recounted, their questions
+reopened and asked again when too few answers remain, and the scores recomputed."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from annotations.crowd import labels, mturk, periodic, slots
+from annotations.crowd.verdicts import reject_assignment
+from annotations.models import (
+    Assignment,
+    AssignmentState,
+    CrowdWorker,
+    Hit,
+    HitState,
+    PairLabel,
+    Question,
+    QuestionState,
+    Response,
+)
+from annotations.quality import workers as quality_workers
+from annotations.quality.accuracy import crowd_accuracy
+from annotations.signals import labels_changed
+from estimation import planning
+from estimation.scoring import latest_run
+from submissions.models import State
+from tests.annotations.crowd.helpers import answer, small_world, system
+from tests.annotations.crowd.test_mturk_backend import answers_json
+from tests.annotations.crowd.test_mturk_backend import fake as fake  # the fixture
+from tests.factories import make_hit, make_user
+
+pytestmark = pytest.mark.django_db
+
+TRUTH = {"GPE": ["per:place_of_birth"], "PER": ["per:spouse"],
+         "ORG": ["per:employee_or_member_of"]}
+WRONG = {"GPE": ["per:place_of_death"], "PER": ["per:siblings"], "ORG": ["no_relation"]}
+
+
+def truth(q: Question) -> list[str]:
+    return TRUTH[q.pair.object_type]
+
+
+def wrong(q: Question) -> list[str]:
+    return WRONG[q.pair.object_type]
+
+
+def splitting(q: Question) -> list[str]:
+    """Right but on the spouse pair, where it gives a third answer: a tie keeps the HIT
+    posted (and its assignments unreviewed) after the other two pairs are labelled."""
+    return ["per:children"] if q.pair.object_type == "PER" else truth(q)
+
+
+@pytest.fixture
+def crowd_settings(settings):
+    settings.KBPO_QUESTIONS_PER_HIT = 3
+    settings.KBPO_ANSWERS_PER_QUESTION = 3
+    settings.KBPO_MAX_EXTRA_ANSWERS = 2
+    settings.KBPO_REJECT_MIN_QUESTIONS = 3
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    return settings
+
+
+@pytest.fixture
+def planned(crowd_settings, django_capture_on_commit_callbacks):
+    crowd_settings.KBPO_CROWD_BACKEND = "simulated"
+    corpus, pairs = small_world()
+    sub = system(corpus, pairs, ["born", "wed", "work"])
+    with django_capture_on_commit_callbacks(execute=True):
+        planning.plan_submission(sub.pk)
+    return sub, Hit.objects.get(submission=sub)
+
+
+@pytest.fixture
+def label_log():
+    """The labels as each `labels_changed` found them: (n_answers, support) per pair type."""
+    seen: list[dict[str, tuple[int, float]]] = []
+
+    def snap(sender, corpus_id, **kw) -> None:
+        seen.append({lab.pair.object_type: (lab.n_answers, lab.support)
+                     for lab in PairLabel.objects.select_related("pair")})
+
+    labels_changed.connect(snap, weak=False, dispatch_uid="test-rejected")
+    yield seen
+    labels_changed.disconnect(dispatch_uid="test-rejected")
+
+
+def _not_counted(worker: str) -> None:
+    rows = Response.objects.filter(worker__external_id=worker)
+    assert rows.count() == 3 and not rows.filter(counted=True).exists()  # kept, for audit
+
+
+def _labels() -> dict[str, PairLabel]:
+    return {lab.pair.object_type: lab for lab in PairLabel.objects.select_related("pair")}
+
+
+def test_spam_rejected_by_the_review_no_longer_counts(
+        planned, label_log, django_capture_on_commit_callbacks) -> None:
+    sub, hit = planned
+    for name, choose in (("good1", truth), ("spam", wrong), ("good2", truth)):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(hit, name, choose)
+    # The labels were made with the spammer's answers (3 answers, 2 agreeing) ...
+    assert label_log[0] == {t: (3, pytest.approx(2 / 3)) for t in TRUTH}
+    # ... then the review of the complete HIT rejected it: its answers no longer count,
+    # two remain for three needed, so the labels are gone and the questions reopened.
+    spam = Assignment.objects.get(worker__external_id="spam")
+    assert spam.state == AssignmentState.REJECTED and spam.paid == 0
+    _not_counted("spam")
+    assert not PairLabel.objects.exists() and label_log[-1] == {}
+    assert set(Question.objects.filter(requested_by=sub).values_list("state", flat=True)) \
+        == {QuestionState.OPEN}
+    # Asked again as missing answers are: a new HIT for the one answer each lacks.
+    again = Hit.objects.exclude(pk=hit.pk).get(submission=sub)
+    assert again.state == HitState.POSTED and again.max_assignments == 1
+    assert Hit.objects.get(pk=hit.pk).state == HitState.COMPLETE
+    sub.refresh_from_db()
+    # Scored with the spammer's answers; back to annotating, its drawn pairs unlabelled.
+    assert label_log[0] and sub.state == State.ANNOTATING
+    # The quality pass reads only the answers that count.
+    report = quality_workers.update_worker_quality(sub.corpus_id)
+    assert report.answers == 6
+    assert CrowdWorker.objects.get(external_id="spam").accuracy_ds is None
+    with django_capture_on_commit_callbacks(execute=True):
+        answer(again, "good3", truth)
+    labels = _labels()
+    assert {t: (lab.n_answers, lab.support, lab.predicates) for t, lab in labels.items()} \
+        == {t: (3, 1.0, TRUTH[t]) for t in TRUTH}
+    assert all(lab.majority == lab.predicates for lab in labels.values())
+    # The crowd accuracy, and the score run the new labels asked for, count 9 answers
+    # (good1, good2, good3), all agreeing: not the spammer's 3.
+    agreement = crowd_accuracy(sub.corpus_id).agreement
+    assert (agreement.answers, agreement.estimate) == (9, 1.0)
+    run = latest_run(sub.corpus_id)
+    assert run.crowd["agreement"]["answers"] == 9
+    sub.refresh_from_db()
+    assert sub.state != State.ANNOTATING  # labelled again: on to scoring
+    assert not Response.objects.filter(worker__external_id="spam", counted=True).exists()
+
+
+def _tied_then_labelled(hit: Hit, submit, bad: str = "bad") -> None:
+    """good1, bad (wrong everywhere) and split: two pairs labelled with bad's answers,
+    the spouse pair tied (one more answer asked), the HIT still posted."""
+    for name, choose in (("good1", truth), ("bad", wrong), ("split", splitting)):
+        submit(hit, name, choose)
+    assert {t: lab.n_answers for t, lab in _labels().items()} == {"GPE": 3, "ORG": 3}
+    assert Assignment.objects.get(worker__external_id=bad).state == AssignmentState.SUBMITTED
+
+
+def test_an_operators_rejection_in_the_admin_takes_the_same_path(
+        client, planned, label_log, django_capture_on_commit_callbacks) -> None:
+    sub, hit = planned
+
+    def submit(h, name, choose):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(h, name, choose)
+
+    _tied_then_labelled(hit, submit)
+    staff = make_user("op", staff=True)
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    bad = Assignment.objects.get(worker__external_id="bad")
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("admin:annotations_assignment_changelist"),
+                    {"action": "reject_selected", "_selected_action": [bad.pk],
+                     "confirm": "1", "reason": "random clicks"})
+    bad.refresh_from_db()
+    assert bad.state == AssignmentState.REJECTED
+    _not_counted("bad")
+    assert not PairLabel.objects.exists() and label_log[-1] == {}
+    # The HIT is still posted: it gets the slots its questions now lack (the spouse
+    # pair needs 4 answers and has 2 that count) rather than a new HIT.
+    hit.refresh_from_db()
+    assert hit.state == HitState.POSTED and Hit.objects.filter(submission=sub).count() == 1
+    assert hit.max_assignments == 5 and slots.still_needed(hit) == 2
+    for name in ("good3", "good4"):
+        submit(hit, name, truth)
+    labels = _labels()
+    assert {t: (lab.n_answers, lab.support) for t, lab in labels.items()} == {
+        "GPE": (3, 1.0), "ORG": (3, 1.0), "PER": (4, 0.75)}
+    assert {t: lab.predicates for t, lab in labels.items()} == TRUTH
+    hit.refresh_from_db()
+    assert hit.state == HitState.COMPLETE
+    assert Assignment.objects.get(pk=bad.pk).paid == Decimal("0")
+
+
+def test_a_rejection_on_mturks_site_copied_by_the_sync_takes_the_same_path(
+        crowd_settings, fake, label_log, django_capture_on_commit_callbacks) -> None:
+    corpus, pairs = small_world()
+    sub = system(corpus, pairs, ["born", "wed", "work"])
+    with django_capture_on_commit_callbacks(execute=True):
+        planning.plan_submission(sub.pk)
+    hit = Hit.objects.get(submission=sub)
+    ids: dict[str, str] = {}
+
+    def submit(h, name, choose):
+        ids[name] = fake.worker_submits(h.external_id, "A" + name.upper(),
+                                        answers_json(h, choose))
+        with django_capture_on_commit_callbacks(execute=True):
+            periodic.sync_all()
+
+    _tied_then_labelled(hit, submit, bad="ABAD")
+    # The requester rejects BAD on MTurk's own site; the next sync copies the verdict.
+    mturk.reject(mturk.make_client(fake.endpoint_url), ids["bad"], "random clicks")
+    with django_capture_on_commit_callbacks(execute=True):
+        result = periodic.sync_all()
+    assert result.status_copied == 1 and not result.errors
+    bad = Assignment.objects.get(worker__external_id="ABAD")
+    assert bad.state == AssignmentState.REJECTED
+    _not_counted("ABAD")
+    assert not PairLabel.objects.exists() and label_log[-1] == {}
+    # Slots replaced on MTurk as for refused work: the two answers the spouse pair lacks.
+    hit.refresh_from_db()
+    remote = fake.hits[hit.external_id]
+    assert remote.max_assignments == hit.max_assignments == 5
+    for name in ("good3", "good4"):
+        submit(hit, name, truth)
+    labels = _labels()
+    assert {t: (lab.n_answers, lab.support) for t, lab in labels.items()} == {
+        "GPE": (3, 1.0), "ORG": (3, 1.0), "PER": (4, 0.75)}
+    assert Hit.objects.get(pk=hit.pk).state == HitState.COMPLETE
+    assert fake.assignment_status(ids["bad"]) == "Rejected"
+
+
+def test_a_recount_lost_after_the_rejection_is_done_by_the_re_drive(
+        planned, django_capture_on_commit_callbacks) -> None:
+    _sub, hit = planned
+
+    def submit(h, name, choose):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(h, name, choose)
+
+    _tied_then_labelled(hit, submit)
+    bad = Assignment.objects.get(worker__external_id="bad")
+    # The process dies after the rejection commits: its queued recount never goes out.
+    with django_capture_on_commit_callbacks(execute=False) as lost:
+        reject_assignment(bad, "random clicks")
+    assert lost and not Response.objects.filter(assignment=bad, counted=True).exists()
+    assert {t: lab.n_answers for t, lab in _labels().items()} == {"GPE": 3, "ORG": 3}
+    assert sorted(labels.stale_labels()) == sorted(
+        Question.objects.filter(pair__object_type__in=("GPE", "ORG")).values_list(
+            "pk", flat=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        out = periodic.redrive()
+    assert out.recounted == 2 and not PairLabel.objects.exists()
+    assert labels.stale_labels() == []
+    hit.refresh_from_db()
+    assert hit.max_assignments == 5  # the slots the reopened questions lack
+
+
+def test_enough_answers_left_update_the_label_in_place(
+        crowd_settings, label_log, django_capture_on_commit_callbacks) -> None:
+    """Four answers (one came late), three still counting after the rejection: the same
+    label row, its vote from those three, its stale posterior cleared; a retried
+    recount changes nothing."""
+    corpus, pairs = small_world()
+    hit = make_hit(corpus, [pairs["born"]])
+    q = hit.items.get().question
+    assignments = {}
+    for name, choice in (("a", TRUTH["GPE"]), ("b", TRUTH["GPE"]), ("c", WRONG["GPE"]),
+                         ("d", TRUTH["GPE"])):
+        worker = CrowdWorker.objects.create(backend="simulated", external_id=name)
+        assignments[name] = Assignment.objects.create(hit=hit, worker=worker,
+                                                      external_id=f"as-{name}")
+        Response.objects.create(assignment=assignments[name], question=q, worker=worker,
+                                choices=choice)
+    Question.objects.filter(pk=q.pk).update(state=QuestionState.COMPLETE)
+    label = PairLabel.objects.create(pair=pairs["born"], question=q, predicates=TRUTH["GPE"],
+                                     majority=TRUTH["GPE"], support=0.75, n_answers=4,
+                                     posterior={"per:place_of_birth": 0.9}, p_correct=0.9)
+    with django_capture_on_commit_callbacks(execute=True):
+        reject_assignment(assignments["c"], "random clicks")
+    after = PairLabel.objects.get()
+    assert after.pk == label.pk and after.predicates == after.majority == TRUTH["GPE"]
+    assert (after.n_answers, after.support, after.method) == (3, 1.0, "majority")
+    assert after.posterior == {} and after.p_correct is None
+    assert label_log == [{"GPE": (3, 1.0)}]  # the scores are recomputed
+    with django_capture_on_commit_callbacks(execute=True):
+        assert labels.recount([q.pk]).labelled == []
+    assert len(label_log) == 1 and labels.stale_labels() == []
