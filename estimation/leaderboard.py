@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Q
 
 from kbpo.core.models import Corpus
@@ -114,9 +115,25 @@ class Board:
         return round(100 * (self.run.confidence if self.run else 0.9))
 
 
+def offered_schemes() -> dict[str, str]:
+    """The board schemes this service computes: the draw scheme and those in
+    KBPO_SCORE_SCHEMES (default all). A scheme outside them has no board, so it is
+    neither offered nor accepted (a board saying "no scores yet" would never fill)."""
+    wanted = set(getattr(settings, "KBPO_SCORE_SCHEMES", None) or BOARD_SCHEMES)
+    wanted.add(settings.KBPO_SAMPLING_SCHEME)
+    return {k: v for k, v in BOARD_SCHEMES.items() if k in wanted}
+
+
+def default_scheme() -> str:
+    """The scheme a board shows when none (or a bad one) is asked for."""
+    offered = offered_schemes()
+    return "instance" if "instance" in offered else next(iter(offered), "instance")
+
+
 def validate(scheme: str, metric: str, kind: str) -> None:
-    if scheme not in BOARD_SCHEMES:
-        raise BadParameter("scheme", scheme, list(BOARD_SCHEMES))
+    offered = offered_schemes()
+    if scheme not in offered:
+        raise BadParameter("scheme", scheme, list(offered))
     if metric not in METRICS:
         raise BadParameter("sort", metric, METRICS)
     if kind not in KINDS:

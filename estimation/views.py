@@ -37,7 +37,7 @@ from .models import METRICS, ScoringState
 
 
 def _params(query: Any) -> tuple[str, str, str]:
-    return (query.get("scheme", "instance"), query.get("sort", "f1"),
+    return (query.get("scheme", lb.default_scheme()), query.get("sort", "f1"),
             query.get("kind", "joint"))
 
 
@@ -98,7 +98,7 @@ def leaderboard_page(request: HttpRequest, tag: str) -> HttpResponse:
         lb.validate(scheme, metric, kind)
     except lb.BadParameter as exc:
         notice = f"{exc}. Showing the default ordering instead."
-        scheme, metric, kind = "instance", "f1", "joint"
+        scheme, metric, kind = lb.default_scheme(), "f1", "joint"
     found = None
     if not notice:
         served, found = _stored(request, tag, scheme, metric, kind, "html")
@@ -136,7 +136,7 @@ def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind:
     return render(request, "estimation/leaderboard.html", {
         "corpus": corpus, "board_html": mark_safe(board_html),  # our own escaped rendering
         "notice": notice, "scheme": scheme, "metric": metric, "kind": kind,
-        "schemes": lb.BOARD_SCHEMES, "kinds": lb.KINDS,
+        "schemes": lb.offered_schemes(), "kinds": lb.KINDS,
         **(stored_pages.slotted(("nav", "messages")) if slots else {}),
     }, status=400 if notice else 200)
 

@@ -209,10 +209,17 @@ def test_asking_for_a_scheme_the_run_did_not_store_writes_nothing(world: World,
     bodies = set(BoardBody.objects.values_list("pk", flat=True))
     assert boards and bodies
     for name in ("leaderboard", "api-leaderboard", "leaderboard-csv"):
+        # Not computed here, so not offered: a 400 naming what is (the page shows the
+        # default board under that notice), never a board "without scores yet".
         resp = Client().get(reverse(name, args=[tag]), {"scheme": "entity"})
-        assert resp.status_code == 200, name
+        assert resp.status_code == 400, name
+        assert "is not offered; use one of: instance" in resp.content.decode(), name
     assert set(BoardSnapshot.objects.values_list("pk", flat=True)) == boards
     assert set(BoardBody.objects.values_list("pk", flat=True)) == bodies
+    page = Client().get(reverse("leaderboard", args=[tag])).content.decode()
+    assert 'data-scheme="instance"' in page
+    assert all(f'data-scheme="{s}"' not in page
+               for s in ("predicate", "entity", "entity_relation"))
 
 
 @pytest.mark.django_db
