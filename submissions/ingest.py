@@ -45,11 +45,15 @@ from .ingest_nodes import NodeStore, report_untyped
 from .ingest_sql import CONFLICTS, check_conflicts, check_types, insert_rows, submission_stats
 from .kbformat import (
     MENTION_KINDS,
+    SKIPPED_TYPES,
     CorruptFile,
     FileTooLarge,
+    Outcome,
+    Rejected,
     Report,
     SyntaxProblem,
     clip,
+    is_event_type,
     is_node,
     open_stream,
     parse_confidence,
@@ -61,41 +65,7 @@ from .models import Submission
 from .staging import Stager
 
 FILLER_TYPES = (schema.DATE, schema.TITLE)
-# TAC entity types outside the reduced schema: skipped with a warning, not rejected.
-SKIPPED_TYPES = frozenset({"FAC", "LOC"})
-# Problems about the file as a whole: dropping lines cannot cure them.
-FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
-                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES"})
 DROPPED_WITH_ENTITY = "DROPPED_WITH_ENTITY"
-
-
-class Rejected(Exception):
-    """The file has errors; carries the report (the caller rolls back)."""
-
-    def __init__(self, report: Report, stats: dict[str, Any], run_id: str,
-                 bad_nodes: frozenset[str] = frozenset()) -> None:
-        super().__init__(f"{report.errors} errors")
-        self.report = report
-        self.stats = stats
-        self.run_id = run_id
-        self.bad_nodes = bad_nodes  # entities whose type is missing or invalid
-
-    @property
-    def curable(self) -> bool:
-        """Whether dropping the offending lines could make the file acceptable."""
-        return not FILE_CODES & set(self.report.counts)
-
-
-@dataclass
-class Outcome:
-    report: Report
-    stats: dict[str, Any]
-    run_id: str
-    n_entities: int
-    n_mentions: int
-    n_relations: int
-    # line -> (code, message) of lines dropped with an entity (drop mode only)
-    cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)
 
 
 # ---- the ingestor -------------------------------------------------------------------
@@ -282,10 +252,14 @@ class Ingestor:
         if len(cols) != 3:
             raise SyntaxProblem("MALFORMED_LINE", f"a type line has 3 columns, found {len(cols)}")
         value = cols[2]
-        if value in SKIPPED_TYPES:
+        if value in SKIPPED_TYPES or is_event_type(value):
             if not ent.skip:
-                self.report.add(number, "UNSUPPORTED_ENTITY_TYPE",
-                                f"entity {cols[0]} has type {value}, which is not evaluated")
+                event = value not in SKIPPED_TYPES
+                self.report.add(number, "UNSUPPORTED_NODE_TYPE" if event else
+                                "UNSUPPORTED_ENTITY_TYPE",
+                                f"{'node' if event else 'entity'} {cols[0]} has type "
+                                f"{clip(value)}{', an event' if event else ''}, which is not "
+                                "evaluated")
             ent.skip = True
             return
         if value not in schema.ENTITY_TYPES:
@@ -438,6 +412,12 @@ class Ingestor:
 
     def _relation_line(self, number: int, cols: list[str], stager: Stager) -> None:
         pred = cols[1]
+        skip = self.entities.get(cols[0]), self.entities.get(cols[2])
+        if any(ent is not None and ent.skip for ent in skip):
+            # A FAC/LOC entity's or an event's line (a realis mention, an event argument,
+            # in either direction), whatever predicate name it uses: not evaluated.
+            self.counts.skipped["lines of skipped nodes (FAC/LOC entities, events)"] += 1
+            return
         if schema.is_unsupported(pred):
             self.report.add(number, "UNSUPPORTED_PREDICATE",
                             f"predicate {pred} is not part of the evaluated schema")

@@ -13,8 +13,8 @@ import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
-from typing import IO
+from dataclasses import asdict, dataclass, field
+from typing import IO, Any
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Archives we do not read: named at upload, instead of a NOT_UTF8 error on line 1 whose
@@ -68,6 +68,9 @@ CODES: dict[str, tuple[str, str]] = {
     "UNKNOWN_ENTITY_TYPE": (ERROR, "Entity types are PER, ORG, GPE, DATE and TITLE."),
     "UNSUPPORTED_ENTITY_TYPE": (WARNING, "FAC and LOC entities are not evaluated; their "
                                          "lines and relations are skipped."),
+    "UNSUPPORTED_NODE_TYPE": (WARNING, "Events and other nodes that are not entities (a "
+                                       "dotted type such as CONFLICT.ATTACK, or an ontology "
+                                       "URI) are not evaluated; their lines are skipped."),
     "ENTITY_WITHOUT_TYPE": (ERROR, "Add a line `:E1<TAB>type<TAB>PER` for every entity."),
     "DUPLICATE_TYPE_LINE": (WARNING, "State each entity's type once."),
     "INCONSISTENT_ENTITY_TYPE": (ERROR, "Give every entity one type, and give a span the "
@@ -211,6 +214,17 @@ def iter_lines(stream: IO[bytes], max_bytes: int,
 
 
 # ---- line syntax -------------------------------------------------------------------
+
+# TAC entity types outside the reduced schema: skipped with a warning, not rejected.
+SKIPPED_TYPES = frozenset({"FAC", "LOC"})
+
+
+def is_event_type(value: str) -> bool:
+    """An event's (or another non-entity node's) type: a dotted TAC 2017 event type
+    (CONFLICT.ATTACK, Life.Die) or an ontology URI (AIDA's …/LDCOntology#Life.Die…);
+    no entity type has a dot."""
+    return "." in value or "#" in value or "/" in value
+
 
 _NODE = re.compile(r"^:[^\s]+$")
 # The longest entity node stored (`SubmissionEntity.node`); longer ones are refused by line.
@@ -438,3 +452,39 @@ def same_text(actual: str, text: str) -> bool:
     (NFD, as macOS and some NLP tools write it) is the same text as the composed one."""
     a, t = " ".join(actual.split()), " ".join(text.split())
     return a == t or unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", t)
+
+
+# ---- what an ingestion ends with ---------------------------------------------
+
+# Problems about the file as a whole: dropping lines cannot cure them.
+FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
+                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES"})
+
+
+class Rejected(Exception):
+    """The file has errors; carries the report (the caller rolls back)."""
+
+    def __init__(self, report: Report, stats: dict[str, Any], run_id: str,
+                 bad_nodes: frozenset[str] = frozenset()) -> None:
+        super().__init__(f"{report.errors} errors")
+        self.report = report
+        self.stats = stats
+        self.run_id = run_id
+        self.bad_nodes = bad_nodes  # entities whose type is missing or invalid
+
+    @property
+    def curable(self) -> bool:
+        """Whether dropping the offending lines could make the file acceptable."""
+        return not FILE_CODES & set(self.report.counts)
+
+
+@dataclass
+class Outcome:
+    report: Report
+    stats: dict[str, Any]
+    run_id: str
+    n_entities: int
+    n_mentions: int
+    n_relations: int
+    # line -> (code, message) of lines dropped with an entity (drop mode only)
+    cascaded: dict[int, tuple[str, str]] = field(default_factory=dict)

@@ -222,3 +222,47 @@ def test_a_document_id_in_the_wrong_case_is_named_with_the_right_one(
     assert messages == ["document 'd1' is not in corpus tiny; document ids are "
                         "case-sensitive: did you mean D1?",
                         "document 'D9' is not in corpus tiny"]
+
+
+def event_lines() -> list[str]:
+    """What a TAC 2017 Cold Start++ system (or an AIDA one, with ontology URIs) writes
+    beside its entities: event nodes with realis mentions, arguments in both directions."""
+    return [
+        ":Event_000001\ttype\tCONFLICT.ATTACK",
+        mention(":Event_000001", "D1", "born", 0, "mention.actual"),
+        mention(":Event_000001", "D1", "born", 0, "canonical_mention.actual"),
+        f":Event_000001\tconflict.attack:attacker.actual\t:E1\t{sentence('D1', 0)}\t0.8",
+        f":E1\tconflict.attack_attacker.actual\t:Event_000001\t{sentence('D1', 0)}\t0.8",
+        ":Event_000002\ttype\thttps://tac.nist.gov/tracks/SM-KBP/2019/ontologies/"
+        "LDCOntology#Life.Die.DeathCausedByViolentEvents",
+        mention(":Event_000002", "D2", "founded", 0, "mention.generic"),
+        ":Event_000002\thttps://tac.nist.gov/tracks/SM-KBP/2019/ontologies/LDCOntology#"
+        f"Life.Die.DeathCausedByViolentEvents_Victim.actual\t:E1\t{sentence('D2', 1)}\t0.4",
+    ]
+
+
+@pytest.mark.django_db
+def test_event_nodes_are_skipped_with_a_warning(stored: Callable[..., Submission]) -> None:
+    """Event nodes (a dotted event type or an ontology URI) are not evaluated: their type
+    lines warn once per node, and their mentions and arguments — whatever predicate
+    names they use — are skipped like a FAC/LOC entity's lines; the entities and their
+    relations are ingested as without them. An event node mistyped as a plain word is
+    still an error, and so is an unknown predicate between entities."""
+    plain = ingest(stored, to_bytes(valid_lines()), name="plain")
+    sub = ingest(stored, to_bytes([*valid_lines(), *event_lines()]), name="events")
+    assert sub.state == "ingested", [p for p in sub.report if p["severity"] == "error"]
+    assert facts(sub) == facts(plain)
+    n = len(valid_lines())
+    warned = [(p["line"], p["code"]) for p in sub.report if p["code"] == "UNSUPPORTED_NODE_TYPE"]
+    assert warned == [(n + 1, "UNSUPPORTED_NODE_TYPE"), (n + 6, "UNSUPPORTED_NODE_TYPE")]
+    assert "CONFLICT.ATTACK" in sub.report[[p["line"] for p in sub.report].index(n + 1)][
+        "message"]
+    assert sub.stats["skipped"]["lines of skipped nodes (FAC/LOC entities, events)"] == 6
+    word = ingest(stored, to_bytes([*valid_lines(), ":Event_9\ttype\tATTACK"]), name="word")
+    assert [p["code"] for p in word.report if p["severity"] == "error"] == [
+        "UNKNOWN_ENTITY_TYPE"]
+    sentiment = ingest(stored, to_bytes([*valid_lines(),
+                                         f":E1\tper:likes\t:E2\t{sentence('D1', 0)}"]),
+                       name="sentiment")
+    assert [p["code"] for p in sentiment.report if p["severity"] == "error"] == [
+        "UNKNOWN_PREDICATE"]
