@@ -286,10 +286,14 @@ def _rate_limited(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse | 
         worker = body.get("workerId")
         # An id we would refuse anyway makes no cache key (NUL, control characters).
         worker = worker if isinstance(worker, str) and valid_external_id(worker) else ""
+        # A claimed workerId proves nothing until MTurk confirms the assignment: counted
+        # with the address, so nobody who knows a worker's id can hold that worker at 429
+        # from elsewhere (a flood from many addresses meets each one's own limit).
+        worker = f"{worker[:64]}@{ip}" if worker else ""
     else:
         worker = f"user-{request.user.pk}" if request.user.is_authenticated else ""
     if worker:
-        verdict = security.take(f"answers-worker:{hit.backend}:{worker[:64]}",
+        verdict = security.take(f"answers-worker:{hit.backend}:{worker[:128]}",
                                 settings.KBPO_ANSWER_RATE_PER_WORKER, window)
         if not verdict.allowed:
             return _too_many("this worker id", verdict.retry_after)
