@@ -412,10 +412,12 @@ class Ingestor:
 
     def _relation_line(self, number: int, cols: list[str], stager: Stager) -> None:
         pred = cols[1]
-        skip = self.entities.get(cols[0]), self.entities.get(cols[2])
-        if any(ent is not None and ent.skip for ent in skip):
+        known = schema.is_known(pred)
+        if not known and any(ent is not None and ent.skip for ent in (
+                self.entities.get(cols[0]), self.entities.get(cols[2]))):
             # A FAC/LOC entity's or an event's line (a realis mention, an event argument,
-            # in either direction), whatever predicate name it uses: not evaluated.
+            # in either direction), whatever predicate name it uses: not evaluated. (With
+            # a schema predicate, `_entity` skips it below.)
             self.counts.skipped["lines of skipped nodes (FAC/LOC entities, events)"] += 1
             return
         if schema.is_unsupported(pred):
@@ -423,7 +425,7 @@ class Ingestor:
                             f"predicate {pred} is not part of the evaluated schema")
             self.counts.skipped["unsupported predicates"] += 1
             return
-        if not schema.is_known(pred):
+        if not known:
             lower = pred.lower()  # "PER:Title": predicate names are lower case
             meant = (f"; predicates are lower case: did you mean {lower}?"
                      if lower != pred and (schema.is_known(lower)
