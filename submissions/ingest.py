@@ -29,7 +29,7 @@ import contextlib
 import itertools
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -69,6 +69,13 @@ DROPPED_WITH_ENTITY = "DROPPED_WITH_ENTITY"
 
 
 # ---- the ingestor -------------------------------------------------------------------
+
+def _reach(region: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """The spans' begins in order, and the furthest end reached by each prefix."""
+    ordered = sorted(region)
+    return ([b for b, _ in ordered],
+            list(itertools.accumulate((e for _, e in ordered), max)))
+
 
 @dataclass
 class _Counts:
@@ -504,11 +511,15 @@ class Ingestor:
             # The first provenance is the filler; the rest (or its sentence) the context.
             region = [(b, e) for _, b, e in spans[1:]] or [(sentence[1], sentence[2])]
 
-        s_spans = self._find(subj, pk, region, "SUBJECT_NOT_IN_PROVENANCE", cols[0], doc_id)
+        # Of several spans: sorted by begin with the furthest end reached so far, made once
+        # for both arguments (see `_find`).
+        index = None if len(region) == 1 else _reach(region)
+        s_spans = self._find(subj, pk, region, index, "SUBJECT_NOT_IN_PROVENANCE", cols[0],
+                             doc_id)
         if obj_is_node:
             assert obj is not None
-            o_spans = self._find(obj, pk, region, "OBJECT_NOT_IN_PROVENANCE", obj_col,
-                                 doc_id)
+            o_spans = self._find(obj, pk, region, index, "OBJECT_NOT_IN_PROVENANCE",
+                                 obj_col, doc_id)
         else:
             assert filler is not None
             o_spans = [filler]
@@ -542,20 +553,19 @@ class Ingestor:
             stager.add("kbpo_stage_mention", (None, pk, filler[0], filler[1], otype, 0, number,
                                                   number))
 
-    def _find(self, ent: Entity, pk: int, region: Iterable[tuple[int, int]], code: str,
-              node: str, doc_id: str) -> list[tuple[int, int]]:
-        """The mentions of `ent` inside the provenance region, in text order."""
-        region = list(region)
-        if len(region) == 1:  # the usual case, without a generator per mention
+    def _find(self, ent: Entity, pk: int, region: list[tuple[int, int]],
+              index: tuple[list[int], list[int]] | None, code: str, node: str,
+              doc_id: str) -> list[tuple[int, int]]:
+        """The mentions of `ent` inside the provenance region, in text order (`index`:
+        `_reach(region)`, for a region of several spans)."""
+        if index is None:  # one span, the usual case, without a generator per mention
             (rb, re), = region
             hits = [m for m in ent.in_document(pk) if rb <= (m >> 32) & MASK and m & MASK <= re]
         else:
             # A mention is inside some span iff, of the spans beginning at or before it,
             # the furthest-reaching ends at or after it: a bisection per mention, not a
             # scan of every span (a line may hold thousands, its entity as many mentions).
-            ordered = sorted(region)
-            begins = [b for b, _ in ordered]
-            reach = list(itertools.accumulate((e for _, e in ordered), max))
+            begins, reach = index
             hits = [m for m in ent.in_document(pk)
                     if (i := bisect.bisect_right(begins, (m >> 32) & MASK)) > 0
                     and reach[i - 1] >= m & MASK]
