@@ -284,9 +284,9 @@ def _collect_more(questions: list[Question]) -> None:
         except (budget.BudgetExceeded, mturk.MTurkError) as exc:
             logger.warning("HIT %s: no slot for answers replacing rejected work yet: %s",
                            hit.pk, exc)
+    on_live = set(live.values_list("question_id", flat=True))
     orphaned = {q.requested_by_id for q in questions
-                if q.requested_by_id is not None
-                and not live.filter(question=q).exists()}
+                if q.requested_by_id is not None and q.pk not in on_live}
     for sub in Submission.objects.filter(pk__in=orphaned).order_by("pk"):
         with transaction.atomic():
             posting.regroup(sub)

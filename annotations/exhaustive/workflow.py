@@ -217,7 +217,8 @@ def _finish_hit(hit_ids: Iterable[int]) -> None:
 
 
 def _answers(question: Question) -> list[object]:
-    return list(Response.objects.filter(question=question).order_by("pk")
+    # A rejected assignment's answers do not count (crowd/discount.py).
+    return list(Response.objects.filter(question=question, counted=True).order_by("pk")
                 .values_list("extra", flat=True))
 
 
@@ -304,7 +305,8 @@ def on_answers_stored(sender: object, hit_id: int, question_ids: list[int],
     """
     ready = (Question.objects.filter(pk__in=question_ids, kind__in=DOCUMENT_KINDS,
                                      state=QuestionState.OPEN)
-             .annotate(n=Count("responses")).values_list("pk", "n", "answers_needed"))
+             .annotate(n=Count("responses", filter=Q(responses__counted=True)))
+             .values_list("pk", "n", "answers_needed"))
     for pk, n, needed in ready:
         if n >= needed:
             jobs.send(AGGREGATE_TASK, pk)

@@ -185,3 +185,35 @@ def test_relation_majority_ignores_invalid_choices() -> None:
                                "choices": ["per:spouse", "per:place_of_death"]}]},
                {"relations": "garbage"}]
     assert aggregate_relations([c], answers) == {c: ["per:place_of_death"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rejected_assignments_document_answers_do_not_count(settings) -> None:
+    """Document questions read only answers that count (crowd/discount.py): with one of
+    three answers discounted (its assignment rejected), the question waits for a third."""
+    from annotations.models import Response
+
+    settings.KBPO_CROWD_BACKEND = "simulated"
+    corpus = make_corpus("one")
+    doc = corpus.documents.get()
+    plan_exhaustive(corpus, 1, 1.0, seed=0)
+    hit = Hit.objects.get(kind=TaskKind.ENTITY)
+    q = hit.items.get().question
+    b, e = span(doc, "Ada Byron")
+    people = [{"begin": b, "end": e, "type": "PER", "entity": "a", "canonical": True,
+               "link": ""}]
+
+    def answer(i: int) -> None:
+        submit_assignment(hit=hit, worker=worker_for(Backend.SIMULATED, f"w{i}"),
+                          assignment_id=f"a{i}",
+                          answers=[AnswerIn(q.pk, ("done",), {"mentions": people})])
+        q.refresh_from_db()
+
+    answer(0)
+    Response.objects.filter(question=q).update(counted=False)  # its assignment rejected
+    answer(1)
+    answer(2)
+    assert q.state == QuestionState.OPEN
+    Hit.objects.filter(pk=hit.pk).update(max_assignments=4)  # a slot for the missing answer
+    answer(3)
+    assert q.state == QuestionState.COMPLETE
