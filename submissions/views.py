@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 
 from django.conf import settings
 from django.contrib import messages
@@ -16,6 +17,7 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
+    HttpResponseNotFound,
     JsonResponse,
 )
 from django.shortcuts import get_object_or_404, redirect, render
@@ -41,6 +43,8 @@ from .services import (
     withdraw,
 )
 from .uploads import upload_refused_message
+
+logger = logging.getLogger(__name__)
 
 REPORT_COLUMNS = ("line", "code", "severity", "message", "hint")
 REPORT_PAGE_ROWS = 50
@@ -204,7 +208,13 @@ def submission_file(request: HttpRequest, pk: int) -> HttpResponseBase:
     try:
         fh = sub.file.open("rb")
     except FileNotFoundError:  # the media store lost it (a restore without media)
-        raise Http404("The stored file of this submission is missing.") from None
+        # Django's 404 page would drop this message: say it, and tell the operators.
+        logger.error("submission %s: stored file %s is missing from the media store",
+                     sub.pk, sub.file.name)
+        return HttpResponseNotFound(
+            f"The stored file of submission {sub.pk} is missing from the server's storage. "
+            "The operators have been told; its scores and report are unaffected.\n",
+            content_type="text/plain; charset=utf-8")
     return FileResponse(fh, as_attachment=True, filename=f"submission-{sub.pk}-{name}")
 
 

@@ -311,7 +311,9 @@ def test_a_missing_stored_file_is_a_404_not_a_500(logged_in: Client,
     sub = stored(to_bytes(valid_lines()))
     assert logged_in.get(reverse("submission-file", args=[sub.pk])).status_code == 200
     Path(sub.file.path).unlink()
-    assert logged_in.get(reverse("submission-file", args=[sub.pk])).status_code == 404
+    missing = logged_in.get(reverse("submission-file", args=[sub.pk]))
+    assert missing.status_code == 404
+    assert f"stored file of submission {sub.pk} is missing" in missing.content.decode()
 
 
 @pytest.mark.django_db
