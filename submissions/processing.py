@@ -147,6 +147,10 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
             # (The caller's rollback removes the rows this round inserted.)
             counts = {k: v for k, v in out.stats.items()  # not those of the rows undone
                       if k in LINE_STATS}
+            # This round's report holds only warnings: list the invalid lines it dropped
+            # (the first of them: the report is capped), so the owner sees what to fix.
+            for line, (code, message) in sorted(dropped.items()):
+                out.report.add(line, code, message)
             raise _too_many(Rejected(out.report, counts, out.run_id), set(dropped))
         return out, dropped
     assert last is not None
@@ -161,7 +165,7 @@ def _too_many(rej: Rejected, lines: set[int]) -> Rejected:
     line = sorted(lines)[limit]
     rej.report.add(line, "TOO_MANY_INVALID_LINES",
                    f"more than {limit:,} lines are invalid, the most drop-invalid drops "
-                   f"(the limit was passed at line {line})", always=True)
+                   f"({len(lines):,} found before the check stopped)", always=True)
     return rej
 
 

@@ -184,6 +184,10 @@ def test_a_mostly_invalid_file_is_refused_not_kept_as_its_few_good_lines(
     assert sub.state == "rejected" and "instances_by_predicate" not in sub.stats
     assert sub.stats["lines"] == n
     assert [p["line"] for p in sub.report if p["code"] == "TOO_MANY_INVALID_LINES"] == [29]
+    # The lines that made it so are listed, with why, not only the verdict.
+    listed = {(p["line"], p["code"]) for p in sub.report}
+    assert (18, "UNKNOWN_ENTITY_TYPE") in listed
+    assert sum(code == "DROPPED_WITH_ENTITY" for _, code in listed) == 6
     assert not RelationInstance.objects.filter(submission=sub).exists()
 
 
