@@ -343,6 +343,11 @@ class UploadCheck:
 _CR_BEFORE_TEXT = re.compile(rb"\r[^\r\n]")
 
 
+def _archive_kind(head: bytes) -> str:
+    """The name of the archive format whose magic bytes start `head` (ARCHIVE_MAGIC)."""
+    return next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
+
+
 def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> UploadCheck:
     """Stream through an upload once: size cap (uncompressed), gzip integrity, run id.
 
@@ -353,9 +358,9 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
     head = fh.read(10)
     fh.seek(0)
     if ARCHIVE_MAGIC.match(head):
-        kind = next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
         return UploadCheck(False, 0, "", "UNSUPPORTED_ARCHIVE",
-                           f"This is {kind} file. " + CODES["UNSUPPORTED_ARCHIVE"][1])
+                           f"This is {_archive_kind(head)} file. "
+                           + CODES["UNSUPPORTED_ARCHIVE"][1])
     stream, compressed = open_stream(fh)
     total = 0
     first = b""
@@ -418,8 +423,7 @@ def _inner_archive(head: bytes, compressed: bool) -> str | None:
     if head.startswith(GZIP_MAGIC):
         return "a gzip file compressed a second time"
     if ARCHIVE_MAGIC.match(head):
-        kind = next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
-        return f"{kind} file inside a gzip file"
+        return f"{_archive_kind(head)} file inside a gzip file"
     return None
 
 

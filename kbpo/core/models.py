@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import RegexValidator, slug_re
 from django.db import models
 
-# The characters of Django's <slug:...> URL converter: a tag is part of every page URL of
-# its corpus, so one outside it makes those URLs unbuildable (NoReverseMatch).
-URL_TAG = re.compile(r"[-a-zA-Z0-9_]+")
+# A tag is part of every page URL of its corpus (Django's <slug:...> converter, whose
+# characters `slug_re` gives): one outside it makes those URLs unbuildable (NoReverseMatch).
 TAG_INVALID = ("Corpus tag “%(value)s” is not allowed: use only ASCII letters, digits, "
                "hyphens and underscores (the tag is part of the corpus's URLs), "
                "e.g. “tac2015-v2”.")
@@ -44,7 +41,7 @@ class Corpus(models.Model):
     def routable(self) -> bool:
         """Whether the tag fits the URLs; False only for a row stored before tags were
         checked (docs/corpus.md), whose pages are unreachable until it is renamed."""
-        return URL_TAG.fullmatch(self.tag) is not None
+        return slug_re.match(self.tag) is not None
 
 
 def check_tag(tag: str) -> None:
