@@ -3,7 +3,8 @@ FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1
+    PIP_NO_CACHE_DIR=1 \
+    NUMBA_CACHE_DIR=/app/var/numba
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libpq5 \
@@ -15,10 +16,12 @@ COPY requirements.txt .
 RUN pip install -r requirements.txt
 
 COPY . .
-# Static files are collected at build time with the production storage (hashed names).
+# Static files are collected at build time with the production storage (hashed names),
+# and the estimators' compiled loops are compiled into NUMBA_CACHE_DIR (no JIT at run time).
 RUN KBPO_ENV=production DEBUG=0 \
     SECRET_KEY=build-time-only-key-not-used-at-runtime-0123456789abcdefghijklmnop \
     python manage.py collectstatic --noinput \
+    && python -m estimation.core.kernels \
     && mkdir -p /app/var/media && chown -R kbpo:kbpo /app/var
 
 USER kbpo

@@ -12,6 +12,7 @@ log(1 − π), W = Σ_j w_j, so it is unique. Plain EM rounds creep towards a sh
 few per cent of the remaining way per round; here ψ(π) = Σ_j w_j f_j(π) + A − π·T, whose
 sign is the log-likelihood's slope, is solved by Newton steps kept inside a bracket that
 bisection narrows where a step would leave it. The answer is clipped to [floor, 1 − floor].
+Each cell is solved on its own, in a compiled loop (kernels.py).
 """
 
 from __future__ import annotations
@@ -28,54 +29,11 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
     likelihood ratio and weight; ``fixed`` (A) and ``total`` (T) per cell; ``start``
     where to look first (the answer does not depend on it beyond ``tol``); ``solve``
     which cells to solve (the others keep ``start``)."""
-    n = len(fixed)
-    at, w, lrs = cells, weight, lr
-    if not solve.all():  # the items of cells not solved play no part
-        keep = solve.take(at)
-        at, lrs = at[keep], lrs[keep]
-        w = None if w is None else w[keep]
-    # w·lr and lr − 1 once: ψ runs a few times per solve over every moving item.
-    wlr, lrm1 = (lrs if w is None else w * lrs), lrs - 1.0
+    from . import kernels  # numba: loaded on first use (kernels.py)
 
-    def psi(pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # f = w·p·lr/d and f' = w·lr/d², d = 1 + p(lr − 1), in place (few passes).
-        p = pi.take(at)
-        inv = p * lrm1
-        inv += 1.0
-        np.reciprocal(inv, out=inv)
-        df = wlr * inv
-        f = df * p
-        df *= inv
-        return (np.bincount(at, weights=f, minlength=n) + fixed - pi * total,
-                np.bincount(at, weights=df, minlength=n) - total)
-
-    lo, hi = np.full(n, floor), np.full(n, 1.0 - floor)
-    # Cells not solved sit at 1/2 while ψ is evaluated; they get ``start`` back.
-    pi = np.where(solve, np.clip(start, lo, hi), 0.5)
-    f, df = psi(pi)
-    # The log-likelihood's slope decreases: the root lies on the side ψ's sign points to,
-    # and is that side's end (the answer clipped there) if ψ keeps its sign up to it.
-    probe = np.where(f > 0, hi, lo)
-    at_end = solve & (f != 0) & (np.sign(psi(probe)[0]) * np.sign(f) >= 0)
-    pi = np.where(at_end, probe, pi)
-    active = solve & ~at_end & (f != 0)
-    for _ in range(200):  # bisection alone halves ~1 to tol in ~40
-        if not active.any():
-            break
-        lo = np.where(active & (f > 0), pi, lo)
-        hi = np.where(active & (f < 0), pi, hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = pi - f / df
-        inside = np.isfinite(step) & (step > lo) & (step < hi)
-        new = np.where(active, np.where(inside, step, 0.5 * (lo + hi)), pi)
-        done = (np.abs(new - pi) <= tol) | (hi - lo <= tol)
-        pi = new
-        active &= ~done
-        if not active.any():
-            break
-        keep = active.take(at)
-        if 2 * int(keep.sum()) < len(at):  # cells done stay done: drop their items
-            at, wlr, lrm1 = at[keep], wlr[keep], lrm1[keep]
-        f, df = psi(pi)
-        active &= f != 0
-    return np.where(solve, pi, start)
+    weighted = weight is not None
+    return kernels.fixed_point_shares(
+        np.asarray(cells, np.int64), np.asarray(lr, float),
+        np.asarray(weight, float) if weighted else np.ones(1), weighted,
+        np.asarray(fixed, float), np.asarray(total, float), np.asarray(start, float),
+        np.asarray(solve, np.bool_), float(floor), float(tol))

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -168,3 +169,20 @@ def test_every_deployment_variable_is_documented() -> None:
     names |= set(re.findall(r"\$\{([A-Z][A-Z0-9_]+)", compose.COMPOSE_FILE.read_text()))
     assert {"SECRET_KEY", "KBPO_TLS", "KBPO_CADDY_ADMIN", "POSTGRES_PASSWORD"} <= names
     assert [n for n in sorted(names) if f"`{n}`" not in documented] == []
+
+
+def test_the_image_compiles_the_estimators_loops_at_build_time(tmp_path) -> None:
+    """The Dockerfile's build step fills NUMBA_CACHE_DIR (set in its ENV), so a worker
+    started as the unprivileged user loads compiled code instead of compiling."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    env_dir = re.search(r"NUMBA_CACHE_DIR=(\S+)", dockerfile)
+    assert env_dir is not None and env_dir.group(1).startswith("/app/var/")
+    assert "python -m estimation.core.kernels" in dockerfile
+    # /app/var is chowned to the app user after the step.
+    assert dockerfile.index("python -m estimation.core.kernels") \
+        < dockerfile.index("chown -R kbpo:kbpo /app/var")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "estimation.core.kernels"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert list(tmp_path.rglob("kernels.fixed_point_shares-*.nbc"))
