@@ -96,11 +96,74 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray, we
     return out
 
 
+@nb.njit(**_JIT)
+def reprior(prior: np.ndarray, index: np.ndarray, lr: np.ndarray, live: np.ndarray,
+            base: np.ndarray) -> np.ndarray:
+    """Per item, P re-weighted to the prior ``prior[index]``: π·lr / ((π·lr + 1) − π)
+    where ``live`` and that is finite, else ``base`` (`points.PointPlan.right`)."""
+    out = np.empty(len(lr))
+    for i in range(len(lr)):
+        own = prior[index[i]]
+        t = own * lr[i]
+        t = t / ((t + 1.0) - own)
+        out[i] = t if live[i] and np.isfinite(t) else base[i]
+    return out
+
+
+@nb.njit(**_JIT)
+def moving_items(cells: np.ndarray, lr: np.ndarray, live: np.ndarray, base: np.ndarray,
+                 n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(per cell Σ base over the items that do not move with the prior, the moving
+    items' cells, their ratios): moving = ``live`` with a finite ratio."""
+    fixed = np.zeros(n_cells)
+    at = np.empty(len(lr), np.int64)
+    ratio = np.empty(len(lr))
+    k = 0
+    for i in range(len(lr)):
+        if live[i] and np.isfinite(lr[i]):
+            at[k] = cells[i]
+            ratio[k] = lr[i]
+            k += 1
+        else:
+            fixed[cells[i]] += base[i]
+    return fixed, at[:k].copy(), ratio[:k].copy()
+
+
+@nb.njit(**_JIT)
+def spread_soft(keys: np.ndarray, pairs: np.ndarray, true_prob: np.ndarray, prob: np.ndarray,
+                ratio: np.ndarray, has_ratio: bool, hard: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item (its distinct key ``keys[i]``, its pair ``pairs[i]``): (the key's
+    ``ratio`` if ``has_ratio``, else empty; P where its pair is soft-labelled — its
+    ``true_prob`` is not NaN — else the hard verdict; whether it is soft with P strictly
+    inside (0, 1))."""
+    n = len(keys)
+    lr = np.empty(n if has_ratio else 0)
+    base = np.empty(n)
+    live = np.empty(n, np.bool_)
+    for i in range(n):
+        u = keys[i]
+        p = prob[u]
+        soft = not np.isnan(true_prob[pairs[i]])
+        base[i] = p if soft else (1.0 if hard[i] else 0.0)
+        live[i] = soft and 0.0 < p < 1.0
+        if has_ratio:
+            lr[i] = ratio[u]
+    return lr, base, live
+
+
 def warm() -> None:
-    """Compile (or load from the cache) every kernel once."""
-    one = np.ones(1)
-    fixed_point_shares(np.zeros(1, np.int64), one, one, True, one, 2 * one, 0.5 * one,
-                       np.ones(1, np.bool_), 1e-3, 1e-12)
+    """Compile (or load from the cache) every kernel for the argument types the
+    estimators pass."""
+    one, yes = np.ones(1), np.ones(1, np.bool_)
+    fixed = one.copy()
+    fixed.flags.writeable = False  # `PointPlan`'s base P is read-only: its own signature
+    fixed_point_shares(np.zeros(1, np.int64), one, one, True, one, 2 * one, 0.5 * one, yes,
+                       1e-3, 1e-12)
+    for index in (np.zeros(1, np.int64), np.zeros(1, np.int32)):
+        reprior(one, index, one, yes, fixed)
+        moving_items(index.astype(np.int64), one, yes, fixed, 1)
+        spread_soft(np.zeros(1, np.int64), index, one, one, one, True, yes)
 
 
 if __name__ == "__main__":  # the image's build step: compile into NUMBA_CACHE_DIR

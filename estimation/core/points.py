@@ -254,7 +254,7 @@ class PointPlan:
         ok = self._hard
         if ev.true_prob is None or ev.soft_keys is None or ev.soft_probs is None:
             return ok.astype(float)
-        lr = self._lookup(ev)[2]  # sets self._base too
+        lr = self._lookup(ev)  # sets self._base too
         base, live = self._base
         if ev.system_prior is None or lr is None:
             return base
@@ -263,42 +263,44 @@ class PointPlan:
         # its P strictly inside (0, 1), its system's prior known and the result finite;
         # elsewhere P (soft) or the hard verdict, as reprior_lr's own fallback does.
         # The group priors by each instance's cell (system · AGREE_GROUPS + group): one
-        # flat gather rather than a two-index one.
-        own = ev.system_prior[self.j_sys] if ev.group_prior is None \
-            else ev.group_prior.ravel().take(self._cells)
-        t = own * lr
-        den = t + 1
-        den -= own
-        t /= den
-        return np.where(live & np.isfinite(t), t, base)
+        # flat gather rather than a two-index one, all in one compiled pass.
+        from . import kernels  # numba: loaded on first use
 
-    def _lookup(self, ev: Evidence) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(soft, P, likelihood ratio of P to its prior) of each instance's soft-label
-        row: the part of `right` that does not depend on the systems' priors, kept for
-        the soft labels last seen (a replicate's fixed-point round and its estimates
-        share them). Computed per distinct key, then spread to the instances."""
+        if ev.group_prior is None:
+            return kernels.reprior(np.asarray(ev.system_prior, float), self.j_sys, lr, live,
+                                   base)
+        return kernels.reprior(np.ascontiguousarray(ev.group_prior, float).ravel(),
+                               self._cells, lr, live, base)
+
+    def _lookup(self, ev: Evidence) -> np.ndarray | None:
+        """The likelihood ratio of each instance's soft-label P to its prior (None
+        without priors), and `_base`: the part of `right` that does not depend on the
+        systems' priors, kept for the soft labels last seen (a replicate's fixed-point
+        round and its estimates share them). Computed per distinct key, then spread to
+        the instances in one compiled pass."""
         arrays = (ev.soft_keys, ev.soft_probs, ev.soft_prior, ev.soft_type_prior, ev.true_prob)
         if self._last is not None and all(a is b for a, b in zip(self._last[0], arrays,
                                                                    strict=True)):
             return self._last[1]
         assert ev.soft_keys is not None and ev.soft_probs is not None
         assert ev.true_prob is not None
-        soft = ~np.isnan(ev.true_prob[self.j_pairs])
         n, keys = len(self._ukeys), self._ukeys
         pos, found = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
         if len(ev.soft_keys):
             pos = np.minimum(np.searchsorted(ev.soft_keys, keys), len(ev.soft_keys) - 1)
             found = ev.soft_keys[pos] == keys
         prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
-        lr = None
-        if ev.soft_prior is not None:
-            lr = likelihood_ratio(prob, ev.reweight_prior(pos, found))[self._uinv]
-        self._last = (arrays, (soft, prob[self._uinv], lr))
-        p = self._last[1][1]
+        ratio = None if ev.soft_prior is None \
+            else likelihood_ratio(prob, ev.reweight_prior(pos, found))
+        from . import kernels  # numba: loaded on first use
+
+        lr, base, live = kernels.spread_soft(
+            self._uinv, self.j_pairs, np.asarray(ev.true_prob, float), prob,
+            np.zeros(0) if ratio is None else ratio, ratio is not None, self._hard)
         # Without the systems' priors, and where `right` keeps P or the hard verdict.
-        base = np.where(soft, p, self._hard.astype(float))
         base.flags.writeable = False  # returned as is when there are no priors
-        self._base = (base, soft & (p > 0) & (p < 1))
+        self._base = (base, live)
+        self._last = (arrays, None if ratio is None else lr)
         return self._last[1]
 
     def group_priors(self, ev: Evidence, prior: np.ndarray, guess: np.ndarray | None = None,
@@ -318,7 +320,7 @@ class PointPlan:
         target = np.repeat(np.asarray(prior, float), AGREE_GROUPS)
         if ev.true_prob is None or not len(self._cells):
             return target.reshape(m, AGREE_GROUPS)
-        lr = self._lookup(ev)[2]  # sets self._base too
+        lr = self._lookup(ev)  # sets self._base too
         if lr is None:
             return target.reshape(m, AGREE_GROUPS)
         ok = np.isfinite(target)
@@ -343,9 +345,10 @@ class PointPlan:
         if self._cell_size is None:
             self._cell_size = np.bincount(cells, minlength=n_cells).astype(float)
         base, live = self._base
-        moving = live & np.isfinite(lr)
-        fixed = np.bincount(cells, weights=np.where(moving, 0.0, base), minlength=n_cells)
-        terms = (self._cell_size, fixed, cells[moving], lr[moving])
+        from . import kernels  # numba: loaded on first use
+
+        fixed, at, ratio = kernels.moving_items(cells, lr, live, base, n_cells)
+        terms = (self._cell_size, fixed, at, ratio)
         self._groups = (lr, terms)
         return terms
 

@@ -86,3 +86,67 @@ def test_shares_of_one_cell_solve_its_equation():
                             np.array([0.5]), np.array([True]), 1e-3)[0]
     f = pi * lr / (1 + pi * (lr - 1))
     assert abs((f.sum() + 1.0) / 7.0 - pi) < 1e-12
+
+
+def numpy_reprior(prior, index, lr, live, base):
+    own = prior.take(index)
+    t = own * lr
+    den = t + 1
+    den -= own
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t /= den
+    return np.where(live & np.isfinite(t), t, base)
+
+
+def numpy_moving_items(cells, lr, live, base, n_cells):
+    moving = live & np.isfinite(lr)
+    fixed = np.bincount(cells, weights=np.where(moving, 0.0, base), minlength=n_cells)
+    return fixed, cells[moving], lr[moving]
+
+
+def numpy_spread_soft(keys, pairs, true_prob, prob, ratio, has_ratio, hard):
+    soft = ~np.isnan(true_prob[pairs])
+    p = prob[keys]
+    return (ratio[keys] if has_ratio else np.zeros(0), np.where(soft, p, hard.astype(float)),
+            soft & (p > 0) & (p < 1))
+
+
+def _items(seed):
+    rng = np.random.default_rng(seed)
+    n, n_cells, n_keys, n_pairs = 50_000, 400, 9_000, 3_000
+    lr = np.exp(rng.normal(0, 4, n))
+    lr[rng.uniform(size=n) < 0.01] = np.inf
+    lr[rng.uniform(size=n) < 0.01] = np.nan
+    prior = rng.uniform(0, 1, n_cells)
+    prior[rng.uniform(size=n_cells) < 0.05] = np.nan  # systems without a prior
+    prob = rng.choice([0.0, 1.0, 0.3, 0.97], n_keys) * rng.uniform(0.5, 1, n_keys)
+    prob[rng.uniform(size=n_keys) < 0.2] = 1.0
+    true_prob = rng.uniform(size=n_pairs)
+    true_prob[rng.uniform(size=n_pairs) < 0.3] = np.nan
+    return dict(rng=rng, n=n, cells=rng.integers(0, n_cells, n), n_cells=n_cells, lr=lr,
+                prior=prior, live=rng.uniform(size=n) < 0.8, base=rng.uniform(size=n),
+                keys=rng.integers(0, n_keys, n), pairs=rng.integers(0, n_pairs, n),
+                prob=prob, ratio=np.exp(rng.normal(0, 3, n_keys)), true_prob=true_prob,
+                hard=rng.uniform(size=n) < 0.5)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_item_kernels_match_numpy(seed):
+    from estimation.core import kernels
+
+    x = _items(seed)
+    for index in (x["cells"], x["cells"].astype(np.int32)):
+        got = kernels.reprior(x["prior"], index, x["lr"], x["live"], x["base"])
+        want = numpy_reprior(x["prior"], index, x["lr"], x["live"], x["base"])
+        assert np.array_equal(got, want)
+    got = kernels.moving_items(x["cells"], x["lr"], x["live"], x["base"], x["n_cells"])
+    want = numpy_moving_items(x["cells"], x["lr"], x["live"], x["base"], x["n_cells"])
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)
+    for has_ratio in (True, False):
+        got = kernels.spread_soft(x["keys"], x["pairs"], x["true_prob"], x["prob"],
+                                  x["ratio"], has_ratio, x["hard"])
+        want = numpy_spread_soft(x["keys"], x["pairs"], x["true_prob"], x["prob"],
+                                 x["ratio"], has_ratio, x["hard"])
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(g, w)
