@@ -152,6 +152,36 @@ def spread_soft(keys: np.ndarray, pairs: np.ndarray, true_prob: np.ndarray, prob
     return lr, base, live
 
 
+@nb.njit(**_JIT)
+def scheme_sums(on_rows: np.ndarray, on_cols: np.ndarray, simple: np.ndarray,
+                joint: np.ndarray, rows: np.ndarray, q: np.ndarray, right: np.ndarray,
+                own: np.ndarray, soft: bool, m: int) -> tuple[np.ndarray, ...]:
+    """One scheme's per-system precision sums over the verdicts ``right`` (judged
+    instances; ``rows`` their systems, ``q`` their p(x)): Σ simple·r and Σ joint·r over
+    the instances on U (system ``on_rows``, instance ``on_cols``); then Σ q·x and, if
+    ``soft``, Σ q·(q·x(1 − r)) for x = r and for x = r on the system's ``own`` draws.
+    Each sum adds its terms in array order."""
+    raw_s, raw_j = np.zeros(m), np.zeros(m)
+    known, square = np.zeros(m), np.zeros(m)
+    known_own, square_own = np.zeros(m), np.zeros(m)
+    for k in range(len(on_rows)):
+        r = on_rows[k]
+        x = right[on_cols[k]]
+        raw_s[r] += simple[k] * x
+        raw_j[r] += joint[k] * x
+    for k in range(len(rows)):
+        r = rows[k]
+        x = right[k]
+        p = q[k]
+        mine = x * (1.0 if own[k] else 0.0)
+        known[r] += p * x
+        known_own[r] += p * mine
+        if soft:
+            square[r] += p * (p * (x * (1 - x)))
+            square_own[r] += p * (p * (mine * (1 - x)))
+    return raw_s, raw_j, known, square, known_own, square_own
+
+
 def warm() -> None:
     """Compile (or load from the cache) every kernel for the argument types the
     estimators pass."""
@@ -164,6 +194,8 @@ def warm() -> None:
         reprior(one, index, one, yes, fixed)
         moving_items(index.astype(np.int64), one, yes, fixed, 1)
         spread_soft(np.zeros(1, np.int64), index, one, one, one, True, yes)
+        for right in (one, fixed):  # read-only when it is the plan's base P
+            scheme_sums(index, index, one, one, index, one, right, yes, True, 1)
 
 
 if __name__ == "__main__":  # the image's build step: compile into NUMBA_CACHE_DIR

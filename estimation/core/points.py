@@ -130,11 +130,10 @@ class PointPlan:
         self._parts: dict | None = None
         self._fixed: dict[tuple[str, bool], tuple] = {}
         self._own_at: tuple | None = None
-        self._on_sums: RowSums | None = None
-        self._p_sums: dict[str, sp.csr_matrix] = {}
-        self._use_j = np.zeros(0, dtype=bool)  # the simple bounds' labels, per judged
+        # The simple bounds' labels, per judged instance: the instance's system drew it.
+        self._use_j = st.own[st.judged_at]
         self._last: tuple | None = None
-        # (verdicts, {own: (x, x·(1 − r))}) of the last `_bounds` call: shared by the schemes.
+        # (verdicts, {scheme: `_sums`}) for the verdicts last seen.
         self._xy: tuple[np.ndarray, dict] | None = None
         self._scheme_recall: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._base: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0, dtype=bool))
@@ -143,9 +142,9 @@ class PointPlan:
 
     # ---- precision ----------------------------------------------------------------
 
-    def _coefficients(self, scheme: str) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+    def _coefficients(self, scheme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(simple coefficients, joint coefficients, joint NaN mask) under ``scheme``, the
-        coefficients as summing matrices over P(right) of the judged instances.
+        coefficients of P(right) of the judged instances on U (``on``) in the systems' sums.
 
         The importance estimate Σ_j (w_ij/n_j) Σ_draws p_i f/q_i is Σ over system i's
         instances x on U of f(x) · p_i(x)/q_i(u) · Σ_j w_ij cpd_ju: the coefficient.
@@ -187,44 +186,51 @@ class PointPlan:
             idx, missing = unreached_mass(pop.stacked(scheme), pop.stacked(self.draw_scheme),
                                           w, self.none)
             nan[idx[np.asarray(missing) > 1e-12]] = True
-        if self._on_sums is None:
-            self._on_sums = RowSums(rows, self.m, self.on, len(self.j_pairs))
-        self._coef[scheme] = (self._on_sums.matrix(simple), self._on_sums.matrix(joint), nan)
+        self._coef[scheme] = (simple, joint, nan)
         return self._coef[scheme]
 
-    def _bounds(self, scheme: str, own: bool, right: np.ndarray, z: float, soft: bool
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(known, exact, lower, upper): precision.label_bounds widened as apply_bounds does."""
+    def _label_part(self, scheme: str, own: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(labelled mass, exact, p(x) of each judged instance): the verdict-free part of
+        precision.label_bounds under ``scheme`` (``own``: the simple bounds' labels)."""
         st = self.state
         if (scheme, own) not in self._fixed:
             use = st._use(own)
             lab_data, judged_p = st.masses(self.pop, scheme)
             lab_mass = np.bincount(st.lab_rows, weights=lab_data * use, minlength=self.m)
             exact = (st.n_lab[own] == st.sizes) & (st.sizes > 0)
-            if own and not len(self._use_j):
-                self._use_j = st.own[st.judged_at]
-            matrices = self._p_sums.get(scheme)
-            if matrices is None:  # one per scheme: the simple bounds' use is on x
-                matrices = self._p_sums[scheme] = st.judged_sums.matrix(judged_p)
-            self._fixed[(scheme, own)] = (lab_mass, exact, judged_p, matrices)
+            self._fixed[(scheme, own)] = (lab_mass, exact, judged_p)
             if (scheme, not own) in self._fixed:
                 st.gathered.pop(scheme, None)  # kept above what is read again
-        lab_mass, exact, q, q_sum = self._fixed[(scheme, own)]
-        # The scheme-free factors, made once per verdicts for every scheme (same floats).
+        return self._fixed[(scheme, own)]
+
+    def _sums(self, scheme: str, right: np.ndarray, soft: bool) -> tuple[np.ndarray, ...]:
+        """Every per-system sum of ``scheme``'s precision over the verdicts ``right``, in
+        one compiled pass (kernels.scheme_sums: the sums the summing matrices gave, in
+        their order): (simple, joint, then for the joint and the simple bounds each Σ p·x
+        and Σ p·(p·x(1 − r)), x = r, or r on the system's own draws)."""
         if self._xy is None or self._xy[0] is not right:
             self._xy = (right, {})
-        xy = self._xy[1].get(own)
-        if xy is None:
-            # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit.
-            x = right * self._use_j if own else right
-            xy = self._xy[1][own] = (x, x * (1 - right) if soft else None)
-        x, spread_terms = xy
-        known = q_sum @ x
+        got = self._xy[1].get(scheme)
+        if got is None:
+            from . import kernels  # numba: loaded on first use
+
+            simple, joint, _ = self._coefficients(scheme)
+            q = self._label_part(scheme, False)[2]
+            got = self._xy[1][scheme] = kernels.scheme_sums(
+                self.on_sys, self.on, simple, joint, self.state.judged_rows, q, right,
+                self._use_j, soft, self.m)
+        return got
+
+    def _bounds(self, scheme: str, own: bool, right: np.ndarray, z: float, soft: bool
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(known, exact, lower, upper): precision.label_bounds widened as apply_bounds does."""
+        lab_mass, exact, _ = self._label_part(scheme, own)
+        sums = self._sums(scheme, right, soft)
+        # use is 0/1: p·(r·use) is label_bounds's (p·use)·r to the bit; the spread
+        # Σ p·(p·r(1 − r)·use) is its Σ q·q·r·(1 − r) to rounding (~1e-16).
+        known, square = sums[4:6] if own else sums[2:4]
         wrong = np.maximum(lab_mass - known, 0.0)
-        sd: np.ndarray | float = 0.0
-        if soft and spread_terms is not None:
-            # Σ p·(p·r(1 − r)·use): label_bounds's Σ q·q·r·(1 − r) to rounding (~1e-16).
-            sd = np.sqrt(q_sum @ (q * spread_terms))
+        sd: np.ndarray | float = np.sqrt(square) if soft else 0.0
         known = np.minimum(known, 1.0)
         upper = np.where(exact, known, np.clip(1.0 - wrong, known, 1.0))
         spread = z * np.asarray(sd)
@@ -232,13 +238,14 @@ class PointPlan:
 
     def _precision(self, scheme: str, right: np.ndarray, z: float, kinds: Sequence[str],
                    soft: bool, bounds: dict | None = None) -> dict[str, np.ndarray]:
-        simple_c, joint_c, joint_nan = self._coefficients(scheme)
+        joint_nan = self._coefficients(scheme)[2]
+        sums = self._sums(scheme, right, soft)
         out = {}
         for kind in kinds:
             if kind == "simple":
-                raw = np.where(self.none, np.nan, simple_c @ right)
+                raw = np.where(self.none, np.nan, sums[0])
             else:
-                raw = np.where(joint_nan, np.nan, joint_c @ right)
+                raw = np.where(joint_nan, np.nan, sums[1])
             own = kind == "simple"
             cache = {} if bounds is None else bounds  # the same right and z
             if (scheme, own) not in cache:

@@ -150,3 +150,29 @@ def test_item_kernels_match_numpy(seed):
                                  x["ratio"], has_ratio, x["hard"])
         for g, w in zip(got, want, strict=True):
             assert np.array_equal(g, w)
+
+
+@pytest.mark.parametrize("soft", [True, False])
+def test_scheme_sums_match_the_summing_matrices(soft):
+    """The precision sums equal those of `RowSums` layouts (csr_matvec), bit for bit,
+    also where the systems' rows come unsorted."""
+    from estimation.core import kernels
+    from estimation.core.precision import RowSums
+
+    rng = np.random.default_rng(11)
+    m, n = 40, 30_000
+    rows = rng.integers(0, m, n).astype(np.int32)
+    right = rng.uniform(size=n) * (rng.uniform(size=n) < 0.9)
+    on = np.flatnonzero(rng.uniform(size=n) < 0.7).astype(np.int32)
+    on_rows = rows[on]
+    simple, joint, q = rng.uniform(size=len(on)), rng.exponential(size=len(on)), rng.uniform(size=n)
+    own = rng.uniform(size=n) < 0.5
+    got = kernels.scheme_sums(on_rows, on, simple, joint, rows, q, right, own, soft, m)
+    on_sums = RowSums(on_rows, m, on, n)
+    judged = RowSums(rows, m, np.arange(n), n).matrix(q)
+    mine = right * own
+    want = [on_sums.matrix(simple) @ right, on_sums.matrix(joint) @ right, judged @ right,
+            judged @ (q * (right * (1 - right))) if soft else np.zeros(m),
+            judged @ mine, judged @ (q * (mine * (1 - right))) if soft else np.zeros(m)]
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)
