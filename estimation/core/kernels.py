@@ -182,6 +182,36 @@ def scheme_sums(on_rows: np.ndarray, on_cols: np.ndarray, simple: np.ndarray,
     return raw_s, raw_j, known, square, known_own, square_own
 
 
+@nb.njit(**_JIT)
+def nu_sums(indptr: np.ndarray, indices: np.ndarray, right: np.ndarray,
+            cell_row: np.ndarray, cell_col: np.ndarray, draws: np.ndarray, a: np.ndarray,
+            scale: np.ndarray, mode: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Joint recall's ν sums per system (`points.PointPlan._nu`): per cell (system
+    ``cell_row``, pair ``cell_col``, its instances' verdicts given as CSR rows), g = Σ
+    right; mode 2 (soft): g·scale[pair] and the excess max(g − 1, 0)·a·draws summed
+    apart; mode 1: g / scale[pair]; mode 0: g. Returns (Σ a·g·draws, Σ excess)."""
+    num = np.zeros(m)
+    over = np.zeros(m)
+    for c in range(len(indptr) - 1):
+        g = 0.0
+        for e in range(indptr[c], indptr[c + 1]):
+            g += right[indices[e]]
+        col = cell_col[c]
+        w = a[col]
+        if mode == 2:
+            g = g * scale[col]
+            o = g - 1.0
+            if not o >= 0.0 and not np.isnan(o):  # np.maximum(o, 0.0)
+                o = 0.0
+            o = o * w
+            over[cell_row[c]] += o * draws[c]
+        elif mode == 1:
+            g = g / scale[col]
+        w = w * g
+        num[cell_row[c]] += w * draws[c]
+    return num, over
+
+
 def warm() -> None:
     """Compile (or load from the cache) every kernel for the argument types the
     estimators pass."""
@@ -196,6 +226,10 @@ def warm() -> None:
         spread_soft(np.zeros(1, np.int64), index, one, one, one, True, yes)
         for right in (one, fixed):  # read-only when it is the plan's base P
             scheme_sums(index, index, one, one, index, one, right, yes, True, 1)
+    ptr, at = np.zeros(2, np.int32), np.zeros(1, np.int32)
+    cell = np.zeros(1, np.int64)
+    for right in (one, fixed):
+        nu_sums(ptr, at, right, cell, cell, one, one, one, 2, 1)
 
 
 if __name__ == "__main__":  # the image's build step: compile into NUMBA_CACHE_DIR

@@ -408,27 +408,24 @@ class PointPlan:
         tk = t * kappa
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.where((t > 0) & (q > 0), tk / q, 0.0)
-        g = r["cells"] @ right  # per cell, Σ right over its instances
-        col = r["cell_col"]
-        over = None
-        if ev.true_prob is not None:
-            inv_t = np.where(t > 0, 1.0 / np.maximum(tk, 1e-300), 0.0)
-            g *= inv_t.take(col)  # in place (cells are many): the same products
-            over = np.maximum(g - 1.0, 0.0)  # recall_instance: i's own P(pair true) there
-        elif (kappa != 1).any():
-            g /= kappa.take(col)  # the share of the pair's true predicates
         den = float(r["c_tot"] @ a)
         if den <= 0:
             return np.full(self.m, np.nan)
-        weight = a.take(col)
-        den_i = den
-        if over is not None:
-            over *= weight
-            over *= r["c_col"]
-            den_i = den + np.bincount(r["cell_row"], weights=over, minlength=self.m)
-        weight *= g  # a·g = g·a to the bit, then · draws as before
-        weight *= r["c_col"]
-        return np.bincount(r["cell_row"], weights=weight, minlength=self.m) / den_i
+        # Per cell (system, pair of U): g = Σ right over its instances; then, soft, g over
+        # the pair's P(true)·κ and i's own P(pair true) there (recall_instance) added to
+        # the denominator, or hard, g over κ (the share of the pair's true predicates).
+        if ev.true_prob is not None:
+            mode, scale = 2, np.where(t > 0, 1.0 / np.maximum(tk, 1e-300), 0.0)
+        elif (kappa != 1).any():
+            mode, scale = 1, np.asarray(kappa, float)
+        else:
+            mode, scale = 0, a
+        from . import kernels  # numba: loaded on first use
+
+        cells = r["cells"]
+        num, over = kernels.nu_sums(cells.indptr, cells.indices, right, r["cell_row"],
+                                    r["cell_col"], r["c_col"], a, scale, mode, self.m)
+        return num / (den + over if mode == 2 else den)
 
     def _recall(self, scheme: str, ev: Evidence, right: np.ndarray) -> dict[str, np.ndarray]:
         r = self._recall_parts()

@@ -176,3 +176,34 @@ def test_scheme_sums_match_the_summing_matrices(soft):
             judged @ mine, judged @ (q * (mine * (1 - right))) if soft else np.zeros(m)]
     for g, w in zip(got, want, strict=True):
         assert np.array_equal(g, w)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+def test_nu_sums_match_numpy(mode):
+    from estimation.core import kernels
+    from estimation.core.precision import RowSums
+
+    rng = np.random.default_rng(5 + mode)
+    m, n_pairs, n = 30, 500, 20_000
+    sys_of = np.sort(rng.integers(0, m, n))
+    pair_of = rng.integers(0, n_pairs, n)
+    cell, inv = np.unique(sys_of * n_pairs + pair_of, return_inverse=True)
+    row, col = cell // n_pairs, cell % n_pairs
+    right = rng.uniform(size=n) * 0.8
+    cells = RowSums(inv.ravel(), len(cell), np.arange(n), n).matrix()
+    a = rng.exponential(size=n_pairs) * (rng.uniform(size=n_pairs) < 0.9)
+    draws = rng.integers(0, 4, n_pairs).astype(float)[col]
+    scale = rng.uniform(0.2, 3, n_pairs)
+    g = cells @ right
+    over = None
+    if mode == 2:
+        g *= scale.take(col)
+        over = np.maximum(g - 1.0, 0.0) * a.take(col) * draws
+    elif mode == 1:
+        g /= scale.take(col)
+    weight = a.take(col) * g * draws
+    num, extra = kernels.nu_sums(cells.indptr, cells.indices, right, row, col, draws, a,
+                                 scale, mode, m)
+    assert np.array_equal(num, np.bincount(row, weights=weight, minlength=m))
+    want = np.zeros(m) if over is None else np.bincount(row, weights=over, minlength=m)
+    assert np.array_equal(extra, want)
