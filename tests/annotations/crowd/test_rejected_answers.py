@@ -6,11 +6,13 @@ reopened and asked again when too few answers remain, and the scores recomputed.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from decimal import Decimal
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection, connections
 from django.urls import reverse
 
@@ -433,3 +435,22 @@ def test_a_rejection_during_a_recount_leaves_the_question_marked(
     labels.recount([q.pk])
     label = PairLabel.objects.get()
     assert (label.n_answers, label.support) == (3, 1.0) and not _marked()
+
+
+def test_answers_discounted_before_the_mark_existed_are_marked_by_the_migration(
+        planned, django_capture_on_commit_callbacks) -> None:
+    _sub, hit = planned
+
+    def submit(h, name, choose):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(h, name, choose)
+
+    _tied_then_labelled(hit, submit)
+    with django_capture_on_commit_callbacks(execute=False):
+        reject_assignment(Assignment.objects.get(worker__external_id="bad"), "spam")
+    Question.objects.update(recount_pending_since=None)  # as before migration 0013
+    migration = importlib.import_module(
+        "annotations.migrations.0013_question_recount_pending")
+    migration.mark_discounted(django_apps, None)
+    # The labelled questions; the spouse pair is open (no label to fix).
+    assert _marked() == {_question("GPE").pk, _question("ORG").pk}
