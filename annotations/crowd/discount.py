@@ -37,7 +37,8 @@ def discount(assignment_id: int) -> list[int]:
         # The questions a recount relabels. Row-locked in id order (two rejections on
         # the same questions never deadlock); a recount holding one blocks the mark
         # until it commits, so its clearing can never erase this mark (labels.recount).
-        marked = list(Question.objects.select_for_update()
+        # `no_key`: answers being stored for them (a foreign key share lock) go on.
+        marked = list(Question.objects.select_for_update(no_key=True)
                       .filter(pk__in=question_ids, kind=TaskKind.RELATION,
                               control_answer__isnull=True)
                       .order_by("pk").values_list("pk", flat=True))
