@@ -88,8 +88,20 @@ class Question(models.Model):
     # anchor the worker model; they never become a PairLabel.
     control_answer = models.JSONField(null=True, blank=True,
                                       help_text="Known answer of a control question.")
+    # A recount is owed (crowd/discount.py): set with `Response.counted = False` in the
+    # rejecting transaction, cleared under the row lock by the recount that relabels it
+    # (`labels.recount`). The backstop looks for it (`labels.stale_labels`), not at
+    # answer counts, which a late answer can make look complete. On the question, not
+    # the label: a discount may land before the label is made or after it was removed.
+    recount_pending_since = models.DateTimeField(
+        null=True, blank=True,
+        help_text="Since when a rejection's discounted answers await a recount of its label.")
 
     class Meta:
+        # The few questions owed a recount, found without a scan (`labels.stale_labels`).
+        indexes = [models.Index(fields=["recount_pending_since"],
+                                condition=Q(recount_pending_since__isnull=False),
+                                name="question_recount_pending")]
         constraints = [
             # One open question per pair: a second submission drawing it waits for it.
             # Controls are outside it: they ask about pairs under no test, never for a label.
@@ -287,7 +299,7 @@ class Response(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["question", "worker"],
                                                name="response_one_per_worker")]
-        # The few discounted answers, found without a scan (`labels.stale_labels`).
+        # The few discounted answers, found without a scan (audit; migration 0013).
         indexes = [models.Index(fields=["question"], condition=models.Q(counted=False),
                                 name="response_not_counted")]
 

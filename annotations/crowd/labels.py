@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotations.models import (
@@ -28,7 +27,6 @@ from annotations.models import (
     PairLabel,
     Question,
     QuestionState,
-    Response,
     SampleDraw,
     TaskKind,
 )
@@ -186,19 +184,30 @@ def recount(question_ids: Iterable[int]) -> AggregateResult:
     open question: a tie asks for one more answer, then takes the plurality; a question
     short of answers gets them through `_collect_more`. `scoring` (or `scored`)
     submissions whose drawn pairs lost their label go back to `annotating`.
+
+    Each question's `recount_pending_since` mark (crowd/discount.py) is cleared in the
+    transaction that relabels it, whatever it finds: under the row lock the label (or
+    its absence: an open question is labelled later from the answers that count) agrees
+    with every discount committed so far. A later discount marks the row again once
+    this lock is released, so no mark is lost to a recount racing it (no timestamp to
+    compare: the lock orders them).
     """
     out = AggregateResult()
     corpora: set[int] = set()
     reopened: list[int] = []
     for qid in sorted(set(question_ids)):
         with transaction.atomic():
-            q = (Question.objects.select_for_update()
-                 .filter(pk=qid, kind=TaskKind.RELATION, state=QuestionState.COMPLETE,
-                         control_answer__isnull=True).first())
-            label = (PairLabel.objects.select_for_update().filter(question=q).first()
-                     if q is not None else None)
+            q = Question.objects.select_for_update().filter(pk=qid).first()
+            if q is not None and q.recount_pending_since is not None:
+                # Rolled back with the relabelling if it fails.
+                q.recount_pending_since = None
+                q.save(update_fields=["recount_pending_since"])
+            if q is None or (q.kind, q.state) != (TaskKind.RELATION, QuestionState.COMPLETE) \
+                    or q.control_answer is not None:
+                continue
+            label = PairLabel.objects.select_for_update().filter(question=q).first()
             if label is None:
-                continue  # a control (no label), or the pair was labelled another way
+                continue  # the pair was labelled another way
             answers = [list(c) for c in q.responses.filter(counted=True)
                        .values_list("choices", flat=True)]
             vote = aggregation.majority_vote(answers) if answers else None
@@ -245,16 +254,17 @@ def recount(question_ids: Iterable[int]) -> AggregateResult:
 
 
 def stale_labels(limit: int = 5000) -> list[int]:
-    """Questions whose label still counts answers that no longer count (a recount lost
-    with the process that should have sent it): fewer counted answers than `n_answers`.
-    Only questions holding a discounted answer are looked at."""
-    counted = (Response.objects.filter(question=OuterRef("question_id"), counted=True)
-               .order_by().values("question").annotate(c=Count("id")).values("c"))
-    return list(PairLabel.objects.filter(
-        question__state=QuestionState.COMPLETE,
-        question_id__in=Response.objects.filter(counted=False).values("question_id"))
-        .annotate(n=Coalesce(Subquery(counted), 0)).filter(n__lt=F("n_answers"))
-        .order_by("question_id").values_list("question_id", flat=True)[:limit])
+    """Labelled questions still owed a recount (one lost with the process that should
+    have sent it): marked `recount_pending_since` by a rejection, oldest first.
+
+    Not a count of the answers that still count against `n_answers`: a late answer can
+    make up for a discounted one while the label still counts it. A marked question
+    still open has no label to fix; if its recount was lost its mark waits until it is
+    labelled (from the answers that count), then a recount finds nothing and clears it.
+    """
+    return list(Question.objects.filter(recount_pending_since__isnull=False,
+                                        state=QuestionState.COMPLETE)
+                .order_by("recount_pending_since", "pk").values_list("pk", flat=True)[:limit])
 
 
 def _collect_more(questions: list[Question]) -> None:

@@ -6,12 +6,18 @@ reopened and asked again when too few answers remain, and the scores recomputed.
 
 from __future__ import annotations
 
+import importlib
+import threading
+import time
 from decimal import Decimal
 
 import pytest
+from django.apps import apps as django_apps
+from django.db import connection, connections
 from django.urls import reverse
 
 from annotations.crowd import labels, mturk, periodic, slots
+from annotations.crowd.discount import RECOUNT_TASK
 from annotations.crowd.verdicts import reject_assignment
 from annotations.models import (
     Assignment,
@@ -24,11 +30,13 @@ from annotations.models import (
     QuestionState,
     Response,
 )
+from annotations.quality import aggregation
 from annotations.quality import workers as quality_workers
 from annotations.quality.accuracy import crowd_accuracy
 from annotations.signals import labels_changed
 from estimation import planning
 from estimation.scoring import latest_run
+from kbpo.core import jobs
 from submissions.models import State
 from tests.annotations.crowd.helpers import answer, small_world, system
 from tests.annotations.crowd.test_mturk_backend import answers_json
@@ -254,26 +262,34 @@ def test_a_recount_lost_after_the_rejection_is_done_by_the_re_drive(
     assert hit.max_assignments == 5  # the slots the reopened questions lack
 
 
+def _labelled_born(names: str) -> tuple[Question, dict[str, Assignment]]:
+    """One question on the birthplace pair, answered by one assignment per name (the
+    right answer, but "c"'s), and labelled with all of them (posterior fitted)."""
+    corpus, pairs = small_world()
+    hit = make_hit(corpus, [pairs["born"]])
+    q = hit.items.get().question
+    assignments = {}
+    for name in names:
+        worker = CrowdWorker.objects.create(backend="simulated", external_id=name)
+        assignments[name] = Assignment.objects.create(hit=hit, worker=worker,
+                                                      external_id=f"as-{name}")
+        Response.objects.create(assignment=assignments[name], question=q, worker=worker,
+                                choices=WRONG["GPE"] if name == "c" else TRUTH["GPE"])
+    Question.objects.filter(pk=q.pk).update(state=QuestionState.COMPLETE)
+    PairLabel.objects.create(pair=pairs["born"], question=q, predicates=TRUTH["GPE"],
+                             majority=TRUTH["GPE"], support=(len(names) - 1) / len(names),
+                             n_answers=len(names), posterior={"per:place_of_birth": 0.9},
+                             p_correct=0.9)
+    return q, assignments
+
+
 def test_enough_answers_left_update_the_label_in_place(
         crowd_settings, label_log, django_capture_on_commit_callbacks) -> None:
     """Four answers (one came late), three still counting after the rejection: the same
     label row, its vote from those three, its stale posterior cleared; a retried
     recount changes nothing."""
-    corpus, pairs = small_world()
-    hit = make_hit(corpus, [pairs["born"]])
-    q = hit.items.get().question
-    assignments = {}
-    for name, choice in (("a", TRUTH["GPE"]), ("b", TRUTH["GPE"]), ("c", WRONG["GPE"]),
-                         ("d", TRUTH["GPE"])):
-        worker = CrowdWorker.objects.create(backend="simulated", external_id=name)
-        assignments[name] = Assignment.objects.create(hit=hit, worker=worker,
-                                                      external_id=f"as-{name}")
-        Response.objects.create(assignment=assignments[name], question=q, worker=worker,
-                                choices=choice)
-    Question.objects.filter(pk=q.pk).update(state=QuestionState.COMPLETE)
-    label = PairLabel.objects.create(pair=pairs["born"], question=q, predicates=TRUTH["GPE"],
-                                     majority=TRUTH["GPE"], support=0.75, n_answers=4,
-                                     posterior={"per:place_of_birth": 0.9}, p_correct=0.9)
+    q, assignments = _labelled_born("abcd")
+    label = PairLabel.objects.get()
     with django_capture_on_commit_callbacks(execute=True):
         reject_assignment(assignments["c"], "random clicks")
     after = PairLabel.objects.get()
@@ -284,3 +300,157 @@ def test_enough_answers_left_update_the_label_in_place(
     with django_capture_on_commit_callbacks(execute=True):
         assert labels.recount([q.pk]).labelled == []
     assert len(label_log) == 1 and labels.stale_labels() == []
+
+
+def _marked() -> set[int]:
+    return set(Question.objects.filter(recount_pending_since__isnull=False)
+               .values_list("pk", flat=True))
+
+
+def _question(object_type: str) -> Question:
+    return Question.objects.get(pair__object_type=object_type)
+
+
+def test_a_lost_recount_is_found_though_a_late_answer_made_up_the_count(
+        planned, django_capture_on_commit_callbacks) -> None:
+    """The late answer the tied spouse pair asked for also answers the two labelled
+    pairs: after the rejection they still have as many counted answers as their labels
+    count, yet those labels count the rejected answers."""
+    _sub, hit = planned
+
+    def submit(h, name, choose):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(h, name, choose)
+
+    _tied_then_labelled(hit, submit)
+    submit(hit, "late", truth)
+    bad = Assignment.objects.get(worker__external_id="bad")
+    with django_capture_on_commit_callbacks(execute=False) as lost:
+        reject_assignment(bad, "random clicks")
+    assert lost
+    for t in ("GPE", "ORG"):
+        q = _question(t)
+        assert q.responses.filter(counted=True).count() == _labels()[t].n_answers == 3
+    assert {t: lab.support for t, lab in _labels().items()} == {
+        "GPE": pytest.approx(2 / 3), "ORG": pytest.approx(2 / 3)}
+    stale = {_question("GPE").pk, _question("ORG").pk}
+    assert set(labels.stale_labels()) == stale
+    with django_capture_on_commit_callbacks(execute=True):
+        out = periodic.redrive()
+    assert out.recounted == 2
+    # good1, split and late: the rejected answers no longer count.
+    assert {t: (lab.n_answers, lab.support) for t, lab in _labels().items()} == {
+        "GPE": (3, 1.0), "ORG": (3, 1.0)}
+    assert labels.stale_labels() == [] and not _marked() & stale
+
+
+def test_the_mark_is_set_by_the_rejection_and_cleared_by_the_recount(
+        planned, monkeypatch, django_capture_on_commit_callbacks) -> None:
+    _sub, hit = planned
+
+    def submit(h, name, choose):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(h, name, choose)
+
+    _tied_then_labelled(hit, submit)
+    assert not _marked()
+    bad = Assignment.objects.get(worker__external_id="bad")
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        reject_assignment(bad, "random clicks")
+    assert _marked() == set(Question.objects.values_list("pk", flat=True))
+    # A recount that fails rolls its clearing back with its relabelling.
+    real_vote = aggregation.majority_vote
+
+    def broken(answers):
+        raise RuntimeError("worker died")
+
+    monkeypatch.setattr(aggregation, "majority_vote", broken)
+    with pytest.raises(RuntimeError):
+        labels.recount([_question("GPE").pk])
+    assert _question("GPE").pk in _marked()
+    monkeypatch.setattr(aggregation, "majority_vote", real_vote)
+    with django_capture_on_commit_callbacks(execute=True):
+        for send in queued:
+            send()  # the recount the rejection queued
+    assert not _marked() and not PairLabel.objects.exists()
+
+
+postgres_only = pytest.mark.skipif("connection.vendor != 'postgresql'",
+                                   reason="row locks need Postgres")
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_rejection_during_a_recount_leaves_the_question_marked(
+        crowd_settings, monkeypatch) -> None:
+    """A recount has read the answers (e's still counting) when e is rejected: the
+    recount commits a label counting e, so the question must stay marked for it."""
+    q, assignments = _labelled_born("abcde")
+    queued: list[tuple] = []
+    monkeypatch.setattr(jobs, "enqueue", lambda *args, **kw: queued.append(args))
+    reject_assignment(assignments["c"], "random clicks")  # its recount is lost
+    assert queued == [(RECOUNT_TASK, [q.pk])] and _marked() == {q.pk}
+    read, release = threading.Event(), threading.Event()
+    real_vote = aggregation.majority_vote
+
+    def paused(answers):
+        if threading.current_thread().name == "recount":
+            read.set()
+            release.wait(30)
+        return real_vote(answers)
+
+    monkeypatch.setattr(aggregation, "majority_vote", paused)
+    errors: list[BaseException] = []
+
+    def run(fn) -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    recount = threading.Thread(target=run, name="recount",
+                               args=(lambda: labels.recount([q.pk]),))
+    rejection = threading.Thread(target=run, name="rejection", args=(
+        lambda: reject_assignment(assignments["e"], "random clicks"),))
+    recount.start()
+    assert read.wait(30)
+    rejection.start()
+    deadline = time.monotonic() + 10  # until it waits for the recount's lock (or is done)
+    while rejection.is_alive() and time.monotonic() < deadline:
+        with connection.cursor() as cur:
+            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                        "current_database() AND wait_event_type = 'Lock'")
+            if cur.fetchone()[0]:
+                break
+        time.sleep(0.05)
+    release.set()
+    recount.join(30)
+    rejection.join(30)
+    assert not errors and not recount.is_alive() and not rejection.is_alive()
+    # The recount's label still counts e (a, b, d, e); the mark stays for e's recount.
+    assert (PairLabel.objects.get().n_answers, len(queued)) == (4, 2)
+    assert _marked() == {q.pk} and labels.stale_labels() == [q.pk]
+    labels.recount([q.pk])
+    label = PairLabel.objects.get()
+    assert (label.n_answers, label.support) == (3, 1.0) and not _marked()
+
+
+def test_answers_discounted_before_the_mark_existed_are_marked_by_the_migration(
+        planned, django_capture_on_commit_callbacks) -> None:
+    _sub, hit = planned
+
+    def submit(h, name, choose):
+        with django_capture_on_commit_callbacks(execute=True):
+            answer(h, name, choose)
+
+    _tied_then_labelled(hit, submit)
+    with django_capture_on_commit_callbacks(execute=False):
+        reject_assignment(Assignment.objects.get(worker__external_id="bad"), "spam")
+    Question.objects.update(recount_pending_since=None)  # as before migration 0013
+    migration = importlib.import_module(
+        "annotations.migrations.0013_question_recount_pending")
+    migration.mark_discounted(django_apps, None)
+    # The labelled questions; the spouse pair is open (no label to fix).
+    assert _marked() == {_question("GPE").pk, _question("ORG").pk}
