@@ -3,8 +3,7 @@ FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    NUMBA_CACHE_DIR=/app/var/numba
+    PIP_NO_CACHE_DIR=1
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libpq5 \
@@ -17,11 +16,14 @@ RUN pip install -r requirements.txt
 
 COPY . .
 # Static files are collected at build time with the production storage (hashed names),
-# and the estimators' compiled loops are compiled into NUMBA_CACHE_DIR (no JIT at run time).
+# and the estimators' loops compiled ahead of time (no numba or LLVM at run time; the C
+# compiler numba links them with is removed in the same step).
 RUN KBPO_ENV=production DEBUG=0 \
     SECRET_KEY=build-time-only-key-not-used-at-runtime-0123456789abcdefghijklmnop \
     python manage.py collectstatic --noinput \
-    && python -m estimation.core.kernels \
+    && apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && python -m estimation.core.build_kernels \
+    && apt-get purge -y --auto-remove gcc libc6-dev && rm -rf /var/lib/apt/lists/* \
     && mkdir -p /app/var/media && chown -R kbpo:kbpo /app/var
 
 USER kbpo

@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 
 .PHONY: demo test lint bench clean
+# The estimators' loops, compiled ahead of time (estimation/core/build_kernels.py).
+KERNELS := estimation/core/.kernels-built
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,19 +15,24 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
-demo: $(VENV)/.installed
+$(KERNELS): estimation/core/kernels.py estimation/core/build_kernels.py $(VENV)/.installed
+	$(PY) -m estimation.core.build_kernels
+	touch $@
+
+demo: $(VENV)/.installed $(KERNELS)
 	$(PY) manage.py demo --out demo
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(KERNELS)
 	bash scripts/test.sh
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-logo
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(KERNELS)
 	bash scripts/bench.sh
 
 clean:
-	rm -rf $(VENV) demo db.sqlite3 var staticfiles test-artifacts
+	rm -rf $(VENV) demo db.sqlite3 var staticfiles test-artifacts $(KERNELS) \
+		estimation/core/_kernels_aot.*

@@ -1,16 +1,17 @@
-"""Compiled loops (numba) for the estimators' hot spots.
+"""The estimators' hot loops, in the subset of Python numba compiles.
 
 A score recompute evaluates the same per-item sums many times (the correction's
 replicates, the fixed points of the systems' priors); in numpy each evaluation is a
-dozen passes over ~10⁶ items with a temporary array per pass. These kernels make one
+dozen passes over ~10⁶ items with a temporary array per pass. These loops make one
 pass each and give the same floats as the numpy they replace: every sum adds its
-items in the order `np.bincount` does (array order within a cell), and no fast-math
-reassociation is allowed (numba's default).
+items in the order `np.bincount` or the summing matrices do, and no fast-math
+reassociation is allowed.
 
-Imported lazily by their callers: loading numba costs ~0.6 s and ~150 MB, which the web
-processes never need. Compiled code is cached on disk (`NUMBA_CACHE_DIR`, else beside
-this file); the production image compiles it at build time (`python -m
-estimation.core.kernels`).
+They are compiled ahead of time into an extension module (`build_kernels`, run by
+`make` and by the image's build), which the estimators load through `compiled.py`:
+no numba and no LLVM in the serving processes. This module itself is imported only by
+that build and by `compiled.py`'s fallback (numba's just-in-time compiler, when the
+built module is missing or was built from another version of this file).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+# Also the fallback's options (compiled.py): no fast-math, errors as numpy gives them.
+JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
-@nb.njit(**_JIT)
+@nb.njit(**JIT)
 def _cell_sums(lo: int, hi: int, pi: float, wlr: np.ndarray, lrm1: np.ndarray
                ) -> tuple[float, float]:
     """Σ f and Σ f' over one cell's items at share ``pi`` (shares.fixed_point_shares)."""
@@ -35,7 +37,6 @@ def _cell_sums(lo: int, hi: int, pi: float, wlr: np.ndarray, lrm1: np.ndarray
     return f, df
 
 
-@nb.njit(**_JIT)
 def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray, weighted: bool,
                        fixed: np.ndarray, total: np.ndarray, start: np.ndarray,
                        solve: np.ndarray, floor: float, tol: float) -> np.ndarray:
@@ -83,7 +84,8 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray, we
                 lo = pi
             else:
                 hi = pi
-            step = pi - f / df
+            # A zero slope gives no step (numpy's ±inf/NaN would not be finite either).
+            step = pi - f / df if df != 0.0 else np.nan
             new = step if np.isfinite(step) and lo < step < hi else 0.5 * (lo + hi)
             done = abs(new - pi) <= tol or hi - lo <= tol
             pi = new
@@ -96,7 +98,6 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray, we
     return out
 
 
-@nb.njit(**_JIT)
 def reprior(prior: np.ndarray, index: np.ndarray, lr: np.ndarray, live: np.ndarray,
             base: np.ndarray) -> np.ndarray:
     """Per item, P re-weighted to the prior ``prior[index]``: π·lr / ((π·lr + 1) − π)
@@ -105,12 +106,12 @@ def reprior(prior: np.ndarray, index: np.ndarray, lr: np.ndarray, live: np.ndarr
     for i in range(len(lr)):
         own = prior[index[i]]
         t = own * lr[i]
-        t = t / ((t + 1.0) - own)
+        den = (t + 1.0) - own
+        t = t / den if den != 0.0 else np.nan  # as numpy's ±inf/NaN: not kept
         out[i] = t if live[i] and np.isfinite(t) else base[i]
     return out
 
 
-@nb.njit(**_JIT)
 def moving_items(cells: np.ndarray, lr: np.ndarray, live: np.ndarray, base: np.ndarray,
                  n_cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(per cell Σ base over the items that do not move with the prior, the moving
@@ -129,7 +130,6 @@ def moving_items(cells: np.ndarray, lr: np.ndarray, live: np.ndarray, base: np.n
     return fixed, at[:k].copy(), ratio[:k].copy()
 
 
-@nb.njit(**_JIT)
 def spread_soft(keys: np.ndarray, pairs: np.ndarray, true_prob: np.ndarray, prob: np.ndarray,
                 ratio: np.ndarray, has_ratio: bool, hard: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -152,7 +152,6 @@ def spread_soft(keys: np.ndarray, pairs: np.ndarray, true_prob: np.ndarray, prob
     return lr, base, live
 
 
-@nb.njit(**_JIT)
 def scheme_sums(on_rows: np.ndarray, on_cols: np.ndarray, simple: np.ndarray,
                 joint: np.ndarray, rows: np.ndarray, q: np.ndarray, right: np.ndarray,
                 own: np.ndarray, soft: bool, m: int) -> tuple[np.ndarray, ...]:
@@ -182,7 +181,6 @@ def scheme_sums(on_rows: np.ndarray, on_cols: np.ndarray, simple: np.ndarray,
     return raw_s, raw_j, known, square, known_own, square_own
 
 
-@nb.njit(**_JIT)
 def nu_sums(indptr: np.ndarray, indices: np.ndarray, right: np.ndarray,
             cell_row: np.ndarray, cell_col: np.ndarray, draws: np.ndarray, a: np.ndarray,
             scale: np.ndarray, mode: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -212,25 +210,25 @@ def nu_sums(indptr: np.ndarray, indices: np.ndarray, right: np.ndarray,
     return num, over
 
 
-def warm() -> None:
-    """Compile (or load from the cache) every kernel for the argument types the
-    estimators pass."""
-    one, yes = np.ones(1), np.ones(1, np.bool_)
-    fixed = one.copy()
-    fixed.flags.writeable = False  # `PointPlan`'s base P is read-only: its own signature
-    fixed_point_shares(np.zeros(1, np.int64), one, one, True, one, 2 * one, 0.5 * one, yes,
-                       1e-3, 1e-12)
-    for index in (np.zeros(1, np.int64), np.zeros(1, np.int32)):
-        reprior(one, index, one, yes, fixed)
-        moving_items(index.astype(np.int64), one, yes, fixed, 1)
-        spread_soft(np.zeros(1, np.int64), index, one, one, one, True, yes)
-        for right in (one, fixed):  # read-only when it is the plan's base P
-            scheme_sums(index, index, one, one, index, one, right, yes, True, 1)
-    ptr, at = np.zeros(2, np.int32), np.zeros(1, np.int32)
-    cell = np.zeros(1, np.int64)
-    for right in (one, fixed):
-        nu_sums(ptr, at, right, cell, cell, one, one, one, 2, 1)
+I4, I8 = "i4[:]", "i8[:]"
+F8, B1 = "f8[:]", "b1[:]"
 
 
-if __name__ == "__main__":  # the image's build step: compile into NUMBA_CACHE_DIR
-    warm()
+def _variants(name: str, fn: object, template: str) -> dict[str, tuple[object, str]]:
+    """One export per index width ({i}: the index arrays' type)."""
+    return {f"{name}_{w}": (fn, template.format(i=t)) for w, t in (("i4", I4), ("i8", I8))}
+
+
+# name → (function, numba signature) of every export of the built module.
+EXPORTS: dict[str, tuple[object, str]] = {
+    "fixed_point_shares": (fixed_point_shares,
+                           f"{F8}({I8}, {F8}, {F8}, b1, {F8}, {F8}, {F8}, {B1}, f8, f8)"),
+    **_variants("reprior", reprior, f"{F8}({F8}, {{i}}, {F8}, {B1}, {F8})"),
+    "moving_items": (moving_items, f"Tuple(({F8}, {I8}, {F8}))({I8}, {F8}, {B1}, {F8}, i8)"),
+    "spread_soft": (spread_soft,
+                    f"Tuple(({F8}, {F8}, {B1}))({I8}, {I8}, {F8}, {F8}, {F8}, b1, {B1})"),
+    **_variants("scheme_sums", scheme_sums,
+                f"UniTuple({F8}, 6)({{i}}, {{i}}, {F8}, {F8}, {{i}}, {F8}, {F8}, {B1}, b1, i8)"),
+    **_variants("nu_sums", nu_sums,
+                f"UniTuple({F8}, 2)({{i}}, {{i}}, {F8}, {I8}, {I8}, {F8}, {F8}, {F8}, i8, i8)"),
+}

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
+from .compiled import kernels
 from .evidence import AGREE_GROUPS, ALSO_TRUE_STRIDE, Evidence, agreement_groups, likelihood_ratio
 from .importance import mixing_weights, unreached_mass
 from .population import Population
@@ -212,11 +213,9 @@ class PointPlan:
             self._xy = (right, {})
         got = self._xy[1].get(scheme)
         if got is None:
-            from . import kernels  # numba: loaded on first use
-
             simple, joint, _ = self._coefficients(scheme)
             q = self._label_part(scheme, False)[2]
-            got = self._xy[1][scheme] = kernels.scheme_sums(
+            got = self._xy[1][scheme] = kernels().scheme_sums(
                 self.on_sys, self.on, simple, joint, self.state.judged_rows, q, right,
                 self._use_j, soft, self.m)
         return got
@@ -271,12 +270,10 @@ class PointPlan:
         # elsewhere P (soft) or the hard verdict, as reprior_lr's own fallback does.
         # The group priors by each instance's cell (system · AGREE_GROUPS + group): one
         # flat gather rather than a two-index one, all in one compiled pass.
-        from . import kernels  # numba: loaded on first use
-
         if ev.group_prior is None:
-            return kernels.reprior(np.asarray(ev.system_prior, float), self.j_sys, lr, live,
+            return kernels().reprior(np.asarray(ev.system_prior, float), self.j_sys, lr, live,
                                    base)
-        return kernels.reprior(np.ascontiguousarray(ev.group_prior, float).ravel(),
+        return kernels().reprior(np.ascontiguousarray(ev.group_prior, float).ravel(),
                                self._cells, lr, live, base)
 
     def _lookup(self, ev: Evidence) -> np.ndarray | None:
@@ -299,9 +296,7 @@ class PointPlan:
         prob = np.where(found, ev.soft_probs[pos] if len(ev.soft_probs) else 0.0, 0.0)
         ratio = None if ev.soft_prior is None \
             else likelihood_ratio(prob, ev.reweight_prior(pos, found))
-        from . import kernels  # numba: loaded on first use
-
-        lr, base, live = kernels.spread_soft(
+        lr, base, live = kernels().spread_soft(
             self._uinv, self.j_pairs, np.asarray(ev.true_prob, float), prob,
             np.zeros(0) if ratio is None else ratio, ratio is not None, self._hard)
         # Without the systems' priors, and where `right` keeps P or the hard verdict.
@@ -352,9 +347,7 @@ class PointPlan:
         if self._cell_size is None:
             self._cell_size = np.bincount(cells, minlength=n_cells).astype(float)
         base, live = self._base
-        from . import kernels  # numba: loaded on first use
-
-        fixed, at, ratio = kernels.moving_items(cells, lr, live, base, n_cells)
+        fixed, at, ratio = kernels().moving_items(cells, lr, live, base, n_cells)
         terms = (self._cell_size, fixed, at, ratio)
         self._groups = (lr, terms)
         return terms
@@ -420,10 +413,8 @@ class PointPlan:
             mode, scale = 1, np.asarray(kappa, float)
         else:
             mode, scale = 0, a
-        from . import kernels  # numba: loaded on first use
-
         cells = r["cells"]
-        num, over = kernels.nu_sums(cells.indptr, cells.indices, right, r["cell_row"],
+        num, over = kernels().nu_sums(cells.indptr, cells.indices, right, r["cell_row"],
                                     r["cell_col"], r["c_col"], a, scale, mode, self.m)
         return num / (den + over if mode == 2 else den)
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .compiled import kernels
+
 
 def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | None,
                        fixed: np.ndarray, total: np.ndarray, start: np.ndarray,
@@ -29,10 +31,8 @@ def fixed_point_shares(cells: np.ndarray, lr: np.ndarray, weight: np.ndarray | N
     likelihood ratio and weight; ``fixed`` (A) and ``total`` (T) per cell; ``start``
     where to look first (the answer does not depend on it beyond ``tol``); ``solve``
     which cells to solve (the others keep ``start``)."""
-    from . import kernels  # numba: loaded on first use (kernels.py)
-
     weighted = weight is not None
-    return kernels.fixed_point_shares(
+    return kernels().fixed_point_shares(
         np.asarray(cells, np.int64), np.asarray(lr, float),
         np.asarray(weight, float) if weighted else np.ones(1), weighted,
         np.asarray(fixed, float), np.asarray(total, float), np.asarray(start, float),

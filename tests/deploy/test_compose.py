@@ -172,17 +172,25 @@ def test_every_deployment_variable_is_documented() -> None:
 
 
 def test_the_image_compiles_the_estimators_loops_at_build_time(tmp_path) -> None:
-    """The Dockerfile's build step fills NUMBA_CACHE_DIR (set in its ENV), so a worker
-    started as the unprivileged user loads compiled code instead of compiling."""
+    """The Dockerfile's build step compiles the estimators' loops ahead of time (with a C
+    compiler it installs and removes in the same step), as make does: run here, it
+    builds a module that records the source it was built from."""
     dockerfile = (ROOT / "Dockerfile").read_text()
-    env_dir = re.search(r"NUMBA_CACHE_DIR=(\S+)", dockerfile)
-    assert env_dir is not None and env_dir.group(1).startswith("/app/var/")
-    assert "python -m estimation.core.kernels" in dockerfile
-    # /app/var is chowned to the app user after the step.
-    assert dockerfile.index("python -m estimation.core.kernels") \
-        < dockerfile.index("chown -R kbpo:kbpo /app/var")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "estimation.core.kernels"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    step = re.search(r"^RUN (.*?)(?=^\S|\Z)", dockerfile[dockerfile.index("COPY . ."):],
+                     re.M | re.S)
+    assert step is not None
+    commands = [c.strip(" \\\n") for c in step.group(1).split("&&")]
+    build = commands.index("python -m estimation.core.build_kernels")
+    assert any("apt-get install" in c and "gcc" in c for c in commands[:build])
+    assert any("apt-get purge" in c and "gcc" in c for c in commands[build:])
+    proc = subprocess.run([sys.executable, "-m", "estimation.core.build_kernels", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    assert list(tmp_path.rglob("kernels.fixed_point_shares-*.nbc"))
+    built = list(tmp_path.glob("_kernels_aot.*"))
+    assert len(built) == 1
+    check = ("import sys; sys.path.insert(0, sys.argv[1]); import _kernels_aot; "
+             "from estimation.core.build_kernels import source_digest; "
+             "assert _kernels_aot.digest() == source_digest()")
+    proc = subprocess.run([sys.executable, "-c", check, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -1,10 +1,12 @@
-"""The compiled kernels give the floats of the numpy they replaced, bit for bit."""
+"""The compiled kernels give the floats of the numpy they replaced, bit for bit; the
+ahead-of-time build is what the estimators load, and numba's fallback agrees with it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from estimation.core import compiled
 from estimation.core.shares import fixed_point_shares
 
 
@@ -132,7 +134,7 @@ def _items(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_item_kernels_match_numpy(seed):
-    from estimation.core import kernels
+    kernels = compiled.kernels()
 
     x = _items(seed)
     for index in (x["cells"], x["cells"].astype(np.int32)):
@@ -207,3 +209,53 @@ def test_nu_sums_match_numpy(mode):
     assert np.array_equal(num, np.bincount(row, weights=weight, minlength=m))
     want = np.zeros(m) if over is None else np.bincount(row, weights=over, minlength=m)
     assert np.array_equal(extra, want)
+
+
+def test_the_estimators_load_the_ahead_of_time_build():
+    """`make` builds the module (python -m estimation.core.build_kernels): loading it
+    imports no numba, and the loops come from it."""
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    code = ("from estimation.core import compiled, _kernels_aot; import sys; "
+            "k = compiled.kernels(); "
+            "assert k.moving_items is _kernels_aot.moving_items, 'stale build: run make test'; "
+            "assert 'numba' not in sys.modules, 'numba imported'")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_stale_build_falls_back_to_numba(monkeypatch, caplog):
+    from estimation.core import build_kernels
+
+    monkeypatch.setattr(compiled, "_LOADED", None)
+    monkeypatch.setattr(build_kernels, "source_digest", lambda: -1)
+    with caplog.at_level("WARNING", logger="estimation.core.compiled"):
+        loops = compiled.kernels()
+    assert "another kernels.py" in caplog.text
+    assert type(loops.moving_items).__name__ == "CPUDispatcher"  # numba's, compiled here
+    monkeypatch.setattr(compiled, "_LOADED", None)  # the next test loads the build again
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_fallback_gives_the_builds_floats(seed):
+    built = compiled._ahead_of_time()
+    assert built is not None
+    jit = compiled._just_in_time()
+    x = _items(seed)
+    for width in ("i4", "i8"):
+        index = x["cells"].astype(np.int32 if width == "i4" else np.int64)
+        args = (x["prior"], index, x["lr"], x["live"], x["base"])
+        assert np.array_equal(getattr(built, f"reprior_{width}")(*args),
+                              jit[f"reprior_{width}"](*args))
+    args = (x["cells"], x["lr"], x["live"], x["base"], x["n_cells"])
+    for g, w in zip(built.moving_items(*args), jit["moving_items"](*args), strict=True):
+        assert np.array_equal(g, w)
+    size = np.bincount(x["cells"], minlength=x["n_cells"]).astype(float)
+    lr = np.where(np.isfinite(x["lr"]), x["lr"], 1.0)
+    args = (x["cells"], lr, x["base"], True, size * 0.1, size + 5.0,
+            np.full(x["n_cells"], 0.5), np.ones(x["n_cells"], np.bool_), 1e-3, 1e-12)
+    assert np.array_equal(built.fixed_point_shares(*args), jit["fixed_point_shares"](*args))
