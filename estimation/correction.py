@@ -415,7 +415,8 @@ def _answers_and_controls(corpus: Corpus) -> tuple[_Answers, dict[int, str]]:
 
 def _relation_answers(ans: _Answers, controls: dict[int, str]) -> RelationAnswers:
     return RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
-                           np.asarray(ans.wids, np.int64)[ans.workers], ans.keys, controls)
+                           np.asarray(ans.wids, np.int64)[ans.workers], ans.keys, controls,
+                           ans.key_ids, ans.key_names)
 
 
 def relation_answers(corpus: Corpus) -> RelationAnswers:
