@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import OuterRef, Subquery
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
 from annotations.quality.label_table import LabelTable, label_table
@@ -157,12 +158,21 @@ def _complete_documents(corpus: Corpus) -> list[int]:
                                                                             flat=True))
 
 
-def _gold_rows(doc_ids: list[int]) -> list[tuple]:
-    """The gold relations of these documents that enter Ŷ0, in Ŷ0's order."""
-    rows = GoldRelation.objects.filter(document_id__in=doc_ids).values_list(
-        "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
-        "predicate", "subject_entity", "sentence_id").order_by("id")
-    return [r for r in rows if r[5] in PREDICATE_CODE]
+def _gold_rows(doc_ids: list[int], pairs: bool = False) -> list[tuple]:
+    """The gold relations of these documents that enter Ŷ0, in Ŷ0's order; ``pairs``:
+    each with the id of the mention pair of exactly its spans last (None: none)."""
+    rows = GoldRelation.objects.filter(document_id__in=doc_ids)
+    fields = ["document_id", "subject_begin", "subject_end", "object_begin", "object_end",
+              "predicate", "subject_entity", "sentence_id"]
+    if pairs:
+        # A document has at most one pair of given spans (MentionPair's constraint):
+        # looked up by its index, rather than every pair of the documents read.
+        rows = rows.annotate(exact_pair=Subquery(MentionPair.objects.filter(
+            document_id=OuterRef("document_id"), subject_begin=OuterRef("subject_begin"),
+            subject_end=OuterRef("subject_end"), object_begin=OuterRef("object_begin"),
+            object_end=OuterRef("object_end")).values("pk")[:1]))
+        fields.append("exact_pair")
+    return [r for r in rows.values_list(*fields).order_by("id") if r[5] in PREDICATE_CODE]
 
 
 def exhaustive_documents(corpus: Corpus) -> np.ndarray:
@@ -185,20 +195,26 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
     id (unknown to the population). Subjects are coded by (document, subject entity
     label).
     """
+    return _exhaustive(corpus, match)[:4]
+
+
+def _exhaustive(corpus: Corpus, match: str = "exact"
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+    """`load_exhaustive`, and each instance's document (`exhaustive_documents`), from one
+    read of the gold relations."""
     if match not in MATCH_MODES:
         raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
     doc_ids = _complete_documents(corpus)
     if not doc_ids:
         z = np.zeros(0, np.int64)
-        return z, z, z, 0
-    gold = _gold_rows(doc_ids)
-    pair_rows = list(MentionPair.objects.filter(document_id__in=doc_ids).values_list(
-        "pk", "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
-        "sentence_id").iterator(chunk_size=CHUNK))
-    spans = {(d, sb, se, ob, oe): pk for pk, d, sb, se, ob, oe, _ in pair_rows}
+        return z, z, z, 0, z
+    gold = _gold_rows(doc_ids, pairs=True)
     by_doc: dict[int, list[tuple]] = {}
     predicted: set[tuple[int, str]] = set()
     if match == "lenient":
+        pair_rows = MentionPair.objects.filter(document_id__in=doc_ids).values_list(
+            "pk", "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
+            "sentence_id").iterator(chunk_size=CHUNK)
         for pk, d, sb, se, ob, oe, sent in pair_rows:
             by_doc.setdefault(d, []).append((pk, sent, sb, se, ob, oe))
         active = Submission.objects.active().filter(corpus=corpus)
@@ -207,8 +223,7 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
             "pair_id", "predicate").distinct().iterator(chunk_size=CHUNK))
     pairs, preds, subjects = [], [], []
     subject_code: dict[tuple[int, str], int] = {}
-    for k, (d, sb, se, ob, oe, predicate, subj, sent) in enumerate(gold):
-        pair = spans.get((d, sb, se, ob, oe))
+    for k, (d, sb, se, ob, oe, predicate, subj, sent, pair) in enumerate(gold):
         if pair is None and match == "lenient":
             pair = _lenient_pair(d, sent, sb, se, ob, oe, predicate, by_doc, predicted)
         pairs.append(pair if pair is not None else -(k + 1))
@@ -216,7 +231,8 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
         key = (d, subj or f"{sb}-{se}")
         subjects.append(subject_code.setdefault(key, len(subject_code)))
     return (np.asarray(pairs, np.int64), np.asarray(preds, np.int64),
-            np.asarray(subjects, np.int64), len(doc_ids))
+            np.asarray(subjects, np.int64), len(doc_ids),
+            np.asarray([r[0] for r in gold], np.int64))
 
 
 def _load_draws(ids: list[int], index: dict[int, tuple[np.ndarray, np.ndarray]]
@@ -298,8 +314,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
     draws = _load_draws(ids, index)
     labels = label_table(corpus.pk)  # read once for every use below
     label_pairs, label_preds = load_labels(corpus, labels)
-    y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
-    y_docs = exhaustive_documents(corpus) if len(y_pairs) else None
+    y_pairs, y_preds, y_subjects, n_docs, y_docs = _exhaustive(corpus, match=match)
     soft = load_soft_labels(corpus, labels) if settings.KBPO_SOFT_LABELS else None
     replicates: list[SoftLabels] = []
     refitted = None  # replicate parameters to store (estimation/correction.py)
@@ -308,14 +323,12 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         replicates, refitted = soft_label_replicates(
             corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE, read=answers,
             labels=labels)
-    if y_docs is not None and len(y_docs) != len(y_pairs):
-        raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
-                           "instances: the exhaustive sample changed while loading")
     return CorpusData(
         corpus=corpus, submissions=submissions, population=population,
         draws=draws,
         label_pairs=label_pairs, label_preds=label_preds, exhaustive_pairs=y_pairs,
-        exhaustive_preds=y_preds, exhaustive_subjects=y_subjects, exhaustive_docs=y_docs,
+        exhaustive_preds=y_preds, exhaustive_subjects=y_subjects,
+        exhaustive_docs=y_docs if len(y_pairs) else None,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
         soft=soft, soft_replicates=replicates,
         extra={"instance_cache": loaded.pending, "correction_fit": refitted,
