@@ -7,9 +7,12 @@ bulk_update, COPY, the admin, raw SQL. A read first notes its snapshot's horizon
 oldest transaction still running when the snapshot was taken (`pg_snapshot_xmin`): every
 transaction below it had ended, so its rows are in this read or never will be. The next
 read takes the rows stamped at or above the horizon, which also brings in a transaction
-that was running during the last read and committed after it. A deleted row shows in the
-count (the merged table would hold more rows than the database): then everything is
-read again, as it is on a database without the trigger (SQLite).
+that was running during the last read and committed after it. A kept label that is gone
+— deleted, or moved off the corpus by a write (stamped: it would be read were it still
+the corpus's) — is neither among the rows read nor among the labels of the kept ids'
+range unchanged since the horizon (one scan of an id range, rather than counting the
+corpus's labels through its mention pairs): then everything is read again, as it is on
+a database without the trigger (SQLite). A label's pair's document never changes corpus.
 
 Scoring reads the labels four ways per run (hard labels, soft labels, the correction's
 replicates, the crowd section); all of them now come from one table.
@@ -26,6 +29,7 @@ from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
 from annotations.models import PairLabel
+from kbpo.core.binary import copy_binary
 from kbpo.core.kept import Kept
 from kbpo.core.models import Document
 from submissions.models import MentionPair
@@ -39,8 +43,9 @@ _SELECT = (
     'FROM "{label}" l JOIN "{pair}" p ON p.id = l.pair_id '
     'JOIN "{document}" d ON d.id = p.document_id WHERE d.corpus_id = %s')
 _SINCE = " AND (l.changed_xid IS NULL OR l.changed_xid >= %s)"
-_COUNT = ('SELECT count(*) FROM "{label}" l JOIN "{pair}" p ON p.id = l.pair_id '
-          'JOIN "{document}" d ON d.id = p.document_id WHERE d.corpus_id = %s')
+# The labels in an id range unchanged since a horizon (whichever corpus's).
+_UNCHANGED = ('SELECT id FROM "{label}" WHERE id BETWEEN %s AND %s AND changed_xid < %s '
+              "ORDER BY id")
 
 
 def _sql(template: str) -> str:
@@ -155,6 +160,18 @@ def _merge(old: LabelTable, new: LabelTable) -> LabelTable:
         joined(old.soft_type_priors, new.soft_type_priors, soft_keep)[s_order], new.names)
 
 
+def _all_present(ids: np.ndarray, horizon: int) -> bool:
+    """Whether these label ids (ascending), kept and not written since ``horizon`` by
+    what was read (the corpus's rows written since), are all still there unchanged."""
+    if not len(ids):
+        return True
+    present = copy_binary(_sql(_UNCHANGED), [int(ids[0]), int(ids[-1]), horizon], 1)[:, 0]
+    if len(present) < len(ids):
+        return False
+    at = np.minimum(np.searchsorted(present, ids), len(present) - 1)
+    return bool((present[at] == ids).all())
+
+
 def forget(corpus_id: int | None = None) -> None:
     """Drop the labels kept for a corpus (None: every corpus)."""
     _TABLES.forget(corpus_id)
@@ -176,12 +193,11 @@ def label_table(corpus_id: int) -> LabelTable:
         if kept is not None:
             cursor.execute(_sql(_SELECT) + _SINCE, [corpus_id, kept.horizon])
             # Texts and names keep their numbers; new ones are numbered on.
-            table = _merge(kept, _build(cursor.fetchall(),
-                                        {t: i for i, t in enumerate(kept.texts)},
-                                        {n: i for i, n in enumerate(kept.names)}))
-            cursor.execute(_sql(_COUNT), [corpus_id])
-            if int(cursor.fetchone()[0]) != len(table):
-                table = None  # a label was deleted: read them all
+            since = _build(cursor.fetchall(), {t: i for i, t in enumerate(kept.texts)},
+                           {n: i for i, n in enumerate(kept.names)})
+            table = _merge(kept, since)
+            if not _all_present(kept.ids[~np.isin(kept.ids, since.ids)], kept.horizon):
+                table = None  # a label was deleted or left the corpus: read them all
         if table is None:
             cursor.execute(_sql(_SELECT), [corpus_id])
             table = _build(cursor.fetchall(), {}, {})
