@@ -149,8 +149,9 @@ def clustered_share(values: Iterable[float], clusters: Iterable[int],
     n = len(x)
     if n == 0:
         return Proportion(None, None, None, 0, 0, 0.0)
-    _, idx = np.unique(g, return_inverse=True)
-    n_g = int(idx.max()) + 1
+    groups = np.unique(g)
+    idx = np.searchsorted(groups, g)  # np.unique's inverse, without sorting every value
+    n_g = len(groups)
     m = float(x.mean())
     if n_g < 2:
         n_eff = 1.0
@@ -454,8 +455,9 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
         if answers.key_ids is not None and answers.key_names is not None:
             # The distinct keys numbered as they first come, as the look-ups below would.
             kid = np.asarray(answers.key_ids, np.int64)[mine]
-            distinct, first = np.unique(kid, return_index=True)
-            in_order = distinct[np.argsort(first, kind="stable")]
+            first = np.full(len(answers.key_names), n)
+            np.minimum.at(first, kid, np.arange(n))
+            in_order = np.argsort(first, kind="stable")[:int((first < n).sum())]
             renumber = np.zeros(len(answers.key_names), np.int64)
             renumber[in_order] = np.arange(len(in_order))
             tid = renumber[kid]
@@ -469,7 +471,7 @@ def crowd_accuracy(corpus_id: int, confidence: float = 0.9,
     given = np.asarray([key_id.setdefault(k, len(key_id)) for _, k in texts], np.int64)[tid]
     agree = (given == np.asarray(lab_key, np.int64)[at]).astype(float)
     vote_agree = (given == np.asarray(lab_vote, np.int64)[at]).astype(float)
-    answered = np.unique(at)
+    answered = np.flatnonzero(np.bincount(at, minlength=len(lab_q)))  # np.unique(at)
     # The answered labels' posteriors, flattened: cell (label, name) -> P.
     label_of = np.full(len(table), -1, np.int64)  # table position -> label (by question)
     label_of[lab_at] = np.arange(len(lab_at))
