@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import TextField
+from django.db.models import CharField, F, Func, TextField
 from django.db.models.functions import Cast
 
 from annotations.models import Question, Response, TaskKind
@@ -144,6 +144,7 @@ def forget_answers(corpus_id: int | None = None) -> None:
     """Drop the answers, posteriors and labels kept for a corpus (None: every corpus),
     e.g. for a full rebuild."""
     _SEEN.forget(corpus_id)
+    _PARSED.forget(corpus_id)
     forget_rows(corpus_id)
     forget_labels(corpus_id)
 
@@ -281,21 +282,47 @@ class PendingFit:
             "params": buf.getvalue()})
 
 
+# Per corpus, the stored parameters as last parsed: (digest of their bytes, replicates,
+# parameters), so that a run parses them (and on Postgres reads them) only when changed.
+_PARSED: Kept[int, tuple[str, int, list[OneCoinParams]]] = Kept(2)
+
+
+def _stored_fit(corpus: Corpus) -> CorrectionFit | None:
+    """The corpus's stored fit, with ``params_digest``: a digest of its parameters'
+    bytes (on Postgres computed there, the bytes read only if `_stored` needs them)."""
+    rows = CorrectionFit.objects.filter(corpus=corpus)
+    if connection.vendor == "postgresql":
+        return rows.defer("params").annotate(params_digest=Func(
+            F("params"), function="md5", output_field=CharField())).first()
+    fit = rows.first()
+    if fit is not None:
+        fit.params_digest = hashlib.md5(bytes(fit.params)).hexdigest()
+    return fit
+
+
 def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
+    kept = _PARSED.kept(fit.corpus_id)
+    if kept is not None and kept[:2] == (fit.params_digest, replicates):
+        return kept[2]
+    out: list[OneCoinParams] = []
     with np.load(io.BytesIO(bytes(fit.params))) as z:
-        if "type_shrink" not in z or float(z["type_shrink"]) != SOFT_TYPE_SHRINK:
-            return []
-        out = []
-        for k in range(replicates):
-            if f"priors{k}" not in z:
-                return []
-            rates = []
-            while f"rate{k}_{len(rates)}" in z:
-                rates.append(z[f"rate{k}_{len(rates)}"])
-            out.append(OneCoinParams(list(fit.categories), tuple(rates), z[f"priors{k}"],
-                                     z.get(f"shares{k}", None),
-                                     fit.none_index, SOFT_TYPE_SHRINK))
-        return out
+        if "type_shrink" in z and float(z["type_shrink"]) == SOFT_TYPE_SHRINK:
+            for k in range(replicates):
+                if f"priors{k}" not in z:
+                    out = []
+                    break
+                rates = []
+                while f"rate{k}_{len(rates)}" in z:
+                    rates.append(z[f"rate{k}_{len(rates)}"])
+                out.append(OneCoinParams(list(fit.categories), tuple(rates), z[f"priors{k}"],
+                                         z.get(f"shares{k}", None),
+                                         fit.none_index, SOFT_TYPE_SHRINK))
+    for p in out:  # kept: shared with later runs
+        for a in (*p.rates, p.priors, p.stratum_shares):
+            if a is not None:
+                a.flags.writeable = False
+    _PARSED.keep(fit.corpus_id, (fit.params_digest, replicates, out))
+    return out
 
 
 def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
@@ -315,7 +342,7 @@ def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
     if grown < 0 or grown > settings.KBPO_SOFT_LABEL_REFIT_GROWTH * fit.n_answers:
         return []
     cats = set(fit.categories)
-    if not set(ans.keys) | set(known.values()) <= cats:
+    if not set(ans.key_names) | set(known.values()) <= cats:
         return []
     if len(ans.wids) > fit.n_workers:
         unseen = np.bincount(ans.workers, minlength=len(ans.wids))[fit.n_workers:]
@@ -374,8 +401,7 @@ def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams]
     posterior is computed from its own answers alone); only the others are computed.
     Every replicate has the fit's categories (`_stored`)."""
     cats = params[0].categories
-    key = rows_key(hashlib.blake2b(bytes(fit.params), digest_size=16).hexdigest()
-                   + f"/{fit.digest}/{len(params)}", cats, codes)
+    key = rows_key(f"{fit.params_digest}/{fit.digest}/{len(params)}", cats, codes)
     qids = np.asarray(ans.qids, np.int64)
     known_code = np.zeros(len(qids), np.int64)  # 0: not a control, else 1 + its answer
     for i, answer in known.items():
@@ -468,7 +494,7 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     # The model behind the stored posteriors (offered answers, shares per pair type,
     # the calibrated miss rates of the quality pass's soft fit).
     n_options, strata = _offered(ans)
-    stored_fit = CorrectionFit.objects.filter(corpus=corpus).first()
+    stored_fit = _stored_fit(corpus)
     stored = _reusable(stored_fit, ans, replicates, strata, known)
     if stored:
         # Stored parameters: only each replicate's E-step on the current answers.

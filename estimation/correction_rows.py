@@ -153,9 +153,10 @@ def _starts(rows: SoftLabels, pairs: np.ndarray) -> np.ndarray:
 
 
 def _merged(kept: SoftLabels, kept_starts: np.ndarray, pos: np.ndarray, same: np.ndarray,
-            fresh: SoftLabels, fresh_starts: np.ndarray) -> SoftLabels:
+            fresh: SoftLabels, fresh_starts: np.ndarray) -> tuple[SoftLabels, np.ndarray]:
     """The rows of each pair in order (``same``: from ``kept``, its pair at ``pos``;
-    else the next of ``fresh``'s pairs), as one array per field."""
+    else the next of ``fresh``'s pairs), as one array per field, and each pair's first
+    row (and the end)."""
     counts = np.empty(len(same), np.int64)
     src = np.empty(len(same), np.int64)
     k_counts = np.diff(kept_starts)
@@ -163,10 +164,11 @@ def _merged(kept: SoftLabels, kept_starts: np.ndarray, pos: np.ndarray, same: np
     src[same] = kept_starts[pos[same]]
     counts[~same] = np.diff(fresh_starts)
     src[~same] = fresh_starts[:-1] + len(kept.pairs)
-    at = np.cumsum(counts) - counts
-    take = np.repeat(src - at, counts) + np.arange(int(counts.sum()))
+    starts = np.zeros(len(same) + 1, np.int64)
+    np.cumsum(counts, out=starts[1:])
+    take = np.repeat(src - starts[:-1], counts) + np.arange(starts[-1])
     return SoftLabels(*(np.concatenate([getattr(kept, f), getattr(fresh, f)])[take]
-                        for f in _FIELDS))
+                        for f in _FIELDS)), starts
 
 
 def replicate_rows(corpus_id: int | None, key: str, categories: list,
@@ -199,12 +201,14 @@ def replicate_rows(corpus_id: int | None, key: str, categories: list,
         post, own = fresh[r] if fresh is not None else (np.zeros((0, width)),) * 2
         new = soft_rows(categories, post, share, own, pair_of[todo], codes)
         if kept is not None and same.any():
-            new = _merged(kept.reps[r], kept.starts[r], pos, same, new,
-                          _starts(new, pairs[~same]))
+            new, first = _merged(kept.reps[r], kept.starts[r], pos, same, new,
+                                 _starts(new, pairs[~same]))
+        else:
+            first = _starts(new, pairs)
         for f in _FIELDS:
             getattr(new, f).flags.writeable = False  # kept: shared with later runs
         reps.append(new)
-        starts.append(_starts(new, pairs))
+        starts.append(first)
     if corpus_id is not None and single:
         _ROWS.keep(corpus_id, _Rows(key, pairs, signs, reps, starts))
     return reps
