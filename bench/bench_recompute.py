@@ -391,6 +391,7 @@ def main() -> None:
         from django.utils import timezone
 
         from estimation import correction, instance_cache
+        from estimation import data as data_module
         from estimation.models import SystemScore
         from estimation.scoring import recompute, score_schemes
 
@@ -457,6 +458,7 @@ def main() -> None:
             # A fresh worker: the stored arrays, no population or answers in memory.
             instance_cache._HOT.clear()
             correction.forget_answers()  # nor the crowd answers it read
+            data_module.forget()  # nor the draws and exhaustive sample
             t_restart, _ = timed("incremental, new worker")
             restart.append(t_restart)
             t_full, run_full = timed("full", full=True)

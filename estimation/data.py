@@ -19,6 +19,7 @@ from django.db.models import OuterRef, Subquery
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
 from annotations.quality.label_table import LabelTable, label_table
+from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
@@ -198,16 +199,45 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
     return _exhaustive(corpus, match)[:4]
 
 
-def _exhaustive(corpus: Corpus, match: str = "exact"
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+Exhaustive = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]
+# Per corpus: Ŷ0 as last read by exact matching, keyed by what it was read from — the
+# complete documents, and a fingerprint of their gold relations and mention pairs (as
+# `stored_pages._fp`: a write changes the count or a sum; a needless read at worst).
+_EXHAUSTIVE: Kept[int, tuple[tuple, Exhaustive]] = Kept(2)
+_EXHAUSTIVE_FP = " || '/' || ".join(
+    f"(SELECT count(*) || ':' || coalesce(sum(t.id), 0) || ':' || "
+    f"coalesce(sum(t.xmin::text::bigint), 0) FROM \"{table}\" t "
+    "WHERE t.document_id = ANY(%s))"
+    for table in (GoldRelation._meta.db_table, MentionPair._meta.db_table))
+
+
+def _exhaustive(corpus: Corpus, match: str = "exact") -> Exhaustive:
     """`load_exhaustive`, and each instance's document (`exhaustive_documents`), from one
-    read of the gold relations."""
+    read of the gold relations; with exact matching, on Postgres, the last read's while
+    the complete documents, their gold relations and mention pairs are unchanged."""
     if match not in MATCH_MODES:
         raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
     doc_ids = _complete_documents(corpus)
     if not doc_ids:
         z = np.zeros(0, np.int64)
         return z, z, z, 0, z
+    if match != "exact" or connection.vendor != "postgresql":
+        return _read_exhaustive(corpus, doc_ids, match)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_EXHAUSTIVE_FP}", [doc_ids, doc_ids])
+        key = (tuple(sorted(doc_ids)), cursor.fetchone()[0])
+    kept = _EXHAUSTIVE.kept(corpus.pk)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    out = _read_exhaustive(corpus, doc_ids, match)
+    for a in out:
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False  # kept: shared with later runs
+    _EXHAUSTIVE.keep(corpus.pk, (key, out))
+    return out
+
+
+def _read_exhaustive(corpus: Corpus, doc_ids: list[int], match: str) -> Exhaustive:
     gold = _gold_rows(doc_ids, pairs=True)
     by_doc: dict[int, list[tuple]] = {}
     predicted: set[tuple[int, str]] = set()
@@ -277,6 +307,38 @@ def _load_draws(ids: list[int], index: dict[int, tuple[np.ndarray, np.ndarray]]
     return out
 
 
+# Per corpus: the draws as last read, keyed by the systems, the instance arrays they
+# were placed with (their tokens) and a fingerprint of the draw rows (as Ŷ0's).
+_DRAWS: Kept[int, tuple[tuple, dict[str, np.ndarray]]] = Kept(2)
+_DRAWS_FP = ("SELECT count(*) || ':' || coalesce(sum(id), 0) || ':' || "
+             f'coalesce(sum(xmin::text::bigint), 0) FROM "{SampleDraw._meta.db_table}" '
+             "WHERE submission_id = ANY(%s)")
+
+
+def _kept_draws(corpus_id: int, ids: list[int], tokens: tuple,
+                index: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+    """`_load_draws`, or on Postgres the last read's while its draw rows are unchanged."""
+    if connection.vendor != "postgresql" or not ids:
+        return _load_draws(ids, index)
+    with connection.cursor() as cursor:
+        cursor.execute(_DRAWS_FP, [ids])
+        key = (tuple(ids), tokens, cursor.fetchone()[0])
+    kept = _DRAWS.kept(corpus_id)
+    if kept is not None and kept[0] == key:
+        return dict(kept[1])
+    out = _load_draws(ids, index)
+    for a in out.values():
+        a.flags.writeable = False  # kept: shared with later runs
+    _DRAWS.keep(corpus_id, (key, dict(out)))
+    return out
+
+
+def forget(corpus_id: int | None = None) -> None:
+    """Drop the draws and exhaustive sample kept for a corpus (None: every corpus)."""
+    _DRAWS.forget(corpus_id)
+    _EXHAUSTIVE.forget(corpus_id)
+
+
 def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
                      match: str = "exact", hot: bool = False) -> CorpusData:
     """Load the active submissions (or `only` these ids) with their draws and labels.
@@ -311,7 +373,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         index = {i: loaded.arrays[i][:2] for i in ids}
         if use_hot:
             instance_cache.keep_population(corpus.pk, loaded.tokens, population, index)
-    draws = _load_draws(ids, index)
+    draws = _kept_draws(corpus.pk, ids, loaded.tokens, index)
     labels = label_table(corpus.pk)  # read once for every use below
     label_pairs, label_preds = load_labels(corpus, labels)
     y_pairs, y_preds, y_subjects, n_docs, y_docs = _exhaustive(corpus, match=match)
