@@ -51,11 +51,15 @@ from annotations.quality.aggregation import (
     one_coin,
     parameter_replicates,
 )
-from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
+from annotations.quality.label_table import (
+    LabelTable,
+    kept_rows_gone,
+    label_table,
+    snapshot_horizon,
+)
 from annotations.quality.label_table import forget as forget_labels
 from annotations.quality.rates import with_unseen_workers
 from annotations.quality.workers import offered, pair_types
-from kbpo.core.binary import copy_binary
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 
@@ -124,16 +128,13 @@ _SEEN: Kept[int, _Seen] = Kept(2)
 # The corpus's relation answers (id, question, worker, choices as text, counted); _SINCE:
 # only those a transaction at or above a horizon wrote (Response.changed_xid, set by a
 # trigger). The rows read since include answers that stopped counting (a rejected
-# assignment's, crowd/discount.py), so that `_grown` sees them change. _UNCHANGED: the
-# answers in an id range not written since a horizon (whichever corpus's), among which
-# every kept answer not read again must be (else it was deleted, or moved off the
-# corpus's relation questions by a write); a question never changes corpus or kind.
+# assignment's, crowd/discount.py), so that `_grown` sees them change; a kept answer
+# deleted or moved off the corpus's relation questions is found by `kept_rows_gone` (a
+# question never changes corpus or kind).
 _ROWS_SQL = (
     'SELECT r.id, r.question_id, r.worker_id, r.choices::text, r.counted FROM "{response}" r '
     'JOIN "{question}" q ON q.id = r.question_id WHERE q.corpus_id = %s AND q.kind = %s')
 _SINCE = " AND (r.changed_xid IS NULL OR r.changed_xid >= %s) ORDER BY r.id"
-_UNCHANGED = ('SELECT id FROM "{response}" WHERE id BETWEEN %s AND %s AND changed_xid < %s '
-              "ORDER BY id")
 
 
 def _sql(template: str) -> str:
@@ -203,15 +204,10 @@ def _kept(corpus_id: int, horizon: int) -> _Seen | None:
                        [corpus_id, TaskKind.RELATION.value, seen.horizon])
         rows = cursor.fetchall()
     grown = _grown(seen, rows, horizon)
-    if grown is not None and len(seen.pks):
-        # The kept answers not read again must all be there, unchanged.
-        rest = seen.pks[~np.isin(seen.pks, np.asarray([r[0] for r in rows], np.int64))]
-        if len(rest):
-            there = copy_binary(_sql(_UNCHANGED), [int(rest[0]), int(rest[-1]), seen.horizon],
-                                1)[:, 0]
-            at = np.minimum(np.searchsorted(there, rest), max(len(there) - 1, 0))
-            if not len(there) or (there[at] != rest).any():
-                grown = None
+    if grown is not None and kept_rows_gone(Response._meta.db_table, seen.pks,
+                                            np.asarray([r[0] for r in rows], np.int64),
+                                            seen.horizon):
+        grown = None
     if grown is None:  # the answers changed (the labels are checked on their own)
         _SEEN.forget(corpus_id)
         forget_rows(corpus_id)

@@ -9,10 +9,9 @@ transaction below it had ended, so its rows are in this read or never will be. T
 read takes the rows stamped at or above the horizon, which also brings in a transaction
 that was running during the last read and committed after it. A kept label that is gone
 — deleted, or moved off the corpus by a write (stamped: it would be read were it still
-the corpus's) — is neither among the rows read nor among the labels of the kept ids'
-range unchanged since the horizon (one scan of an id range, rather than counting the
-corpus's labels through its mention pairs): then everything is read again, as it is on
-a database without the trigger (SQLite). A label's pair's document never changes corpus.
+the corpus's) — is found by `kept_rows_gone`: then everything is read again, as it is
+on a database without the trigger (SQLite). A label's pair's document never changes
+corpus.
 
 Scoring reads the labels four ways per run (hard labels, soft labels, the correction's
 replicates, the crowd section); all of them now come from one table.
@@ -43,9 +42,6 @@ _SELECT = (
     'FROM "{label}" l JOIN "{pair}" p ON p.id = l.pair_id '
     'JOIN "{document}" d ON d.id = p.document_id WHERE d.corpus_id = %s')
 _SINCE = " AND (l.changed_xid IS NULL OR l.changed_xid >= %s)"
-# The labels in an id range unchanged since a horizon (whichever corpus's).
-_UNCHANGED = ('SELECT id FROM "{label}" WHERE id BETWEEN %s AND %s AND changed_xid < %s '
-              "ORDER BY id")
 
 
 def _sql(template: str) -> str:
@@ -160,16 +156,24 @@ def _merge(old: LabelTable, new: LabelTable) -> LabelTable:
         joined(old.soft_type_priors, new.soft_type_priors, soft_keep)[s_order], new.names)
 
 
-def _all_present(ids: np.ndarray, horizon: int) -> bool:
-    """Whether these label ids (ascending), kept and not written since ``horizon`` by
-    what was read (the corpus's rows written since), are all still there unchanged."""
-    if not len(ids):
-        return True
-    present = copy_binary(_sql(_UNCHANGED), [int(ids[0]), int(ids[-1]), horizon], 1)[:, 0]
-    if len(present) < len(ids):
+def kept_rows_gone(table: str, kept: np.ndarray, read: np.ndarray, horizon: int) -> bool:
+    """Whether a row of ``table`` kept for a corpus (``kept``: ids, ascending) and not
+    among those read again for it (``read``: its rows written at or above ``horizon``)
+    is gone: deleted, or written since the horizon (then it would have been read, were
+    it still the corpus's). Reads the ids in the kept ids' range (an index-only scan of
+    the primary key) and those of every row written since the horizon (a few, by
+    changed_xid's index), instead of counting the corpus's rows through a join."""
+    rest = kept[~np.isin(kept, read)]
+    if not len(rest):
         return False
-    at = np.minimum(np.searchsorted(present, ids), len(present) - 1)
-    return bool((present[at] == ids).all())
+    present = copy_binary(f'SELECT id FROM "{table}" WHERE id BETWEEN %s AND %s ORDER BY id',
+                          [int(rest[0]), int(rest[-1])], 1)[:, 0]
+    at = np.minimum(np.searchsorted(present, rest), max(len(present) - 1, 0))
+    if not len(present) or (present[at] != rest).any():
+        return True
+    written = copy_binary(f'SELECT id FROM "{table}" WHERE changed_xid >= %s '
+                          "OR changed_xid IS NULL", [horizon], 1)[:, 0]
+    return bool(np.isin(rest, written).any())
 
 
 def forget(corpus_id: int | None = None) -> None:
@@ -196,7 +200,7 @@ def label_table(corpus_id: int) -> LabelTable:
             since = _build(cursor.fetchall(), {t: i for i, t in enumerate(kept.texts)},
                            {n: i for i, n in enumerate(kept.names)})
             table = _merge(kept, since)
-            if not _all_present(kept.ids[~np.isin(kept.ids, since.ids)], kept.horizon):
+            if kept_rows_gone(PairLabel._meta.db_table, kept.ids, since.ids, kept.horizon):
                 table = None  # a label was deleted or left the corpus: read them all
         if table is None:
             cursor.execute(_sql(_SELECT), [corpus_id])
