@@ -201,14 +201,15 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
 
 Exhaustive = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]
 # Per corpus: Ŷ0 as last read by exact matching, keyed by what it was read from — the
-# complete documents, and a fingerprint of their gold relations and mention pairs (as
-# `stored_pages._fp`: a write changes the count or a sum; a needless read at worst).
+# complete documents, and a fingerprint of their gold relations (count, sums of ids and
+# row versions, as `stored_pages._fp`: any write changes one) and of their mention
+# pairs (count and sum of ids: a pair is written once, at ingestion, and never edited).
 _EXHAUSTIVE: Kept[int, tuple[tuple, Exhaustive]] = Kept(2)
-_EXHAUSTIVE_FP = " || '/' || ".join(
-    f"(SELECT count(*) || ':' || coalesce(sum(t.id), 0) || ':' || "
-    f"coalesce(sum(t.xmin::text::bigint), 0) FROM \"{table}\" t "
-    "WHERE t.document_id = ANY(%s))"
-    for table in (GoldRelation._meta.db_table, MentionPair._meta.db_table))
+_EXHAUSTIVE_FP = (
+    "SELECT (SELECT count(*) || ':' || coalesce(sum(g.id), 0) || ':' || "
+    f'coalesce(sum(g.xmin::text::bigint), 0) FROM "{GoldRelation._meta.db_table}" g '
+    "WHERE g.document_id = ANY(%s)), (SELECT count(*) || ':' || coalesce(sum(p.id), 0) "
+    f'FROM "{MentionPair._meta.db_table}" p WHERE p.document_id = ANY(%s))')
 
 
 def _exhaustive(corpus: Corpus, match: str = "exact") -> Exhaustive:
@@ -224,8 +225,8 @@ def _exhaustive(corpus: Corpus, match: str = "exact") -> Exhaustive:
     if match != "exact" or connection.vendor != "postgresql":
         return _read_exhaustive(corpus, doc_ids, match)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {_EXHAUSTIVE_FP}", [doc_ids, doc_ids])
-        key = (tuple(sorted(doc_ids)), cursor.fetchone()[0])
+        cursor.execute(_EXHAUSTIVE_FP, [doc_ids, doc_ids])
+        key = (tuple(sorted(doc_ids)), cursor.fetchone())
     kept = _EXHAUSTIVE.kept(corpus.pk)
     if kept is not None and kept[0] == key:
         return kept[1]
@@ -308,10 +309,12 @@ def _load_draws(ids: list[int], index: dict[int, tuple[np.ndarray, np.ndarray]]
 
 
 # Per corpus: the draws as last read, keyed by the systems, the instance arrays they
-# were placed with (their tokens) and a fingerprint of the draw rows (as Ŷ0's).
+# were placed with (their tokens) and the count and sum of ids of the draw rows: a draw
+# is written once (planning) and never edited, so a change adds or removes rows (a
+# re-ingestion deletes and writes them again, with new ids). Row versions (`xmin`)
+# would cost three times as much to sum.
 _DRAWS: Kept[int, tuple[tuple, dict[str, np.ndarray]]] = Kept(2)
-_DRAWS_FP = ("SELECT count(*) || ':' || coalesce(sum(id), 0) || ':' || "
-             f'coalesce(sum(xmin::text::bigint), 0) FROM "{SampleDraw._meta.db_table}" '
+_DRAWS_FP = (f'SELECT count(*), coalesce(sum(id), 0) FROM "{SampleDraw._meta.db_table}" '
              "WHERE submission_id = ANY(%s)")
 
 
@@ -322,7 +325,7 @@ def _kept_draws(corpus_id: int, ids: list[int], tokens: tuple,
         return _load_draws(ids, index)
     with connection.cursor() as cursor:
         cursor.execute(_DRAWS_FP, [ids])
-        key = (tuple(ids), tokens, cursor.fetchone()[0])
+        key = (tuple(ids), tokens, cursor.fetchone())
     kept = _DRAWS.kept(corpus_id)
     if kept is not None and kept[0] == key:
         return dict(kept[1])
