@@ -149,9 +149,7 @@ def clustered_share(values: Iterable[float], clusters: Iterable[int],
     n = len(x)
     if n == 0:
         return Proportion(None, None, None, 0, 0, 0.0)
-    groups = np.unique(g)
-    idx = np.searchsorted(groups, g)  # np.unique's inverse, without sorting every value
-    n_g = len(groups)
+    idx, n_g = _group_index(g)
     m = float(x.mean())
     if n_g < 2:
         n_eff = 1.0
@@ -166,6 +164,16 @@ def clustered_share(values: Iterable[float], clusters: Iterable[int],
     z = float(student_t.ppf(0.5 + confidence / 2, max(n_g - 1, 1)))
     lo, hi = _wilson(m, n_eff, z)
     return Proportion(m, lo, hi, n, n_g, n_eff)
+
+
+def _group_index(g: np.ndarray) -> tuple[np.ndarray, int]:
+    """np.unique(g, return_inverse=True)'s inverse and the number of groups; for small
+    non-negative integers (ids) by counting rather than sorting every value."""
+    if g.dtype.kind in "iu" and int(g.min()) >= 0 and int(g.max()) < 4 * len(g) + 1_000_000:
+        present = np.bincount(g) > 0
+        return (np.cumsum(present) - 1)[g], int(present.sum())
+    _, idx = np.unique(g, return_inverse=True)
+    return idx.ravel(), int(idx.max()) + 1
 
 
 def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
