@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.conf import settings
@@ -53,9 +53,9 @@ from annotations.quality.aggregation import (
 )
 from annotations.quality.label_table import (
     LabelTable,
+    horizon_and_deletions,
     kept_rows_gone,
     label_table,
-    snapshot_horizon,
 )
 from annotations.quality.label_table import forget as forget_labels
 from annotations.quality.rates import with_unseen_workers
@@ -119,6 +119,7 @@ class _Seen:
     types: dict[int, tuple]
     # What was derived from the first answers (`_Answers.memo`): still true of them.
     memo: dict = field(default_factory=dict)
+    deletions: int = -1  # `horizon_and_deletions`'s count when read
 
 
 # Corpora whose answers this process keeps (a worker serves one or two).
@@ -191,7 +192,7 @@ def _grown(seen: _Seen, rows: list[tuple], horizon: int) -> _Seen | None:
                  seen.types, dict(seen.memo))
 
 
-def _kept(corpus_id: int, horizon: int) -> _Seen | None:
+def _kept(corpus_id: int, horizon: int, deletions: int = -1) -> _Seen | None:
     """The answers kept for the corpus with the rows written since they were read, if
     those are only new answers and the count agrees (a deleted answer); else None."""
     if connection.vendor != "postgresql":
@@ -206,7 +207,7 @@ def _kept(corpus_id: int, horizon: int) -> _Seen | None:
     grown = _grown(seen, rows, horizon)
     if grown is not None and kept_rows_gone(Response._meta.db_table, seen.pks,
                                             np.asarray([r[0] for r in rows], np.int64),
-                                            seen.horizon):
+                                            seen.horizon, deletions != seen.deletions):
         grown = None
     if grown is None:  # the answers changed (the labels are checked on their own)
         _SEEN.forget(corpus_id)
@@ -217,11 +218,12 @@ def _kept(corpus_id: int, horizon: int) -> _Seen | None:
 def _answers(corpus: Corpus) -> _Answers:
     """The corpus's relation answers. Rows read before by this process are not read
     again while they are unchanged (`_kept`): only the rows written since."""
-    horizon = -1
+    horizon = deletions = -1
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            horizon = snapshot_horizon(cursor)  # first: the reads below see what it promises
-    seen = _kept(corpus.pk, horizon)
+            # First: the reads below see what they promise.
+            horizon, deletions = horizon_and_deletions(cursor, Response._meta.db_table)
+    seen = _kept(corpus.pk, horizon, deletions)
     if seen is None:
         # The choices as JSON text, decoded once per distinct text (a crowd gives few).
         rows = (Response.objects.filter(question__corpus=corpus, counted=True,
@@ -242,6 +244,7 @@ def _answers(corpus: Corpus) -> _Answers:
     if connection.vendor == "postgresql":
         for a in (seen.items, seen.workers, seen.pks, seen.key_ids):
             a.flags.writeable = False  # shared with later reads
+        seen = replace(seen, deletions=deletions)
         _SEEN.keep(corpus.pk, seen)
     return _Answers(seen.items, seen.workers, list(seen.keys), list(seen.q_index),
                     list(seen.w_index), seen.types, seen.key_ids, list(seen.key_index),

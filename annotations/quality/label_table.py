@@ -9,9 +9,9 @@ transaction below it had ended, so its rows are in this read or never will be. T
 read takes the rows stamped at or above the horizon, which also brings in a transaction
 that was running during the last read and committed after it. A kept label that is gone
 — deleted, or moved off the corpus by a write (stamped: it would be read were it still
-the corpus's) — is found by `kept_rows_gone`: then everything is read again, as it is
-on a database without the trigger (SQLite). A label's pair's document never changes
-corpus.
+the corpus's) — is found by `kept_rows_gone` (which looks for deleted rows only when a
+trigger's count of deletions moved): then everything is read again, as it is on a
+database without the triggers (SQLite). A label's pair's document never changes corpus.
 
 Scoring reads the labels four ways per run (hard labels, soft labels, the correction's
 replicates, the crowd section); all of them now come from one table.
@@ -49,6 +49,17 @@ def _sql(template: str) -> str:
                            document=Document._meta.db_table)
 
 
+def horizon_and_deletions(cursor: CursorWrapper, table: str) -> tuple[int, int]:
+    """`snapshot_horizon`, and in the same snapshot the number of statements that have
+    deleted rows of ``table`` (kept by a trigger, migration annotations 0013): read
+    before the rows, a deletion committed after it moves the number seen next time."""
+    cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
+                   "coalesce((SELECT deletions FROM kbpo_deletions WHERE table_name = %s), 0)",
+                   [table])
+    horizon, deletions = cursor.fetchone()
+    return int(horizon), int(deletions)
+
+
 def snapshot_horizon(cursor: CursorWrapper) -> int:
     """The oldest transaction still running when the cursor's snapshot was taken: rows
     stamped (`changed_xid`) below it were written by transactions that had ended."""
@@ -84,6 +95,7 @@ class LabelTable:
     soft_type_priors: np.ndarray  # the pair type's share stored beside it (NaN where none)
     names: tuple[str, ...]
     horizon: int = -1      # rows stamped at or above it are read again (-1: no trigger)
+    deletions: int = -1    # `horizon_and_deletions`'s count when read
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -156,21 +168,24 @@ def _merge(old: LabelTable, new: LabelTable) -> LabelTable:
         joined(old.soft_type_priors, new.soft_type_priors, soft_keep)[s_order], new.names)
 
 
-def kept_rows_gone(table: str, kept: np.ndarray, read: np.ndarray, horizon: int) -> bool:
+def kept_rows_gone(table: str, kept: np.ndarray, read: np.ndarray, horizon: int,
+                   deleted: bool = True) -> bool:
     """Whether a row of ``table`` kept for a corpus (``kept``: ids, ascending) and not
     among those read again for it (``read``: its rows written at or above ``horizon``)
-    is gone: deleted, or written since the horizon (then it would have been read, were
-    it still the corpus's). Reads the ids in the kept ids' range (an index-only scan of
-    the primary key) and those of every row written since the horizon (a few, by
-    changed_xid's index), instead of counting the corpus's rows through a join."""
+    is gone: written since the horizon (then it would have been read, were it still the
+    corpus's: the ids written since, by changed_xid's index), or, if rows of the table
+    may have been deleted since it was read (``deleted``: `horizon_and_deletions`
+    moved), deleted (the ids in the kept ids' range, by the primary key). Either
+    instead of counting the corpus's rows through a join."""
     rest = kept[~np.isin(kept, read)]
     if not len(rest):
         return False
-    present = copy_binary(f'SELECT id FROM "{table}" WHERE id BETWEEN %s AND %s ORDER BY id',
-                          [int(rest[0]), int(rest[-1])], 1)[:, 0]
-    at = np.minimum(np.searchsorted(present, rest), max(len(present) - 1, 0))
-    if not len(present) or (present[at] != rest).any():
-        return True
+    if deleted:
+        present = copy_binary(f'SELECT id FROM "{table}" WHERE id BETWEEN %s AND %s '
+                              "ORDER BY id", [int(rest[0]), int(rest[-1])], 1)[:, 0]
+        at = np.minimum(np.searchsorted(present, rest), max(len(present) - 1, 0))
+        if not len(present) or (present[at] != rest).any():
+            return True
     written = copy_binary(f'SELECT id FROM "{table}" WHERE changed_xid >= %s '
                           "OR changed_xid IS NULL", [horizon], 1)[:, 0]
     return bool(np.isin(rest, written).any())
@@ -192,7 +207,8 @@ def label_table(corpus_id: int) -> LabelTable:
         return _build(rows, {}, {})
     kept = _TABLES.kept(corpus_id)
     with connection.cursor() as cursor:
-        horizon = snapshot_horizon(cursor)  # first: a later read sees all it promises
+        # First: a later read sees all they promise.
+        horizon, deletions = horizon_and_deletions(cursor, PairLabel._meta.db_table)
         table = None
         if kept is not None:
             cursor.execute(_sql(_SELECT) + _SINCE, [corpus_id, kept.horizon])
@@ -200,11 +216,12 @@ def label_table(corpus_id: int) -> LabelTable:
             since = _build(cursor.fetchall(), {t: i for i, t in enumerate(kept.texts)},
                            {n: i for i, n in enumerate(kept.names)})
             table = _merge(kept, since)
-            if kept_rows_gone(PairLabel._meta.db_table, kept.ids, since.ids, kept.horizon):
+            if kept_rows_gone(PairLabel._meta.db_table, kept.ids, since.ids, kept.horizon,
+                              deletions != kept.deletions):
                 table = None  # a label was deleted or left the corpus: read them all
         if table is None:
             cursor.execute(_sql(_SELECT), [corpus_id])
             table = _build(cursor.fetchall(), {}, {})
-    table = replace(table, horizon=horizon)
+    table = replace(table, horizon=horizon, deletions=deletions)
     _TABLES.keep(corpus_id, table)
     return table

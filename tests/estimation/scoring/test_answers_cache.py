@@ -51,8 +51,8 @@ def _read(world: World, monkeypatch: pytest.MonkeyPatch) -> tuple[correction._An
     used = []
     kept = correction._kept
 
-    def spy(corpus_id: int, horizon: int) -> correction._Seen | None:
-        out = kept(corpus_id, horizon)
+    def spy(corpus_id: int, *args) -> correction._Seen | None:
+        out = kept(corpus_id, *args)
         used.append(out is not None)
         return out
 
