@@ -30,6 +30,7 @@ import hashlib
 import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from django.conf import settings
@@ -263,6 +264,15 @@ class PendingFit:
 
     def store(self) -> None:
         p0 = self.params[0]
+        CorrectionFit.objects.update_or_create(corpus=self.corpus, defaults={
+            "n_answers": self.n_answers, "n_workers": self.n_workers, "digest": self.digest,
+            "categories": list(p0.categories), "none_index": p0.none_index,
+            "params": self.payload})
+
+    @cached_property
+    def payload(self) -> bytes:
+        """The parameters as stored (made once: `_warm` keeps rows keyed by their digest)."""
+        p0 = self.params[0]
         buf = io.BytesIO()
         arrays: dict[str, np.ndarray] = {}
         for k, p in enumerate(self.params):
@@ -275,10 +285,7 @@ class PendingFit:
         # shrinkage) is refitted rather than reused.
         arrays["type_shrink"] = np.asarray(p0.type_shrink, dtype=float)
         np.savez(buf, **arrays)
-        CorrectionFit.objects.update_or_create(corpus=self.corpus, defaults={
-            "n_answers": self.n_answers, "n_workers": self.n_workers, "digest": self.digest,
-            "categories": list(p0.categories), "none_index": p0.none_index,
-            "params": buf.getvalue()})
+        return buf.getvalue()
 
 
 # Per corpus, the stored parameters as last parsed: (digest of their bytes, replicates,
@@ -303,8 +310,15 @@ def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
     kept = _PARSED.kept(fit.corpus_id)
     if kept is not None and kept[:2] == (fit.params_digest, replicates):
         return kept[2]
+    out = _parsed(bytes(fit.params), list(fit.categories), fit.none_index, replicates)
+    _PARSED.keep(fit.corpus_id, (fit.params_digest, replicates, out))
+    return out
+
+
+def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
+            ) -> list[OneCoinParams]:
     out: list[OneCoinParams] = []
-    with np.load(io.BytesIO(bytes(fit.params))) as z:
+    with np.load(io.BytesIO(payload)) as z:
         if "type_shrink" in z and float(z["type_shrink"]) == SOFT_TYPE_SHRINK:
             for k in range(replicates):
                 if f"priors{k}" not in z:
@@ -313,15 +327,36 @@ def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
                 rates = []
                 while f"rate{k}_{len(rates)}" in z:
                     rates.append(z[f"rate{k}_{len(rates)}"])
-                out.append(OneCoinParams(list(fit.categories), tuple(rates), z[f"priors{k}"],
-                                         z.get(f"shares{k}", None),
-                                         fit.none_index, SOFT_TYPE_SHRINK))
+                out.append(OneCoinParams(list(categories), tuple(rates), z[f"priors{k}"],
+                                         z.get(f"shares{k}", None), none_index,
+                                         SOFT_TYPE_SHRINK))
     for p in out:  # kept: shared with later runs
         for a in (*p.rates, p.priors, p.stratum_shares):
             if a is not None:
                 a.flags.writeable = False
-    _PARSED.keep(fit.corpus_id, (fit.params_digest, replicates, out))
     return out
+
+
+def _warm(corpus: Corpus, pending: PendingFit, ans: _Answers, n_options: np.ndarray,
+          strata: np.ndarray, known: dict[int, str], rows: np.ndarray, pair_of: np.ndarray,
+          codes: Mapping[str, int]) -> None:
+    """After a refit: the rows the next run computes under the refitted parameters once
+    stored (their E-step on every labelled question, as `_reusable` and `_stored_rows`
+    will), kept for it — the refit costs seconds anyway; the next run then computes
+    only the new questions'. Kept by the stored bytes' digest: unused if not stored."""
+    p0 = pending.params[0]
+    n = len(pending.params)
+    params = _parsed(pending.payload, list(p0.categories), p0.none_index, n)
+    if len(params) != n:
+        return
+    digest = hashlib.md5(pending.payload).hexdigest()
+    _PARSED.keep(corpus.pk, (digest, n, params))
+    base = int(pending.digest[:15], 16)
+    fit = CorrectionFit(corpus=corpus, digest=pending.digest)
+    fit.params_digest = digest
+    _stored_rows(corpus.pk, fit, [with_unseen_workers(p, len(ans.wids), (base, k))
+                                  for k, p in enumerate(params)],
+                 ans, n_options, strata, known, rows, pair_of, codes)
 
 
 def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
@@ -518,5 +553,7 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
                                 none=NO_RELATION, fits=fits)
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
         if len(fits) == replicates else None
+    if pending is not None and connection.vendor == "postgresql":
+        _warm(corpus, pending, ans, n_options, strata, known, rows, pair_of, codes)
     return [soft_rows(cats, post[rows], priors, own[rows], pair_of, codes)
             for post, priors, own in reps], pending
