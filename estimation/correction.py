@@ -347,8 +347,10 @@ def _warm(corpus: Corpus, pending: PendingFit, ans: _Answers, n_options: np.ndar
     p0 = pending.params[0]
     n = len(pending.params)
     params = _parsed(pending.payload, list(p0.categories), p0.none_index, n)
-    if len(params) != n:
-        return
+    shares = params[0].stratum_shares if params else None
+    if len(params) != n or not set(known.values()) <= set(p0.categories) or (
+            shares is not None and len(strata) and int(strata.max()) >= len(shares)):
+        return  # `_reusable` would not take them
     digest = hashlib.md5(pending.payload).hexdigest()
     _PARSED.keep(corpus.pk, (digest, n, params))
     base = int(pending.digest[:15], 16)
