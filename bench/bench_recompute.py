@@ -391,6 +391,7 @@ def main() -> None:
         from django.utils import timezone
 
         from estimation import correction, instance_cache
+        from estimation import data as data_module
         from estimation.models import SystemScore
         from estimation.scoring import recompute, score_schemes
 
@@ -418,20 +419,25 @@ def main() -> None:
 
         profiler = cProfile.Profile() if args.profile else None
         cpus: dict[str, list[float]] = {}
+        loads: dict[str, list[tuple[float, float]]] = {}
 
         def timed(label: str, profile: bool = False, **kw) -> tuple[float, object]:
-            marks: list[tuple[float, str]] = []
+            marks: list[tuple[float, str, float]] = []
             t, cpu = time.monotonic(), time.process_time()
+            cpu0 = cpu
             reset_peak()
             if profile and profiler is not None:
                 profiler.enable()
             run = recompute(corpus, trigger=label, **kw,
-                            progress=lambda m, marks=marks: marks.append((time.monotonic(), m)))
+                            progress=lambda m, marks=marks: marks.append(
+                                (time.monotonic(), m, time.process_time())))
             if profile and profiler is not None:
                 profiler.disable()
             total, cpu = time.monotonic() - t, time.process_time() - cpu
             peaks.setdefault(label, []).append(peak_mb())
-            split = "; ".join(f"{m.split(' ')[0]} at {ts - t:.2f} s" for ts, m in marks[1:])
+            split = "; ".join(f"{m.split(' ')[0]} at {ts - t:.2f} s" for ts, m, _ in marks[1:])
+            if len(marks) > 1:  # the load phase: to the first mark after "loading"
+                loads.setdefault(label, []).append((marks[1][0] - t, marks[1][2] - cpu0))
             # On a shared machine wall time swings with the neighbours' load; this
             # process's CPU time (the database's is not in it) swings far less.
             print(f"  {label}: {total:.2f} s, {cpu:.2f} s CPU ({split})")
@@ -457,6 +463,7 @@ def main() -> None:
             # A fresh worker: the stored arrays, no population or answers in memory.
             instance_cache._HOT.clear()
             correction.forget_answers()  # nor the crowd answers it read
+            data_module.forget()  # nor the draws and exhaustive sample
             t_restart, _ = timed("incremental, new worker")
             restart.append(t_restart)
             t_full, run_full = timed("full", full=True)
@@ -471,6 +478,9 @@ def main() -> None:
         print("CPU of this process per run, median (min): " + ", ".join(
             f"{k} {np.median(v):.2f} ({min(v):.2f}) s" for k, v in cpus.items()
             if k != "cold full"))
+        print("load phase (to the first mark), median wall / CPU of this process: " + ", ".join(
+            f"{k} {np.median([w for w, _ in v]):.3f} / {np.median([c for _, c in v]):.3f} s"
+            for k, v in loads.items() if k != "cold full"))
         if profiler is not None:
             profiler.dump_stats(args.profile)
             print(f"profile of the incremental runs written to {args.profile}")

@@ -19,7 +19,9 @@ answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH, changed, brought an answ
 fit does not know, or a worker it does not know gave more than
 KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS answers (docs/noisy-crowds.md §2); in between each
 replicate's posterior of the current answers is one E-step under its stored parameters,
-a worker it does not know taking a fitted worker's rates drawn per replicate.
+a worker it does not know taking a fitted worker's rates drawn per replicate, and a
+process computes it only for the labels whose inputs changed since its last run
+(estimation/correction_rows.py).
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import TextField
+from django.db.models import CharField, F, Func, TextField
 from django.db.models.functions import Cast
 
 from annotations.models import Question, Response, TaskKind
@@ -48,9 +51,13 @@ from annotations.quality.aggregation import (
     item_priors,
     one_coin,
     parameter_replicates,
-    set_known,
 )
-from annotations.quality.label_table import LabelTable, label_table, snapshot_horizon
+from annotations.quality.label_table import (
+    LabelTable,
+    horizon_and_deletions,
+    kept_rows_gone,
+    label_table,
+)
 from annotations.quality.label_table import forget as forget_labels
 from annotations.quality.rates import with_unseen_workers
 from annotations.quality.workers import offered, pair_types
@@ -58,6 +65,8 @@ from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 
 from .core.noise import SoftLabels, data_seed
+from .correction_rows import answer_sums, mix, replicate_rows, rows_key, soft_rows
+from .correction_rows import forget as forget_rows
 from .models import CorrectionFit
 
 
@@ -71,9 +80,19 @@ class _Answers:
     qids: list[int]      # question id per question index
     wids: list[int]      # worker id per worker index
     types: Mapping[int, tuple]  # question id → its pair's types (`workers.pair_types`)
+    key_ids: np.ndarray  # per answer: its key's index in key_names
+    key_names: list[str]  # the distinct answer keys, in order of first appearance
+    # What is derived from the answers, for the first ones (kept with them: `_Seen`).
+    memo: dict = field(default_factory=dict)
 
     def digest(self, n: int) -> str:
         """A digest of the first ``n`` answers (question, worker, answer)."""
+        kept = self.memo.get(("digest", n))
+        if kept is None:
+            kept = self.memo[("digest", n)] = self._digest(n)
+        return kept
+
+    def _digest(self, n: int) -> str:
         h = hashlib.blake2b(digest_size=32)
         h.update(np.asarray(self.qids, np.int64)[self.items[:n]].tobytes())
         h.update(np.asarray(self.wids, np.int64)[self.workers[:n]].tobytes())
@@ -94,41 +113,30 @@ class _Seen:
     items: np.ndarray
     workers: np.ndarray
     keys: list[str]
+    key_ids: np.ndarray  # per answer: its key's number in key_index
+    key_index: dict[str, int]  # the distinct keys, numbered in order of first appearance
     # Question id → its pair's (subject, object) types, as `workers.offered` needs them:
     # fixed once a question exists, so only new questions' are read (`_answers`).
     types: dict[int, tuple]
+    # What was derived from the first answers (`_Answers.memo`): still true of them.
+    memo: dict = field(default_factory=dict)
+    deletions: int = -1  # `horizon_and_deletions`'s count when read
 
 
 # Corpora whose answers this process keeps (a worker serves one or two).
 _SEEN: Kept[int, _Seen] = Kept(2)
 
 
-@dataclass(frozen=True)
-class _Posteriors:
-    """Each replicate's posterior of one corpus's questions under stored parameters,
-    before the control answers are set, with what each question's rows were computed from."""
-
-    params: str          # digest of the stored parameters they were computed under
-    qids: np.ndarray     # question ids, sorted
-    signs: np.ndarray    # per question: a digest of its answers, options and stratum
-    posts: list[np.ndarray]  # per replicate: (questions × categories), rows as qids
-
-
-# Under unchanged parameters a question's posterior depends only on its own answers
-# (`coin_posterior`): only questions with new answers are computed again.
-_POSTS: Kept[int, _Posteriors] = Kept(2)
-
 # The corpus's relation answers (id, question, worker, choices as text, counted); _SINCE:
 # only those a transaction at or above a horizon wrote (Response.changed_xid, set by a
 # trigger). The rows read since include answers that stopped counting (a rejected
-# assignment's, crowd/discount.py), so that `_grown` sees them change; the count is of
-# the counted answers alone, as kept.
+# assignment's, crowd/discount.py), so that `_grown` sees them change; a kept answer
+# deleted or moved off the corpus's relation questions is found by `kept_rows_gone` (a
+# question never changes corpus or kind).
 _ROWS_SQL = (
     'SELECT r.id, r.question_id, r.worker_id, r.choices::text, r.counted FROM "{response}" r '
     'JOIN "{question}" q ON q.id = r.question_id WHERE q.corpus_id = %s AND q.kind = %s')
 _SINCE = " AND (r.changed_xid IS NULL OR r.changed_xid >= %s) ORDER BY r.id"
-_COUNT_SQL = ('SELECT count(*) FROM "{response}" r JOIN "{question}" q ON q.id = r.question_id'
-              " WHERE q.corpus_id = %s AND q.kind = %s AND r.counted")
 
 
 def _sql(template: str) -> str:
@@ -139,7 +147,8 @@ def forget_answers(corpus_id: int | None = None) -> None:
     """Drop the answers, posteriors and labels kept for a corpus (None: every corpus),
     e.g. for a full rebuild."""
     _SEEN.forget(corpus_id)
-    _POSTS.forget(corpus_id)
+    _PARSED.forget(corpus_id)
+    forget_rows(corpus_id)
     forget_labels(corpus_id)
 
 
@@ -170,16 +179,21 @@ def _grown(seen: _Seen, rows: list[tuple], horizon: int) -> _Seen | None:
                 return None
     new = [r for r in rows if r[0] > seen.watermark]
     q_index, w_index = dict(seen.q_index), dict(seen.w_index)
+    key_index = dict(seen.key_index)
     items = [q_index.setdefault(q, len(q_index)) for _, q, _, _, _ in new]
     workers = [w_index.setdefault(w, len(w_index)) for _, _, w, _, _ in new]
+    keys = [decode(r[3])[1] for r in new]
+    key_ids = [key_index.setdefault(k, len(key_index)) for k in keys]
     return _Seen(new[-1][0] if new else seen.watermark, horizon,
                  np.concatenate([seen.pks, np.asarray([r[0] for r in new], np.int64)]),
                  q_index, w_index, np.concatenate([seen.items, np.asarray(items, np.int64)]),
                  np.concatenate([seen.workers, np.asarray(workers, np.int64)]),
-                 seen.keys + [decode(r[3])[1] for r in new], seen.types)
+                 seen.keys + keys,
+                 np.concatenate([seen.key_ids, np.asarray(key_ids, np.int64)]), key_index,
+                 seen.types, dict(seen.memo))
 
 
-def _kept(corpus_id: int, horizon: int) -> _Seen | None:
+def _kept(corpus_id: int, horizon: int, deletions: int = -1) -> _Seen | None:
     """The answers kept for the corpus with the rows written since they were read, if
     those are only new answers and the count agrees (a deleted answer); else None."""
     if connection.vendor != "postgresql":
@@ -190,25 +204,27 @@ def _kept(corpus_id: int, horizon: int) -> _Seen | None:
     with connection.cursor() as cursor:
         cursor.execute(_sql(_ROWS_SQL) + _SINCE,
                        [corpus_id, TaskKind.RELATION.value, seen.horizon])
-        grown = _grown(seen, cursor.fetchall(), horizon)
-        if grown is not None:
-            cursor.execute(_sql(_COUNT_SQL), [corpus_id, TaskKind.RELATION.value])
-            if int(cursor.fetchone()[0]) != len(grown.keys):
-                grown = None
+        rows = cursor.fetchall()
+    grown = _grown(seen, rows, horizon)
+    if grown is not None and kept_rows_gone(Response._meta.db_table, seen.pks,
+                                            np.asarray([r[0] for r in rows], np.int64),
+                                            seen.horizon, deletions != seen.deletions):
+        grown = None
     if grown is None:  # the answers changed (the labels are checked on their own)
         _SEEN.forget(corpus_id)
-        _POSTS.forget(corpus_id)
+        forget_rows(corpus_id)
     return grown
 
 
 def _answers(corpus: Corpus) -> _Answers:
     """The corpus's relation answers. Rows read before by this process are not read
     again while they are unchanged (`_kept`): only the rows written since."""
-    horizon = -1
+    horizon = deletions = -1
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            horizon = snapshot_horizon(cursor)  # first: the reads below see what it promises
-    seen = _kept(corpus.pk, horizon)
+            # First: the reads below see what they promise.
+            horizon, deletions = horizon_and_deletions(cursor, Response._meta.db_table)
+    seen = _kept(corpus.pk, horizon, deletions)
     if seen is None:
         # The choices as JSON text, decoded once per distinct text (a crowd gives few).
         rows = (Response.objects.filter(question__corpus=corpus, counted=True,
@@ -217,7 +233,7 @@ def _answers(corpus: Corpus) -> _Answers:
                 .values_list("pk", "question_id", "worker_id", "text", "counted")
                 .order_by("pk"))
         empty = _Seen(0, horizon, np.zeros(0, np.int64), {}, {}, np.zeros(0, np.int64),
-                      np.zeros(0, np.int64), [], {})
+                      np.zeros(0, np.int64), [], np.zeros(0, np.int64), {}, {})
         seen = _grown(empty, list(rows.iterator(chunk_size=5000)), horizon)
         assert seen is not None  # every row is new to an empty read
     new = [q for q in seen.q_index if q not in seen.types]
@@ -227,11 +243,13 @@ def _answers(corpus: Corpus) -> _Answers:
         found = pair_types(new)
         seen.types.update((q, found.get(q, (None, None))) for q in new)
     if connection.vendor == "postgresql":
-        for a in (seen.items, seen.workers, seen.pks):
+        for a in (seen.items, seen.workers, seen.pks, seen.key_ids):
             a.flags.writeable = False  # shared with later reads
+        seen = replace(seen, deletions=deletions)
         _SEEN.keep(corpus.pk, seen)
     return _Answers(seen.items, seen.workers, list(seen.keys), list(seen.q_index),
-                    list(seen.w_index), seen.types)
+                    list(seen.w_index), seen.types, seen.key_ids, list(seen.key_index),
+                    seen.memo)
 
 
 @dataclass
@@ -246,6 +264,15 @@ class PendingFit:
 
     def store(self) -> None:
         p0 = self.params[0]
+        CorrectionFit.objects.update_or_create(corpus=self.corpus, defaults={
+            "n_answers": self.n_answers, "n_workers": self.n_workers, "digest": self.digest,
+            "categories": list(p0.categories), "none_index": p0.none_index,
+            "params": self.payload})
+
+    @cached_property
+    def payload(self) -> bytes:
+        """The parameters as stored (made once: `_warm` keeps rows keyed by their digest)."""
+        p0 = self.params[0]
         buf = io.BytesIO()
         arrays: dict[str, np.ndarray] = {}
         for k, p in enumerate(self.params):
@@ -258,27 +285,80 @@ class PendingFit:
         # shrinkage) is refitted rather than reused.
         arrays["type_shrink"] = np.asarray(p0.type_shrink, dtype=float)
         np.savez(buf, **arrays)
-        CorrectionFit.objects.update_or_create(corpus=self.corpus, defaults={
-            "n_answers": self.n_answers, "n_workers": self.n_workers, "digest": self.digest,
-            "categories": list(p0.categories), "none_index": p0.none_index,
-            "params": buf.getvalue()})
+        return buf.getvalue()
+
+
+# Per corpus, the stored parameters as last parsed: (digest of their bytes, replicates,
+# parameters), so that a run parses them (and on Postgres reads them) only when changed.
+_PARSED: Kept[int, tuple[str, int, list[OneCoinParams]]] = Kept(2)
+
+
+def _stored_fit(corpus: Corpus) -> CorrectionFit | None:
+    """The corpus's stored fit, with ``params_digest``: a digest of its parameters'
+    bytes (on Postgres computed there, the bytes read only if `_stored` needs them)."""
+    rows = CorrectionFit.objects.filter(corpus=corpus)
+    if connection.vendor == "postgresql":
+        return rows.defer("params").annotate(params_digest=Func(
+            F("params"), function="md5", output_field=CharField())).first()
+    fit = rows.first()
+    if fit is not None:
+        fit.params_digest = hashlib.md5(bytes(fit.params)).hexdigest()
+    return fit
 
 
 def _stored(fit: CorrectionFit, replicates: int) -> list[OneCoinParams]:
-    with np.load(io.BytesIO(bytes(fit.params))) as z:
-        if "type_shrink" not in z or float(z["type_shrink"]) != SOFT_TYPE_SHRINK:
-            return []
-        out = []
-        for k in range(replicates):
-            if f"priors{k}" not in z:
-                return []
-            rates = []
-            while f"rate{k}_{len(rates)}" in z:
-                rates.append(z[f"rate{k}_{len(rates)}"])
-            out.append(OneCoinParams(list(fit.categories), tuple(rates), z[f"priors{k}"],
-                                     z.get(f"shares{k}", None),
-                                     fit.none_index, SOFT_TYPE_SHRINK))
-        return out
+    kept = _PARSED.kept(fit.corpus_id)
+    if kept is not None and kept[:2] == (fit.params_digest, replicates):
+        return kept[2]
+    out = _parsed(bytes(fit.params), list(fit.categories), fit.none_index, replicates)
+    _PARSED.keep(fit.corpus_id, (fit.params_digest, replicates, out))
+    return out
+
+
+def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
+            ) -> list[OneCoinParams]:
+    out: list[OneCoinParams] = []
+    with np.load(io.BytesIO(payload)) as z:
+        if "type_shrink" in z and float(z["type_shrink"]) == SOFT_TYPE_SHRINK:
+            for k in range(replicates):
+                if f"priors{k}" not in z:
+                    out = []
+                    break
+                rates = []
+                while f"rate{k}_{len(rates)}" in z:
+                    rates.append(z[f"rate{k}_{len(rates)}"])
+                out.append(OneCoinParams(list(categories), tuple(rates), z[f"priors{k}"],
+                                         z.get(f"shares{k}", None), none_index,
+                                         SOFT_TYPE_SHRINK))
+    for p in out:  # kept: shared with later runs
+        for a in (*p.rates, p.priors, p.stratum_shares):
+            if a is not None:
+                a.flags.writeable = False
+    return out
+
+
+def _warm(corpus: Corpus, pending: PendingFit, ans: _Answers, n_options: np.ndarray,
+          strata: np.ndarray, known: dict[int, str], rows: np.ndarray, pair_of: np.ndarray,
+          codes: Mapping[str, int]) -> None:
+    """After a refit: the rows the next run computes under the refitted parameters once
+    stored (their E-step on every labelled question, as `_reusable` and `_stored_rows`
+    will), kept for it — the refit costs seconds anyway; the next run then computes
+    only the new questions'. Kept by the stored bytes' digest: unused if not stored."""
+    p0 = pending.params[0]
+    n = len(pending.params)
+    params = _parsed(pending.payload, list(p0.categories), p0.none_index, n)
+    shares = params[0].stratum_shares if params else None
+    if len(params) != n or not set(known.values()) <= set(p0.categories) or (
+            shares is not None and len(strata) and int(strata.max()) >= len(shares)):
+        return  # `_reusable` would not take them
+    digest = hashlib.md5(pending.payload).hexdigest()
+    _PARSED.keep(corpus.pk, (digest, n, params))
+    base = int(pending.digest[:15], 16)
+    fit = CorrectionFit(corpus=corpus, digest=pending.digest)
+    fit.params_digest = digest
+    _stored_rows(corpus.pk, fit, [with_unseen_workers(p, len(ans.wids), (base, k))
+                                  for k, p in enumerate(params)],
+                 ans, n_options, strata, known, rows, pair_of, codes)
 
 
 def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
@@ -298,7 +378,7 @@ def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
     if grown < 0 or grown > settings.KBPO_SOFT_LABEL_REFIT_GROWTH * fit.n_answers:
         return []
     cats = set(fit.categories)
-    if not set(ans.keys) | set(known.values()) <= cats:
+    if not set(ans.key_names) | set(known.values()) <= cats:
         return []
     if len(ans.wids) > fit.n_workers:
         unseen = np.bincount(ans.workers, minlength=len(ans.wids))[fit.n_workers:]
@@ -315,79 +395,78 @@ def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
     return [with_unseen_workers(p, len(ans.wids), (base, k)) for k, p in enumerate(params)]
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: a well-spread 64-bit digest of each value."""
-    x = x.astype(np.uint64, copy=True)
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return x
-
-
-def _signatures(items: np.ndarray, workers: np.ndarray, obs: np.ndarray, n_items: int,
-                n_options: np.ndarray, strata: np.ndarray) -> np.ndarray:
-    """Per item, a 64-bit digest of what its posterior is computed from under fixed
-    parameters: its answers (worker, answer) in order, its options and its stratum."""
-    order = np.argsort(items, kind="stable")
-    it = items[order]
-    bounds = np.searchsorted(it, np.arange(n_items + 1))
-    rank = np.arange(len(it), dtype=np.int64) - bounds[it]
-    code = (workers[order].astype(np.uint64) << np.uint64(32)) \
-        ^ (obs[order].astype(np.uint64) << np.uint64(16)) ^ rank.astype(np.uint64)
-    per = np.zeros(n_items, np.uint64)
-    if len(it):
-        np.add.at(per, it, _mix(code))  # wraps mod 2^64
-    k = np.broadcast_to(np.asarray(n_options, float), (n_items,)).astype(float)
-    return _mix(per ^ _mix(k.view(np.uint64) ^ _mix(np.asarray(strata, np.int64)
-                                                     .astype(np.uint64))))
-
-
-def _posteriors(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
-                ans: _Answers, n_options: np.ndarray, strata: np.ndarray,
-                known: dict[int, str]) -> list[np.ndarray]:
-    """Each replicate's posterior of the answers' questions under its stored parameters
-    (`coin_posterior`), the control answers set. Rows of questions whose answers,
-    options and stratum are those this process computed them from, under the same
-    parameters, are reused (the same floats: each question's posterior is computed from
-    its own answers alone); the others are computed. Every replicate has the fit's
-    categories (`_stored`)."""
-    cats = params[0].categories
-    obs = category_codes(cats, ans.keys)
+def _offered(ans: _Answers) -> tuple[np.ndarray, np.ndarray]:
+    """`workers.offered` of the answers' questions, going on from what it gave for the
+    first of them (kept with the answers: the same arrays, read for the new only)."""
     n = len(ans.qids)
-    key = hashlib.blake2b(bytes(fit.params), digest_size=16).hexdigest() \
-        + f"/{fit.digest}/{len(params)}"
+    m, strata_of, n_options, strata = ans.memo.get("offered", (0, {}, np.zeros(0),
+                                                                np.zeros(0, np.int64)))
+    if m > n:
+        m, strata_of, n_options, strata = 0, {}, np.zeros(0), np.zeros(0, np.int64)
+    if m < n or not n:
+        strata_of = dict(strata_of)
+        more_options, more = offered(ans.qids[m:], ans.types, strata_of=strata_of)
+        n_options = np.concatenate([n_options, more_options])
+        strata = np.concatenate([strata, more])
+        ans.memo["offered"] = (n, strata_of, n_options, strata)
+    return n_options, strata
+
+
+def _question_signs(ans: _Answers, n_options: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """Per question, a 64-bit digest of what its posterior is computed from under fixed
+    parameters: its answers (worker, answer) in order, its options and its stratum. The
+    answers' part is kept with them and extended by the new answers only."""
+    prev = ans.memo.get("sums")
+    if prev is not None and prev.n_answers > len(ans.items):
+        prev = None
+    sums = answer_sums(prev, ans.items, ans.workers, ans.key_ids, len(ans.qids))
+    ans.memo["sums"] = sums
+    k = np.asarray(n_options, float)
+    return mix(sums.sums ^ mix(k.view(np.uint64) ^ mix(strata)))
+
+
+def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
+                 ans: _Answers, n_options: np.ndarray, strata: np.ndarray,
+                 known: dict[int, str], rows: np.ndarray, pair_of: np.ndarray,
+                 codes: Mapping[str, int]) -> list[SoftLabels]:
+    """Each replicate's soft-label rows of the labels (question index ``rows``, pair
+    ``pair_of``) under its stored parameters: an E-step (`coin_posterior`), the control
+    answers set. A pair whose label's question, answers, options, stratum and control
+    answer are those this process computed its rows from, under the same parameters,
+    keeps them (`correction_rows.replicate_rows`: the same floats, as each question's
+    posterior is computed from its own answers alone); only the others are computed.
+    Every replicate has the fit's categories (`_stored`)."""
+    cats = params[0].categories
+    key = rows_key(f"{fit.params_digest}/{fit.digest}/{len(params)}", cats, codes)
     qids = np.asarray(ans.qids, np.int64)
-    signs = _signatures(ans.items, ans.workers, obs, n, n_options, strata)
-    kept = _POSTS.kept(corpus_id)
-    found = np.zeros(n, dtype=bool)
-    pos = np.zeros(n, dtype=np.int64)
-    if kept is not None and kept.params == key and len(kept.qids):
-        pos = np.minimum(np.searchsorted(kept.qids, qids), len(kept.qids) - 1)
-        found = (kept.qids[pos] == qids) & (kept.signs[pos] == signs)
-    mask, sub_items = answers_of(ans.items, ~found)
-    todo = np.flatnonzero(~found)
-    sub_keys = [k for k, m in zip(ans.keys, mask, strict=True) if m]
-    posts = []
-    for r, p in enumerate(params):
-        post = np.empty((n, len(cats)))
-        if len(todo):
-            post[todo] = coin_posterior(p, sub_items, ans.workers[mask], sub_keys, len(todo),
-                                        n_options=np.asarray(n_options, float)[todo],
-                                        strata=np.asarray(strata)[todo], obs=obs[mask])
-        if found.any():
-            assert kept is not None
-            post[found] = kept.posts[r][pos[found]]
-        posts.append(post)
-    if connection.vendor == "postgresql":
-        # Kept before the controls are set: `known` may change without the answers.
-        order = np.argsort(qids)
-        _POSTS.keep(corpus_id, _Posteriors(key, qids[order], signs[order],
-                                           [post[order] for post in posts]))
-    for post in posts:
-        set_known(post, cats, known)
-    return posts
+    known_code = np.zeros(len(qids), np.int64)  # 0: not a control, else 1 + its answer
+    for i, answer in known.items():
+        known_code[i] = 1 + cats.index(answer)
+    label_signs = mix(_question_signs(ans, n_options, strata)[rows]
+                      ^ mix(qids[rows].astype(np.uint64) ^ mix(known_code[rows])))
+
+    def compute(todo: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        # The posteriors of these labels' questions (each once), from their answers alone.
+        questions, of_label = np.unique(rows[todo], return_inverse=True)
+        keep = np.zeros(len(qids), dtype=bool)
+        keep[questions] = True
+        mask, sub_items = answers_of(ans.items, keep)
+        sub_keys = [ans.keys[j] for j in np.flatnonzero(mask).tolist()]
+        obs = category_codes(cats, sub_keys)
+        sub_known = {int(j): known[int(q)] for j, q in enumerate(questions) if int(q) in known}
+        out = []
+        for p in params:
+            post = coin_posterior(p, sub_items, ans.workers[mask], sub_keys, len(questions),
+                                  n_options=np.asarray(n_options, float)[questions],
+                                  strata=np.asarray(strata)[questions], obs=obs,
+                                  known=sub_known)
+            out.append((post[of_label.ravel()],
+                        item_priors(p, p.priors, strata[rows[todo]], len(todo))))
+        return out
+
+    return replicate_rows(corpus_id if connection.vendor == "postgresql" else None, key,
+                          cats, [p.priors for p in params], pair_of, label_signs, compute,
+                          codes)
 
 
 def _answers_and_controls(corpus: Corpus) -> tuple[_Answers, dict[int, str]]:
@@ -407,7 +486,8 @@ def _answers_and_controls(corpus: Corpus) -> tuple[_Answers, dict[int, str]]:
 
 def _relation_answers(ans: _Answers, controls: dict[int, str]) -> RelationAnswers:
     return RelationAnswers(np.asarray(ans.qids, np.int64)[ans.items],
-                           np.asarray(ans.wids, np.int64)[ans.workers], ans.keys, controls)
+                           np.asarray(ans.wids, np.int64)[ans.workers], ans.keys, controls,
+                           ans.key_ids, ans.key_names)
 
 
 def relation_answers(corpus: Corpus) -> RelationAnswers:
@@ -432,31 +512,31 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     ans, controls = _answers_and_controls(corpus)
     items, workers, answers, qids = ans.items, ans.workers, ans.keys, ans.qids
     n_workers = len(ans.wids)
-    index = {q: i for i, q in enumerate(qids)}
     if read is not None:
         read.append(_relation_answers(ans, controls))
     if not len(items):
         return [], None
-    known = {index[q]: key for q, key in controls.items()}
-    # The labels of these questions: their rows among the questions, and their pairs.
-    labels = label_table(corpus.pk) if labels is None else labels
     by_id = np.argsort(np.asarray(qids, np.int64), kind="stable")
     sorted_q = np.asarray(qids, np.int64)[by_id]
+    # Each control's question index (every control is among the answered questions).
+    control_at = by_id[np.searchsorted(sorted_q, np.fromiter(controls, np.int64,
+                                                             len(controls)))]
+    known = dict(zip(control_at.tolist(), controls.values(), strict=True))
+    # The labels of these questions: their rows among the questions, and their pairs.
+    labels = label_table(corpus.pk) if labels is None else labels
     at = np.minimum(np.searchsorted(sorted_q, labels.questions), len(qids) - 1)
     mine = sorted_q[at] == labels.questions
     rows, pair_of = by_id[at[mine]], labels.pairs[mine]
     # The model behind the stored posteriors (offered answers, shares per pair type,
     # the calibrated miss rates of the quality pass's soft fit).
-    n_options, strata = offered(qids, ans.types)
-    stored_fit = CorrectionFit.objects.filter(corpus=corpus).first()
+    n_options, strata = _offered(ans)
+    stored_fit = _stored_fit(corpus)
     stored = _reusable(stored_fit, ans, replicates, strata, known)
     if stored:
         # Stored parameters: only each replicate's E-step on the current answers.
         assert stored_fit is not None
-        posts = _posteriors(corpus.pk, stored_fit, stored, ans, n_options, strata, known)
-        return [_rows(stored[0].categories, post[rows], p.priors,
-                      item_priors(p, p.priors, strata, len(qids))[rows], pair_of, codes)
-                for post, p in zip(posts, stored, strict=True)], None
+        return _stored_rows(corpus.pk, stored_fit, stored, ans, n_options, strata, known,
+                            rows, pair_of, codes), None
     # Seeded from the answers' shape, not from database ids: the same answers give the
     # same intervals wherever their rows were numbered (another database, a test order).
     codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
@@ -475,51 +555,7 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
                                 none=NO_RELATION, fits=fits)
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
         if len(fits) == replicates else None
-    return [_rows(cats, post[rows], priors, own[rows], pair_of, codes)
+    if pending is not None and connection.vendor == "postgresql":
+        _warm(corpus, pending, ans, n_options, strata, known, rows, pair_of, codes)
+    return [soft_rows(cats, post[rows], priors, own[rows], pair_of, codes)
             for post, priors, own in reps], pending
-
-
-def _rows(categories: list, posterior: np.ndarray, priors: np.ndarray,
-          type_priors: np.ndarray, pair_of: np.ndarray,
-          predicate_codes: Mapping[str, int]) -> SoftLabels:
-    """Soft-label rows per (pair, predicate), as the quality pass stores them: an answer
-    key naming two relations ("a|b") gives its probability to both. ``priors``: the
-    corpus-wide class shares; ``type_priors`` (labels × categories): each label's pair
-    type's, with which its posterior was computed (`item_priors`)."""
-    # One entry per (category, predicate code) it names, codes unknown to the
-    # estimators left out; rows are made entry by entry, labels in order within each.
-    cat, code = [], []
-    for c, key in enumerate(categories):
-        for name in str(key).split("|"):
-            k = -1 if name == NO_RELATION else predicate_codes.get(name, -2)
-            if k != -2:
-                cat.append(c)
-                code.append(k)
-    if not cat:
-        z = np.zeros(0)
-        return SoftLabels(z.astype(np.int64), z.astype(np.int64), z, z, z)
-    cats = np.asarray(cat, np.int64)
-    # A code's prior adds the shares of every category naming it (per label: its type's).
-    names, of_entry = np.unique(np.asarray(code, np.int64), return_inverse=True)
-    of_entry = of_entry.ravel()
-    share = np.bincount(of_entry, weights=np.asarray(priors, float)[cats])
-    own = np.zeros((len(names), len(posterior)))
-    for e in range(len(cats)):  # in entry order: the sums add as the categories come
-        own[of_entry[e]] += type_priors[:, cats[e]]
-    by_cat = np.ascontiguousarray(posterior.T)
-    entry, label = np.nonzero(by_cat[cats] > 1e-6)  # entry-major: the rows' order
-    k_of = of_entry[entry]
-    # Rows of one (pair, predicate) from several answer keys or labels add up, as
-    # stored posteriors do, in the rows' order; each keeps its first row's priors.
-    # Cells (pair, predicate) numbered in the order of both: no sort of the rows.
-    pairs, rank = np.unique(np.asarray(pair_of, np.int64), return_inverse=True)
-    cell = rank.ravel()[label] * len(names) + k_of
-    size = len(pairs) * len(names)
-    hit = np.flatnonzero(np.bincount(cell, minlength=size))
-    prob = np.minimum(np.bincount(cell, weights=by_cat[cats[entry], label],
-                                  minlength=size)[hit], 1.0)
-    first = np.full(size, len(cell))
-    np.minimum.at(first, cell, np.arange(len(cell)))
-    first = first[hit]
-    return SoftLabels(pairs[hit // len(names)], names[hit % len(names)], prob,
-                      share[k_of[first]], own[k_of[first], label[first]])

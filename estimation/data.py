@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import OuterRef, Subquery
 
 from annotations.models import ExhaustiveDocument, GoldRelation, PairLabel, SampleDraw
 from annotations.quality.label_table import LabelTable, label_table
+from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
 from submissions.models import MentionPair, RelationInstance, Submission
@@ -157,12 +159,21 @@ def _complete_documents(corpus: Corpus) -> list[int]:
                                                                             flat=True))
 
 
-def _gold_rows(doc_ids: list[int]) -> list[tuple]:
-    """The gold relations of these documents that enter Ŷ0, in Ŷ0's order."""
-    rows = GoldRelation.objects.filter(document_id__in=doc_ids).values_list(
-        "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
-        "predicate", "subject_entity", "sentence_id").order_by("id")
-    return [r for r in rows if r[5] in PREDICATE_CODE]
+def _gold_rows(doc_ids: list[int], pairs: bool = False) -> list[tuple]:
+    """The gold relations of these documents that enter Ŷ0, in Ŷ0's order; ``pairs``:
+    each with the id of the mention pair of exactly its spans last (None: none)."""
+    rows = GoldRelation.objects.filter(document_id__in=doc_ids)
+    fields = ["document_id", "subject_begin", "subject_end", "object_begin", "object_end",
+              "predicate", "subject_entity", "sentence_id"]
+    if pairs:
+        # A document has at most one pair of given spans (MentionPair's constraint):
+        # looked up by its index, rather than every pair of the documents read.
+        rows = rows.annotate(exact_pair=Subquery(MentionPair.objects.filter(
+            document_id=OuterRef("document_id"), subject_begin=OuterRef("subject_begin"),
+            subject_end=OuterRef("subject_end"), object_begin=OuterRef("object_begin"),
+            object_end=OuterRef("object_end")).values("pk")[:1]))
+        fields.append("exact_pair")
+    return [r for r in rows.values_list(*fields).order_by("id") if r[5] in PREDICATE_CODE]
 
 
 def exhaustive_documents(corpus: Corpus) -> np.ndarray:
@@ -185,20 +196,56 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
     id (unknown to the population). Subjects are coded by (document, subject entity
     label).
     """
+    return _exhaustive(corpus, match)[:4]
+
+
+Exhaustive = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]
+# Per corpus: Ŷ0 as last read by exact matching, keyed by what it was read from — the
+# complete documents, and a fingerprint of their gold relations (count, sums of ids and
+# row versions, as `stored_pages._fp`: any write changes one) and of their mention
+# pairs (count and sum of ids: a pair is written once, at ingestion, and never edited).
+_EXHAUSTIVE: Kept[int, tuple[tuple, Exhaustive]] = Kept(2)
+_EXHAUSTIVE_FP = (
+    "SELECT (SELECT count(*) || ':' || coalesce(sum(g.id), 0) || ':' || "
+    f'coalesce(sum(g.xmin::text::bigint), 0) FROM "{GoldRelation._meta.db_table}" g '
+    "WHERE g.document_id = ANY(%s)), (SELECT count(*) || ':' || coalesce(sum(p.id), 0) "
+    f'FROM "{MentionPair._meta.db_table}" p WHERE p.document_id = ANY(%s))')
+
+
+def _exhaustive(corpus: Corpus, match: str = "exact") -> Exhaustive:
+    """`load_exhaustive`, and each instance's document (`exhaustive_documents`), from one
+    read of the gold relations; with exact matching, on Postgres, the last read's while
+    the complete documents, their gold relations and mention pairs are unchanged."""
     if match not in MATCH_MODES:
         raise ValueError(f"match must be one of {', '.join(MATCH_MODES)}, got {match!r}")
     doc_ids = _complete_documents(corpus)
     if not doc_ids:
         z = np.zeros(0, np.int64)
-        return z, z, z, 0
-    gold = _gold_rows(doc_ids)
-    pair_rows = list(MentionPair.objects.filter(document_id__in=doc_ids).values_list(
-        "pk", "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
-        "sentence_id").iterator(chunk_size=CHUNK))
-    spans = {(d, sb, se, ob, oe): pk for pk, d, sb, se, ob, oe, _ in pair_rows}
+        return z, z, z, 0, z
+    if match != "exact" or connection.vendor != "postgresql":
+        return _read_exhaustive(corpus, doc_ids, match)
+    with connection.cursor() as cursor:
+        cursor.execute(_EXHAUSTIVE_FP, [doc_ids, doc_ids])
+        key = (tuple(sorted(doc_ids)), cursor.fetchone())
+    kept = _EXHAUSTIVE.kept(corpus.pk)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    out = _read_exhaustive(corpus, doc_ids, match)
+    for a in out:
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False  # kept: shared with later runs
+    _EXHAUSTIVE.keep(corpus.pk, (key, out))
+    return out
+
+
+def _read_exhaustive(corpus: Corpus, doc_ids: list[int], match: str) -> Exhaustive:
+    gold = _gold_rows(doc_ids, pairs=True)
     by_doc: dict[int, list[tuple]] = {}
     predicted: set[tuple[int, str]] = set()
     if match == "lenient":
+        pair_rows = MentionPair.objects.filter(document_id__in=doc_ids).values_list(
+            "pk", "document_id", "subject_begin", "subject_end", "object_begin", "object_end",
+            "sentence_id").iterator(chunk_size=CHUNK)
         for pk, d, sb, se, ob, oe, sent in pair_rows:
             by_doc.setdefault(d, []).append((pk, sent, sb, se, ob, oe))
         active = Submission.objects.active().filter(corpus=corpus)
@@ -207,8 +254,7 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
             "pair_id", "predicate").distinct().iterator(chunk_size=CHUNK))
     pairs, preds, subjects = [], [], []
     subject_code: dict[tuple[int, str], int] = {}
-    for k, (d, sb, se, ob, oe, predicate, subj, sent) in enumerate(gold):
-        pair = spans.get((d, sb, se, ob, oe))
+    for k, (d, sb, se, ob, oe, predicate, subj, sent, pair) in enumerate(gold):
         if pair is None and match == "lenient":
             pair = _lenient_pair(d, sent, sb, se, ob, oe, predicate, by_doc, predicted)
         pairs.append(pair if pair is not None else -(k + 1))
@@ -216,7 +262,8 @@ def load_exhaustive(corpus: Corpus, match: str = "exact"
         key = (d, subj or f"{sb}-{se}")
         subjects.append(subject_code.setdefault(key, len(subject_code)))
     return (np.asarray(pairs, np.int64), np.asarray(preds, np.int64),
-            np.asarray(subjects, np.int64), len(doc_ids))
+            np.asarray(subjects, np.int64), len(doc_ids),
+            np.asarray([r[0] for r in gold], np.int64))
 
 
 def _load_draws(ids: list[int], index: dict[int, tuple[np.ndarray, np.ndarray]]
@@ -261,6 +308,40 @@ def _load_draws(ids: list[int], index: dict[int, tuple[np.ndarray, np.ndarray]]
     return out
 
 
+# Per corpus: the draws as last read, keyed by the systems, the instance arrays they
+# were placed with (their tokens) and the count and sum of ids of the draw rows: a draw
+# is written once (planning) and never edited, so a change adds or removes rows (a
+# re-ingestion deletes and writes them again, with new ids). Row versions (`xmin`)
+# would cost three times as much to sum.
+_DRAWS: Kept[int, tuple[tuple, dict[str, np.ndarray]]] = Kept(2)
+_DRAWS_FP = (f'SELECT count(*), coalesce(sum(id), 0) FROM "{SampleDraw._meta.db_table}" '
+             "WHERE submission_id = ANY(%s)")
+
+
+def _kept_draws(corpus_id: int, ids: list[int], tokens: tuple,
+                index: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[str, np.ndarray]:
+    """`_load_draws`, or on Postgres the last read's while its draw rows are unchanged."""
+    if connection.vendor != "postgresql" or not ids:
+        return _load_draws(ids, index)
+    with connection.cursor() as cursor:
+        cursor.execute(_DRAWS_FP, [ids])
+        key = (tuple(ids), tokens, cursor.fetchone())
+    kept = _DRAWS.kept(corpus_id)
+    if kept is not None and kept[0] == key:
+        return dict(kept[1])
+    out = _load_draws(ids, index)
+    for a in out.values():
+        a.flags.writeable = False  # kept: shared with later runs
+    _DRAWS.keep(corpus_id, (key, dict(out)))
+    return out
+
+
+def forget(corpus_id: int | None = None) -> None:
+    """Drop the draws and exhaustive sample kept for a corpus (None: every corpus)."""
+    _DRAWS.forget(corpus_id)
+    _EXHAUSTIVE.forget(corpus_id)
+
+
 def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
                      match: str = "exact", hot: bool = False) -> CorpusData:
     """Load the active submissions (or `only` these ids) with their draws and labels.
@@ -295,11 +376,10 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         index = {i: loaded.arrays[i][:2] for i in ids}
         if use_hot:
             instance_cache.keep_population(corpus.pk, loaded.tokens, population, index)
-    draws = _load_draws(ids, index)
+    draws = _kept_draws(corpus.pk, ids, loaded.tokens, index)
     labels = label_table(corpus.pk)  # read once for every use below
     label_pairs, label_preds = load_labels(corpus, labels)
-    y_pairs, y_preds, y_subjects, n_docs = load_exhaustive(corpus, match=match)
-    y_docs = exhaustive_documents(corpus) if len(y_pairs) else None
+    y_pairs, y_preds, y_subjects, n_docs, y_docs = _exhaustive(corpus, match=match)
     soft = load_soft_labels(corpus, labels) if settings.KBPO_SOFT_LABELS else None
     replicates: list[SoftLabels] = []
     refitted = None  # replicate parameters to store (estimation/correction.py)
@@ -308,14 +388,12 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         replicates, refitted = soft_label_replicates(
             corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE, read=answers,
             labels=labels)
-    if y_docs is not None and len(y_docs) != len(y_pairs):
-        raise RuntimeError(f"{len(y_docs)} document ids for {len(y_pairs)} exhaustive "
-                           "instances: the exhaustive sample changed while loading")
     return CorpusData(
         corpus=corpus, submissions=submissions, population=population,
         draws=draws,
         label_pairs=label_pairs, label_preds=label_preds, exhaustive_pairs=y_pairs,
-        exhaustive_preds=y_preds, exhaustive_subjects=y_subjects, exhaustive_docs=y_docs,
+        exhaustive_preds=y_preds, exhaustive_subjects=y_subjects,
+        exhaustive_docs=y_docs if len(y_pairs) else None,
         n_labels=len(np.unique(label_pairs)), exhaustive_documents=n_docs,
         soft=soft, soft_replicates=replicates,
         extra={"instance_cache": loaded.pending, "correction_fit": refitted,

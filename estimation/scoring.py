@@ -53,6 +53,7 @@ from .core.points import PointPlan
 from .core.recall import exhaustive_hits
 from .correction import forget_answers, relation_answers
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
+from .data import forget as forget_kept
 from .models import (
     METRIC_COLUMNS,
     METRICS,
@@ -331,6 +332,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         if full:
             instance_cache.clear(corpus)
             forget_answers(corpus.pk)
+            forget_kept(corpus.pk)
         with transaction.atomic():
             _consistent_snapshot()
             data = load_corpus_data(corpus, hot=True)

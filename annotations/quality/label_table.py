@@ -7,9 +7,11 @@ bulk_update, COPY, the admin, raw SQL. A read first notes its snapshot's horizon
 oldest transaction still running when the snapshot was taken (`pg_snapshot_xmin`): every
 transaction below it had ended, so its rows are in this read or never will be. The next
 read takes the rows stamped at or above the horizon, which also brings in a transaction
-that was running during the last read and committed after it. A deleted row shows in the
-count (the merged table would hold more rows than the database): then everything is
-read again, as it is on a database without the trigger (SQLite).
+that was running during the last read and committed after it. A kept label that is gone
+— deleted, or moved off the corpus by a write (stamped: it would be read were it still
+the corpus's) — is found by `kept_rows_gone` (which looks for deleted rows only when a
+trigger's count of deletions moved): then everything is read again, as it is on a
+database without the triggers (SQLite). A label's pair's document never changes corpus.
 
 Scoring reads the labels four ways per run (hard labels, soft labels, the correction's
 replicates, the crowd section); all of them now come from one table.
@@ -26,6 +28,7 @@ from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
 from annotations.models import PairLabel
+from kbpo.core.binary import copy_binary
 from kbpo.core.kept import Kept
 from kbpo.core.models import Document
 from submissions.models import MentionPair
@@ -39,13 +42,22 @@ _SELECT = (
     'FROM "{label}" l JOIN "{pair}" p ON p.id = l.pair_id '
     'JOIN "{document}" d ON d.id = p.document_id WHERE d.corpus_id = %s')
 _SINCE = " AND (l.changed_xid IS NULL OR l.changed_xid >= %s)"
-_COUNT = ('SELECT count(*) FROM "{label}" l JOIN "{pair}" p ON p.id = l.pair_id '
-          'JOIN "{document}" d ON d.id = p.document_id WHERE d.corpus_id = %s')
 
 
 def _sql(template: str) -> str:
     return template.format(label=PairLabel._meta.db_table, pair=MentionPair._meta.db_table,
                            document=Document._meta.db_table)
+
+
+def horizon_and_deletions(cursor: CursorWrapper, table: str) -> tuple[int, int]:
+    """`snapshot_horizon`, and in the same snapshot the number of statements that have
+    deleted rows of ``table`` (kept by a trigger, migration annotations 0013): read
+    before the rows, a deletion committed after it moves the number seen next time."""
+    cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
+                   "coalesce((SELECT deletions FROM kbpo_deletions WHERE table_name = %s), 0)",
+                   [table])
+    horizon, deletions = cursor.fetchone()
+    return int(horizon), int(deletions)
 
 
 def snapshot_horizon(cursor: CursorWrapper) -> int:
@@ -83,6 +95,7 @@ class LabelTable:
     soft_type_priors: np.ndarray  # the pair type's share stored beside it (NaN where none)
     names: tuple[str, ...]
     horizon: int = -1      # rows stamped at or above it are read again (-1: no trigger)
+    deletions: int = -1    # `horizon_and_deletions`'s count when read
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -155,6 +168,29 @@ def _merge(old: LabelTable, new: LabelTable) -> LabelTable:
         joined(old.soft_type_priors, new.soft_type_priors, soft_keep)[s_order], new.names)
 
 
+def kept_rows_gone(table: str, kept: np.ndarray, read: np.ndarray, horizon: int,
+                   deleted: bool = True) -> bool:
+    """Whether a row of ``table`` kept for a corpus (``kept``: ids, ascending) and not
+    among those read again for it (``read``: its rows written at or above ``horizon``)
+    is gone: written since the horizon (then it would have been read, were it still the
+    corpus's: the ids written since, by changed_xid's index), or, if rows of the table
+    may have been deleted since it was read (``deleted``: `horizon_and_deletions`
+    moved), deleted (the ids in the kept ids' range, by the primary key). Either
+    instead of counting the corpus's rows through a join."""
+    rest = kept[~np.isin(kept, read)]
+    if not len(rest):
+        return False
+    if deleted:
+        present = copy_binary(f'SELECT id FROM "{table}" WHERE id BETWEEN %s AND %s '
+                              "ORDER BY id", [int(rest[0]), int(rest[-1])], 1)[:, 0]
+        at = np.minimum(np.searchsorted(present, rest), max(len(present) - 1, 0))
+        if not len(present) or (present[at] != rest).any():
+            return True
+    written = copy_binary(f'SELECT id FROM "{table}" WHERE changed_xid >= %s '
+                          "OR changed_xid IS NULL", [horizon], 1)[:, 0]
+    return bool(np.isin(rest, written).any())
+
+
 def forget(corpus_id: int | None = None) -> None:
     """Drop the labels kept for a corpus (None: every corpus)."""
     _TABLES.forget(corpus_id)
@@ -171,20 +207,21 @@ def label_table(corpus_id: int) -> LabelTable:
         return _build(rows, {}, {})
     kept = _TABLES.kept(corpus_id)
     with connection.cursor() as cursor:
-        horizon = snapshot_horizon(cursor)  # first: a later read sees all it promises
+        # First: a later read sees all they promise.
+        horizon, deletions = horizon_and_deletions(cursor, PairLabel._meta.db_table)
         table = None
         if kept is not None:
             cursor.execute(_sql(_SELECT) + _SINCE, [corpus_id, kept.horizon])
             # Texts and names keep their numbers; new ones are numbered on.
-            table = _merge(kept, _build(cursor.fetchall(),
-                                        {t: i for i, t in enumerate(kept.texts)},
-                                        {n: i for i, n in enumerate(kept.names)}))
-            cursor.execute(_sql(_COUNT), [corpus_id])
-            if int(cursor.fetchone()[0]) != len(table):
-                table = None  # a label was deleted: read them all
+            since = _build(cursor.fetchall(), {t: i for i, t in enumerate(kept.texts)},
+                           {n: i for i, n in enumerate(kept.names)})
+            table = _merge(kept, since)
+            if kept_rows_gone(PairLabel._meta.db_table, kept.ids, since.ids, kept.horizon,
+                              deletions != kept.deletions):
+                table = None  # a label was deleted or left the corpus: read them all
         if table is None:
             cursor.execute(_sql(_SELECT), [corpus_id])
             table = _build(cursor.fetchall(), {}, {})
-    table = replace(table, horizon=horizon)
+    table = replace(table, horizon=horizon, deletions=deletions)
     _TABLES.keep(corpus_id, table)
     return table

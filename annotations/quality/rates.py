@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import cached_property
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -43,23 +44,36 @@ def coin_loglik(acc: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np
 
 class Incidence:
     """Sparse answer matrices of one set of answers: worker × item (all answers, answers
-    "none") and item × worker (answers "none", answers a relation)."""
+    "none") and item × worker (answers "none", answers a relation). Each is built when
+    first used: the leave-one-out rounds of `coin_posterior` use none of them."""
 
     def __init__(self, items: np.ndarray, workers: np.ndarray, obs: np.ndarray, nc: int,
                  n_i: int, n_w: int) -> None:
-        said_none = obs == nc
-        rel = ~said_none
-        self.by_worker = sp.csr_matrix((np.ones(len(items)), (workers, items)),
-                                       shape=(n_w, n_i))
-        self.worker_nones = sp.csr_matrix((said_none.astype(float), (workers, items)),
-                                          shape=(n_w, n_i))
-        self.item_nones = sp.csr_matrix((said_none.astype(float), (items, workers)),
-                                        shape=(n_i, n_w))
-        self.item_rels = sp.csr_matrix((rel.astype(float), (items, workers)),
-                                       shape=(n_i, n_w))
+        self._items, self._workers, self._said_none = items, workers, obs == nc
+        self.n_items, self.n_workers = n_i, n_w
         # The answers sorted by item, and where each item's start (`loo_cell_terms`).
         self.item_order = np.argsort(items, kind="stable")
         self.item_bounds = np.searchsorted(items[self.item_order], np.arange(n_i + 1))
+
+    @cached_property
+    def by_worker(self) -> sp.csr_matrix:
+        return sp.csr_matrix((np.ones(len(self._items)), (self._workers, self._items)),
+                             shape=(self.n_workers, self.n_items))
+
+    @cached_property
+    def worker_nones(self) -> sp.csr_matrix:
+        return sp.csr_matrix((self._said_none.astype(float), (self._workers, self._items)),
+                             shape=(self.n_workers, self.n_items))
+
+    @cached_property
+    def item_nones(self) -> sp.csr_matrix:
+        return sp.csr_matrix((self._said_none.astype(float), (self._items, self._workers)),
+                             shape=(self.n_items, self.n_workers))
+
+    @cached_property
+    def item_rels(self) -> sp.csr_matrix:
+        return sp.csr_matrix(((~self._said_none).astype(float), (self._items, self._workers)),
+                             shape=(self.n_items, self.n_workers))
 
 
 def lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
@@ -168,7 +182,7 @@ def loo_cell_terms(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np
     predictive rate given the other pairs (as collapsed variational EM does). Pairs'
     shares below LOO_MIN_SHARE are not left out (the correction stays sparse).
     """
-    n_i, n_c = inc.item_nones.shape[0], rates[3].shape[1]
+    n_i, n_c = inc.n_items, rates[3].shape[1]
     out = np.zeros((n_i, n_c))
     if post is None or not len(items):
         return out

@@ -206,8 +206,8 @@ def pair_types(qids: list[int]) -> dict[int, tuple[str, str]]:
             .values_list("pk", "pair__subject_type", "pair__object_type")}
 
 
-def offered(qids: list[int], types: Mapping[int, tuple] | None = None
-            ) -> tuple[np.ndarray, np.ndarray]:
+def offered(qids: list[int], types: Mapping[int, tuple] | None = None,
+            strata_of: dict[tuple, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per item, how many answers its question offered (the relations its pair's types
     allow, and no_relation), and its stratum: items with the same pair types share one.
 
@@ -215,11 +215,14 @@ def offered(qids: list[int], types: Mapping[int, tuple] | None = None
     the corpus (which would make one odd answer look far less likely than it is); the
     class shares are fitted per stratum (`aggregation.one_coin`). ``types``:
     `pair_types` of these questions if the caller kept them (read otherwise).
+    ``strata_of``: the strata of questions before these, numbered (numbering goes on
+    from them, and they are updated): one call on a list's head and one on its tail
+    give the arrays of one call on the list.
     """
     if types is None:
         types = pair_types(qids)
     # Strata numbered in the order the questions first show them.
-    strata_of: dict[tuple, int] = {}
+    strata_of = {} if strata_of is None else strata_of
     strata = np.fromiter((strata_of.setdefault(types.get(q, (None, None)), len(strata_of))
                           for q in qids), np.int64, len(qids))
     sizes = np.asarray([len(predicates_for(*t)) + 1 if t[0] else 2 for t in strata_of],

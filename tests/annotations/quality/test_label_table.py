@@ -122,13 +122,55 @@ def test_a_deleted_label_is_noticed_and_every_row_read_again(monkeypatch) -> Non
     labels[1].delete()
     want = _since(kept, corpus_id)
     table = lt.label_table(corpus_id)
-    assert sizes == [want, 2]  # what was stamped since, then the count differed: all rows
+    assert sizes == [want, 2]  # what was stamped since, then a kept label missing: all rows
     assert labels[1].pk not in table.ids and labels[1].pk not in table.soft_ids
     _same(table, _fresh(corpus_id))
-    # Deleted and replaced (the count alone would match): the new row is read as new.
+    # Deleted and replaced (a count would match): the new row is read as new.
     labels[0].delete()
     _label(pairs[0], ["per:title"], 0.9)
     _same(lt.label_table(corpus_id), _fresh(corpus_id))
+
+
+def test_kept_labels_are_looked_for_only_after_a_deletion(monkeypatch) -> None:
+    """The deletion count (a trigger's) moves with a delete alone: only then are the
+    kept ids looked for one by one."""
+    pairs = _pairs("lt-count")
+    corpus_id = pairs[0].document.corpus_id
+    labels = [_label(p, ["org:founded_by"], 0.7) for p in pairs[:3]]
+    lt.label_table(corpus_id)
+    looked: list[bool] = []
+    gone = lt.kept_rows_gone
+
+    def spy(table, kept, read, horizon, deleted=True):
+        looked.append(deleted)
+        return gone(table, kept, read, horizon, deleted)
+
+    monkeypatch.setattr(lt, "kept_rows_gone", spy)
+    _label(pairs[3], ["per:title"], 0.9)
+    PairLabel.objects.filter(pk=labels[0].pk).update(posterior={})
+    lt.label_table(corpus_id)
+    labels[1].delete()
+    table = lt.label_table(corpus_id)
+    assert looked == [False, True] and labels[1].pk not in table.ids
+    lt.label_table(corpus_id)
+    assert looked == [False, True, False]
+    _same(table, _fresh(corpus_id))
+
+
+def test_a_label_moved_to_another_corpus_leaves_the_kept_table() -> None:
+    pairs, elsewhere = _pairs("lt-moved"), _pairs("lt-other")
+    corpus_id = pairs[0].document.corpus_id
+    labels = [_label(p, ["org:founded_by"], 0.7) for p in pairs[:3]]
+    _label(elsewhere[0], ["per:title"], 0.8)
+    lt.label_table(corpus_id)
+    lt.label_table(elsewhere[0].document.corpus_id)
+    PairLabel.objects.filter(pk=labels[2].pk).update(pair=elsewhere[1])
+    table = lt.label_table(corpus_id)
+    assert labels[2].pk not in table.ids
+    _same(table, _fresh(corpus_id))
+    other = lt.label_table(elsewhere[0].document.corpus_id)
+    assert labels[2].pk in other.ids
+    _same(other, _fresh(elsewhere[0].document.corpus_id))
 
 
 def test_a_writer_that_commits_after_a_read_is_seen_by_the_next_read() -> None:

@@ -10,11 +10,20 @@ import pytest
 from django.db import connection
 
 from annotations.crowd.verdicts import reject_assignment
-from annotations.models import Assignment, Backend, CrowdWorker, PairLabel, Response
+from annotations.models import (
+    Assignment,
+    Backend,
+    CrowdWorker,
+    PairLabel,
+    Question,
+    Response,
+    TaskKind,
+)
 from estimation import correction
 from tests.estimation.scoring.scoring_world import World
 from tests.estimation.scoring.test_correction_fit import _answer
 from tests.estimation.scoring.test_report_crowd import _controls, _crowd
+from tests.factories import make_corpus, make_pair, span
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql",
                                 reason="answers are kept only where rows are stamped")
@@ -42,8 +51,8 @@ def _read(world: World, monkeypatch: pytest.MonkeyPatch) -> tuple[correction._An
     used = []
     kept = correction._kept
 
-    def spy(corpus_id: int, horizon: int) -> correction._Seen | None:
-        out = kept(corpus_id, horizon)
+    def spy(corpus_id: int, *args) -> correction._Seen | None:
+        out = kept(corpus_id, *args)
         used.append(out is not None)
         return out
 
@@ -110,6 +119,20 @@ def test_an_edited_answer_forces_a_re_read(answered: World, monkeypatch) -> None
 def test_a_deleted_answer_forces_a_re_read(answered: World, monkeypatch) -> None:
     _read(answered, monkeypatch)
     Response.objects.order_by("pk")[3].delete()
+    fewer, used = _read(answered, monkeypatch)
+    assert not used and len(fewer.keys) == 8 and _equal(fewer, _fresh(answered))
+
+
+@pytest.mark.django_db
+def test_an_answer_moved_to_another_corpus_forces_a_re_read(answered: World,
+                                                             monkeypatch) -> None:
+    _read(answered, monkeypatch)
+    other = make_corpus("moved-to")
+    doc = other.documents.get(doc_id="D1")
+    pair = make_pair(doc, span(doc, "Ada Byron"), "PER", span(doc, "London"), "GPE")
+    question = Question.objects.create(corpus=other, kind=TaskKind.RELATION, pair=pair)
+    Response.objects.filter(pk=Response.objects.order_by("pk")[2].pk).update(
+        question=question)
     fewer, used = _read(answered, monkeypatch)
     assert not used and len(fewer.keys) == 8 and _equal(fewer, _fresh(answered))
 

@@ -1,4 +1,4 @@
-"""The correction's soft-label rows from a replicate's posteriors (`correction._rows`),
+"""The correction's soft-label rows from a replicate's posteriors (`soft_rows`),
 against a plain row-by-row construction of the same rows: equal arrays, to the bit."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from annotations.quality.aggregation import NO_RELATION
-from estimation import correction
 from estimation.core.noise import SoftLabels
+from estimation.correction_rows import soft_rows
 
 
 def _plain(categories: list, posterior: np.ndarray, priors: np.ndarray,
@@ -56,11 +56,11 @@ def test_rows_equal_the_plain_construction() -> None:
         priors = rng.dirichlet(np.ones(len(categories)))
         type_priors = rng.dirichlet(np.ones(len(categories)), size=n)
         pair_of = rng.integers(0, max(n // 2, 1), n).astype(np.int64) * 7 + 5
-        got = correction._rows(categories, posterior, priors, type_priors, pair_of, codes)
+        got = soft_rows(categories, posterior, priors, type_priors, pair_of, codes)
         want = _plain(categories, posterior, priors, type_priors, pair_of, codes)
         for field in ("pairs", "predicates", "probs", "priors", "type_priors"):
             a, b = getattr(got, field), getattr(want, field)
             assert a.shape == b.shape and np.array_equal(a, b), (trial, field)
-    empty = correction._rows(["zzz"], np.ones((3, 1)), np.ones(1), np.ones((3, 1)),
+    empty = soft_rows(["zzz"], np.ones((3, 1)), np.ones(1), np.ones((3, 1)),
                              np.arange(3), codes)
     assert len(empty.pairs) == 0
