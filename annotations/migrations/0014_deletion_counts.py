@@ -47,7 +47,7 @@ def _on_postgres(sql: str):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("annotations", "0012_response_counted"),
+        ("annotations", "0013_question_recount_pending"),
     ]
 
     operations = [
