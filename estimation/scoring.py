@@ -23,6 +23,8 @@ Protocol (no lost update, one queued task per corpus):
 from __future__ import annotations
 
 import datetime as dt
+import io
+import json
 import logging
 import math
 import time
@@ -45,9 +47,10 @@ from kbpo.core.models import Corpus
 from kbpo.core.security import isolated
 from submissions.models import State, Submission
 from submissions.services import TransitionError, transition
+from submissions.staging import copy_text
 
 from . import instance_cache
-from .core import SCHEMES, Evidence, estimate, prepare_evidence
+from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
 from .core.points import PointPlan
 from .core.recall import exhaustive_hits
@@ -274,6 +277,66 @@ def exhaustive_found(data: CorpusData, evidence: Evidence | None = None
     return out
 
 
+# SystemScore's fields in its constructor's order: built from positional values, a model
+# instance skips the keyword handling (400 rows per run at 100 systems).
+_FIELDS = [f.attname for f in SystemScore._meta.concrete_fields]
+
+
+def _column(values: np.ndarray) -> list[float | None]:
+    """`_num` of each value."""
+    return [None if math.isnan(v) else v for v in np.asarray(values, np.float64).tolist()]
+
+
+def _score_rows(run: ScoreRun, ids: list[int], schemes: list[str], draw_scheme: str,
+                res: Estimates, hard: dict[tuple[str, str, str], np.ndarray] | None,
+                costs: dict[int, Decimal], found: dict[int, dict[str, list[int]]]
+                ) -> list[SystemScore]:
+    """The run's rows, scheme by scheme (each: `ids`' order), built column by column."""
+    n = len(ids)
+    if not n:
+        return []  # (no system: the schemes may have no results at all)
+    common = {"id": [None] * n, "run_id": [run.pk] * n, "submission_id": ids,
+              "labels_used": [int(x) for x in np.asarray(res.labels_used).tolist()],
+              "draws": [int(x) for x in np.asarray(res.n).tolist()],
+              "pending": [int(x) for x in np.asarray(res.pending).tolist()],
+              "cost_usd": [costs.get(sid, Decimal("0")) for sid in ids]}
+    rows = []
+    for scheme in schemes:
+        block = res.results.get(scheme, {})
+        cols = dict(common, scheme=[scheme] * n, exhaustive_found=(
+            [found[sid] for sid in ids] if scheme == draw_scheme else [None] * n))
+        for metric in METRICS:
+            stem = METRIC_COLUMNS[metric]
+            for kind in ("joint", "simple"):
+                iv = block[metric][kind]
+                cols[f"{stem}_{kind}"] = _column(iv.estimate)
+                cols[f"{stem}_{kind}_lo"] = _column(iv.lo)
+                cols[f"{stem}_{kind}_hi"] = _column(iv.hi)
+            cols[f"{stem}_joint_hard"] = ([None] * n if hard is None
+                                          else _column(hard[(scheme, metric, "joint")]))
+        rows += [SystemScore(*values) for values in zip(*(cols[f] for f in _FIELDS),
+                                                        strict=True)]
+    return rows
+
+
+def _insert_scores(rows: list[SystemScore]) -> None:
+    """`bulk_create` (the rows get no ids); on Postgres by COPY, which parses 400 rows of
+    30 columns in a fraction of the time their INSERT takes."""
+    if connection.vendor != "postgresql":
+        SystemScore.objects.bulk_create(rows, batch_size=1000)
+        return
+    fields = [f for f in _FIELDS if f != "id"]
+    found = fields.index("exhaustive_found")
+    values = [[getattr(row, f) for f in fields] for row in rows]
+    for v in values:  # the JSON field's text, as the ORM would send it
+        if v[found] is not None:
+            v[found] = json.dumps(v[found])
+    columns = ", ".join(SystemScore._meta.get_field(f).column for f in fields)
+    with connection.cursor() as cur:
+        cur.copy_expert(f"COPY {SystemScore._meta.db_table} ({columns}) FROM STDIN",
+                        io.StringIO(copy_text(values, len(fields))))
+
+
 # What a run stores per system besides its keys; a run whose rows and counts all equal
 # the latest run's is not stored (see `_unchanged`).
 _SCORE_FIELDS = [f.attname for f in SystemScore._meta.concrete_fields
@@ -384,27 +447,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             f"({time.monotonic() - t0:.2f} s)")
         costs = attributed_costs(ids)
         found = exhaustive_found(data, evidence)
-        rows = []
-        for scheme in schemes:
-            block = res.results.get(scheme, {})
-            for i, sid in enumerate(ids):
-                values: dict[str, float | None] = {}
-                for metric in METRICS:
-                    stem = METRIC_COLUMNS[metric]
-                    for kind in ("joint", "simple"):
-                        iv = block[metric][kind]
-                        values[f"{stem}_{kind}"] = _num(iv.estimate[i])
-                        values[f"{stem}_{kind}_lo"] = _num(iv.lo[i])
-                        values[f"{stem}_{kind}_hi"] = _num(iv.hi[i])
-                if hard is not None:
-                    for metric in METRICS:
-                        est = hard[(scheme, metric, "joint")][i]
-                        values[f"{METRIC_COLUMNS[metric]}_joint_hard"] = _num(est)
-                rows.append(SystemScore(
-                    run=run, submission_id=sid, scheme=scheme, **values,
-                    labels_used=int(res.labels_used[i]), draws=int(res.n[i]),
-                    pending=int(res.pending[i]), cost_usd=costs.get(sid, Decimal("0")),
-                    exhaustive_found=found[sid] if scheme == draw_scheme else None))
+        rows = _score_rows(run, ids, schemes, draw_scheme, res, hard, costs, found)
         run.n_systems = len(ids)
         run.n_labels = data.n_labels
         run.n_draws = n_draws
@@ -414,7 +457,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         if same is None:
             finished = timezone.now()
             with transaction.atomic():
-                SystemScore.objects.bulk_create(rows, batch_size=1000)
+                _insert_scores(rows)
                 run.status = ScoreRun.Status.COMPLETE
                 run.finished_at = finished
                 run.duration_s = time.monotonic() - t0

@@ -28,6 +28,7 @@ from django.dispatch import receiver
 from django.template.defaultfilters import linebreaksbr
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 
 from kbpo.core.models import Corpus
@@ -35,7 +36,17 @@ from kbpo.core.security import csv_safe
 from submissions.models import ACTIVE_STATES, State, Submission
 
 from . import leaderboard as lb
-from .models import METRICS, BoardSnapshot, ScoreRun, ScoringState, SystemScore
+from .models import (
+    BOUNDS,
+    METRIC_COLUMNS,
+    METRICS,
+    BoardSnapshot,
+    ScoreRun,
+    ScoringState,
+    SystemScore,
+    interval_ends,
+    is_exact,
+)
 from .stored_pages import render_version
 from .templatetags.scores import ci
 
@@ -63,18 +74,23 @@ def _csv_num(v: float | None) -> str:
     return "" if v is None else f"{v:.6f}"
 
 
-def _cell_html(m: lb.Metric) -> str:
-    if m.lo is None:
+def _ends(lo: float | None, hi: float | None, exact: bool) -> tuple[str, str, str]:
+    """`ci(lo, hi)` of a cell, and `_score` of both ends (the bar's label)."""
+    if type(lo) is float and type(hi) is float and lo == lo and hi == hi:  # not NaN
+        lo3, hi3 = f"{lo:.3f}", f"{hi:.3f}"
+        if exact:
+            return ci(lo, hi), lo3, hi3
+        a, b = (lo3, hi3) if lo3 != hi3 else interval_ends(lo, hi)
+        return f'<span class="ci">{a}–{b}</span>', lo3, hi3
+    return ci(lo, hi), _score(lo), _score(hi)  # None, NaN or not a float: the filter's rules
+
+
+def _cell_html(est: float | None, lo: float | None, ci_html: str) -> str:
+    if lo is None:
         return '<span class="muted">—</span>'
-    head = ('<span class="muted" title="Not estimable yet">n/a</span>' if m.estimate is None
-            else _score(m.estimate))
-    return f'<span class="score">{head}</span>{ci(m.lo, m.hi)}'
-
-
-def _aria_interval(m: lb.Metric, pct: int) -> str:
-    if m.exact:
-        return "exact"
-    return f"{pct}% interval {_score(m.lo)} to {_score(m.hi)}"
+    head = ('<span class="muted" title="Not estimable yet">n/a</span>' if est is None
+            else f"{est:.3f}")
+    return f'<span class="score">{head}</span>{ci_html}'
 
 
 def _dropped_badge(sub: Submission) -> str:
@@ -114,6 +130,8 @@ class _Sub:
     meta: str
     baseline: str
     owner: str
+    csv_owner: str
+    csv_paper: str
 
 
 def _subs(scores: list[SystemScore]) -> dict[int, _Sub]:
@@ -125,7 +143,8 @@ def _subs(scores: list[SystemScore]) -> dict[int, _Sub]:
                 reverse("submission-evaluation", args=[sub.pk]), _meta_html(sub),
                 (' <span class="badge badge-info">baseline</span>' if sub.is_baseline else "")
                 + _dropped_badge(sub),
-                sub.owner.get_username())
+                sub.owner.get_username(), str(csv_safe(sub.owner.get_username())),
+                str(csv_safe(sub.paper_url or "")))
     return out
 
 
@@ -160,74 +179,97 @@ def _frame(scheme: str, metric: str, kind: str, pct: int) -> tuple[str, str]:
     return _FRAMES[key]
 
 
-def _render_kind(run: ScoreRun, scheme: str, kind: str, scores: list[SystemScore],
-                 subs: dict[int, _Sub]) -> list[BoardSnapshot]:
-    """The boards of one scheme × kind, one per sort metric, from the run's rows."""
-    pct = round(100 * run.confidence)
+# Per kind, per metric: the SystemScore attributes of (estimate, lo, hi).
+_COLUMNS = {kind: [tuple(f"{METRIC_COLUMNS[m]}_{kind}{b}" for b in BOUNDS) for m in METRICS]
+            for kind in lb.KINDS}
+_TD, _TD_SORTED = '<td class="num metric">', '<td class="num metric sorted">'
+
+
+@dataclass
+class _Kind:
+    """The boards of one scheme × kind: per sort metric its head, rows and HTML pieces;
+    the JSON and CSV pieces, the same whatever the sort, once."""
+
+    scheme: str
+    kind: str
+    boards: list[tuple[str, dict[str, Any], list[Any], list[Any]]]  # metric, head, rows, html
+    api: list[dict[str, Any]]
+    csv: list[list[str]]
+
+
+def _render_kind(head: dict[str, Any], pct: int, scheme: str, kind: str,
+                 scores: list[SystemScore], subs: dict[int, _Sub],
+                 labels: dict[int, str]) -> _Kind:
+    """The boards of one scheme × kind, one per sort metric, from the run's rows.
+
+    Every (row, metric) is formatted once: its cell appears on all three boards (sorted
+    on one), its bar and interval label on the board sorted by it.
+    """
     grid = _grid(TICKS)
-    api, csv_cells, metrics_of, cells_of, tails = [], [], [], [], {}
-    for sc in scores:  # what does not depend on the sort metric
+    columns = _COLUMNS[kind]
+    api, csv_cells = [], []
+    rows: list[list[dict[str, Any]]] = [[] for _ in METRICS]
+    html: list[list[list[str]]] = [[] for _ in METRICS]
+    for sc in scores:
         sub, info = sc.submission, subs[sc.submission_id]
-        metrics = {m: lb.Metric(*sc.interval(m, kind)) for m in METRICS}
-        metrics_of.append(metrics)
-        cells_of.append({m: _cell_html(metrics[m]) for m in METRICS})
+        cells, bars, metrics, csv_nums = [], [], {}, []
+        for metric, (e, lo_name, hi_name) in zip(METRICS, columns, strict=True):
+            est, lo, hi = getattr(sc, e), getattr(sc, lo_name), getattr(sc, hi_name)
+            exact = is_exact(lo, hi)
+            ci_html, lo3, hi3 = _ends(lo, hi, exact)
+            cells.append(_cell_html(est, lo, ci_html))
+            aria = "exact" if exact else f"{pct}% interval {lo3} to {hi3}"
+            bars.append((est, lo, hi, f"{metric} {_score(est)}, {aria}"))
+            metrics[metric] = {"estimate": est, "lo": lo, "hi": hi, "exact": exact}
+            csv_nums += [_csv_num(est), _csv_num(lo), _csv_num(hi), str(exact)]
         cost = str(sc.cost_usd.quantize(Decimal("0.01")))
         dropped = sub.n_dropped if sub.drop_invalid else None
         api.append({"owner": info.owner, "baseline": sub.is_baseline,
                     "paper_url": sub.paper_url or None, "method": sub.method_description or None,
                     "labels_used": sc.labels_used, "draws": sc.draws,
                     "pending_draws": sc.pending, "cost_usd": cost,
-                    "lines_dropped": dropped,
-                    **{m: metrics[m].as_dict() for m in METRICS}})
+                    "lines_dropped": dropped, **metrics})
         csv_cells.append(
-            [str(csv_safe(info.owner)), str(sub.is_baseline)]
-            + [str(v) if isinstance(v, bool) else _csv_num(v) for m in METRICS
-               for v in (metrics[m].estimate, metrics[m].lo, metrics[m].hi, metrics[m].exact)]
-            + [str(sc.labels_used), str(sc.draws), str(sc.pending), cost,
-               str(csv_safe(sub.paper_url or "")), "" if dropped is None else str(dropped)])
-        tails[sc.pk] = f'</svg></td><td class="num">{intcomma(sc.labels_used)}</td></tr>\n'
-    boards = []
-    for metric in METRICS:
-        rows, html = [], []
-        for sc, metrics, cells in zip(scores, metrics_of, cells_of, strict=True):
-            info, s = subs[sc.submission_id], metrics[metric]
-            rows.append({"s": sc.submission_id, "e": s.estimate, "lo": s.lo, "hi": s.hi,
-                         "p": sc.pending, "u": info.url,
-                         "v": "" if s.estimate is None else str(s.estimate)})
-            tds = "".join(f'<td class="num metric{" sorted" if m == metric else ""}">'
-                          f"{cells[m]}</td>" for m in METRICS)
-            bar = lb._bar(s, None)
+            [info.csv_owner, str(sub.is_baseline), *csv_nums,
+             str(sc.labels_used), str(sc.draws), str(sc.pending), cost,
+             info.csv_paper, "" if dropped is None else str(dropped)])
+        tail_end = f'</svg></td><td class="num">{labels[sc.labels_used]}</td></tr>\n'
+        plain = [f"{_TD}{c}</td>" for c in cells]
+        for i, (est, lo, hi, aria) in enumerate(bars):
+            rows[i].append({"s": sc.submission_id, "e": est, "lo": lo, "hi": hi,
+                            "p": sc.pending, "u": info.url,
+                            "v": "" if est is None else str(est)})
+            tds = "".join(f"{_TD_SORTED}{cells[j]}</td>" if j == i else td
+                          for j, td in enumerate(plain))
             tail = ""
-            if "lo" in bar:
-                tail += (f'<line class="whisker" x1="{bar["lo"]}" x2="{bar["hi"]}" y1="12" '
-                         'y2="12"/>'
-                         f'<line class="cap" x1="{bar["lo"]}" x2="{bar["lo"]}" y1="7" y2="17"/>'
-                         f'<line class="cap" x1="{bar["hi"]}" x2="{bar["hi"]}" y1="7" y2="17"/>')
-            if "est" in bar:
-                tail += f'<circle class="point" cx="{bar["est"]}" cy="12" r="4.5"/>'
+            if lo is not None and hi is not None:
+                x0, x1 = lb._x(lo), lb._x(hi)
+                tail = (f'<line class="whisker" x1="{x0}" x2="{x1}" y1="12" y2="12"/>'
+                        f'<line class="cap" x1="{x0}" x2="{x0}" y1="7" y2="17"/>'
+                        f'<line class="cap" x1="{x1}" x2="{x1}" y1="7" y2="17"/>')
+            if est is not None:
+                tail += f'<circle class="point" cx="{lb._x(est)}" cy="12" r="4.5"/>'
             mid = (f'</div><div class="system-meta muted">{info.meta}</div></td>{tds}'
                    f'<td class="chart-col"><svg class="errbar" viewBox="0 0 {lb.BAR_WIDTH} 24" '
-                   f'width="{lb.BAR_WIDTH}" height="24" role="img" aria-label="{metric} '
-                   f'{_score(s.estimate)}, {_aria_interval(s, pct)}">'
-                   f"{grid}")
-            html.append([info.baseline, mid, tail + tails[sc.pk]])
-        head = _head(run)
-        head["open"], head["close"] = _frame(scheme, metric, kind, pct)
-        head["version"] = render_version()  # the code and templates that rendered it
-        boards.append(BoardSnapshot(corpus_id=run.corpus_id, run=run, scheme=scheme, kind=kind,
-                                    metric=metric, head=head, rows=rows, html=html, api=api,
-                                    csv=csv_cells))
-    return boards
+                   f'width="{lb.BAR_WIDTH}" height="24" role="img" aria-label="{aria}">{grid}')
+            html[i].append([info.baseline, mid, tail + tail_end])
+    boards = []
+    for i, metric in enumerate(METRICS):
+        opening, closing = _frame(scheme, metric, kind, pct)
+        # The code and templates that rendered it: "version".
+        boards.append((metric, {**head, "open": opening, "close": closing,
+                                "version": render_version()}, rows[i], html[i]))
+    return _Kind(scheme, kind, boards, api, csv_cells)
 
 
 def write_snapshots(run: ScoreRun, scores: list[SystemScore] | None = None) -> int:
     """Store the leaderboards of `run` (every scheme it scored × kind × metric),
     replacing the corpus's previous ones.
 
-    `scores`: the run's rows as just stored (with their ids), sparing the read back;
-    their submissions are read afresh either way (the displayed fields are live).
+    `scores`: the run's rows as just stored, sparing the read back; their submissions
+    are read afresh either way (the displayed fields are live).
     """
-    if scores is None or any(sc.pk is None for sc in scores):  # ids not returned: read
+    if scores is None:
         scores = list(SystemScore.objects.filter(run=run)
                       .select_related("submission", "submission__owner")
                       .order_by("submission_id"))
@@ -241,8 +283,11 @@ def write_snapshots(run: ScoreRun, scores: list[SystemScore] | None = None) -> i
     by_scheme: dict[str, list[SystemScore]] = {}
     for sc in scores:
         by_scheme.setdefault(sc.scheme, []).append(sc)
-    boards = [b for scheme, rows in by_scheme.items() if scheme in lb.BOARD_SCHEMES
-              for kind in lb.KINDS for b in _render_kind(run, scheme, kind, rows, subs)]
+    head, pct = _head(run), round(100 * run.confidence)
+    labels = {n: intcomma(n) for n in {sc.labels_used for sc in scores}}
+    kinds = [_render_kind(head, pct, scheme, kind, rows, subs, labels)
+             for scheme, rows in by_scheme.items() if scheme in lb.BOARD_SCHEMES
+             for kind in lb.KINDS]
     with transaction.atomic():
         # Lock the old boards first: a stored body (estimation/stored_pages.py) inserted
         # for one of them now waits and then fails, instead of slipping in after the
@@ -251,8 +296,47 @@ def write_snapshots(run: ScoreRun, scores: list[SystemScore] | None = None) -> i
              .values_list("pk", flat=True))
         # only(): the cascade fetches the old boards; their bodies need not be decoded.
         BoardSnapshot.objects.filter(corpus_id=run.corpus_id).only("pk").delete()
-        BoardSnapshot.objects.bulk_create(boards)
-    return len(boards)
+        if connection.vendor == "postgresql":
+            if kinds:
+                _insert(run, kinds)
+        else:
+            BoardSnapshot.objects.bulk_create(
+                BoardSnapshot(corpus_id=run.corpus_id, run=run, scheme=k.scheme, kind=k.kind,
+                              metric=metric, head=h, rows=rows, html=html, api=k.api,
+                              csv=k.csv)
+                for k in kinds for metric, h, rows, html in k.boards)
+    return sum(len(k.boards) for k in kinds)
+
+
+def _insert(run: ScoreRun, kinds: list[_Kind]) -> None:
+    """`bulk_create` of the boards in one statement, each kind's JSON and CSV pieces
+    (the same on its three boards) encoded, sent and parsed once.
+
+    The boards are inserted in the order given (their ids ascend as with bulk_create).
+    """
+    f = {name: BoardSnapshot._meta.get_field(name).column
+         for name in ("corpus", "run", "scheme", "kind", "metric", "built_at", "head", "rows",
+                      "html", "api", "csv")}
+    shared, boards, params = [], [], []
+    for n, k in enumerate(kinds):
+        shared.append("(%s, %s::jsonb, %s::jsonb)")
+        params += [n, json.dumps(k.api), json.dumps(k.csv)]
+    params += [run.corpus_id, run.pk, timezone.now()]
+    for n, k in enumerate(kinds):
+        for metric, head, rows, html in k.boards:
+            boards.append("(%s, %s, %s, %s, %s, %s, %s)")
+            params += [n, k.scheme, k.kind, metric, json.dumps(head), json.dumps(rows),
+                       json.dumps(html)]
+    # MATERIALIZED: each shared piece is parsed once, not once per board that uses it.
+    sql = (f"WITH k (n, api, csv) AS MATERIALIZED (VALUES {', '.join(shared)}) "
+           f"INSERT INTO {BoardSnapshot._meta.db_table} ("
+           + ", ".join(f[name] for name in f) + ") "
+           "SELECT %s, %s, b.scheme, b.kind, b.metric, %s, b.head::jsonb, b.rows::jsonb, "
+           "b.html::jsonb, (SELECT api FROM k WHERE k.n = b.n), "
+           "(SELECT csv FROM k WHERE k.n = b.n) "
+           f"FROM (VALUES {', '.join(boards)}) b (n, scheme, kind, metric, head, rows, html)")
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
 
 
 def refresh_corpus(corpus_id: int) -> None:
