@@ -107,19 +107,15 @@ def test_a_changed_answer_or_a_busy_new_worker_refits(world: World, settings) ->
     assert load_corpus_data(world.corpus).extra["correction_fit"] is not None
 
 
-@pytest.mark.django_db
-@pytest.mark.skipif(connection.vendor != "postgresql",
-                    reason="posteriors are kept with the answers, kept only on Postgres")
-def test_only_questions_with_new_answers_get_their_posteriors_computed_again(
-        world: World, settings, monkeypatch) -> None:
-    """Under stored parameters each replicate's posterior of a question depends on its
-    own answers alone: a worker keeps the rows and computes those of labels on new or
-    newly answered questions only, and gives the floats a computation from scratch
-    gives (which computes the labelled questions' posteriors: no other is used)."""
+def stored_fit_counting_posteriors(world: World, settings, monkeypatch,
+                                   growth: float) -> list[int]:
+    """A crowd on ``world``, its correction fitted and stored (4 replicates, refitted
+    past ``growth``); returns the list that receives the number of questions of every
+    posterior computed from then on."""
     _crowd(world)
     settings.KBPO_SOFT_LABELS = True
     settings.KBPO_SOFT_LABEL_BOOTSTRAP = 4
-    settings.KBPO_SOFT_LABEL_REFIT_GROWTH = 1.0
+    settings.KBPO_SOFT_LABEL_REFIT_GROWTH = growth
     correction.forget_answers()
     scoring.recompute(world.corpus)  # fits and stores the parameters
     computed: list[int] = []
@@ -130,6 +126,19 @@ def test_only_questions_with_new_answers_get_their_posteriors_computed_again(
         return real(params, items, workers, answers, n_items, **kw)
 
     monkeypatch.setattr(correction, "coin_posterior", spy)
+    return computed
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql",
+                    reason="posteriors are kept with the answers, kept only on Postgres")
+def test_only_questions_with_new_answers_get_their_posteriors_computed_again(
+        world: World, settings, monkeypatch) -> None:
+    """Under stored parameters each replicate's posterior of a question depends on its
+    own answers alone: a worker keeps the rows and computes those of labels on new or
+    newly answered questions only, and gives the floats a computation from scratch
+    gives (which computes the labelled questions' posteriors: no other is used)."""
+    computed = stored_fit_counting_posteriors(world, settings, monkeypatch, growth=1.0)
 
     def load() -> list:
         data = load_corpus_data(world.corpus)

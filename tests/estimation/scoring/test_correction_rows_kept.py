@@ -13,8 +13,7 @@ from annotations.models import PairLabel, Question, Response
 from estimation import correction, scoring
 from estimation.data import load_corpus_data
 from tests.estimation.scoring.scoring_world import World
-from tests.estimation.scoring.test_correction_fit import _answer
-from tests.estimation.scoring.test_report_crowd import _crowd
+from tests.estimation.scoring.test_correction_fit import _answer, stored_fit_counting_posteriors
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql",
                                 reason="rows are kept with the answers, kept only on Postgres")
@@ -33,20 +32,7 @@ def _identical(a: list, b: list) -> bool:
 def kept(world: World, settings, monkeypatch):
     """Loads through the kept rows, each checked against a load from scratch; yields a
     load that returns (replicate rows, questions computed per replicate)."""
-    _crowd(world)
-    settings.KBPO_SOFT_LABELS = True
-    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 4
-    settings.KBPO_SOFT_LABEL_REFIT_GROWTH = 10.0
-    correction.forget_answers()
-    scoring.recompute(world.corpus)  # fits and stores the parameters
-    computed: list[int] = []
-    real = correction.coin_posterior
-
-    def spy(params, items, workers, answers, n_items, **kw):
-        computed.append(n_items)
-        return real(params, items, workers, answers, n_items, **kw)
-
-    monkeypatch.setattr(correction, "coin_posterior", spy)
+    computed = stored_fit_counting_posteriors(world, settings, monkeypatch, growth=10.0)
 
     def load() -> tuple[list, list[int]]:
         computed.clear()
