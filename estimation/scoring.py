@@ -425,8 +425,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
             t1 = time.monotonic()
             variance = correction_variance(data.population, evidence, data.soft_replicates,
-                                           draw_scheme, schemes, confidence, plan,
-                                           threads=max(1, settings.KBPO_SCORE_THREADS))
+                                           draw_scheme, schemes, confidence, plan)
             say(f"{len(data.soft_replicates)} correction replicates in "
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
         hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)

@@ -552,6 +552,3 @@ KBPO_SCORE_DEBOUNCE_SECONDS = env_float("KBPO_SCORE_DEBOUNCE_SECONDS", 2.0)
 KBPO_SCORE_LEASE_SECONDS = env_float("KBPO_SCORE_LEASE_SECONDS", 1800.0)
 # The sampling schemes whose scores every recomputation stores (the draw scheme always).
 KBPO_SCORE_SCHEMES = env_list("KBPO_SCORE_SCHEMES", "instance,predicate,entity,entity_relation")
-# Threads a recomputation computes the noise correction's replicates on (same numbers
-# whatever the count): the machine's cores, at most 4.
-KBPO_SCORE_THREADS = env_int("KBPO_SCORE_THREADS", min(4, os.cpu_count() or 1))

@@ -32,9 +32,7 @@ answers (a bootstrap over workers, refitted and re-labelled) counted it twice.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -173,47 +171,28 @@ Key = tuple[str, str, str]  # (scheme, metric, kind)
 
 def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[SoftLabels],
                         draw_scheme: str = "instance", schemes: Sequence[str] | None = None,
-                        confidence: float = 0.9, plan: PointPlan | None = None,
-                        threads: int = 1) -> dict[Key, np.ndarray]:
+                        confidence: float = 0.9, plan: PointPlan | None = None
+                        ) -> dict[Key, np.ndarray]:
     """Between-replicate variance of every estimate over replicate soft labels.
 
     ``ev``: the evidence with the fit's soft labels (its ``system_prior`` is where
     each replicate's fixed-point iteration starts; one round moves it most of the way).
     Fewer than 2 replicates: no variance (empty). ``plan``: the `PointPlan` of these
     draws and labels under ``draw_scheme`` if one was made (e.g. for ``ev``'s fixed point).
-    ``threads``: replicates computed at once (the same numbers whatever the count).
     """
     if len(replicates) < 2:
         return {}
     # Only the replicates' point estimates count: one plan serves them all.
     if plan is None or plan.draw_scheme != draw_scheme:
         plan = PointPlan(pop, ev, draw_scheme)
-
-    def points(p: PointPlan, soft: SoftLabels) -> dict[Key, np.ndarray]:
+    values: dict[Key, list[np.ndarray]] = {}
+    for soft in replicates:
         rep = with_soft_labels(pop, ev, soft)
         if ev.system_prior is not None:
             rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior,
-                                  plan=p, start_group=ev.group_prior)
-        return p.estimates(rep, schemes, confidence)
-
-    # The first replicate fills the plan's label-free parts; the others only read them.
-    found = [points(plan, replicates[0])]
-    rest = list(replicates[1:])
-    if threads > 1 and len(rest) > 1:
-        # A shallow copy per thread: the parts are shared, each copy keeps its own
-        # per-call state (the soft labels last looked up, the sums of the last verdicts).
-        # The compiled loops and numpy's large operations run without the GIL.
-        copies = [copy.copy(plan) for _ in range(threads)]
-        with ThreadPoolExecutor(threads) as pool:
-            chunks = list(pool.map(lambda i: [points(copies[i], soft)
-                                              for soft in rest[i::threads]], range(threads)))
-        found += [chunks[k % threads][k // threads] for k in range(len(rest))]
-    else:
-        found += [points(plan, soft) for soft in rest]
-    values: dict[Key, list[np.ndarray]] = {}
-    for est in found:
-        for key, value in est.items():
-            values.setdefault(key, []).append(value)
+                                  plan=plan, start_group=ev.group_prior)
+        for key, est in plan.estimates(rep, schemes, confidence).items():
+            values.setdefault(key, []).append(est)
     out = {}
     for key, vals in values.items():
         arr = np.stack(vals)

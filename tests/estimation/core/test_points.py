@@ -259,22 +259,3 @@ def test_the_full_estimate_on_the_plans_state_gives_the_same_floats(task):
                         np.testing.assert_array_equal(getattr(g, part), getattr(w, part),
                                                       err_msg=f"{s} {metric} {kind} {part}")
         assert state.cache and not p.state.cache  # the plan's own state is left alone
-
-
-def test_replicates_on_threads_give_the_same_variance(task):
-    """Replicates computed on several threads (each on a copy of the plan sharing its
-    parts) give the serial run's floats; replicates are many enough that each thread
-    gets several."""
-    world, pop, ev, lab, draw_scheme = task
-    soft = with_soft_labels(pop, ev, _noisy(world, lab, 7))
-    plan = PointPlan(pop, soft, draw_scheme)
-    fixed = self_consistent(pop, soft, draw_scheme, plan=plan)
-    reps = [_noisy(world, lab, seed) for seed in range(20, 27)]
-    serial = correction_variance(pop, fixed, reps, draw_scheme, SCHEMES, 0.9, plan)
-    for threads in (2, 3):
-        got = correction_variance(pop, fixed, reps, draw_scheme, SCHEMES, 0.9, plan,
-                                  threads=threads)
-        assert got.keys() == serial.keys()
-        for key, v in serial.items():
-            np.testing.assert_array_equal(got[key], v, err_msg=str(key))
-    assert any(np.nanmax(v) > 0 for v in serial.values())
