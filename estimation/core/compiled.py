@@ -22,6 +22,7 @@ _LOADED: SimpleNamespace | None = None
 # width per call, the first one's; another integer type is converted).
 _BY_WIDTH = {"reprior": (1,), "scheme_sums": (0, 1, 4), "nu_sums": (0, 1)}
 
+
 def _ahead_of_time() -> object | None:
     from .build_kernels import MODULE, source_digest
 
@@ -58,6 +59,7 @@ def _by_width(variants: dict[str, object], name: str) -> Callable[..., object]:
             args[k] = np.asarray(args[k], dtype=kind)
         return variants[f"{name}_{'i8' if wide else 'i4'}"](*args)
     return call
+
 
 def kernels() -> SimpleNamespace:
     """The loops: fixed_point_shares, reprior, moving_items, spread_soft, scheme_sums and

@@ -151,6 +151,14 @@ def test_spam_rejected_by_the_review_no_longer_counts(
     assert not Response.objects.filter(worker__external_id="spam", counted=True).exists()
 
 
+def _committing(capture):
+    """An answer function whose commit callbacks (aggregation, recounts) run."""
+    def submit(h, name, choose):
+        with capture(execute=True):
+            answer(h, name, choose)
+    return submit
+
+
 def _tied_then_labelled(hit: Hit, submit, bad: str = "bad") -> None:
     """good1, bad (wrong everywhere) and split: two pairs labelled with bad's answers,
     the spouse pair tied (one more answer asked), the HIT still posted."""
@@ -164,9 +172,7 @@ def test_an_operators_rejection_in_the_admin_takes_the_same_path(
         client, planned, label_log, django_capture_on_commit_callbacks) -> None:
     sub, hit = planned
 
-    def submit(h, name, choose):
-        with django_capture_on_commit_callbacks(execute=True):
-            answer(h, name, choose)
+    submit = _committing(django_capture_on_commit_callbacks)
 
     _tied_then_labelled(hit, submit)
     staff = make_user("op", staff=True)
@@ -240,9 +246,7 @@ def test_a_recount_lost_after_the_rejection_is_done_by_the_re_drive(
         planned, django_capture_on_commit_callbacks) -> None:
     _sub, hit = planned
 
-    def submit(h, name, choose):
-        with django_capture_on_commit_callbacks(execute=True):
-            answer(h, name, choose)
+    submit = _committing(django_capture_on_commit_callbacks)
 
     _tied_then_labelled(hit, submit)
     bad = Assignment.objects.get(worker__external_id="bad")
@@ -318,9 +322,7 @@ def test_a_lost_recount_is_found_though_a_late_answer_made_up_the_count(
     count, yet those labels count the rejected answers."""
     _sub, hit = planned
 
-    def submit(h, name, choose):
-        with django_capture_on_commit_callbacks(execute=True):
-            answer(h, name, choose)
+    submit = _committing(django_capture_on_commit_callbacks)
 
     _tied_then_labelled(hit, submit)
     submit(hit, "late", truth)
@@ -348,9 +350,7 @@ def test_the_mark_is_set_by_the_rejection_and_cleared_by_the_recount(
         planned, monkeypatch, django_capture_on_commit_callbacks) -> None:
     _sub, hit = planned
 
-    def submit(h, name, choose):
-        with django_capture_on_commit_callbacks(execute=True):
-            answer(h, name, choose)
+    submit = _committing(django_capture_on_commit_callbacks)
 
     _tied_then_labelled(hit, submit)
     assert not _marked()
@@ -441,9 +441,7 @@ def test_answers_discounted_before_the_mark_existed_are_marked_by_the_migration(
         planned, django_capture_on_commit_callbacks) -> None:
     _sub, hit = planned
 
-    def submit(h, name, choose):
-        with django_capture_on_commit_callbacks(execute=True):
-            answer(h, name, choose)
+    submit = _committing(django_capture_on_commit_callbacks)
 
     _tied_then_labelled(hit, submit)
     with django_capture_on_commit_callbacks(execute=False):
