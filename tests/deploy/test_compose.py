@@ -105,6 +105,16 @@ def test_the_image_default_command_is_the_web_command() -> None:
     assert json.loads(cmd.group(1)) == compose.command(web)
 
 
+def test_the_image_runs_one_openblas_thread_per_process() -> None:
+    """Every service runs several processes, or shares the cores with them: OpenBLAS's
+    own threads would only spin beside the scorer's sparse sums (docs/deployment.md)."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    env = re.search(r"^ENV ((?:.*\\\n)*.*)$", dockerfile, re.M)
+    assert env is not None
+    pairs = dict(p.split("=", 1) for p in env.group(1).replace("\\\n", " ").split())
+    assert pairs.get("OPENBLAS_NUM_THREADS") == "1"
+
+
 def adapt(**env: str) -> dict:
     caddy = require_caddy()
     proc = subprocess.run([caddy, "adapt", "--config", str(compose.CADDYFILE),
