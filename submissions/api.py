@@ -13,8 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from .forms import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS
-from .models import State, Submission
+from .models import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS, State, Submission
 from .serializers import (
     SubmissionCreateSerializer,
     SubmissionDetailSerializer,

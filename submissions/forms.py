@@ -10,12 +10,7 @@ from django.conf import settings
 from kbpo.core.models import Corpus
 
 from .kbformat import UploadCheck, inspect_upload
-from .models import Submission
-
-# Longest description and method text: a page shows them whole, and a longer text is
-# more likely a pasted file than prose.
-DESCRIPTION_MAX_CHARS = 5_000
-METHOD_MAX_CHARS = 20_000
+from .models import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS, Submission
 
 
 class SubmissionForm(forms.ModelForm):

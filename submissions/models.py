@@ -16,6 +16,11 @@ from kbpo.core.schema import ENTITY_TYPES
 
 from .kbformat import NODE_MAX_CHARS
 
+# Longest description and method text: a page shows them whole, and a longer text is
+# more likely a pasted file than prose.
+DESCRIPTION_MAX_CHARS = 5_000
+METHOD_MAX_CHARS = 20_000
+
 
 class State(models.TextChoices):
     UPLOADED = "uploaded", "uploaded"
@@ -72,9 +77,11 @@ class Submission(models.Model):
                               related_name="submissions")
     corpus = models.ForeignKey(Corpus, on_delete=models.PROTECT, related_name="submissions")
     name = models.CharField(max_length=100, help_text="System name shown on the leaderboard.")
-    description = models.TextField(blank=True)
+    # Capped on the model, so every form of it (the upload form, the admin) refuses more.
+    description = models.TextField(blank=True, max_length=DESCRIPTION_MAX_CHARS)
     method_description = models.TextField(
-        blank=True, help_text="How the system works (models, training data, resources).")
+        blank=True, max_length=METHOD_MAX_CHARS,
+        help_text="How the system works (models, training data, resources).")
     paper_url = models.URLField(blank=True, help_text="Paper or code describing the system.")
     public = models.BooleanField(
         default=False, help_text="Public submissions are visible to every signed-in user.")

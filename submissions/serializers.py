@@ -9,9 +9,8 @@ from rest_framework import serializers
 
 from kbpo.core.models import Corpus
 
-from .forms import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS
 from .kbformat import UploadCheck, inspect_upload
-from .models import Submission, SubmissionEvent
+from .models import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS, Submission, SubmissionEvent
 from .services import NEXT_STEP
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -343,6 +344,33 @@ def test_overlong_text_fields_are_field_errors(user: User, corpus: Corpus,
         call_command("submit", str(path), user="ada", corpus="tiny", name="x",
                      method="m" * 20_001)
     assert not Submission.objects.exists()
+
+
+def test_the_admin_keeps_the_text_caps(client: Client,
+                                       stored: Callable[..., Submission]) -> None:
+    """The caps are the model's: staff editing a submission in the admin cannot store
+    what the upload form and the API refuse."""
+    sub = stored(to_bytes(valid_lines()), description="short")
+    root = User.objects.create_superuser("root", "root@example.org", PASSWORD)
+    client.force_login(root)
+    url = reverse("admin:submissions_submission_change", args=[sub.pk])
+    # The events inline's hidden fields (its management form, its rows' ids), as the
+    # page renders them.
+    management = dict(re.findall(r'<input type="hidden" name="(\w+-[\w-]+)" value="([^"]*)"',
+                                 client.get(url).content.decode()))
+    assert any(name.endswith("TOTAL_FORMS") for name in management)
+    form = {"name": sub.name, "description": "d" * 5001, "method_description": "m" * 20_001,
+            "paper_url": "", "_save": "Save", **management}
+    page = client.post(url, form)
+    assert page.status_code == 200  # the form again, with its errors
+    text = page.content.decode()
+    assert "at most 5000 characters" in text and "at most 20000 characters" in text
+    sub.refresh_from_db()
+    assert sub.description == "short"
+    form.update(description="d" * 5000, method_description="m" * 20_000)
+    assert client.post(url, form).status_code == 302
+    sub.refresh_from_db()
+    assert len(sub.description) == 5000 and len(sub.method_description) == 20_000
 
 
 @pytest.mark.django_db
