@@ -6,9 +6,12 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator, slug_re
 from django.db import models
+from django.db.models import Q
 
 # A tag is part of every page URL of its corpus (Django's <slug:...> converter, whose
 # characters `slug_re` gives): one outside it makes those URLs unbuildable (NoReverseMatch).
+# The same pattern for the database's check (on Postgres `~`, where \Z ends the text).
+TAG_PATTERN = slug_re.pattern
 TAG_INVALID = ("Corpus tag “%(value)s” is not allowed: use only ASCII letters, digits, "
                "hyphens and underscores (the tag is part of the corpus's URLs), "
                "e.g. “tac2015-v2”.")
@@ -27,6 +30,13 @@ class Corpus(models.Model):
     class Meta:
         ordering = ["tag"]
         verbose_name_plural = "corpora"
+        # The same rule in the database, for what skips save() (bulk_create, update, raw
+        # SQL). Added NOT VALID (migration 0004): a row stored before it stays readable
+        # until renamed, and any write to it must give it a routable tag.
+        constraints = [models.CheckConstraint(
+            condition=Q(tag__regex=TAG_PATTERN), name="corpus_tag_routable",
+            violation_error_message="This corpus tag is not allowed in URLs: rename it "
+                                    "(ASCII letters, digits, hyphens and underscores only).")]
 
     def __str__(self) -> str:
         return self.tag

@@ -3,12 +3,16 @@ corpus is made, and a row stored before that check does not take the pages down.
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.db import IntegrityError, connection, transaction
 from django.test import Client
 from django.urls import reverse
 
@@ -76,10 +80,48 @@ def test_admin_form_refuses_a_bad_tag_naming_it(client: Client) -> None:
     assert resp.status_code == 302 and Corpus.objects.filter(tag="tac2015").exists()
 
 
+def _constraint_migration() -> ModuleType:
+    return importlib.import_module("kbpo.core.migrations.0004_corpus_tag_constraint")
+
+
 def _stored_before_the_check(tag: str) -> Corpus:
-    """A row from before tags were checked: bulk_create skips save(), as old data did."""
-    [corpus] = Corpus.objects.bulk_create([Corpus(tag=tag)])
+    """A row from before tags were checked, as an older version stored it: without the
+    database's check, which the migration then adds over it (the test's transaction
+    undoes both)."""
+    migration = _constraint_migration()
+    with connection.schema_editor() as editor:
+        migration.drop(django_apps, editor)
+        [corpus] = Corpus.objects.bulk_create([Corpus(tag=tag)])
+        migration.add(django_apps, editor)
     return Corpus.objects.get(pk=corpus.pk)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("tag", ["tac 2015.v2", "kbp/2016", "été", "a\nb", ""])
+def test_the_database_refuses_a_bad_tag_that_skips_save(tag: str) -> None:
+    """bulk_create, update and raw SQL skip Corpus.save(): the database checks too."""
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Corpus.objects.bulk_create([Corpus(tag=tag)])
+    good = make_corpus("good")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Corpus.objects.filter(pk=good.pk).update(tag=tag)
+    with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {Corpus._meta.db_table} SET tag = %s", [tag])
+    assert list(Corpus.objects.values_list("tag", flat=True)) == ["good"]
+
+
+@pytest.mark.django_db
+def test_a_row_stored_before_the_check_must_be_renamed_to_change() -> None:
+    """The check does not refuse the migration over an old row (NOT VALID), but any write
+    of that row must give it a routable tag; the rename itself goes through."""
+    bad = _stored_before_the_check("tac 2015.v2")
+    assert not bad.routable
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Corpus.objects.filter(pk=bad.pk).update(description="kept as it was")
+    with pytest.raises(ValidationError, match="not allowed in URLs: rename it"):
+        Corpus(pk=bad.pk, tag=bad.tag).validate_constraints()
+    Corpus.objects.filter(pk=bad.pk).update(tag="tac2015-v2", description="renamed")
+    assert Corpus.objects.get(pk=bad.pk).routable
 
 
 @pytest.mark.django_db
