@@ -79,6 +79,9 @@ CODES: dict[str, tuple[str, str]] = {
     "UNKNOWN_PREDICATE": (ERROR, "See the list of accepted predicates in the documentation "
                                  "(inverse and city/state/country forms are accepted)."),
     "UNSUPPORTED_PREDICATE": (WARNING, "This TAC slot is not evaluated; the line is skipped."),
+    "SENTIMENT_NOT_EVALUATED": (WARNING, "Sentiment assertions (likes, dislikes and their "
+                                         "inverses) are not evaluated; the line is skipped. "
+                                         "Nothing to fix."),
     "ARGUMENT_TYPES_MISMATCH": (ERROR, "Check the predicate's subject and object types in "
                                        "the schema table, and the entities' type lines."),
     "SELF_RELATION": (ERROR, "A relation needs two different entities and two different "
