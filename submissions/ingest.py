@@ -39,6 +39,7 @@ from django.db import connection
 from kbpo.core import schema
 from kbpo.core.gold import closest_pair
 
+from .gzipstream import GzipStream, ignored_message
 from .indexes import MASK, DocumentIndex, Entity
 from .ingest_lines import ENTITY_KINDS, Item, LineBatches, rare_collections, spooled_batches
 from .ingest_nodes import NodeStore, report_untyped
@@ -139,6 +140,9 @@ class Ingestor:
             with tempfile.TemporaryFile(buffering=1 << 20) as spool:
                 with self._open() as raw:
                     self._pass1(raw, spool, stager, store)
+                    if isinstance(raw, GzipStream) and raw.ignored:
+                        self.report.add(self.counts.lines, "GZIP_TRAILING_BYTES",
+                                        ignored_message(raw))
                 if self.counts.lines == 0:
                     self.report.add(1, "EMPTY_FILE", "the file is empty")
                     raise self._rejected()
