@@ -39,6 +39,7 @@ from django.db import connection
 from kbpo.core import schema
 from kbpo.core.gold import closest_pair
 
+from .gzipstream import GzipStream, ignored_message
 from .indexes import MASK, DocumentIndex, Entity
 from .ingest_lines import ENTITY_KINDS, Item, LineBatches, rare_collections, spooled_batches
 from .ingest_nodes import NodeStore, report_untyped
@@ -62,6 +63,7 @@ from .kbformat import (
     same_text,
 )
 from .models import Submission
+from .predicates import skip_by_predicate
 from .staging import Stager
 
 FILLER_TYPES = (schema.DATE, schema.TITLE)
@@ -138,6 +140,9 @@ class Ingestor:
             with tempfile.TemporaryFile(buffering=1 << 20) as spool:
                 with self._open() as raw:
                     self._pass1(raw, spool, stager, store)
+                    if isinstance(raw, GzipStream) and raw.ignored:
+                        self.report.add(self.counts.lines, "GZIP_TRAILING_BYTES",
+                                        ignored_message(raw))
                 if self.counts.lines == 0:
                     self.report.add(1, "EMPTY_FILE", "the file is empty")
                     raise self._rejected()
@@ -364,7 +369,8 @@ class Ingestor:
                 self.entities = entities
                 drop_nodes = self.drop_nodes
                 for number, cols in lines:
-                    if drop_nodes and (cols[0] in drop_nodes or cols[2] in drop_nodes):
+                    if drop_nodes and (cols[0] in drop_nodes or cols[2] in drop_nodes
+                                       ) and not schema.is_sentiment(cols[1]):
                         self._cascade(number, cols[0] if cols[0] in drop_nodes else cols[2])
                         continue
                     try:
@@ -418,26 +424,9 @@ class Ingestor:
         return ent
 
     def _relation_line(self, number: int, cols: list[str], stager: Stager) -> None:
+        if skip_by_predicate(number, cols, self.entities, self.report, self.counts.skipped):
+            return
         pred = cols[1]
-        known = schema.is_known(pred)
-        if not known and any(ent is not None and ent.skip for ent in (
-                self.entities.get(cols[0]), self.entities.get(cols[2]))):
-            # A FAC/LOC entity's or an event's line (a realis mention, an event argument,
-            # in either direction), whatever predicate name it uses: not evaluated. (With
-            # a schema predicate, `_entity` skips it below.)
-            self.counts.skipped["lines of skipped nodes (FAC/LOC entities, events)"] += 1
-            return
-        if schema.is_unsupported(pred):
-            self.report.add(number, "UNSUPPORTED_PREDICATE",
-                            f"predicate {pred} is not part of the evaluated schema")
-            self.counts.skipped["unsupported predicates"] += 1
-            return
-        if not known:
-            lower = pred.lower()  # "PER:Title": predicate names are lower case
-            meant = (f"; predicates are lower case: did you mean {lower}?"
-                     if lower != pred and (schema.is_known(lower)
-                                           or schema.is_unsupported(lower)) else "")
-            raise SyntaxProblem("UNKNOWN_PREDICATE", f"unknown predicate {clip(pred)}{meant}")
         if len(cols) not in (4, 5):
             raise SyntaxProblem("MALFORMED_LINE",
                                 f"a relation line has 5 columns (subject, predicate, object, "

@@ -6,7 +6,6 @@ checks the parsed lines against the corpus and the schema.
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
 import unicodedata
@@ -16,7 +15,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
-GZIP_MAGIC = b"\x1f\x8b"
+from .gzipstream import GZIP_MAGIC, GzipStream
+
 # Archives we do not read: named at upload, instead of a NOT_UTF8 error on line 1 whose
 # hint (iconv) would not help. bzip2 is "BZh", a level digit and its block magic, so a
 # run id starting "BZh" is not mistaken for one.
@@ -39,6 +39,9 @@ CODES: dict[str, tuple[str, str]] = {
                               "to the uncompressed size."),
     "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
                             "upload it uncompressed."),
+    "GZIP_TRAILING_BYTES": (WARNING, "The bytes after the end of the gzip data (zero padding, "
+                                     "or data that is not a gzip member) were ignored; "
+                                     "check that the KB is complete."),
     "UNSUPPORTED_ARCHIVE": (ERROR, "Upload the KB as plain text or gzip (`gzip -c kb.tsv > "
                                    "kb.tsv.gz`); zip, tar, rar, bzip2, xz, 7z, zstd, lz4 "
                                    "and .Z files, and a gzip compressed twice, are not "
@@ -79,6 +82,9 @@ CODES: dict[str, tuple[str, str]] = {
     "UNKNOWN_PREDICATE": (ERROR, "See the list of accepted predicates in the documentation "
                                  "(inverse and city/state/country forms are accepted)."),
     "UNSUPPORTED_PREDICATE": (WARNING, "This TAC slot is not evaluated; the line is skipped."),
+    "SENTIMENT_NOT_EVALUATED": (WARNING, "Sentiment assertions (likes, dislikes and their "
+                                         "inverses) are not evaluated; the line is skipped. "
+                                         "Nothing to fix."),
     "ARGUMENT_TYPES_MISMATCH": (ERROR, "Check the predicate's subject and object types in "
                                        "the schema table, and the entities' type lines."),
     "SELF_RELATION": (ERROR, "A relation needs two different entities and two different "
@@ -171,11 +177,12 @@ class CorruptFile(Exception):
 
 
 def open_stream(raw: IO[bytes]) -> tuple[IO[bytes], bool]:
-    """Wrap a binary file in a gzip reader when it starts with the gzip magic bytes."""
+    """Wrap a binary file in a gzip reader when it starts with the gzip magic bytes (a
+    `GzipStream`: bytes after the last member are ignored and counted, not an error)."""
     head = raw.read(2)
     raw.seek(0)
     if head == GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb"), True
+        return GzipStream(raw), True
     return raw, False
 
 

@@ -7,8 +7,8 @@ writes the timeline event in the same transaction as the state, under a row lock
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import hashlib
+import zlib
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -24,6 +24,7 @@ from kbpo.core.jobs import enqueue
 from kbpo.core.models import Corpus
 from kbpo.core.security import isolated
 
+from .kbformat import open_stream
 from .models import State as S
 from .models import Submission, SubmissionEvent
 
@@ -98,10 +99,11 @@ def content_sha256(fh: IO[bytes], compressed: bool) -> str:
     fh.seek(0)
     digest = hashlib.sha256()
     try:
-        stream: IO[bytes] = gzip.GzipFile(fileobj=fh) if compressed else fh  # type: ignore[assignment]
+        # The reader ingestion uses, so a gzip with trailing bytes hashes as its content.
+        stream = open_stream(fh)[0] if compressed else fh
         for chunk in iter(lambda: stream.read(1 << 20), b""):
             digest.update(chunk)
-    except (OSError, EOFError):  # a damaged gzip: ingestion reports it; hash the bytes
+    except (OSError, EOFError, zlib.error):  # damaged gzip: ingestion says so; hash bytes
         fh.seek(0)
         digest = hashlib.sha256()
         for chunk in iter(lambda: fh.read(1 << 20), b""):

@@ -241,6 +241,7 @@ def format_help(request: HttpRequest) -> HttpResponse:
     return render(request, "submissions/format.html", {
         "codes": codes, "predicates": predicates,
         "unsupported": sorted(schema.UNSUPPORTED),
+        "sentiment": sorted(schema.SENTIMENT),
         "folded": sorted(schema.FOLDED.items()),
         "upload_url": reverse("submission-new"),
         "corpora": Corpus.objects.order_by("tag"),

@@ -100,6 +100,13 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "per:date_of_birth_approx",
 })
 
+# TAC 2017 Cold Start sentiment assertions between entities (from the BeSt track):
+# not relations of the schema, so never evaluated, sampled or shown to the crowd;
+# ingestion skips them with a warning whatever their arguments.
+SENTIMENT: frozenset[str] = frozenset(
+    f"{holder}:{feeling}" for holder in ("per", "org", "gpe")
+    for feeling in ("likes", "dislikes", "is_liked_by", "is_disliked_by"))
+
 # One-line explanations and examples for the annotation interface.
 DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "per:place_of_birth": ("The person was born in this place.",
@@ -225,6 +232,11 @@ def is_known(predicate: str) -> bool:
 def is_unsupported(predicate: str) -> bool:
     """True for TAC slots outside the reduced schema (skip them with a warning)."""
     return predicate in UNSUPPORTED
+
+
+def is_sentiment(predicate: str) -> bool:
+    """True for TAC 2017 sentiment predicates (`per:likes`, `gpe:is_disliked_by`, …)."""
+    return predicate in SENTIMENT
 
 
 def allowed_types(predicate: str) -> frozenset[tuple[str, str]]:
