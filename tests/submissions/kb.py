@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
+
+from submissions.models import Submission
+from submissions.processing import run_ingestion
 
 DOCS = {
     "D1": ("Ada Byron was born in London. Ada Byron, an engineer at Acme Corp, lives in "
@@ -98,3 +102,12 @@ def valid_lines() -> list[str]:
 def to_bytes(lines: list[str], gz: bool = False) -> bytes:
     data = ("\n".join(lines) + "\n").encode("utf-8")
     return gzip.compress(data) if gz else data
+
+
+def ingest(stored: Callable[..., Submission], data: bytes, **fields: object) -> Submission:
+    """Store ``data`` as an uploaded submission (the ``stored`` fixture), ingest it and
+    return it as ingestion left it."""
+    sub = stored(data, **fields)
+    run_ingestion(sub.pk)
+    sub.refresh_from_db()
+    return sub

@@ -22,10 +22,9 @@ from rest_framework.test import APIClient
 from kbpo.core.models import Corpus
 from submissions.kbformat import FileTooLarge, inspect_upload, iter_lines, open_stream
 from submissions.models import Submission
-from submissions.processing import run_ingestion
 from submissions.services import content_sha256
 
-from .kb import to_bytes, valid_lines
+from .kb import ingest, to_bytes, valid_lines
 from .test_drop_invalid import facts
 
 PLAIN = to_bytes(valid_lines())
@@ -50,13 +49,6 @@ CORRUPT: dict[str, bytes] = {
     "corrupt second member": gzip.compress(PLAIN[:HALF])
     + gzip.compress(PLAIN[HALF:])[:12] + b"\xff" * 40,
 }
-
-
-def ingest(stored: Callable[..., Submission], data: bytes, **fields: object) -> Submission:
-    sub = stored(data, **fields)
-    run_ingestion(sub.pk)
-    sub.refresh_from_db()
-    return sub
 
 
 @pytest.mark.django_db

@@ -18,17 +18,10 @@ from submissions.kbformat import SyntaxProblem, parse_confidence
 from submissions.models import Submission, SubmissionEvent
 from submissions.processing import run_ingestion
 
-from .kb import DOCS, mention, prov, sentence, to_bytes, valid_lines
+from .kb import DOCS, ingest, mention, prov, sentence, to_bytes, valid_lines
 from .test_drop_invalid import facts
 
 VALID_FACTS = 8  # instances of the valid file (tests/submissions/kb.py)
-
-
-def ingest(stored: Callable[..., Submission], data: bytes, **fields: object) -> Submission:
-    sub = stored(data, **fields)
-    run_ingestion(sub.pk)
-    sub.refresh_from_db()
-    return sub
 
 
 @pytest.mark.django_db

@@ -18,9 +18,8 @@ from kbpo.core import schema
 from kbpo.core.models import Corpus
 from submissions.kbformat import CODES
 from submissions.models import RelationInstance, Submission
-from submissions.processing import run_ingestion
 
-from .kb import mention, sentence, to_bytes, valid_lines
+from .kb import ingest, mention, sentence, to_bytes, valid_lines
 from .test_drop_invalid import facts
 
 # The holder of each family, in the valid KB: E1 and E4 are PER, E3 ORG, E2 GPE.
@@ -28,13 +27,6 @@ HOLDER = {"per": ":E1", "org": ":E3", "gpe": ":E2"}
 SENTIMENTS = [f"{family}:{feeling}" for family in ("per", "org", "gpe")
               for feeling in ("likes", "dislikes", "is_liked_by", "is_disliked_by")]
 SKIPPED = "sentiment assertions"
-
-
-def ingest(stored: Callable[..., Submission], data: bytes, **fields: object) -> Submission:
-    sub = stored(data, **fields)
-    run_ingestion(sub.pk)
-    sub.refresh_from_db()
-    return sub
 
 
 def warned(sub: Submission) -> list[int]:

@@ -8,9 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from submissions.models import RelationInstance, Submission, SubmissionMention
-from submissions.processing import run_ingestion
 
-from .kb import mention, prov, sentence, to_bytes, valid_lines
+from .kb import ingest, mention, prov, sentence, to_bytes, valid_lines
 
 N = len(valid_lines())  # a line appended to the valid file gets number N + 1
 assert N == 31
@@ -87,13 +86,6 @@ ERROR_CASES: list[tuple[str, Callable[[], bytes], int]] = [
      lambda: plus(f":E1\tper:siblings\t:E4\t{sentence('D2', 2)},{sentence('D1', 1)}"), N + 1),
     ("NO_RELATIONS", lambda: to_bytes(valid_lines()[:21]), 21),
 ]
-
-
-def ingest(stored: Callable[..., Submission], data: bytes) -> Submission:
-    sub = stored(data)
-    run_ingestion(sub.pk)
-    sub.refresh_from_db()
-    return sub
 
 
 def problems(sub: Submission) -> set[tuple[str, int]]:
