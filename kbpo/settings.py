@@ -471,6 +471,13 @@ KBPO_WORKER_FLAG_MIN_ANSWERS = env_int("KBPO_WORKER_FLAG_MIN_ANSWERS", 20)
 KBPO_CONTROL_SHARE = env_float("KBPO_CONTROL_SHARE", 0.09)
 KBPO_CONTROL_BLOCK_MIN_ANSWERS = env_int("KBPO_CONTROL_BLOCK_MIN_ANSWERS", 5)
 KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
+# Relations one answer may mark for one mention pair. Labels are built for a primary
+# relation and, where two hold, a second (estimation/data.py, the task page's "usually
+# one"); ticking every box must not make an answer "right" on every pair.
+KBPO_MAX_RELATIONS_PER_ANSWER = env_int("KBPO_MAX_RELATIONS_PER_ANSWER", 2)
+if KBPO_MAX_RELATIONS_PER_ANSWER < 1:
+    raise ImproperlyConfigured("KBPO_MAX_RELATIONS_PER_ANSWER must be at least 1, got "
+                               f"{KBPO_MAX_RELATIONS_PER_ANSWER}")
 # Estimation: the scheme draws come from, and the target 90% half-width for planning.
 KBPO_SAMPLING_SCHEME = os.environ.get("KBPO_SAMPLING_SCHEME", "instance")
 KBPO_TARGET_HALFWIDTH = env_float("KBPO_TARGET_HALFWIDTH", 0.05)

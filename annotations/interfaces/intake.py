@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -54,9 +55,9 @@ class IntakeError(Exception):
     """An answer we refuse; `field` names what is wrong, `status` is the HTTP status.
 
     `code` says whose fault it is when MTurk already holds the work (crowd/refusals):
-    `invalid` (malformed answers, a made-up label: the worker's), `closed`, `repeat`
-    and `blocked` (the HIT was no longer open to them: ours), `conflict` (the id is
-    someone else's).
+    `invalid` (malformed answers, a made-up label, more relations than a pair may
+    have: the worker's), `closed`, `repeat` and `blocked` (the HIT was no longer open to
+    them: ours), `conflict` (the id is someone else's).
     """
 
     def __init__(self, message: str, field: str = "", status: int = 400,
@@ -205,6 +206,12 @@ def _check_relation_choices(choices: tuple[str, ...] | list[str], allowed: set[s
                           f"(allowed: {', '.join(sorted(allowed))})", where)
     if NO_RELATION in choices and len(choices) > 1:
         raise IntakeError(f"{where}: 'no_relation' cannot be combined with a relation", where)
+    cap = settings.KBPO_MAX_RELATIONS_PER_ANSWER
+    if len(set(choices)) > cap:
+        # Ticking every box would make an answer "right" on every pair.
+        raise IntakeError(f"{where}: {len(set(choices))} relations are marked for one pair; "
+                          f"mark at most {cap} (the relations the sentence states, usually "
+                          "one)", where)
 
 
 def _check_done(answer: AnswerIn, where: str) -> None:
