@@ -200,12 +200,14 @@ class ResponseInline(ReadOnlyInline):
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "hit", "worker", "state", "refusal", "source", "paid",
-                    "submitted_at", "reviewed_at", "feedback")
-    list_filter = ("state", "refusal", "source", "hit__backend")
+    list_display = ("external_id", "hit", "worker", "state", "refusal", "refusal_code",
+                    "source", "paid", "submitted_at", "reviewed_at", "feedback")
+    # refusal_code "too_fast": submitted sooner after accepting than we count.
+    list_filter = ("state", "refusal", "refusal_code", "source", "hit__backend")
     search_fields = ("external_id", "worker__external_id", "=hit__id")
-    readonly_fields = ("hit", "worker", "external_id", "state", "refusal", "refusal_reason",
-                       "source", "submitted_at", "reviewed_at", "feedback", "paid")
+    readonly_fields = ("hit", "worker", "external_id", "state", "refusal", "refusal_code",
+                       "refusal_reason", "source", "submitted_at", "reviewed_at", "feedback",
+                       "paid")
     inlines = [ResponseInline]
     actions = ["approve_selected", "reject_selected", "bonus_selected"]
 

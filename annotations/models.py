@@ -223,6 +223,10 @@ class Assignment(models.Model):
         help_text="Set when MTurk holds work we could not count: it has no responses and "
                   "is rejected (the worker's fault) or paid (ours).")
     refusal_reason = models.CharField(max_length=1000, blank=True)
+    # The intake's IntakeError code (invalid, closed, repeat, blocked, too_fast): lets the
+    # operator filter refusals, and counts a worker's too-fast work toward a block.
+    refusal_code = models.CharField(max_length=16, blank=True, default="", db_default="",
+                                    help_text="Why the work was refused (the intake's code).")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["hit", "worker"],

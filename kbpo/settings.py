@@ -471,6 +471,20 @@ KBPO_WORKER_FLAG_MIN_ANSWERS = env_int("KBPO_WORKER_FLAG_MIN_ANSWERS", 20)
 KBPO_CONTROL_SHARE = env_float("KBPO_CONTROL_SHARE", 0.09)
 KBPO_CONTROL_BLOCK_MIN_ANSWERS = env_int("KBPO_CONTROL_BLOCK_MIN_ANSWERS", 5)
 KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
+# Cheating guards (docs/crowd.md, "Too fast and over the cap"). An MTurk assignment
+# submitted sooner after it was accepted than this many seconds per question of its HIT
+# (MTurk's own AcceptTime and SubmitTime) is paid and not counted: the preview shows the
+# questions, so an honest worker may be quick. The worker is blocked at the
+# KBPO_TOO_FAST_LIMIT-th such assignment (0 never blocks). 0 seconds turns the check off.
+KBPO_MIN_SECONDS_PER_QUESTION = env_float("KBPO_MIN_SECONDS_PER_QUESTION", 1.0)
+KBPO_TOO_FAST_LIMIT = env_int("KBPO_TOO_FAST_LIMIT", 3)
+# Relations one answer may mark for one mention pair. Labels are built for a primary
+# relation and, where two hold, a second (estimation/data.py, the task page's "usually
+# one"); ticking every box must not make an answer "right" on every pair.
+KBPO_MAX_RELATIONS_PER_ANSWER = env_int("KBPO_MAX_RELATIONS_PER_ANSWER", 2)
+if KBPO_MAX_RELATIONS_PER_ANSWER < 1:
+    raise ImproperlyConfigured("KBPO_MAX_RELATIONS_PER_ANSWER must be at least 1, got "
+                               f"{KBPO_MAX_RELATIONS_PER_ANSWER}")
 # Estimation: the scheme draws come from, and the target 90% half-width for planning.
 KBPO_SAMPLING_SCHEME = os.environ.get("KBPO_SAMPLING_SCHEME", "instance")
 KBPO_TARGET_HALFWIDTH = env_float("KBPO_TARGET_HALFWIDTH", 0.05)

@@ -74,7 +74,10 @@ def control_pool(corpus_id: int) -> list[tuple[int, list[str]]]:
     pairs = (MentionPair.objects.filter(document_id__in=docs).exclude(pk__in=tested)
              .values_list("pk", "document_id", "subject_begin", "subject_end",
                           "object_begin", "object_end").order_by("pk"))
-    return [(pk, sorted(gold.get(tuple(key), ())) or [NO_RELATION]) for pk, *key in pairs]
+    known = ((pk, sorted(gold.get(tuple(key), ())) or [NO_RELATION]) for pk, *key in pairs)
+    # A pair with more true relations than an answer may mark: no answer could be right.
+    return [(pk, answer) for pk, answer in known
+            if len(answer) <= settings.KBPO_MAX_RELATIONS_PER_ANSWER]
 
 
 def add_controls(hit: Hit, chosen: list[tuple[int, list[str]]],

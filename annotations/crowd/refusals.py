@@ -8,7 +8,11 @@ given a verdict right away, so MTurk never auto-approves it later:
   **rejected** with a reason that says what was wrong and what to do;
 * our fault — the HIT had closed, the worker had already answered one of its
   questions in another HIT, or was blocked after accepting it — is **paid** and not
-  counted.
+  counted;
+* our policy — submitted sooner after accepting than `KBPO_MIN_SECONDS_PER_QUESTION`
+  per question (MTurk's own times; the preview shows the questions, so an honest worker
+  may be quick) — is **paid** and not counted too, and the worker is blocked at the
+  `KBPO_TOO_FAST_LIMIT`-th such assignment (`workers.block_too_fast`).
 
 Its slot is then replaced (`slots.replenish`) while the HIT's questions need answers.
 """
@@ -28,7 +32,7 @@ from annotations.models import (
     Refusal,
 )
 
-from . import backends, mturk
+from . import backends, mturk, workers
 from .verdicts import approve_assignment, reject_assignment
 
 logger = logging.getLogger(__name__)
@@ -40,6 +44,9 @@ _OURS = {
               "tasks, so this answer was not used; you are paid all the same.",
     "blocked": "Thank you for your work. We no longer use answers from your account on "
                "these tasks, so please do not accept more of them.",
+    "too_fast": "Thank you. This task was submitted sooner after you accepted it than we "
+                "can use answers for, so this answer was not used; you are paid all the "
+                "same. Please take a little time over each question of our tasks.",
 }
 
 
@@ -63,7 +70,7 @@ def record(hit: Hit, worker: CrowdWorker, assignment_id: str, error: IntakeError
                 external_id=assignment_id, defaults={
                     "hit": hit, "worker": worker, "source": source,
                     "state": AssignmentState.SUBMITTED, "refusal": kind,
-                    "refusal_reason": reason})
+                    "refusal_reason": reason, "refusal_code": error.code[:16]})
     except IntegrityError:
         # The same worker twice on one MTurk HIT: MTurk does not allow it, so this is
         # an inconsistency for the operator, not something to pay or reject blindly.
@@ -77,6 +84,11 @@ def record(hit: Hit, worker: CrowdWorker, assignment_id: str, error: IntakeError
     except mturk.MTurkError as exc:  # the sync and the re-drive retry it
         logger.warning("HIT %s: verdict on refused assignment %s not given yet: %s",
                        hit.pk, assignment_id, exc)
+    if error.code == "too_fast":
+        try:
+            workers.block_too_fast(worker)
+        except mturk.MTurkError as exc:  # the quality pass's sweep retries it
+            logger.warning("worker %s: block for too-fast work not done yet: %s", worker, exc)
     return a
 
 

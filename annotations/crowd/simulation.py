@@ -97,14 +97,18 @@ def _rng(seed: int, *parts: object) -> random.Random:
 
 
 def simulate_answer(worker: SimWorker, truth: frozenset[str], options: list[str],
-                    seed: int, question_id: int) -> list[str]:
-    """One worker's answer to one relation question (deterministic per seed/question)."""
+                    seed: int, question_id: int, cap: int | None = None) -> list[str]:
+    """One worker's answer to one relation question (deterministic per seed/question).
+
+    `cap`: the most relations the page lets an answer mark (KBPO_MAX_RELATIONS_PER_ANSWER);
+    a right answer to a pair with more true relations marks the first `cap` of them.
+    """
     rng = _rng(seed, worker.worker_id, question_id)
     choices = sorted(set(options) | {NO_RELATION})
     if worker.spammer:
         return [rng.choice(choices)]
     if rng.random() < worker.accuracy:
-        return sorted(truth)
+        return sorted(truth)[:cap]
     wrong = [c for c in choices if c not in truth]
     return [rng.choice(wrong)] if wrong else sorted(truth)
 

@@ -11,7 +11,8 @@ assignment to another worker or HIT, and expires otherwise. If the page's answer
 MTurk's differ, MTurk's are used.
 
 Work MTurk holds that the intake refuses gets its verdict at once (`refusals`), and
-its slot is replaced (`slots`). Everything here is idempotent.
+its slot is replaced (`slots`); so does work submitted sooner after MTurk's AcceptTime
+than `KBPO_MIN_SECONDS_PER_QUESTION` per question allows. Everything here is idempotent.
 """
 
 from __future__ import annotations
@@ -126,9 +127,11 @@ def accept_record(hit: Hit, record: mturk.AssignmentRecord, result: SyncResult |
         worker = worker_for(Backend.MTURK, record.worker_id)
         try:
             answers = from_page(hit, answers_from_record(record))
+            # MTurk's AcceptTime and SubmitTime: work faster than we count is refused.
             assignment = submit_assignment(hit=hit, worker=worker,
                                            assignment_id=record.assignment_id,
-                                           answers=answers, source=source)
+                                           answers=answers, source=source,
+                                           work_seconds=record.work_seconds)
             result.reconciled += 1
         except IntakeError as exc:
             answers = None

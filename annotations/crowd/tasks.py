@@ -60,7 +60,7 @@ def confirm_page_post_task(post_id: int) -> str:
 @shared_task(name="annotations.worker_quality", acks_late=True, reject_on_worker_lost=True)
 def worker_quality_task() -> dict:
     report = update_worker_quality()
-    blocked = workers.block_control_outliers()
+    blocked = workers.block_control_outliers() + workers.block_too_fast()
     return {"answers": report.answers, "workers": report.workers, "flagged": report.flagged,
             "blocked": blocked}
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.db.models import Count, Q
+
 from annotations.models import (
     Backend,
     CrowdWorker,
@@ -40,4 +43,28 @@ def block_control_outliers() -> list[str]:
         block_worker(worker, f"right on {worker.control_right} of {worker.control_answers} "
                              f"control questions ({rate:.0%}), far below the crowd")
         blocked.append(str(worker))
+    return blocked
+
+
+TOO_FAST = "too_fast"  # the intake's code for work submitted too soon after accepting
+
+
+def block_too_fast(worker: CrowdWorker | None = None) -> list[str]:
+    """Block every unblocked worker (or just this one) with `KBPO_TOO_FAST_LIMIT` or more
+    assignments refused as too fast: one such is a quick reader, a run of them a bot.
+    The names of those blocked."""
+    limit = settings.KBPO_TOO_FAST_LIMIT
+    if limit <= 0:
+        return []
+    candidates = CrowdWorker.objects.filter(blocked=False)
+    if worker is not None:
+        candidates = candidates.filter(pk=worker.pk)
+    candidates = candidates.annotate(
+        too_fast=Count("assignments", filter=Q(assignments__refusal_code=TOO_FAST))
+    ).filter(too_fast__gte=limit)
+    blocked = []
+    for w in candidates:
+        block_worker(w, f"{w.too_fast} assignments submitted sooner after accepting than "
+                        "KBPO_MIN_SECONDS_PER_QUESTION allows (too fast to have been read)")
+        blocked.append(str(w))
     return blocked

@@ -17,6 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
+
 from annotations.crowd.simulation import (
     GoldKey,
     SimWorker,
@@ -99,7 +101,8 @@ def exhaustive_answer(worker: SimWorker, doc_id: str, pairs: list, key: GoldKey,
         # relation; a careful worker then answers "no relation".
         truth = frozenset(p for p in key.truth((doc_id, *c.subject, *c.object))
                           if p in c.options) or frozenset({NO_RELATION})
-        choices = simulate_answer(worker, truth, c.options, seed, question_id * 100_000 + i)
+        choices = simulate_answer(worker, truth, c.options, seed, question_id * 100_000 + i,
+                                  settings.KBPO_MAX_RELATIONS_PER_ANSWER)
         out.append({"subject": list(c.subject), "object": list(c.object), "choices": choices})
     return out
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -54,9 +55,10 @@ class IntakeError(Exception):
     """An answer we refuse; `field` names what is wrong, `status` is the HTTP status.
 
     `code` says whose fault it is when MTurk already holds the work (crowd/refusals):
-    `invalid` (malformed answers, a made-up label: the worker's), `closed`, `repeat`
-    and `blocked` (the HIT was no longer open to them: ours), `conflict` (the id is
-    someone else's).
+    `invalid` (malformed answers, a made-up label, more relations than a pair may
+    have: the worker's), `closed`, `repeat` and `blocked` (the HIT was no longer open to
+    them: ours), `too_fast` (submitted sooner after accepting than we count: our policy,
+    paid), `conflict` (the id is someone else's).
     """
 
     def __init__(self, message: str, field: str = "", status: int = 400,
@@ -205,6 +207,12 @@ def _check_relation_choices(choices: tuple[str, ...] | list[str], allowed: set[s
                           f"(allowed: {', '.join(sorted(allowed))})", where)
     if NO_RELATION in choices and len(choices) > 1:
         raise IntakeError(f"{where}: 'no_relation' cannot be combined with a relation", where)
+    cap = settings.KBPO_MAX_RELATIONS_PER_ANSWER
+    if len(set(choices)) > cap:
+        # Ticking every box would make an answer "right" on every pair.
+        raise IntakeError(f"{where}: {len(set(choices))} relations are marked for one pair; "
+                          f"mark at most {cap} (the relations the sentence states, usually "
+                          "one)", where)
 
 
 def _check_done(answer: AnswerIn, where: str) -> None:
@@ -390,12 +398,20 @@ REPEAT_MESSAGE = ("you already answered a question of this HIT in another of our
                   "please return this HIT (you cannot answer the same question twice)")
 
 
+def min_work_seconds(n_questions: int) -> float:
+    """The least time (accept to submit) in which we count a HIT of n questions."""
+    return settings.KBPO_MIN_SECONDS_PER_QUESTION * n_questions
+
+
 def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
-                      answers: list[AnswerIn], source: str = "intake") -> Assignment:
+                      answers: list[AnswerIn], source: str = "intake",
+                      work_seconds: float | None = None) -> Assignment:
     """Validate and store one worker's answers to every question of a HIT.
 
     For MTurk HITs only confirmed work comes here (the sync, with MTurk's own copy of
-    the answers); the task page's post goes to `receive_page_post`.
+    the answers); the task page's post goes to `receive_page_post`. `work_seconds`:
+    MTurk's SubmitTime − AcceptTime, None where there is none (local and simulated
+    work, or a record without them), which is then not judged on time.
     """
     if not valid_external_id(assignment_id):
         raise IntakeError("an assignment id (1–64 printable characters) is required",
@@ -421,6 +437,11 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
         if Assignment.objects.filter(hit=locked, worker=worker).exists():
             raise IntakeError("this worker already answered this HIT", "workerId", status=409,
                               code="repeat")
+        if work_seconds is not None and work_seconds < min_work_seconds(len(items)):
+            raise IntakeError(f"submitted {work_seconds:.1f} s after accepting a task of "
+                              f"{len(items)} question(s); we count work that took at least "
+                              f"{min_work_seconds(len(items)):g} s", "workTime",
+                              status=409, code="too_fast")
         if (locked.backend != Backend.MTURK and locked.assignments.filter(
                 refusal=Refusal.NONE).count() >= locked.max_assignments):
             # On our own site nothing else keeps a HIT to its slots (MTurk does that

@@ -179,10 +179,12 @@ def task_data(kind: str, questions: list[Question]) -> dict:
 
 def _render_task(request: HttpRequest, kind: str, data: dict, config: dict, *,
                  status: int = 200, csp: str = TASK_PAGE_CSP) -> HttpResponse:
-    config = {"kind": kind, **config}
+    # The page stops the relation checkboxes at the intake's cap (intake refuses more).
+    config = {"kind": kind, "max_relations": settings.KBPO_MAX_RELATIONS_PER_ANSWER, **config}
     response = render(request, TEMPLATES[kind], {
         "kind": kind, "kind_label": TaskKind(kind).label, "task_data": data,
         "task_config": config, "script": SCRIPTS[kind], "mode": config["mode"],
+        "max_relations": config["max_relations"],
         "message": config.get("message", "")}, status=status)
     response["Content-Security-Policy"] = csp
     return response

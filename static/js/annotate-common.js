@@ -12,6 +12,39 @@
   let busy = false;
   let payloadFn = null;
   const startedAt = performance.now();
+  // Relations one answer may mark for one pair (KBPO_MAX_RELATIONS_PER_ANSWER; the
+  // intake refuses more).
+  const maxRelations = Number.isInteger(cfg.max_relations) && cfg.max_relations > 0
+    ? cfg.max_relations : Infinity;
+  const capMessage = "At most " + maxRelations + " relations per pair: untick one to choose another.";
+  let capShown = false;
+
+  /** Toggle a relation (or "no relation") in a pair's answer set, stopping at the cap
+   * with a message; false when the cap stopped it. */
+  function toggleChoice(set, value, none) {
+    if (value === none) {
+      const had = set.has(none);
+      set.clear();
+      if (!had) set.add(none);
+    } else if (set.has(value)) {
+      set.delete(value);
+    } else {
+      set.delete(none);
+      if (set.size >= maxRelations) {
+        setStatus(capMessage, "error");
+        capShown = true;
+        return false;
+      }
+      set.add(value);
+    }
+    if (capShown) { setStatus(""); capShown = false; }
+    return true;
+  }
+
+  /** Whether an unticked relation option is beyond the cap (shown dimmed). */
+  function capped(set, value, none) {
+    return value !== none && !set.has(value) && !set.has(none) && set.size >= maxRelations;
+  }
 
   /** Create an element; children are nodes or strings (inserted as text, never HTML). */
   function el(tag, attrs, ...children) {
@@ -145,7 +178,8 @@
   setReady(false);
 
   window.KBPO = {
-    cfg, data, el, setStatus, setReady, isTyping, wikiUrl, submit,
+    cfg, data, el, setStatus, setReady, isTyping, wikiUrl, submit, toggleChoice, capped,
+    maxRelations,
     canAnswer: cfg.mode !== "closed",
     elapsed: () => (performance.now() - startedAt) / 1000,
     onPayload: (fn) => { payloadFn = fn; },

@@ -95,6 +95,7 @@
       const key = none ? "0" : String(++n);
       box.append(el("button", {type: "button", role: "checkbox", class: "option" + (none ? " option-none" : ""),
         "aria-checked": String(choices[current].has(opt.value)), "data-value": opt.value,
+        "aria-disabled": K.capped(choices[current], opt.value, NONE) ? "true" : null,
         disabled: !K.canAnswer, onclick: () => toggle(opt.value)},
       el("kbd", {class: "opt-key"}, key),
       el("span", {class: "opt-label"}, opt.label),
@@ -128,14 +129,7 @@
   function toggle(value) {
     if (!K.canAnswer || !pairs.length) return;
     const c = choices[current];
-    if (value === NONE) {
-      const had = c.has(NONE);
-      c.clear();
-      if (!had) c.add(NONE);
-    } else {
-      c.delete(NONE);
-      if (c.has(value)) c.delete(value); else c.add(value);
-    }
+    if (!K.toggleChoice(c, value, NONE)) return;  // at the cap: the status line says so
     render();
   }
 

@@ -74,6 +74,7 @@
       const btn = el("button", {
         type: "button", role: "checkbox", class: "option" + (none ? " option-none" : ""),
         "aria-checked": String(a.choices.has(opt.value)), "data-value": opt.value,
+        "aria-disabled": K.capped(a.choices, opt.value, NONE) ? "true" : null,
         disabled: !K.canAnswer, onclick: () => toggle(opt.value)},
       el("kbd", {class: "opt-key"}, none ? "0" : key),
       el("span", {class: "opt-label"}, opt.label),
@@ -147,14 +148,7 @@
   function toggle(value) {
     if (!K.canAnswer) return;
     const c = answers[current].choices;
-    if (value === NONE) {
-      const had = c.has(NONE);
-      c.clear();
-      if (!had) c.add(NONE);
-    } else {
-      c.delete(NONE);
-      if (c.has(value)) c.delete(value); else c.add(value);
-    }
+    if (!K.toggleChoice(c, value, NONE)) return;  // at the cap: the status line says so
     render();
     const btn = document.querySelector('.option[data-value="' + value + '"]');
     if (btn) btn.focus();

@@ -27,6 +27,8 @@ class AssignmentRecord:
     # Why `Answer` could not be read ("" if it could): the answer of one assignment,
     # which a worker may hand-craft, must not stop the listing of the others.
     answer_error: str = ""
+    # MTurk's server-side clock: when the worker accepted (None if the record lacks it).
+    accept_time: datetime | None = None
 
     @classmethod
     def from_api(cls, data: dict[str, Any]) -> AssignmentRecord:
@@ -42,8 +44,20 @@ class AssignmentRecord:
             assignment_id=data["AssignmentId"], worker_id=data["WorkerId"],
             hit_id=data["HITId"], status=data["AssignmentStatus"],
             submit_time=data.get("SubmitTime"), answers=answers, raw=data,
-            answer_error=error,
+            answer_error=error, accept_time=data.get("AcceptTime"),
         )
+
+    @property
+    def work_seconds(self) -> float | None:
+        """SubmitTime − AcceptTime by MTurk's clock (the worker cannot forge it); None
+        when either is missing or is not a timestamp."""
+        accepted, submitted = self.accept_time, self.submit_time
+        if not isinstance(accepted, datetime) or not isinstance(submitted, datetime):
+            return None
+        try:
+            return (submitted - accepted).total_seconds()
+        except TypeError:  # one aware, one naive: not comparable, so no verdict on time
+            return None
 
 
 def list_all_assignments(

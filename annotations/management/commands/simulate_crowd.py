@@ -135,7 +135,8 @@ class Command(BaseCommand):
             for sim in assign_workers(pool, need, seed, hit.pk * 100 + round_no, exclude=done):
                 answers = [AnswerIn(i.question_id, tuple(simulate_answer(
                     sim, truth_for(key, i.question), sorted(allowed_choices(i.question)),
-                    seed, i.question_id))) for i in items]
+                    seed, i.question_id, settings.KBPO_MAX_RELATIONS_PER_ANSWER)))
+                    for i in items]
                 worker = worker_for(Backend.SIMULATED, sim.worker_id)
                 try:
                     submit_assignment(hit=hit, worker=worker,

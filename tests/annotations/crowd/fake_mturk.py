@@ -83,6 +83,9 @@ EXTRA_LIMITS: dict[str, dict[str, dict[str, Any]]] = {
 TOKEN_LIFETIME = 24 * 3600  # MTurk forgets UniqueRequestTokens after 24 hours
 OVERRIDE_REJECTION_WINDOW = 30 * 24 * 3600
 DEFAULT_PAGE_SIZE = 10
+# How long a simulated worker takes over a HIT unless told otherwise: above our minimum
+# work time for any HIT the tests build (docs/crowd.md, too-fast work).
+WORK_SECONDS = 60.0
 
 # Injected error code -> HTTP status, as the real front end would send it.
 _INJECT_STATUS = {
@@ -478,10 +481,14 @@ class FakeMTurk:
             return mine[0]
 
     def worker_submits(self, hit_id: str, worker_id: str,
-                       answers: Mapping[str, str | list[str]]) -> str:
+                       answers: Mapping[str, str | list[str]], *,
+                       seconds: float = WORK_SECONDS) -> str:
         """A worker answers through MTurk only (externalSubmit); returns the assignment id.
 
-        Our server never sees this answer; only ListAssignmentsForHIT can find it.
+        Our server never sees this answer; only ListAssignmentsForHIT can find it. The
+        worker took ``seconds`` since accepting (accepting here if not yet): SubmitTime −
+        AcceptTime is at least that. The accept is dated back rather than the fake's
+        clock moved on, which would part it from our server's clock (HIT extensions).
         """
         with self._lock:
             self._tick()
@@ -495,6 +502,13 @@ class FakeMTurk:
             aid = mine[0].id if mine else self.worker_accepts(hit_id, worker_id)
             assignment = self.assignments[aid]
             now = self.now()
+            if now - assignment.accept_time < seconds:
+                shift = seconds - (now - assignment.accept_time)
+                if assignment.deadline - shift < now:
+                    raise WorkerCannotAccept(f"{seconds} s of work overrun the assignment's "
+                                             "duration")
+                assignment.accept_time -= shift
+                assignment.deadline -= shift
             assignment.status = "Submitted"
             assignment.submit_time = now
             assignment.auto_approval_time = now + hit.type.auto_approval_delay

@@ -150,3 +150,34 @@ def test_another_workers_confirmed_assignment_is_refused(page, mturk, live_serve
     assert len(mturk.submissions) == 1
     assert list(PagePost.objects.values_list("worker_external_id", flat=True)) == ["W1"]
     assert SANDBOX  # the stand-in site served both pages
+
+
+def test_relation_checkboxes_stop_at_the_cap(page, mturk, live_server) -> None:
+    """KBPO_MAX_RELATIONS_PER_ANSWER (2): a third relation stays unticked with a message
+    that says why; unticking one frees a place (the intake refuses more anyway)."""
+    hit = relation_hit()
+    frame = mturk.open_framed(task_url(live_server, hit))
+
+    def option(value: str):
+        return frame.locator(f'.option[data-value="{value}"]')
+
+    option("per:place_of_birth").click()
+    frame.locator("#next-btn").click()
+    for value in ("per:spouse", "per:other_family"):
+        option(value).click()
+    assert option("per:children").get_attribute("aria-disabled") == "true"
+    page.keyboard.press("1")                                     # per:children by key
+    # aria-disabled: Playwright would wait for it to be enabled; a worker's click lands.
+    option("per:siblings").click(force=True)
+    assert option("per:children").get_attribute("aria-checked") == "false"
+    assert option("per:siblings").get_attribute("aria-checked") == "false"
+    assert "At most 2 relations per pair" in frame.locator("#status.error").inner_text()
+    option("per:other_family").click()                           # untick one ...
+    assert frame.locator("#status").inner_text() == ""
+    option("per:siblings").click()                               # ... and another fits
+    assert option("per:siblings").get_attribute("aria-checked") == "true"
+    assert option("per:children").get_attribute("aria-disabled") == "true"
+    frame.locator("#submit-btn").click()
+    mturk.wait_for_submit()
+    rows = stored("A1")
+    assert [r.choices for r in rows] == [["per:place_of_birth"], ["per:siblings", "per:spouse"]]
