@@ -473,6 +473,7 @@ KBPO_CONTROL_BLOCK_MIN_ANSWERS = env_int("KBPO_CONTROL_BLOCK_MIN_ANSWERS", 5)
 KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
 # Cheating guards (docs/crowd.md, "Too fast and over the cap"). An MTurk assignment
 # submitted sooner after it was accepted than this many seconds per question of its HIT
+# (a document task: per sentence of its document)
 # (MTurk's own AcceptTime and SubmitTime) is paid and not counted: the preview shows the
 # questions, so an honest worker may be quick. The worker is blocked at the
 # KBPO_TOO_FAST_LIMIT-th such assignment (0 never blocks). 0 seconds turns the check off.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -36,6 +37,7 @@ from annotations.models import (
     Response,
     TaskKind,
 )
+from kbpo.core.models import Sentence
 from kbpo.core.schema import ENTITY_TYPES, NO_RELATION, predicates_for
 
 from .candidates import document_pairs
@@ -398,9 +400,23 @@ REPEAT_MESSAGE = ("you already answered a question of this HIT in another of our
                   "please return this HIT (you cannot answer the same question twice)")
 
 
-def min_work_seconds(n_questions: int) -> float:
-    """The least time (accept to submit) in which we count a HIT of n questions."""
-    return settings.KBPO_MIN_SECONDS_PER_QUESTION * n_questions
+def work_units(questions: Iterable[Question]) -> int:
+    """What a HIT asks to read, in questions: one per mention pair, and one per sentence
+    of a document task's document (a document of forty sentences is not read in a
+    second, so a whole document counted as one question would barely be judged)."""
+    questions = list(questions)
+    docs = [q.document_id for q in questions if q.pair_id is None and q.document_id]
+    if not docs:
+        return len(questions)
+    sentences = dict(Sentence.objects.filter(document_id__in=docs).values("document_id")
+                     .annotate(n=Count("id")).values_list("document_id", "n").order_by())
+    return len(questions) - len(docs) + sum(max(sentences.get(d, 0), 1) for d in docs)
+
+
+def min_work_seconds(units: int) -> float:
+    """The least time (accept to submit) in which we count a HIT of ``units`` questions
+    (`work_units`)."""
+    return settings.KBPO_MIN_SECONDS_PER_QUESTION * units
 
 
 def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
@@ -437,10 +453,11 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
         if Assignment.objects.filter(hit=locked, worker=worker).exists():
             raise IntakeError("this worker already answered this HIT", "workerId", status=409,
                               code="repeat")
-        if work_seconds is not None and work_seconds < min_work_seconds(len(items)):
+        units = work_units(items.values()) if work_seconds is not None else 0
+        if work_seconds is not None and work_seconds < min_work_seconds(units):
             raise IntakeError(f"submitted {work_seconds:.1f} s after accepting a task of "
-                              f"{len(items)} question(s); we count work that took at least "
-                              f"{min_work_seconds(len(items)):g} s", "workTime",
+                              f"{units} question(s) or sentence(s); we count work that took "
+                              f"at least {min_work_seconds(units):g} s", "workTime",
                               status=409, code="too_fast")
         if (locked.backend != Backend.MTURK and locked.assignments.filter(
                 refusal=Refusal.NONE).count() >= locked.max_assignments):

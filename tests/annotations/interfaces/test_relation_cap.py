@@ -8,7 +8,14 @@ import json
 
 import pytest
 
-from annotations.interfaces.intake import IntakeError, submit_assignment, worker_for
+from annotations.interfaces.intake import (
+    IntakeError,
+    min_work_seconds,
+    parse_answers,
+    submit_assignment,
+    work_units,
+    worker_for,
+)
 from annotations.models import Response, TaskKind
 from tests.annotations.interfaces.builders import document_hit, relation_hit
 from tests.annotations.interfaces.test_document_answers import doc_of, judged, submit
@@ -79,3 +86,33 @@ def test_exhaustive_judgement_over_the_cap_is_refused() -> None:
     assert not Response.objects.exists()
     submit(hit, judged(hit, {key: PER_GPE[:2]}))
     assert Response.objects.count() == 1
+
+
+def test_a_document_task_is_timed_by_its_sentences(settings) -> None:
+    """An exhaustive or entity HIT is one question but a whole document to read: the
+    least time counted is KBPO_MIN_SECONDS_PER_QUESTION per sentence of it."""
+    hit = document_hit(TaskKind.EXHAUSTIVE)
+    doc = doc_of(hit)
+    sentences = doc.sentences.count()
+    assert sentences >= 3  # else one question and one sentence could not be told apart
+    assert work_units([hit.items.get().question]) == sentences
+    qid = hit.items.get().question_id
+    answers = parse_answers({"answers": [{"question": qid, "choices": ["done"],
+                                          "extra": judged(hit)}]})
+    with pytest.raises(IntakeError) as err:
+        submit_assignment(hit=hit, worker=worker_for("mturk", "W1"), assignment_id="A1",
+                          answers=answers, work_seconds=sentences - 0.5)
+    assert (err.value.code, err.value.field) == ("too_fast", "workTime")
+    assert f"{sentences} question(s) or sentence(s)" in err.value.message
+    assert not Response.objects.exists()
+    submit_assignment(hit=hit, worker=worker_for("mturk", "W2"), assignment_id="A2",
+                      answers=answers, work_seconds=sentences + 0.5)
+    assert Response.objects.count() == 1
+    settings.KBPO_MIN_SECONDS_PER_QUESTION = 0  # off: nothing is too fast
+    assert min_work_seconds(work_units([hit.items.get().question])) == 0
+
+
+def test_a_relation_task_is_timed_by_its_pairs() -> None:
+    hit = relation_hit()
+    questions = [item.question for item in hit.items.select_related("question")]
+    assert work_units(questions) == len(questions) == 2
