@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -18,10 +20,35 @@ MODULE = "_kernels_aot"
 
 
 def source_digest() -> int:
-    """A 60-bit digest of kernels.py (what the built module computes)."""
+    """A 60-bit digest of kernels.py and of this builder (what the built module computes,
+    and how: a module built without releasing the GIL is stale too)."""
     import hashlib
 
-    return int(hashlib.sha256((HERE / "kernels.py").read_bytes()).hexdigest()[:15], 16)
+    digest = hashlib.sha256()
+    for name in ("kernels.py", "build_kernels.py"):
+        digest.update((HERE / name).read_bytes())
+    return int(digest.hexdigest()[:15], 16)
+
+
+@contextmanager
+def _releasing_the_gil() -> Iterator[None]:
+    """numba.pycc's compile flags with ``release_gil`` set, as `nogil=True` sets them
+    for the just-in-time build: each export gives the GIL up while its loop runs, so a
+    recompute's replicates run beside its final estimate (estimation/scoring.py).
+    numba.pycc offers no option for it; its compiler reads the flags class by name."""
+    from numba.core.compiler import Flags
+    from numba.pycc import compiler
+
+    class Released(Flags):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    compiler.Flags = Released
+    try:
+        yield
+    finally:
+        compiler.Flags = Flags
 
 
 def build(out_dir: Path = HERE) -> Path:
@@ -40,7 +67,8 @@ def build(out_dir: Path = HERE) -> Path:
     scope: dict = {}
     exec(f"def digest():\n    return {source_digest()}\n", scope)  # a literal: the digest
     cc.export("digest", "i8()")(scope["digest"])
-    cc.compile()
+    with _releasing_the_gil():
+        cc.compile()
     return out_dir / Path(cc.output_file).name
 
 
