@@ -8,6 +8,7 @@ comes from the Population (notation of docs/estimation.md §3).
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
@@ -361,8 +362,9 @@ def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         return np.where(q > 0, a**2 * v / q**2, 0.0)
 
 
-# Memory of one block of products (pairs × 2m doubles): 32 MiB, 20k pairs at m = 100.
-_BLOCK_BYTES = 32 << 20
+# Memory of one block of products (pairs × 2m doubles): 8 MiB, 5k pairs at m = 100 (a
+# recompute computes it beside the replicates' work: scoring.py).
+_BLOCK_BYTES = 8 << 20
 # Pairs predicted by at most this many systems are summed entry by entry, not densely.
 _FEW_SYSTEMS = 8
 
@@ -398,6 +400,7 @@ def _values_at(x: sp.csr_matrix, like: sp.csr_matrix, rows: np.ndarray) -> np.nd
 # estimates over one population (every label batch) skip two ~nnz conversions; the
 # values are always gathered afresh, so the results are the same floats.
 _PATTERNS: OrderedDict[tuple, tuple] = OrderedDict()
+_PATTERNS_LOCK = threading.Lock()
 _PATTERN_ENTRIES = 4
 
 
@@ -426,13 +429,16 @@ def frozen(x: np.ndarray) -> np.ndarray:
 
 
 def _remember(key: tuple, make) -> tuple:
-    hit = _PATTERNS.get(key)
-    if hit is None:
-        hit = _PATTERNS[key] = make()
+    with _PATTERNS_LOCK:  # two threads of one recompute may ask (scoring.py)
+        hit = _PATTERNS.get(key)
+        if hit is not None:
+            _PATTERNS.move_to_end(key)
+            return hit
+    hit = make()
+    with _PATTERNS_LOCK:
+        _PATTERNS[key] = hit
         while len(_PATTERNS) > _PATTERN_ENTRIES:
             _PATTERNS.popitem(last=False)
-    else:
-        _PATTERNS.move_to_end(key)
     return hit
 
 

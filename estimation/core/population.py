@@ -8,6 +8,7 @@ pair drawn by j informs i even when i predicted a different predicate there.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,18 @@ class Population:
         self._overlaps: dict[tuple[str, str], np.ndarray] = {}
         # Results derived from the systems and given inputs (see `memo`).
         self._memo: OrderedDict[tuple, object] = OrderedDict()
+        # A recompute reads the population from two threads (the correction's replicates
+        # beside the final estimate): what fills a cache, or reorders the memo, holds it.
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     # ---- pair index -------------------------------------------------------
     @property
@@ -191,12 +204,15 @@ class Population:
         worker's hot population keeps them between batches. The newest
         ``MEMO_ENTRIES`` are kept.
         """
-        if key in self._memo:
-            self._memo.move_to_end(key)
-            return self._memo[key]  # type: ignore[return-value]
-        value = self._memo[key] = make()
-        while len(self._memo) > MEMO_ENTRIES:
-            self._memo.popitem(last=False)
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]  # type: ignore[return-value]
+        value = make()  # outside the lock: the other thread need not wait for it
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > MEMO_ENTRIES:
+                self._memo.popitem(last=False)
         return value
 
     def _row_matrix(self, system: _System, scheme: str) -> sp.csr_matrix:
@@ -219,6 +235,12 @@ class Population:
         matrix's data, so the values are held once, not per system and again stacked.
         """
         check_scheme(scheme)
+        if scheme in self._stack_cache:
+            return self._stack_cache[scheme]
+        with self._lock:
+            return self._stack(scheme)
+
+    def _stack(self, scheme: str) -> sp.csr_matrix:
         if scheme not in self._stack_cache:
             rows = [s.pair_row(scheme) for s in self._systems]
             data = np.concatenate([d for _, d in rows]) if rows else np.zeros(0)
@@ -247,6 +269,12 @@ class Population:
 
         The systems' own pair and predicate arrays become views of these (held once).
         """
+        if "predicates" in self._inst_cache:  # the last one filled
+            return self._inst_cache
+        with self._lock:
+            return self._instances()
+
+    def _instances(self) -> dict[str, np.ndarray]:
         if "system" not in self._inst_cache:
             sy = self._systems
             self._inst_cache["system"] = np.repeat(
@@ -263,6 +291,10 @@ class Population:
     def mass_moments(self, scheme: str) -> tuple[np.ndarray, np.ndarray]:
         """(Σ_u P_i(u), Σ_u P_i(u)²) per system: 1 (0 for an empty system) and O_ii."""
         key = "moments_" + check_scheme(scheme)
+        with self._lock:
+            return self._moments(key, scheme)
+
+    def _moments(self, key: str, scheme: str) -> tuple[np.ndarray, np.ndarray]:
         if key not in self._inst_cache:
             ps = self.stacked(scheme)
             rows = np.repeat(np.arange(len(self)), np.diff(ps.indptr))
@@ -275,6 +307,12 @@ class Population:
     def instance_entries(self) -> np.ndarray:
         """Position of each instance (in :meth:`instances` order) among the entries of
         the stacked pair-level matrices (their pattern is the same for every scheme)."""
+        if "entries" in self._inst_cache:
+            return self._inst_cache["entries"]
+        with self._lock:
+            return self._entries()
+
+    def _entries(self) -> np.ndarray:
         if "entries" not in self._inst_cache:
             ps = self.stacked("instance")
             parts = []
@@ -290,6 +328,12 @@ class Population:
     def instance_probs(self, scheme: str) -> np.ndarray:
         """p_{i,scheme}(x) aligned with :meth:`instances`."""
         key = "p_" + check_scheme(scheme)
+        if key in self._inst_cache:
+            return self._inst_cache[key]
+        with self._lock:
+            return self._probs(key, scheme)
+
+    def _probs(self, key: str, scheme: str) -> np.ndarray:
         if key not in self._inst_cache:
             parts = [s.probs(scheme) for s in self._systems]
             flat = np.concatenate(parts) if parts else np.zeros(0)
@@ -307,7 +351,9 @@ class Population:
         draw_scheme = draw_scheme or scheme
         key = (check_scheme(scheme), check_scheme(draw_scheme))
         if key not in self._overlaps:
-            self._overlaps[key] = self.overlap_full(scheme, draw_scheme)
+            with self._lock:
+                if key not in self._overlaps:
+                    self._overlaps[key] = self.overlap_full(scheme, draw_scheme)
         return self._overlaps[key]
 
     def overlap_full(

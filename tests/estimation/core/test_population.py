@@ -180,3 +180,63 @@ def test_arrays_are_held_once_and_keep_their_values_as_systems_come_and_go():
     systems["late"] = random_system(rng, n_pairs=300)  # new pairs widen the stacks
     pop.add_system("late", *systems["late"])
     same_as_fresh(pop)
+
+
+def test_two_threads_share_a_population():
+    """A recompute reads one population from two threads (the correction's replicates
+    beside the final estimate, estimation/beside.py): caches filled from both hold what
+    one thread alone fills and the memo, evicting while the other thread reads, gives
+    every key's value (a race here is rare: this exercises it, the lock prevents it);
+    a pickled population (its lock is not kept) works again."""
+    import pickle
+    import sys
+    import threading
+
+    from estimation.core import population as population_module
+
+    rng = np.random.default_rng(11)
+    systems = [random_system(rng, n_pairs=300, size=120) for _ in range(12)]
+
+    def build():
+        pop = Population()
+        for k, s in enumerate(systems):
+            pop.add_system(f"s{k}", *s)
+        return pop
+
+    alone = build()
+    want = {s: (alone.stacked(s).toarray(), alone.instance_probs(s).copy(),
+                alone.overlap(s, "instance").copy())
+            for s in ("instance", "predicate", "entity", "entity_relation")}
+    shared, errors = build(), []
+    start = threading.Barrier(2)
+
+    def read(offset: int) -> None:
+        try:
+            start.wait(10)
+            for rep in range(40):
+                for s in want:
+                    stacked, probs, overlap = want[s]
+                    assert np.array_equal(shared.stacked(s).toarray(), stacked)
+                    assert np.array_equal(shared.instance_probs(s), probs)
+                    assert np.array_equal(shared.overlap(s, "instance"), overlap)
+                # More keys than the memo keeps: evictions race the other thread's reads.
+                for k in range(population_module.MEMO_ENTRIES + 3):
+                    key = ("probe", (k + offset + rep) % (population_module.MEMO_ENTRIES + 3))
+                    assert shared.memo(key, lambda key=key: key[1]) == key[1]
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read, args=(k,)) for k in range(2)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads between almost any two bytecodes
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    again = pickle.loads(pickle.dumps(shared))
+    assert np.array_equal(again.stacked("entity").toarray(), want["entity"][0])
+    assert again.memo(("fresh",), lambda: 7) == 7
