@@ -50,6 +50,7 @@ from submissions.services import TransitionError, transition
 from submissions.staging import copy_text
 
 from . import instance_cache
+from .beside import Beside, replicates_beside
 from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
 from .core.points import PointPlan
@@ -416,34 +417,38 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             f"({time.monotonic() - t0:.2f} s)")
         schemes = score_schemes(draw_scheme)
         # With soft labels, the plan of point estimates the systems' priors were fixed
-        # with serves the replicates and the hard labels too; both come before the full
-        # estimate and the plan is dropped then, so the two never hold their memory at once.
+        # with serves the hard labels and the replicates too.
         evidence, plan = data.evidence_and_plan(draw_scheme)
         if plan is None and data.soft is not None and len(data.soft.pairs):
             plan = PointPlan(data.population, evidence, draw_scheme)
-        variance = None
-        if data.soft_replicates:  # the correction's own uncertainty (estimation/correction.py)
-            t1 = time.monotonic()
-            variance = correction_variance(data.population, evidence, data.soft_replicates,
-                                           draw_scheme, schemes, confidence, plan)
-            say(f"{len(data.soft_replicates)} correction replicates in "
-                f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
+        if plan is not None:
+            plan.settle(schemes)  # it lives through the final estimate: no more than needed
         hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
         # The plan's labelled pairs and judged instances serve the full estimate too, with
         # the evidence's verdicts from the plan (Evidence.correct's floats, computed once).
         state = None if plan is None else plan.state.for_evidence(evidence,
                                                                   plan.right(evidence))
-        del plan
         t1 = time.monotonic()
-        # One call for every scheme: the scheme-free parts (which pairs are labelled, who
-        # found each exhaustive instance, the sure bounds) are computed once.
-        res = estimate(data.population, evidence, draw_scheme=draw_scheme, schemes=schemes,
-                       confidence=confidence, state=state)
-        del state
+        # The correction's own uncertainty (estimation/correction.py), beside the estimate.
+        with Beside(bool(data.soft_replicates) and replicates_beside()) as beside:
+            variance = beside.run(
+                correction_variance, data.population, evidence, data.soft_replicates,
+                draw_scheme, schemes, confidence, plan) if data.soft_replicates else None
+            del plan  # the replicates' own now
+            # One call for every scheme: the scheme-free parts (which pairs are labelled,
+            # who found each exhaustive instance, the sure bounds) are computed once.
+            res = estimate(data.population, evidence, draw_scheme=draw_scheme,
+                           schemes=schemes, confidence=confidence, state=state)
+            del state
+            say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
+                f"({time.monotonic() - t0:.2f} s)")
+            if variance is not None:
+                variance = variance()
+                say(f"{len(data.soft_replicates)} correction replicates "
+                    f"{'beside it' if beside.threaded else 'before it'}, done at "
+                    f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
         if variance is not None:
             res = widen(res, variance, confidence)
-        say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
-            f"({time.monotonic() - t0:.2f} s)")
         costs = attributed_costs(ids)
         found = exhaustive_found(data, evidence)
         rows = _score_rows(run, ids, schemes, draw_scheme, res, hard, costs, found)

@@ -190,6 +190,14 @@ class PointPlan:
         self._coef[scheme] = (simple, joint, nan)
         return self._coef[scheme]
 
+    def settle(self, schemes: Sequence[str]) -> None:
+        """Make every part ``schemes``' estimates need and drop what only made them (the
+        own draws' gathers and the coefficients' blocks, ~19 MB at 1M predictions): a
+        recompute keeps the plan through its final estimate (scoring.py)."""
+        for scheme in schemes:
+            self._coefficients(check_scheme(scheme))
+        self._own_at = None
+
     def _label_part(self, scheme: str, own: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(labelled mass, exact, p(x) of each judged instance): the verdict-free part of
         precision.label_bounds under ``scheme`` (``own``: the simple bounds' labels)."""
