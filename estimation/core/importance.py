@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -219,11 +219,12 @@ def importance_estimate(
     z = np.divide(a.data, q_a, out=np.zeros(len(q_a)), where=q_a > 0)
     r_at = at_entries(sp.coo_matrix(pf))
     r = sp.csr_matrix((r_at, at.pattern.indices.copy(), at.pattern.indptr.copy()), shape=a.shape)
-    terms = [r_at, r_at * r_at]
+    # The squares and counts are made one at a time as the means need them, not all held.
+    terms: list[np.ndarray | Callable[[], np.ndarray]] = [r_at, lambda: r_at * r_at]
     if label_var is not None:
         # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
         terms.append(at_entries(label_var.tocoo(), 2))
-    terms += [z, z * z, (z > 0).astype(float)]
+    terms += [z, lambda: z * z, lambda: (z > 0).astype(float)]
     means = _draw_means(sp.csr_matrix(counts_per_draw), at, terms, diagonal)
     m1, m2 = means[0], means[1]  # (j × i): mean of r_i, r_i² under p_j
     if label_var is not None:
@@ -284,11 +285,12 @@ class _Positions:
 def _draw_means(
     cpd: sp.csr_matrix,
     at: _Positions,
-    values: Sequence[np.ndarray],
+    values: Sequence[np.ndarray | Callable[[], np.ndarray]],
     diagonal: bool,
 ) -> list[np.ndarray]:
-    """For each x given by its values at the entries of ``at.pattern`` (m × nU): the
-    (j × i) means Σ_u cpd_ju x_iu of x_i under system j's draws.
+    """For each x given by its values at the entries of ``at.pattern`` (m × nU), or by a
+    function making them when needed: the (j × i) means Σ_u cpd_ju x_iu of x_i under
+    system j's draws.
 
     Each sum runs over j's stored draws in their stored order, starting from 0, as
     ``cpd @ x.T.toarray()`` does: the same floats. ``diagonal``: only the i = j sums
@@ -305,6 +307,7 @@ def _draw_means(
         hit = pos >= 0
         pos, owner, weight = pos[hit], draw_rows[hit], cpd.data[hit]
         for x, o in zip(values, out, strict=True):
+            x = x() if callable(x) else x
             np.fill_diagonal(o, np.bincount(owner, weights=weight * x[pos], minlength=m))
         return out
     # One dense (nU × m) buffer, x.T, reused: cpd times it is exactly the old
@@ -312,7 +315,7 @@ def _draw_means(
     dense = np.zeros((n_u, m))
     flat = at.transposed_flat()
     for x, o in zip(values, out, strict=True):
-        dense.ravel()[flat] = x
+        dense.ravel()[flat] = x() if callable(x) else x
         o += cpd @ dense
     return out
 
