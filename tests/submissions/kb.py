@@ -111,3 +111,20 @@ def ingest(stored: Callable[..., Submission], data: bytes, **fields: object) -> 
     run_ingestion(sub.pk)
     sub.refresh_from_db()
     return sub
+
+
+def api_ingested(user: object, corpus: object, data: bytes, name: str,
+                 capture: Callable) -> dict:
+    """Upload ``data`` (a .gz) through the API as ``user``, ingested at once (``capture``:
+    the django_capture_on_commit_callbacks fixture); the submission's JSON detail."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(user)
+    with capture(execute=True):
+        resp = api.post("/api/submissions/", {"name": name, "corpus": corpus.tag,
+                                              "file": SimpleUploadedFile("kb.gz", data)},
+                        format="multipart")
+    assert resp.status_code == 201, resp.content
+    return api.get(f"/api/submissions/{resp.json()['id']}/").json()

@@ -24,7 +24,7 @@ from submissions.kbformat import FileTooLarge, inspect_upload, iter_lines, open_
 from submissions.models import Submission
 from submissions.services import content_sha256
 
-from .kb import ingest, to_bytes, valid_lines
+from .kb import api_ingested, ingest, to_bytes, valid_lines
 from .test_drop_invalid import facts
 
 PLAIN = to_bytes(valid_lines())
@@ -92,19 +92,14 @@ def test_a_truncated_or_corrupt_member_is_still_gzip_corrupt(
 def test_upload_form_api_and_command_accept_trailing_bytes(
         user: User, corpus: Corpus, tmp_path: Path, django_capture_on_commit_callbacks) -> None:
     data = TRAILING["garbage"][0]
-    api = APIClient()
-    api.force_authenticate(user)
-    with django_capture_on_commit_callbacks(execute=True):
-        resp = api.post("/api/submissions/", {"name": "api", "corpus": corpus.tag,
-                                              "file": SimpleUploadedFile("kb.gz", data)},
-                        format="multipart")
-    assert resp.status_code == 201, resp.content
-    body = api.get(f"/api/submissions/{resp.json()['id']}/").json()
+    body = api_ingested(user, corpus, data, "api", django_capture_on_commit_callbacks)
     assert body["state"] == "ingested" and body["run_id"] == "test_run_1"
     assert body["report_counts"]["GZIP_TRAILING_BYTES"] == 1
     assert any(r["code"] == "GZIP_TRAILING_BYTES" and "60 bytes" in r["message"]
                for r in body["report"])
     # Its content is the plain file's: the same KB again is a duplicate.
+    api = APIClient()
+    api.force_authenticate(user)
     with django_capture_on_commit_callbacks(execute=True):
         again = api.post("/api/submissions/", {"name": "again", "corpus": corpus.tag,
                                                "file": SimpleUploadedFile("kb.tsv", PLAIN)},

@@ -10,16 +10,14 @@ from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from rest_framework.test import APIClient
 
 from kbpo.core import schema
 from kbpo.core.models import Corpus
 from submissions.kbformat import CODES
 from submissions.models import RelationInstance, Submission
 
-from .kb import ingest, mention, sentence, to_bytes, valid_lines
+from .kb import api_ingested, ingest, mention, sentence, to_bytes, valid_lines
 from .test_drop_invalid import facts
 
 # The holder of each family, in the valid KB: E1 and E4 are PER, E3 ORG, E2 GPE.
@@ -133,15 +131,8 @@ def test_drop_invalid_skips_a_dropped_entitys_sentiment_lines(
 @pytest.mark.django_db
 def test_the_api_accepts_a_2017_kb_and_reports_its_sentiment_lines(
         user: User, corpus: Corpus, django_capture_on_commit_callbacks) -> None:
-    api = APIClient()
-    api.force_authenticate(user)
     data = to_bytes([*valid_lines(), *sentiment_lines()[:2]], gz=True)
-    with django_capture_on_commit_callbacks(execute=True):
-        resp = api.post("/api/submissions/", {"name": "s", "corpus": corpus.tag,
-                                              "file": SimpleUploadedFile("kb.gz", data)},
-                        format="multipart")
-    assert resp.status_code == 201, resp.content
-    body = api.get(f"/api/submissions/{resp.json()['id']}/").json()
+    body = api_ingested(user, corpus, data, "s", django_capture_on_commit_callbacks)
     assert body["state"] == "ingested"
     rows = [r for r in body["report"] if r["code"] == "SENTIMENT_NOT_EVALUATED"]
     n = len(valid_lines())

@@ -6,6 +6,14 @@ import pytest
 from estimation.core import Population, mixing_weights
 
 
+def populated(systems):
+    """A population of these (pairs, predicates, subjects) systems, named s0, s1, …"""
+    pop = Population()
+    for k, s in enumerate(systems):
+        pop.add_system(f"s{k}", *s)
+    return pop
+
+
 def random_system(rng, n_pairs=60, size=25):
     pairs = rng.choice(n_pairs, size, replace=False) + 1000
     preds = rng.integers(0, 4, size)
@@ -102,22 +110,16 @@ def test_memoised_terms_give_the_fresh_numbers_and_go_with_the_systems():
     rng = np.random.default_rng(5)
     systems = [random_system(rng, n_pairs=80, size=30) for _ in range(5)]
 
-    def build():
-        pop = Population()
-        for k, s in enumerate(systems):
-            pop.add_system(f"s{k}", *s)
-        return pop
-
     draws = {f"s{k}": rng.choice(s[0], 6) for k, s in enumerate(systems)}
     truth = {int(p): int(rng.integers(-1, 4)) for p in range(1000, 1080)}
     drawn = sorted({int(p) for d in draws.values() for p in d})
-    hot = build()
+    hot = populated(systems)
     for step in range(3):
         labels = {p: truth[p] for p in drawn[: 10 + 12 * step]}
         if step == 2:  # new draws, some on unlabelled pairs
             draws = {k: np.concatenate([d, rng.choice(systems[int(k[1:])][0], 4)])
                      for k, d in draws.items()}
-        assert _estimates(hot, draws, labels) == _estimates(build(), draws, labels)
+        assert _estimates(hot, draws, labels) == _estimates(populated(systems), draws, labels)
         assert len(hot._memo) > 0
     calls = []
     hot.memo(("probe",), lambda: calls.append(1))
@@ -197,17 +199,11 @@ def test_two_threads_share_a_population():
     rng = np.random.default_rng(11)
     systems = [random_system(rng, n_pairs=300, size=120) for _ in range(12)]
 
-    def build():
-        pop = Population()
-        for k, s in enumerate(systems):
-            pop.add_system(f"s{k}", *s)
-        return pop
-
-    alone = build()
+    alone = populated(systems)
     want = {s: (alone.stacked(s).toarray(), alone.instance_probs(s).copy(),
                 alone.overlap(s, "instance").copy())
             for s in ("instance", "predicate", "entity", "entity_relation")}
-    shared, errors = build(), []
+    shared, errors = populated(systems), []
     start = threading.Barrier(2)
 
     def read(offset: int) -> None:
