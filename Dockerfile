@@ -3,8 +3,9 @@ FROM python:3.11-slim
 
 # One OpenBLAS thread per process: every service runs several processes (gunicorn and
 # Celery workers) or shares the cores with them, and the scorer's estimates are sparse
-# sums that OpenBLAS's extra threads only spin beside (bench/bench_recompute.py: 2.7 s
-# against 3.2 s per label batch, 2.5 s of CPU against 3.5 s).
+# sums that OpenBLAS's extra threads only spin beside (bench/bench_recompute.py, runs
+# alternated: 1.94 / 2.18 s per label batch against 2.25 / 2.72 s with two threads, and
+# 2.5 / 2.8 s of CPU against 3.2 / 3.8 s).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

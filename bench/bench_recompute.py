@@ -31,7 +31,8 @@ peak, the build's peak and the whole process's peak (VmHWM's maximum over all ph
 crowd on MTurk does (the noise correction's stored fit has no rates for them).
 OpenBLAS runs one thread, as in the image (OPENBLAS_NUM_THREADS=1 unless the environment
 sets it: with its default of a thread per core, its threads spin beside the sparse sums and
-a run took 3.2 s instead of 2.7 s, 3.5 s of CPU instead of 2.5 s).
+runs alternated took 2.25 / 2.72 s instead of 1.94 / 2.18 s, and 3.2 / 3.8 s of CPU instead
+of 2.5 / 2.8 s).
 `--profile FILE` also writes a cProfile of the incremental runs (all batches) to FILE
 (read it with `python -m pstats FILE`); the profiled runs are timed with the profiler on.
 """
