@@ -431,7 +431,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
         t1 = time.monotonic()
         # The correction's own uncertainty (estimation/correction.py), beside the estimate.
         with Beside(bool(data.soft_replicates) and replicates_beside()) as beside:
-            variance = beside.run(
+            replicates = beside.run(
                 correction_variance, data.population, evidence, data.soft_replicates,
                 draw_scheme, schemes, confidence, plan) if data.soft_replicates else None
             del plan  # the replicates' own now
@@ -442,8 +442,9 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             del state
             say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
                 f"({time.monotonic() - t0:.2f} s)")
-            if variance is not None:
-                variance = variance()
+            variance = None
+            if replicates is not None:
+                variance = replicates()
                 say(f"{len(data.soft_replicates)} correction replicates "
                     f"{'beside it' if beside.threaded else 'before it'}, done at "
                     f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")

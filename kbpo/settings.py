@@ -474,9 +474,9 @@ KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
 # Cheating guards (docs/crowd.md, "Too fast and over the cap"). An MTurk assignment
 # submitted sooner after it was accepted (MTurk's own AcceptTime and SubmitTime) than
 # this many seconds per question of its HIT (a document task: per sentence of its
-# document) is paid and not counted: the preview shows the
-# questions, so an honest worker may be quick. The worker is blocked at the
-# KBPO_TOO_FAST_LIMIT-th such assignment (0 never blocks). 0 seconds turns the check off.
+# document) is paid and not counted: the preview shows the questions, so an honest
+# worker may be quick. The worker is blocked at the KBPO_TOO_FAST_LIMIT-th such
+# assignment (0 never blocks). 0 seconds turns the check off.
 KBPO_MIN_SECONDS_PER_QUESTION = env_float("KBPO_MIN_SECONDS_PER_QUESTION", 1.0)
 KBPO_TOO_FAST_LIMIT = env_int("KBPO_TOO_FAST_LIMIT", 3)
 # Relations one answer may mark for one mention pair. Labels are built for a primary

@@ -21,7 +21,7 @@ def skip_by_predicate(number: int, cols: list[str], entities: dict[str, Entity],
     recorded); raises UNKNOWN_PREDICATE for a predicate that is no TAC predicate we know.
     `entities` holds (at least) the line's nodes."""
     pred = cols[1]
-    if pred in schema.SENTIMENT:
+    if schema.is_sentiment(pred):
         # First, whatever its arguments (a FAC entity, an event, an undeclared node, a
         # bad column): a sentiment line never makes a file fail.
         report.add(number, "SENTIMENT_NOT_EVALUATED",

@@ -23,7 +23,7 @@ import logging
 
 from django.db import IntegrityError, transaction
 
-from annotations.interfaces.intake import IntakeError
+from annotations.interfaces.intake import TOO_FAST, IntakeError
 from annotations.models import (
     Assignment,
     AssignmentState,
@@ -44,7 +44,7 @@ _OURS = {
               "tasks, so this answer was not used; you are paid all the same.",
     "blocked": "Thank you for your work. We no longer use answers from your account on "
                "these tasks, so please do not accept more of them.",
-    "too_fast": "Thank you. This task was submitted sooner after you accepted it than we "
+    TOO_FAST: "Thank you. This task was submitted sooner after you accepted it than we "
                 "can use answers for, so this answer was not used; you are paid all the "
                 "same. Please take a little time over each question of our tasks.",
 }
@@ -84,7 +84,7 @@ def record(hit: Hit, worker: CrowdWorker, assignment_id: str, error: IntakeError
     except mturk.MTurkError as exc:  # the sync and the re-drive retry it
         logger.warning("HIT %s: verdict on refused assignment %s not given yet: %s",
                        hit.pk, assignment_id, exc)
-    if error.code == "too_fast":
+    if error.code == TOO_FAST:
         try:
             workers.block_too_fast(worker)
         except mturk.MTurkError as exc:  # the quality pass's sweep retries it

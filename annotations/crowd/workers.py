@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Count, Q
 
+from annotations.interfaces.intake import TOO_FAST
 from annotations.models import (
     Backend,
     CrowdWorker,
@@ -44,9 +45,6 @@ def block_control_outliers() -> list[str]:
                              f"control questions ({rate:.0%}), far below the crowd")
         blocked.append(str(worker))
     return blocked
-
-
-TOO_FAST = "too_fast"  # the intake's code for work submitted too soon after accepting
 
 
 def block_too_fast(worker: CrowdWorker | None = None) -> list[str]:

@@ -396,6 +396,9 @@ def _check_open(hit: Hit) -> None:
                           "hitId", status=409, code="closed")
 
 
+# The code of work submitted sooner after accepting than we count (crowd/refusals.py
+# pays it, crowd/workers.py blocks a worker who keeps doing it).
+TOO_FAST = "too_fast"
 REPEAT_MESSAGE = ("you already answered a question of this HIT in another of our tasks; "
                   "please return this HIT (you cannot answer the same question twice)")
 
@@ -453,12 +456,14 @@ def submit_assignment(*, hit: Hit, worker: CrowdWorker, assignment_id: str,
         if Assignment.objects.filter(hit=locked, worker=worker).exists():
             raise IntakeError("this worker already answered this HIT", "workerId", status=409,
                               code="repeat")
-        units = work_units(items.values()) if work_seconds is not None else 0
-        if work_seconds is not None and work_seconds < min_work_seconds(units):
-            raise IntakeError(f"submitted {work_seconds:.1f} s after accepting a task of "
-                              f"{units} question(s) or sentence(s); we count work that took "
-                              f"at least {min_work_seconds(units):g} s", "workTime",
-                              status=409, code="too_fast")
+        if work_seconds is not None:
+            units = work_units(items.values())
+            least = min_work_seconds(units)
+            if work_seconds < least:
+                raise IntakeError(f"submitted {work_seconds:.1f} s after accepting a task of "
+                                  f"{units} question(s) or sentence(s); we count work that "
+                                  f"took at least {least:g} s", "workTime", status=409,
+                                  code=TOO_FAST)
         if (locked.backend != Backend.MTURK and locked.assignments.filter(
                 refusal=Refusal.NONE).count() >= locked.max_assignments):
             # On our own site nothing else keeps a HIT to its slots (MTurk does that

@@ -291,6 +291,8 @@ class Population:
     def mass_moments(self, scheme: str) -> tuple[np.ndarray, np.ndarray]:
         """(Σ_u P_i(u), Σ_u P_i(u)²) per system: 1 (0 for an empty system) and O_ii."""
         key = "moments_" + check_scheme(scheme)
+        if key in self._inst_cache:
+            return self._inst_cache[key]
         with self._lock:
             return self._moments(key, scheme)
 

@@ -179,7 +179,6 @@
 
   window.KBPO = {
     cfg, data, el, setStatus, setReady, isTyping, wikiUrl, submit, toggleChoice, capped,
-    maxRelations,
     canAnswer: cfg.mode !== "closed",
     elapsed: () => (performance.now() - startedAt) / 1000,
     onPayload: (fn) => { payloadFn = fn; },
