@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-# scratch_db and drop_db are imported from here by bench_recompute.py.
 from bench_common import (  # noqa: E402
     drop_db,
     exit_on_sigterm,

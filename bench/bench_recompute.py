@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_leaderboard import drop_db, scratch_db  # noqa: E402
+from bench_common import drop_db, scratch_db  # noqa: E402
 
 TYPES = ("PER", "ORG", "GPE")
 SENTENCES, SENTENCE_CHARS = 25, 160  # per document (4,000 characters)

@@ -48,3 +48,29 @@ def test_task_modules_are_thin_entry_points(app: str) -> None:
             statements = [line for line in code.splitlines()
                           if line.strip() and not line.strip().startswith(("#", '"""'))]
             assert len(statements) <= 12, f"{path.relative_to(ROOT)}:{name} does work"
+
+
+def test_bench_scripts_import_no_cycle() -> None:
+    """The benches share code through bench_common, never through each other both ways:
+    a circle breaks as soon as one of them imports the other at the top."""
+    import ast
+
+    bench = ROOT / "bench"
+    names = {p.stem for p in bench.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for p in bench.glob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in names:
+                deps.add(node.module)
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name in names}
+        graph[p.stem] = deps
+    assert graph["bench_leaderboard"] or graph["bench_recompute"]  # the scan sees imports
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(d == goal or (d not in seen and reaches(d, goal, seen | {d}))
+                   for d in graph[start])
+
+    cycles = sorted(m for m in graph if reaches(m, m, {m}))
+    assert not cycles, f"bench scripts in an import circle: {cycles}"
