@@ -1,4 +1,4 @@
-"""Command line: python -m estimation estimate|plan|simulate|validate (see docs/internals/estimation.md)."""
+"""Command line: python -m estimation estimate|plan|simulate|validate (see docs/reference/estimation-cli.md)."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_the_image_default_command_is_the_web_command() -> None:
 
 def test_the_image_runs_one_openblas_thread_per_process() -> None:
     """Every service runs several processes, or shares the cores with them: OpenBLAS's
-    own threads would only spin beside the scorer's sparse sums (docs/operators/deployment.md)."""
+    own threads would only spin beside the scorer's sparse sums (docs/internals/deployment.md)."""
     dockerfile = (ROOT / "Dockerfile").read_text()
     env = re.search(r"^ENV ((?:.*\\\n)*.*)$", dockerfile, re.M)
     assert env is not None
