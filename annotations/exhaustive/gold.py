@@ -1,6 +1,7 @@
 """Importing existing exhaustive gold annotation as the true-instance sample Ŷ0.
 
-Two formats (docs/operators/exhaustive.md §Import, mapping table in docs/reference/docred-mapping.md):
+Two formats (docs/operators/exhaustive.md §Import, mapping table in
+docs/reference/docred-mapping.md):
 
 - `kbpo` (this module): the demo world's `gold.jsonl` (docs/reference/demo-world.md) for
   documents already loaded into the corpus;
