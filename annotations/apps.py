@@ -6,7 +6,7 @@ class AnnotationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """Wire answer intake to aggregation (see docs/crowd.md): relation questions go
+        """Wire answer intake to aggregation (see docs/internals/crowd.md): relation questions go
         to the crowd's labels, entity and exhaustive questions to the exhaustive
         workflow."""
         from .crowd import tasks as crowd_tasks  # noqa: F401  (registers the Celery tasks,

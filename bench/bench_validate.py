@@ -1,4 +1,4 @@
-"""The full validation battery (docs/estimation.md §10): every scenario at full size.
+"""The full validation battery (docs/internals/estimation.md §10): every scenario at full size.
 
     python bench/bench_validate.py [--trials 1000] [--seed 0] [--scenario NAME ...]
         [--schemes instance|all|...] [--draw-scheme instance]

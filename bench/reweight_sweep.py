@@ -4,7 +4,7 @@ Usage: python bench/reweight_sweep.py --battery crowd20 [--trials 3]
        python bench/reweight_sweep.py --world DIR [DIR ...]      (bench_noisy_demo --keep)
 
 Precision sums P(instance right): the crowd model's posterior P(r) re-weighted from the
-prior it divides out to the system's precision (docs/noisy-crowds.md §2). The posterior
+prior it divides out to the system's precision (docs/internals/noisy-crowds.md §2). The posterior
 is computed with the class shares of the pair's type, while the prior divided out is the
 corpus-wide share. This sweeps the family in between: the likelihood ratio
 odds(P_r) / (odds(s_type)^(1−β) · odds(s_corpus)^β) — β = 0 divides out the shares the

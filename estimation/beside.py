@@ -3,7 +3,7 @@ replicates beside its final estimate (scoring.py).
 
 On the recompute benchmark's data (100 systems × 10k predictions, 2 cores, one OpenBLAS
 thread) the replicates and the final estimate took 2.05–2.1 s one after the other and
-1.2–1.4 s side by side, the same floats (docs/leaderboard.md §5).
+1.2–1.4 s side by side, the same floats (docs/internals/leaderboard.md §5).
 """
 
 from __future__ import annotations

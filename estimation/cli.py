@@ -1,4 +1,6 @@
-"""Command line: python -m estimation estimate|plan|simulate|validate (see docs/estimation.md)."""
+"""Command line: python -m estimation estimate|plan|simulate|validate.
+
+See docs/reference/estimation-cli.md."""
 
 from __future__ import annotations
 

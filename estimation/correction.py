@@ -17,7 +17,7 @@ the same intervals.
 The refitted parameters are stored (`models.CorrectionFit`) and refitted only when the
 answers grew by more than KBPO_SOFT_LABEL_REFIT_GROWTH, changed, brought an answer the
 fit does not know, or a worker it does not know gave more than
-KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS answers (docs/noisy-crowds.md §2); in between each
+KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS answers (docs/internals/noisy-crowds.md §2); in between each
 replicate's posterior of the current answers is one E-step under its stored parameters,
 a worker it does not know taking a fitted worker's rates drawn per replicate, and a
 process computes it only for the labels whose inputs changed since its last run

@@ -179,7 +179,7 @@ def _gold_rows(doc_ids: list[int], pairs: bool = False) -> list[tuple]:
 def exhaustive_documents(corpus: Corpus) -> np.ndarray:
     """The document id of each instance of Ŷ0, in the order `load_exhaustive` returns.
 
-    The recall variances treat documents as clusters (docs/estimation.md §4.3).
+    The recall variances treat documents as clusters (docs/internals/estimation.md §4.3).
     """
     rows = _gold_rows(_complete_documents(corpus))
     return np.asarray([r[0] for r in rows], np.int64)

@@ -1,6 +1,6 @@
 """Leaderboard rows from the latest score run, shared by the page, the API, CSV and CLI.
 
-Choices (documented in docs/leaderboard.md):
+Choices (documented in docs/internals/leaderboard.md):
 - Private submissions are *hidden* from everyone but their owner and staff; ranks are
   computed among the rows the viewer sees, so a hidden row leaves no gap.
 - "Statistically tied": a system whose interval (of the sorted metric) overlaps the

@@ -15,14 +15,14 @@ KINDS = ("joint", "simple")
 BOUNDS = ("", "_lo", "_hi")
 # Short column stems: p_joint, p_joint_lo, ... f1_simple_hi.
 METRIC_COLUMNS = {"precision": "p", "recall": "r", "f1": "f1"}
-# What pages say about a zero-width interval (docs/estimation.md §4.1).
+# What pages say about a zero-width interval (docs/internals/estimation.md §4.1).
 EXACT_NOTE = "known exactly: every prediction of the system has a crowd label"
 
 
 def is_exact(lo: float | None, hi: float | None) -> bool:
     """Whether an interval is a single point: the labels decide the value exactly.
 
-    The estimators give a zero-width interval only then (docs/estimation.md §4.1), so
+    The estimators give a zero-width interval only then (docs/internals/estimation.md §4.1), so
     pages show "exact" instead of an interval that would look like a bug.
     """
     return lo is not None and hi is not None and hi - lo <= 1e-12

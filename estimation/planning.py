@@ -4,7 +4,7 @@
 and is safe to run any number of times, concurrently or after a crash:
 
 1. `ingested → planning`;
-2. the sample: the estimation core sizes it (`plan_sample_size`, docs/estimation.md §5)
+2. the sample: the estimation core sizes it (`plan_sample_size`, docs/internals/estimation.md §5)
    and it is drawn i.i.d. with replacement from the submission's sampling distribution,
    seeded by the submission id, and stored as `SampleDraw` rows — once; a re-run
    reuses them;

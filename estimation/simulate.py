@@ -1,4 +1,4 @@
-"""Synthetic shared task with known truth, to check the estimators (docs/estimation.md).
+"""Synthetic shared task with known truth, to check the estimators (docs/internals/estimation.md).
 
 The world: mention pairs with a true relation (or none) and a subject entity;
 systems from teams that share a common core of salient pairs, each team with

@@ -3,7 +3,7 @@
 With nothing set, the service runs on SQLite with Celery in eager mode and the
 simulated crowd, so a newcomer needs no servers. Production sets KBPO_ENV=production,
 DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY and the allowed hosts
-(every variable is described in docs/configuration.md).
+(every variable is described in docs/reference/settings.md).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ if PRODUCTION:
             "characters (the built-in development key is refused), e.g. "
             "python -c 'import secrets; print(secrets.token_urlsafe(64))'.")
 
-# --- Behind the TLS proxy (deploy/Caddyfile, docs/deployment.md) ----------------------
+# --- Behind the TLS proxy (deploy/Caddyfile, docs/operators/deployment.md) ----------------------
 # KBPO_HOSTNAME is the public name the proxy holds a certificate for, KBPO_HTTPS_PORT the
 # port it answers HTTPS on. The allowed hosts, the trusted CSRF origin and the public URL
 # default to that site; an explicit ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS or
@@ -260,7 +260,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # ==== Security: shared cache, login lockout, rate limits, CSP, task acknowledgement ====
-# (docs/configuration.md, "Security"). Kept together so a reviewer sees every knob.
+# (docs/reference/settings.md, "Security"). Kept together so a reviewer sees every knob.
 #
 # Shared cache. Rate-limit counters must be shared by every gunicorn worker, so
 # production uses Redis: CACHE_URL, else the broker's Redis when the broker is Redis.
@@ -394,7 +394,7 @@ LOGGING = {
     },
 }
 
-# Submissions (docs/submissions.md). Uncompressed size cap, enforced while streaming at
+# Submissions (docs/reference/kb-format.md). Uncompressed size cap, enforced while streaming at
 # upload and again in the ingestion task, so a gzip bomb is refused early.
 KBPO_SUBMISSION_MAX_BYTES = env_int("KBPO_SUBMISSION_MAX_BYTES", 100_000_000)
 FILE_UPLOAD_HANDLERS = [
@@ -428,10 +428,10 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# Crowd work (docs/crowd.md). Money is in US dollars.
+# Crowd work (docs/internals/crowd.md). Money is in US dollars.
 KBPO_ANSWERS_PER_QUESTION = env_int("KBPO_ANSWERS_PER_QUESTION", 3)
 # Estimate with soft labels (P(right) from the workers' measured rates) where the
-# quality pass has stored them (docs/estimation.md, noisy crowds).
+# quality pass has stored them (docs/internals/estimation.md, noisy crowds).
 KBPO_SOFT_LABELS = env_bool("KBPO_SOFT_LABELS", True)
 # With soft labels, bootstrap replicates of the model's parameters (refitted on questions
 # drawn with replacement) whose soft labels add the correction's own uncertainty to the
@@ -449,7 +449,7 @@ KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS = env_int("KBPO_SOFT_LABEL_NEW_WORKER_ANSWERS
 KBPO_MAX_EXTRA_ANSWERS = env_int("KBPO_MAX_EXTRA_ANSWERS", 2)
 # The stored (hard) label after the quality pass: the answer of this aggregator
 # (lopsided one-coin, one-coin, or the majority vote; chosen by the accuracy
-# bench/bench_aggregation.py measured, docs/noisy-crowds.md). A label moves off its
+# bench/bench_aggregation.py measured, docs/internals/noisy-crowds.md). A label moves off its
 # current answer only when the model's answer beats it by the switch margin in
 # posterior probability, so refits do not make labels flip back and forth.
 KBPO_LABEL_AGGREGATION = os.environ.get("KBPO_LABEL_AGGREGATION", "lopsided").strip().lower()
@@ -471,7 +471,7 @@ KBPO_WORKER_FLAG_MIN_ANSWERS = env_int("KBPO_WORKER_FLAG_MIN_ANSWERS", 20)
 KBPO_CONTROL_SHARE = env_float("KBPO_CONTROL_SHARE", 0.09)
 KBPO_CONTROL_BLOCK_MIN_ANSWERS = env_int("KBPO_CONTROL_BLOCK_MIN_ANSWERS", 5)
 KBPO_CONTROL_BLOCK_MARGIN = env_float("KBPO_CONTROL_BLOCK_MARGIN", 0.2)
-# Cheating guards (docs/crowd.md, "Too fast and over the cap"). An MTurk assignment
+# Cheating guards (docs/internals/crowd.md, "Too fast and over the cap"). An MTurk assignment
 # submitted sooner after it was accepted (MTurk's own AcceptTime and SubmitTime) than
 # this many seconds per question of its HIT (a document task: per sentence of its
 # document) is paid and not counted: the preview shows the questions, so an honest
@@ -493,12 +493,12 @@ KBPO_CONFIDENCE = env_float("KBPO_CONFIDENCE", 0.9)
 # Salt of the sample draws' seed (estimation/planning.py): 0 seeds each submission's
 # draws by its id alone. Benchmarks salt per world, whose submissions all number 1, 2, ...
 KBPO_SAMPLE_SALT = env_int("KBPO_SAMPLE_SALT", 0)
-# Exhaustive annotation (docs/exhaustive.md): entity tasks pay per document token,
+# Exhaustive annotation (docs/operators/exhaustive.md): entity tasks pay per document token,
 # exhaustive-relation tasks per candidate pair (per assignment, rounded to cents).
 KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD", 0.002)
 KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD", 0.02)
 
-# Crowd pipeline (docs/crowd.md): MTurk HIT types, periodic work, payments.
+# Crowd pipeline (docs/internals/crowd.md): MTurk HIT types, periodic work, payments.
 # One HIT type per task kind; the reward is per HIT (per-question reward × questions).
 KBPO_MTURK_TOKEN_NAMESPACE = os.environ.get("KBPO_MTURK_TOKEN_NAMESPACE", "kbpo")
 KBPO_MTURK_HIT_TYPES = {

@@ -83,7 +83,7 @@ class GoldKey:
                     raise ValueError(f"{path}: line {number}: {exc}") from exc
                 except (ValueError, KeyError, TypeError) as exc:
                     raise ValueError(f"{path}: line {number}: not a gold.jsonl record "
-                                     f"({exc}); see docs/demo-world.md") from exc
+                                     f"({exc}); see docs/reference/demo-world.md") from exc
         return cls({k: frozenset(v) for k, v in relations.items()}, mentions)
 
     def truth(self, pair: PairSpans) -> frozenset[str]:

@@ -1,6 +1,6 @@
 """Importing DocRED / Re-DocRED gold (a JSON list of documents with `title`, `sents`,
 `vertexSet` and `labels`): documents are created from the tokens, entity types and
-Wikidata properties are mapped to the KBP schema (docs/docred-mapping.md)."""
+Wikidata properties are mapped to the KBP schema (docs/reference/docred-mapping.md)."""
 
 from __future__ import annotations
 

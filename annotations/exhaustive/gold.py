@@ -1,8 +1,9 @@
 """Importing existing exhaustive gold annotation as the true-instance sample Ŷ0.
 
-Two formats (docs/exhaustive.md §Import, mapping table in docs/docred-mapping.md):
+Two formats (docs/operators/exhaustive.md §Import, mapping table in
+docs/reference/docred-mapping.md):
 
-- `kbpo` (this module): the demo world's `gold.jsonl` (docs/demo-world.md) for
+- `kbpo` (this module): the demo world's `gold.jsonl` (docs/reference/demo-world.md) for
   documents already loaded into the corpus;
 - `docred` (`annotations.exhaustive.docred`): DocRED / Re-DocRED JSON; the documents are
   created from the tokens.
@@ -189,7 +190,7 @@ def import_kbpo(corpus: Corpus, path: Path, only_planned: bool = False) -> Impor
             except (ValueError, KeyError, TypeError) as exc:
                 report.skipped_documents["malformed line"] += 1
                 report.note(f"line {number}: not a gold.jsonl record ({exc}); see "
-                            "docs/demo-world.md")
+                            "docs/reference/demo-world.md")
                 continue
             doc = docs.get(doc_id)
             if doc is None:

@@ -1,4 +1,4 @@
-"""The two-stage document sample for recall (docs/exhaustive.md).
+"""The two-stage document sample for recall (docs/operators/exhaustive.md).
 
 Stage 1 draws `seed_fraction` of the planned documents uniformly. Once every seed
 document has its entities (aggregated from the crowd or imported), stage 2 draws the

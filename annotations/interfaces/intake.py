@@ -248,7 +248,7 @@ def _token_bounds(question: Question) -> tuple[set[int], set[int], list[tuple[in
 
 
 def check_entity_answer(question: Question, answer: AnswerIn, where: str) -> None:
-    """Validate `extra.mentions` of an entity question (see docs/annotating.md)."""
+    """Validate `extra.mentions` of an entity question (see docs/internals/task-answers.md)."""
     _check_done(answer, f"{where}.choices")
     mentions = answer.extra.get("mentions")
     if not isinstance(mentions, list):

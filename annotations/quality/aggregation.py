@@ -197,7 +197,7 @@ def worker_agreement(items: np.ndarray, workers: np.ndarray, answers: Sequence[s
 # worker's own rate), the share of blind cells fitted by EM (`rate_models.blind_spot_rates`): the
 # soft fit's model. With random errors it finds few blind cells and equals one rate per
 # worker (inf, the soft fit before); under blind spots it halves the pairs' squared
-# error and recall's bias falls by a third (docs/noisy-crowds.md §3).
+# error and recall's bias falls by a third (docs/internals/noisy-crowds.md §3).
 LABEL_TYPE_SHRINK = 5.0
 BLIND_SPOT_MIXTURE = rate_models.BLIND_SPOT_MIXTURE
 BLIND_SPOT_LOO = rate_models.BLIND_SPOT_LOO
@@ -312,7 +312,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
         # Started from the vote shares, the blind-or-seen fit can settle where a rare
         # type is blind for the whole crowd and every all-"none" pair of its pair type
         # gets its class share (+13–33% P(pair true) with Zipf-distributed relations,
-        # docs/noisy-crowds.md §3); it starts instead from its special case without
+        # docs/internals/noisy-crowds.md §3); it starts instead from its special case without
         # blind cells, one miss rate per worker.
         first = one_coin(items, workers, answers, n_i, n_w, n_options=n_options,
                          known=known, categories=cats, none=none, strata=strata,

@@ -1,4 +1,4 @@
-"""Statistics core of KBPO: numpy/scipy only, no Django (see docs/estimation.md)."""
+"""Statistics core of KBPO: numpy/scipy only, no Django (see docs/internals/estimation.md)."""
 
 from .adaptive import plan_sample_size, worst_case_variance
 from .estimators import (

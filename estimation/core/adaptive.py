@@ -1,4 +1,4 @@
-"""Adaptive sample size for a new system (docs/estimation.md §5).
+"""Adaptive sample size for a new system (docs/internals/estimation.md §5).
 
 The planner bounds the variance the joint precision estimate of system k will have
 once k has n draws of its own, and returns the smallest n that meets the target.

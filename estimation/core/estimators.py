@@ -1,6 +1,6 @@
 """Simple and joint estimators of precision, recall and F1 for all systems at once.
 
-Notation of docs/estimation.md §3; the pieces live in evidence (inputs), importance
+Notation of docs/internals/estimation.md §3; the pieces live in evidence (inputs), importance
 (weights and importance-sampling sums), precision (estimates, sure bounds) and
 recall (cluster-robust recall). This module assembles them per scheme.
 """

@@ -42,7 +42,7 @@ class Evidence:
     counts:   (m × nU) CSR, draws of system j landing on pair u
     label:    (n_pairs,) label code per pair: predicate code, -1 no relation, -2 unlabelled.
               Every labelled pair counts, drawn or not: a label decides every
-              system's instances on its pair (the sure bounds of docs/estimation.md §4).
+              system's instances on its pair (the sure bounds of docs/internals/estimation.md §4).
     y_pairs:  (n0,) dense pair index of the exhaustive true instances (-1: pair unknown)
     y_preds, y_subjects: (n0,) their predicate and subject codes
     y_docs:   (n0,) cluster (document) code of each exhaustive instance, 0..D-1; with
@@ -221,7 +221,7 @@ def reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:
 # demo world (−0.010…−0.020 and +0.017…+0.027 per system, true priors, six seeds), and
 # β = 1 is right in the battery (β = 0: −0.006); the answers' likelihood prefers β = 0 on
 # the one and β ≈ 1.4 on the other, so it cannot choose. β = 0.5 is within ±0.006 on
-# the demo and −0.004 in the battery (bench/reweight_sweep.py; docs/noisy-crowds.md §3).
+# the demo and −0.004 in the battery (bench/reweight_sweep.py; docs/internals/noisy-crowds.md §3).
 REWEIGHT_BETA = 0.5
 
 

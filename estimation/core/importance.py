@@ -2,7 +2,7 @@
 
 Everything is computed over the distinct labelled drawn pairs U (columns) and the
 systems (rows), with sparse matrices; p_i is needed only at U, the overlap matrix
-comes from the Population (notation of docs/estimation.md §3).
+comes from the Population (notation of docs/internals/estimation.md §3).
 """
 
 from __future__ import annotations

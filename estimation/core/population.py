@@ -1,6 +1,6 @@
 """The population of systems, stored sparsely over a global index of mention pairs.
 
-Importance sampling runs over *mention pairs* (see docs/estimation.md): system i's
+Importance sampling runs over *mention pairs* (see docs/internals/estimation.md): system i's
 mass on pair u is P_i(u) = Σ of p_i(x) over i's instances x on u. A drawn pair is
 labelled once and that label decides every system's instances on the pair, so a
 pair drawn by j informs i even when i predicted a different predicate there.

@@ -1,6 +1,6 @@
 """Precision: simple and joint estimates, their intervals, and the sure bounds from labels.
 
-Two kinds of evidence are combined (docs/estimation.md §4):
+Two kinds of evidence are combined (docs/internals/estimation.md §4):
 
 - the *sampling* interval of the importance-sampling estimate, whose width never
   goes below what the draws that actually reached the system support (the Kish

@@ -74,7 +74,7 @@ def _instance(value: Any, where: str) -> tuple[str, str, str]:
 
 
 def load_problem(data: Any) -> Problem:
-    """Validate a parsed PROBLEM.json and index it (see docs/estimation.md)."""
+    """Validate a parsed PROBLEM.json and index it (see docs/internals/estimation.md)."""
     if not isinstance(data, dict):
         raise ProblemError("problem: expected a JSON object")
     known = {"scheme", "systems", "draws", "labels", "exhaustive", "confidence"}

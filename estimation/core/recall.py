@@ -5,7 +5,7 @@ their true instances are taken. Instances of one document are not independent
 (a system that reads a document well finds many of its relations), so every
 variance computed from Ŷ0 is document-level (cluster-robust): the ratio
 estimator's linearised variance over documents, with a Student t quantile on the
-degrees of freedom the documents give (docs/estimation.md §4).
+degrees of freedom the documents give (docs/internals/estimation.md §4).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def pooled_true_prior(post: np.ndarray, crowd: float | np.ndarray, mix: np.ndarr
     a system's true instances are more often also other systems', so a pair only
     imprecise systems predict is true less often than their precision (full-size
     battery: 17% of the pairs whose mix is 0.3–0.5), and recall's denominator gains
-    their false pairs' mass (docs/noisy-crowds.md §3).
+    their false pairs' mass (docs/internals/noisy-crowds.md §3).
 
     ``weights``: each pair's weight in recall's sums (its draws over the proposal q),
     so that a group's prior is the one at which the posteriors recall sums, weighted as
@@ -228,7 +228,7 @@ def predicted_true_share(ev: Evidence, t: np.ndarray, predicted: tuple, mix: np.
     shares, so a relation system i predicts gets a prior share s_r/T of the true mass,
     while P(i right) gives it i's precision: the same answers for r raise P(i right) far
     more than P(pair true), and min(P(i right), P(pair true)) took mass from recall's
-    numerator (docs/noisy-crowds.md §3 "One prior for the pair and its relations").
+    numerator (docs/internals/noisy-crowds.md §3 "One prior for the pair and its relations").
     Here the true class's likelihood is ρ·(mean over the predicted relations of the
     answers' likelihood, weighted by how many systems predict each) + (1 − ρ)·(the crowd's
     mix over all relations); ρ, the share of true pairs whose relation a system predicted,
@@ -476,7 +476,7 @@ def recall_instance(
     hi = np.where(zero, np.minimum(1, th_hi0[0] * nu_hi0 + np.where(n == 0, rho_hi, 0)), hi)
     # What the former cap min(1, P(i right)/P(pair true)) took from r and widened the
     # upper end by: nothing now that each system's sums lift P(pair true) to its
-    # P(i right) (docs/noisy-crowds.md §3 "One calibration per system"); kept in the
+    # P(i right) (docs/internals/noisy-crowds.md §3 "One calibration per system"); kept in the
     # parts for the tools that report it.
     cap_gap = np.zeros(m)
     # No draw labelled true: ν is not estimable; report the exhaustive-only interval.

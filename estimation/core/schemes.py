@@ -1,4 +1,4 @@
-"""Sampling distributions over a system's instances (docs/estimation.md §2).
+"""Sampling distributions over a system's instances (docs/internals/estimation.md §2).
 
 Every scheme is computed from multiplicities ``counts`` so that the same code
 gives a system's distribution (each instance once), the distribution of a

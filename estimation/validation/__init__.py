@@ -1,5 +1,5 @@
 """Validation battery: synthetic worlds with exact truth, run through the real
-planner and estimators (``python -m estimation validate``; docs/estimation.md §10)."""
+planner and estimators (``python -m estimation validate``; docs/internals/estimation.md §10)."""
 
 from .battery import (
     SCENARIOS,

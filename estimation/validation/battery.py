@@ -1,5 +1,5 @@
 """The validation battery: named scenarios with exact truth, run through the real
-planner and estimators, summarised as bias, coverage and width (docs/estimation.md §10).
+planner and estimators, summarised as bias, coverage and width (docs/internals/estimation.md §10).
 
 Each trial draws the evaluated systems' samples, lets the production planner size
 the samples of the systems that arrive last, draws the exhaustive documents, and

@@ -1,7 +1,7 @@
 """Reference truth and sampling distributions, written independently of the core.
 
 Plain Python (dicts and loops), written straight from the definitions in
-docs/estimation.md §2, so that the battery never checks the estimators against
+docs/internals/estimation.md §2, so that the battery never checks the estimators against
 numbers computed by the code under test. Slow but obviously right.
 """
 

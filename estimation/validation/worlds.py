@@ -21,7 +21,7 @@ LATE_KINDS = ("tiny", "novel", "subset")
 
 @dataclass(frozen=True)
 class WorldSpec:
-    """Parameters of a world (see docs/estimation.md §10 for the scenarios)."""
+    """Parameters of a world (see docs/internals/estimation.md §10 for the scenarios)."""
 
     n_systems: int = 40  # systems evaluated from the start (not counting late ones)
     n_pairs: int = 30_000  # candidate pairs visible to the ordinary teams

@@ -1,5 +1,5 @@
 """DocRED / Re-DocRED in KBP terms, without Django: detokenisation, the mapping of
-entity types and Wikidata properties to the KBP schema (docs/docred-mapping.md), and the
+entity types and Wikidata properties to the KBP schema (docs/reference/docred-mapping.md), and the
 gold instances of a document. `import_gold --format docred` and the real-text demo world
 (`kbpo.demo.world.docred`) both use it, so the gold they produce is the same."""
 
@@ -17,7 +17,7 @@ from .schema import canonicalize
 DOCRED_TYPES: dict[str, str] = {"PER": "PER", "ORG": "ORG", "LOC": "GPE", "TIME": "DATE"}
 
 # Wikidata property -> {subject type (KBP) -> predicate stated in the label's h→t direction}.
-# Reasoning per row in docs/docred-mapping.md. Object types are checked by canonicalize.
+# Reasoning per row in docs/reference/docred-mapping.md. Object types are checked by canonicalize.
 WIKIDATA_TO_KBP: dict[str, dict[str, str]] = {
     "P569": {"PER": "per:date_of_birth"},
     "P570": {"PER": "per:date_of_death"},

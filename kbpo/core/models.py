@@ -50,7 +50,8 @@ class Corpus(models.Model):
     @property
     def routable(self) -> bool:
         """Whether the tag fits the URLs; False only for a row stored before tags were
-        checked (docs/corpus.md), whose pages are unreachable until it is renamed."""
+        checked (docs/internals/corpus-loading.md), whose pages are unreachable until it is
+        renamed."""
         return slug_re.match(self.tag) is not None
 
 

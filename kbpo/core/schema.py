@@ -1,4 +1,4 @@
-"""The reduced KBP schema (docs/schema.md): entity types, predicates, inverses, folding.
+"""The reduced KBP schema (docs/reference/schema.md): entity types, predicates, inverses, folding.
 
 A relation is stored once per unordered mention pair, in its *canonical direction*:
 the subject is the argument whose type ranks first (PER, then ORG, then GPE; DATE
@@ -22,7 +22,7 @@ SUBJECT_TYPES: tuple[str, ...] = (PER, ORG, GPE)
 TYPE_RANK: dict[str, int] = {t: i for i, t in enumerate(ENTITY_TYPES)}
 NO_RELATION = "no_relation"
 
-# The schema table (docs/schema.md): predicate -> (subject type, allowed object types).
+# The schema table (docs/reference/schema.md): predicate -> (subject type, allowed object types).
 # Each row is a *schema* predicate as systems emit it.
 SCHEMA_TABLE: dict[str, tuple[str, tuple[str, ...]]] = {
     "per:place_of_birth": (PER, (GPE,)),

@@ -1,6 +1,6 @@
 """Request-level defences shared by every app: the client address behind trusted
 proxies, fixed-window rate limits in the shared cache, throttled API token logins,
-and spreadsheet-safe CSV cells (docs/configuration.md, "Security")."""
+and spreadsheet-safe CSV cells (docs/reference/settings.md, "Security")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The KBP schema module against every row of the schema table (docs/schema.md)."""
+"""The KBP schema module against every row of the schema table (docs/reference/schema.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from kbpo.core import schema as s
 
-# (subject type, predicate, object types) — the table of docs/schema.md, row by row.
+# (subject type, predicate, object types) — the table of docs/reference/schema.md, row by row.
 TABLE = [
     ("PER", ["place_of_birth", "place_of_residence", "place_of_death"], ["GPE"]),
     ("PER", ["date_of_birth", "date_of_death"], ["DATE"]),

@@ -57,7 +57,7 @@ def test_healthz_answers_plain_http_from_any_host(client, settings) -> None:
     assert client.get("/", HTTP_HOST="127.0.0.1:8000").status_code == 400
 
 
-# --- Behind the TLS proxy (KBPO_HOSTNAME, KBPO_BEHIND_PROXY; docs/deployment.md) -------
+# --- Behind the TLS proxy (KBPO_HOSTNAME, KBPO_BEHIND_PROXY; docs/operators/deployment.md) -------
 
 PROXY_KEYS = ["ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "KBPO_PUBLIC_URL", "SECURE_HSTS_SECONDS",
               "SECURE_PROXY_SSL_HEADER"]

@@ -107,7 +107,7 @@ def test_the_image_default_command_is_the_web_command() -> None:
 
 def test_the_image_runs_one_openblas_thread_per_process() -> None:
     """Every service runs several processes, or shares the cores with them: OpenBLAS's
-    own threads would only spin beside the scorer's sparse sums (docs/deployment.md)."""
+    own threads would only spin beside the scorer's sparse sums (docs/internals/deployment.md)."""
     dockerfile = (ROOT / "Dockerfile").read_text()
     env = re.search(r"^ENV ((?:.*\\\n)*.*)$", dockerfile, re.M)
     assert env is not None
@@ -168,9 +168,9 @@ def test_env_example_holds_every_required_variable() -> None:
 
 
 def test_every_deployment_variable_is_documented() -> None:
-    # configuration.md, and crowd.md for the crowd settings it links to.
+    # docs/reference/settings.md lists every setting.
     documented = "".join((ROOT / "docs" / page).read_text()
-                         for page in ("configuration.md", "crowd.md"))
+                         for page in ("reference/settings.md",))
     names = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", (ROOT / "docs" / "env.example")
                            .read_text(), re.M))
     caddy_config = "".join(line for line in compose.CADDYFILE.read_text().splitlines(True)

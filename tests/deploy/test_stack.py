@@ -188,7 +188,7 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
                                             "--noinput"], env), env)
         procs.run("migrate", on_path(commands["migrate"], app_env("migrate")),
                   app_env("migrate"))
-        # The operator's first steps (docs/deployment.md), then this test's data.
+        # The operator's first steps (docs/operators/deployment.md), then this test's data.
         procs.run("createsuperuser", ["python", "manage.py", "createsuperuser", "--noinput",
                                       "--username", "ops", "--email", "ops@example.org"],
                   {**env, "DJANGO_SUPERUSER_PASSWORD": "stack-test-Passw0rd!"})

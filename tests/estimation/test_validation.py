@@ -61,7 +61,7 @@ def test_noisy_crowd_scenario_passes(name):
     # worker bootstrap that re-drew every pair's answers gave 1.18-1.31 for precision).
     # A median over 480 intervals moves by about 1% between seeds: 1.05 catches that
     # double counting. Recall's upper end also covers what the cap of its numerator
-    # took (docs/noisy-crowds.md §3 "Blind or seen"): 1.03-1.06 of the reference while
+    # took (docs/internals/noisy-crowds.md §3 "Blind or seen"): 1.03-1.06 of the reference while
     # the pair's prior spread a true pair over the crowd's relation shares, 1.00-1.02
     # since it leans to the predicted relations (§3 "One prior for the pair and its
     # relations"), so 1.05 holds recall too.

@@ -8,7 +8,7 @@ only the endpoint URL differs. Credentials come from the boto3 default chain
 Every call that can create a HIT or move money carries a ``UniqueRequestToken``
 derived from our own database row, and every "already done" answer from MTurk is
 checked against MTurk's own state before it is treated as success. See
-``docs/mturk.md`` for what was and was not verified against the real service.
+``docs/internals/mturk.md`` for what was and was not verified against the real service.
 
 Modules: ``client`` (connection, errors, shared values), ``fees``, ``hits``,
 ``assignments``, ``payments`` and ``workers``; this package re-exports their public

@@ -17,7 +17,8 @@ class Command(BaseCommand):
     help = ("Import an existing exhaustive annotation as the corpus's true-instance sample: "
             "--format kbpo reads the demo world's gold.jsonl (documents must be loaded); "
             "--format docred reads DocRED / Re-DocRED JSON and creates the documents. "
-            "Safe to re-run. See docs/exhaustive.md and docs/docred-mapping.md.")
+            "Safe to re-run. See docs/operators/exhaustive.md and "
+            "docs/reference/docred-mapping.md.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)

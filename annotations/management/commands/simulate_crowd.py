@@ -3,7 +3,7 @@
 Every posted simulated/local relation HIT gets its missing assignments from a pool of
 simulated workers (per-worker accuracy, a few spammers; `annotations.crowd.simulation`), sent
 through `intake.submit_assignment` — the path real answers take — and aggregated. Rounds
-repeat until no HIT needs answers (ties ask for more). See docs/crowd.md.
+repeat until no HIT needs answers (ties ask for more). See docs/internals/crowd.md.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--gold", type=Path, required=True,
-                            help="gold.jsonl of the demo world (docs/demo-world.md)")
+                            help="gold.jsonl of the demo world (docs/reference/demo-world.md)")
         parser.add_argument("--workers", type=int, default=20, help="pool size (default 20)")
         parser.add_argument("--error-rate", type=float, default=0.1,
                             help="mean error rate of honest workers (default 0.1)")

@@ -19,7 +19,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--corpus", required=True)
         parser.add_argument("--gold", type=Path, required=True,
-                            help="gold.jsonl of the demo world (docs/demo-world.md)")
+                            help="gold.jsonl of the demo world (docs/reference/demo-world.md)")
         parser.add_argument("--error-rate", type=float, default=0.1)
         parser.add_argument("--workers", type=int, default=10)
         parser.add_argument("--spammers", type=float, default=0.1,

@@ -1,8 +1,9 @@
 """Corpus tags must fit URLs in the database too (what skips Corpus.save: bulk_create,
 update, raw SQL). On Postgres the check is added NOT VALID: a row stored before tags
-were checked stays (its pages say it must be renamed, docs/corpus.md) and the migration
-cannot fail on it; every later write of a row must satisfy it. SQLite cannot add a
-constraint to an existing table: there only the model state gets it."""
+were checked stays (its pages say it must be renamed,
+docs/internals/corpus-loading.md) and the migration cannot fail on it; every later write
+of a row must satisfy it. SQLite cannot add a constraint to an existing table: there
+only the model state gets it."""
 
 from django.db import migrations, models
 

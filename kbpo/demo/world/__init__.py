@@ -1,5 +1,5 @@
 """The demo world: a synthetic corpus with exhaustive gold, simulated KBP systems and
-their exact scores. Pure Python + numpy; the formats are in docs/demo-world.md.
+their exact scores. Pure Python + numpy; the formats are in docs/reference/demo-world.md.
 
 Modules, in the order the generator uses them: `names` and `facts` (the fictional
 world), `templates` and `text` (documents), `gold` (what each document expresses),

@@ -1,7 +1,7 @@
 """The real-text demo world: Re-DocRED documents, their gold, and synthetic systems that
 write KB files the way real systems do, with exact scores (truth.json).
 
-The formats are the synthetic world's (docs/demo-world.md), so the same commands load,
+The formats are the synthetic world's (docs/reference/demo-world.md), so the same commands load,
 plan, simulate and score either. What differs is the text (human-written Wikipedia
 prose, tokenised; the corpus lines carry DocRED's own sentences) and the systems' habits:
 

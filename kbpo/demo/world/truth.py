@@ -1,6 +1,6 @@
 """Exact scores of a simulated system against the world's gold (truth.json).
 
-The targets are those of docs/estimation.md §2: precision under a scheme is the
+The targets are those of docs/internals/estimation.md §2: precision under a scheme is the
 system's mass on its correct instances, recall the true set's mass on what it found.
 
 This is a reference implementation, deliberately independent of `estimation.core`:

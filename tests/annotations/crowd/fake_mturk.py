@@ -84,7 +84,7 @@ TOKEN_LIFETIME = 24 * 3600  # MTurk forgets UniqueRequestTokens after 24 hours
 OVERRIDE_REJECTION_WINDOW = 30 * 24 * 3600
 DEFAULT_PAGE_SIZE = 10
 # How long a simulated worker takes over a HIT unless told otherwise: above our minimum
-# work time for any HIT the tests build (docs/crowd.md, too-fast work).
+# work time for any HIT the tests build (docs/internals/crowd.md, too-fast work).
 WORK_SECONDS = 60.0
 
 # Injected error code -> HTTP status, as the real front end would send it.

@@ -336,7 +336,7 @@ def _blind_spot_crowd(seed: int, n: int = 2000, n_predicates: int = 20) -> tuple
 def test_soft_fit_finds_blind_spots_and_sharpens_p_pair_true() -> None:
     """Under blind spots one miss rate per worker cannot tell a blind worker's "none"
     from a seeing one's, so P(pair true) is blunt (true pairs too low, false pairs too
-    high; recall's bias, docs/noisy-crowds.md §3). The soft fit's blind-or-seen cells
+    high; recall's bias, docs/internals/noisy-crowds.md §3). The soft fit's blind-or-seen cells
     find the blind spots (measured: rates 0.96–1.00 on blind cells, 0.007–0.015 on seen
     ones), halve the test pairs' squared error (0.017–0.022 against 0.038–0.048) and
     gain far less mass than per-type rates shrunk by 5 (+10 to +23 of ~710 true pairs

@@ -1,5 +1,5 @@
 """No interval narrower than its evidence: sure label bounds, the landed-draws floor,
-and the planner's worst case (docs/estimation.md §4-§5; issue 13's cases)."""
+and the planner's worst case (docs/internals/estimation.md §4-§5; issue 13's cases)."""
 
 import numpy as np
 import pytest

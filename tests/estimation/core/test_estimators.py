@@ -73,7 +73,7 @@ def _check_coverage(cov_trials, label, below=4.5, above=4.5):
 
 
 def _tolerances(scheme, metric, draw_scheme):
-    # Known limitation (docs/estimation.md): precision reweighted to the
+    # Known limitation (docs/internals/estimation.md): precision reweighted to the
     # predicate-macro scheme has right-skewed importance weights (a rare
     # predicate of a small system weighs 10x); the worst system's 90% interval
     # covers about 0.81, while the floor on its width makes others over-cover.

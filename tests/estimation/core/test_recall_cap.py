@@ -67,7 +67,7 @@ def test_no_cap_and_no_widening(monkeypatch, seed: int) -> None:
     """Under a 20% blind-spot crowd P(i right), re-weighted to system i's agreement-group
     prior, exceeds P(pair true) on pairs 3+ systems predict. The cap
     min(1, P(i right)/P(pair true)) took θ·gap > 1e-4 from most systems and moved their
-    upper ends up by it (docs/noisy-crowds.md §3). With each system's sums lifting the
+    upper ends up by it (docs/internals/noisy-crowds.md §3). With each system's sums lifting the
     pair's P(true) to its P(i right) there is nothing to cap: the interval is the
     lognormal's, symmetric on the log scale (lo·hi = r̂²), for every system."""
     iv, parts, _ = _trial(CrowdSpec(error_rate=0.2, systematic=True), seed, monkeypatch)

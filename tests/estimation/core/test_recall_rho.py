@@ -1,5 +1,5 @@
 """Recall of a system with no draws of its own, most of whose true instances lie
-where no sampled system predicts (docs/estimation.md §3: r = θ·ν + ρ).
+where no sampled system predicts (docs/internals/estimation.md §3: r = θ·ν + ρ).
 
 There ρ carries most of the recall and most of its variance, so the test fails
 if ρ is dropped, doubled, or left out of the variance (checked by mutating

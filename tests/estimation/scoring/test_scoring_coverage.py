@@ -8,7 +8,7 @@ the estimation code). Each trial starts from nothing — fresh draws, no label l
 an earlier trial, a fresh Ŷ0 — so trials are independent. One system never gets draws
 of its own: its joint recall rests on the ρ term, its precision on bounds.
 
-`KBPO_COVERAGE_TRIALS=400` measures the figures quoted in docs/leaderboard.md.
+`KBPO_COVERAGE_TRIALS=400` measures the figures quoted in docs/internals/leaderboard.md.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from kbpo.demo.world import generate as demo_world
 
 class Command(BaseCommand):
     help = ("Write a synthetic demo world: corpus.jsonl, gold.jsonl, systems/*.kb and "
-            "truth.json (see docs/demo-world.md). Deterministic for a seed.")
+            "truth.json (see docs/reference/demo-world.md). Deterministic for a seed.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--out", type=Path, required=True)

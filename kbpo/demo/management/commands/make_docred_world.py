@@ -15,7 +15,7 @@ class Command(BaseCommand):
     help = ("Write the real-text demo world from a DocRED / Re-DocRED JSON file: corpus.jsonl "
             "(with the source's sentences), gold.jsonl, systems/*.kb (synthetic systems "
             "writing whole-sentence provenance and a few invalid lines) and truth.json, in "
-            "the demo world's formats (docs/demo-world.md). Deterministic for a seed.")
+            "the demo world's formats (docs/reference/demo-world.md). Deterministic for a seed.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path, help="DocRED JSON, e.g. dev_revised.json")
