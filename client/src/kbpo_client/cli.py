@@ -233,7 +233,7 @@ def wait(api: Api, pk: int, timeout: float | None, poll: float,
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    api = _api(args)
+    api = _api(args, need_token=True)
     try:
         sub = api.submission(args.id)
         prog = api.progress(args.id) if sub["state"] not in NOT_SCORED else None
@@ -301,7 +301,7 @@ def cmd_scores(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    api = _api(args)
+    api = _api(args, need_token=True)
     try:
         corpus = api.submission(args.a)["corpus"]
         body = api.compare(corpus, args.a, args.b, args.scheme)
@@ -328,7 +328,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    api = _api(args)
+    api = _api(args, need_token=True)
     try:
         sub = api.submission(args.id)
         report: dict[str, Any] = {"submission": sub}
