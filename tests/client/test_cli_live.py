@@ -30,6 +30,7 @@ from tests.estimation.scoring.scoring_demo import draw, exhaustive, label_from_g
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "a-long-passphrase-for-grace-42"
+FIRST = "first\x1b[2J"  # a name holding a terminal escape sequence (clear the screen)
 WAIT = 120  # seconds: a bound on waiting for the client, never the check itself
 
 
@@ -105,11 +106,11 @@ def test_login_submit_wait_and_read_the_results(kbpo, world: dict, tmp_path: Pat
     assert Submission.objects.get(name="bad").state == State.REJECTED
 
     # An accepted file nobody labels: --timeout passes, exit 2.
-    slow = kbpo("submit", str(files["mine0"]), "--corpus", "demo", "--name", "first",
+    slow = kbpo("submit", str(files["mine0"]), "--corpus", "demo", "--name", FIRST,
                 "--wait", "--timeout", "1", "--poll", "0.2")
     assert slow.returncode == 2, slow.stdout + slow.stderr
     assert "Timed out after 1 s" in slow.stderr
-    first = Submission.objects.get(name="first")
+    first = Submission.objects.get(name=FIRST)
     assert f"Submission {first.pk} uploaded" in slow.stdout
 
     # Waiting while the crowd labels: a progress line per change, then the scores.
@@ -154,8 +155,10 @@ def test_login_submit_wait_and_read_the_results(kbpo, world: dict, tmp_path: Pat
     assert status.returncode == 0 and "State: scored" in status.stdout
     listed = kbpo("list")
     assert listed.returncode == 0
-    for sub in (second, first):
-        assert f"{sub.pk} " in listed.stdout and sub.name in listed.stdout
+    assert f"{second.pk} " in listed.stdout and "second" in listed.stdout
+    # A name's terminal escape sequence is shown, never sent to the terminal.
+    assert f"{first.pk} " in listed.stdout and "first\\x1b[2J" in listed.stdout
+    assert "\x1b" not in listed.stdout
 
     scores = kbpo("scores", str(second.pk))
     assert scores.returncode == 0, scores.stderr

@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -52,6 +53,15 @@ class Parser(argparse.ArgumentParser):
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+def safe(text: object) -> str:
+    """Text from the server made safe to print: control and format characters (a name
+    could hold terminal escape sequences or a right-to-left override) are shown as
+    escapes, and rich's markup is escaped."""
+    shown = "".join(ch if ch == "\n" or unicodedata.category(ch) not in ("Cc", "Cf")
+                    else ascii(ch)[1:-1] for ch in str(text))
+    return escape(shown)
+
 
 def _api(args: argparse.Namespace, need_token: bool = False) -> Api:
     url = server_url(args.url)
@@ -109,19 +119,19 @@ def print_problems(sub: dict[str, Any]) -> None:
     for row in rows[:MAX_SHOWN_PROBLEMS]:
         line = f"line {row['line']}: " if row.get("line") else ""
         hint = f" ({row['hint']})" if row.get("hint") else ""
-        err.print(escape(f"  {line}{row['code']}: {row['message']}{hint}"))
+        err.print(safe(f"  {line}{row['code']}: {row['message']}{hint}"))
     if len(rows) > MAX_SHOWN_PROBLEMS:
         err.print(f"  … {len(rows) - MAX_SHOWN_PROBLEMS} more: `kbpo report {sub['id']}` "
                   "saves them all.")
     if counts:
-        err.print(escape("By code: " + ", ".join(f"{code} {n}" for code, n in
+        err.print(safe("By code: " + ", ".join(f"{code} {n}" for code, n in
                                                   sorted(counts.items()))))
     if sub.get("next_step"):
-        err.print(escape(sub["next_step"]))
+        err.print(safe(sub["next_step"]))
 
 
 def scores_table(body: dict[str, Any], scheme: str) -> Table:
-    table = Table(title=escape(f"{body['name']} (submission {body['submission']}, "
+    table = Table(title=safe(f"{body['name']} (submission {body['submission']}, "
                                f"{body['state']}) — {scheme} scheme"), title_justify="left")
     table.add_column("metric")
     table.add_column("joint [90% interval]")
@@ -154,7 +164,7 @@ def cmd_login(args: argparse.Namespace) -> int:
         api.close()
     store = Store.load()
     store.save_token(url, args.user, token)
-    out.print(escape(f"Logged in to {url} as {args.user}; token stored in {store.path}."))
+    out.print(safe(f"Logged in to {url} as {args.user}; token stored in {store.path}."))
     return OK
 
 
@@ -168,7 +178,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if status == 422:
             print_problems(sub)
             return REJECTED
-        out.print(escape(f"Submission {sub['id']} uploaded ({sub['state']}): "
+        out.print(safe(f"Submission {sub['id']} uploaded ({sub['state']}): "
                          f"{api.url}/submissions/{sub['id']}/"))
         if sub.get("n_dropped"):
             out.print(f"{sub['n_dropped']} invalid line(s) dropped.")
@@ -204,9 +214,9 @@ def wait(api: Api, pk: int, timeout: float | None, poll: float,
                 line = progress_line(p)
                 if line != last:
                     if status is not None:
-                        status.update(escape(line))
+                        status.update(safe(line))
                     else:
-                        out.print(escape(line))
+                        out.print(safe(line))
                     last = line
                 if p["state"] not in WAITING:
                     break
@@ -219,7 +229,7 @@ def wait(api: Api, pk: int, timeout: float | None, poll: float,
                 return TIMED_OUT
             time.sleep(pause)
     if out.is_terminal:
-        out.print(escape(last))
+        out.print(safe(last))
     state = p["state"]
     if state == "scored":
         out.print(scores_table(api.scores(pk), "instance"))
@@ -228,7 +238,7 @@ def wait(api: Api, pk: int, timeout: float | None, poll: float,
     if state == "rejected":
         print_problems(sub)
     else:
-        err.print(escape(f"Submission {pk} is {state}. {sub.get('next_step', '')}"))
+        err.print(safe(f"Submission {pk} is {state}. {sub.get('next_step', '')}"))
     return REJECTED
 
 
@@ -242,15 +252,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         _show_json({"submission": sub, "progress": prog})
         return OK
-    out.print(escape(f"Submission {sub['id']}: {sub['name']} on {sub['corpus']} "
+    out.print(safe(f"Submission {sub['id']}: {sub['name']} on {sub['corpus']} "
                      f"({'public' if sub['public'] else 'private'})"))
-    out.print(escape(f"State: {sub['state']}. {sub.get('next_step', '')}"))
+    out.print(safe(f"State: {sub['state']}. {sub.get('next_step', '')}"))
     out.print(f"Relations {sub['n_relations']}, errors {sub['n_errors']}, warnings "
               f"{sub['n_warnings']}, dropped {sub['n_dropped']}")
     if prog is not None:
-        out.print(escape(progress_line(prog)))
+        out.print(safe(progress_line(prog)))
     for event in sub.get("events") or []:
-        out.print(escape(f"  {event['created_at']}  {event['from_state'] or '—'} → "
+        out.print(safe(f"  {event['created_at']}  {event['from_state'] or '—'} → "
                          f"{event['to_state']}  {event['message']}"))
     if sub["state"] == "rejected":
         print_problems(sub)
@@ -273,7 +283,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     for column in ("id", "name", "corpus", "state", "relations", "public", "created"):
         table.add_column(column)
     for s in subs:
-        table.add_row(str(s["id"]), escape(s["name"]), escape(s["corpus"]), s["state"],
+        table.add_row(str(s["id"]), safe(s["name"]), safe(s["corpus"]), safe(s["state"]),
                       str(s["n_relations"]), "yes" if s["public"] else "no",
                       s["created_at"][:16].replace("T", " "))
     out.print(table)
@@ -290,7 +300,7 @@ def cmd_scores(args: argparse.Namespace) -> int:
         _show_json(body)
         return OK
     if body["run"] is None:
-        out.print(escape(f"{body['name']} (submission {body['submission']}) has no scores "
+        out.print(safe(f"{body['name']} (submission {body['submission']}) has no scores "
                          f"yet; it is {body['state']}. `kbpo status {body['submission']}` "
                          "shows its progress."))
         return OK
@@ -311,7 +321,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _show_json(body)
         return OK
     a, b = body["a"], body["b"]
-    table = Table(title=escape(f"A = {a['name']} ({a['submission']}), B = {b['name']} "
+    table = Table(title=safe(f"A = {a['name']} ({a['submission']}), B = {b['name']} "
                                f"({b['submission']}) on {body['corpus']}, {body['scheme']} "
                                f"scheme, {round(100 * body['confidence'])}% intervals"),
                   title_justify="left")
@@ -344,7 +354,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return OK
     target = Path(args.output or f"submission-{args.id}-report.json")
     target.write_text(text, encoding="utf-8")
-    err.print(escape(f"Report of submission {args.id} ({sub['state']}) written to {target}."))
+    err.print(safe(f"Report of submission {args.id} ({sub['state']}) written to {target}."))
     return OK
 
 
@@ -445,12 +455,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except Failure as exc:
-        err.print(escape(str(exc)))
+        err.print(safe(str(exc)))
         return exc.status
     except (ConfigError, ApiError) as exc:
         status = f"HTTP {exc.status}: " if getattr(exc, "status", 0) else ""
         retry = getattr(exc, "retry_after", None)
-        err.print(escape(f"{status}{exc}" + (f" (retry in {retry} s)" if retry else "")))
+        err.print(safe(f"{status}{exc}" + (f" (retry in {retry} s)" if retry else "")))
         return ERROR
     except KeyboardInterrupt:
         err.print("Interrupted.")
