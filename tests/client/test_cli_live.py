@@ -200,3 +200,5 @@ def test_usage_errors_are_exit_3_and_name_the_option(kbpo, tmp_path: Path) -> No
     assert timeout.returncode == 3 and "--timeout only goes with --wait" in timeout.stderr
     nourl = kbpo("scores", "1", KBPO_URL="")
     assert nourl.returncode == 3 and "KBPO_URL" in nourl.stderr
+    gone = kbpo("scores", "1", KBPO_URL="http://127.0.0.1:9")  # nothing listens there
+    assert gone.returncode == 3 and "Cannot reach http://127.0.0.1:9" in gone.stderr

@@ -204,9 +204,10 @@ def wait(api: Api, pk: int, timeout: float | None, poll: float,
             try:
                 p = api.progress(pk)
             except ApiError as exc:
-                if exc.status != 429 and exc.status < 500:
+                if exc.status not in (0, 429) and exc.status < 500:
                     raise
-                p = None  # throttled or a passing server error: try again
+                p = None  # throttled, unreachable or a server error: hours of waiting
+                # must outlive a passing failure, so try again
                 pause = max(poll, exc.retry_after or 0)
             else:
                 pause = poll
@@ -220,14 +221,16 @@ def wait(api: Api, pk: int, timeout: float | None, poll: float,
                     last = line
                 if p["state"] not in WAITING:
                     break
-            if deadline is not None and clock() + pause > deadline:
+            now = clock()
+            if deadline is not None and now >= deadline:
                 if status is not None:
                     status.stop()
                 err.print(f"Timed out after {timeout:g} s; submission {pk} is still "
                           f"{p['state'] if p else 'waiting'}. Follow it with "
                           f"`kbpo status {pk}`.")
                 return TIMED_OUT
-            time.sleep(pause)
+            # The last check falls on the deadline itself.
+            time.sleep(pause if deadline is None else min(pause, deadline - now))
     if out.is_terminal:
         out.print(safe(last))
     state = p["state"]
