@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import queue
+import re
 import stat
 import subprocess
 import sys
@@ -52,12 +54,27 @@ def world(tmp_path: Path, settings, no_planning) -> dict:
     for i, kb in enumerate(kbs[:2]):  # two of the world's systems, as grace's own runs
         files[f"mine{i}"] = tmp_path / f"mine{i}.kb"
         files[f"mine{i}"].write_text(f"grace_run_{i}\n" + kb.read_text().split("\n", 1)[1])
+    files["mine2"] = tmp_path / "mine2.kb"
+    files["mine2"].write_text("grace_run_2\n" + kbs[2].read_text().split("\n", 1)[1])
     lines = kbs[2].read_text().splitlines()
     subject = next(ln.split("\t")[0] for ln in lines if "\ttype\tPER" in ln)
     files["bad"] = tmp_path / "bad.kb"
     files["bad"].write_text("\n".join([*lines, f"{subject}\tper:favourite_colour\t"
                                        f"\"blue\"\tD:0-3\t1.0"]) + "\n")
     return {"demo": demo, "rng": rng, "files": files}
+
+
+def _drain(fd: int, into: list[bytes]) -> None:
+    """Read a pseudo-terminal until its last writer closes it."""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        into.append(chunk)
+    os.close(fd)
 
 
 @pytest.fixture
@@ -112,6 +129,27 @@ def test_login_submit_wait_and_read_the_results(kbpo, world: dict, tmp_path: Pat
     assert "Timed out after 1 s" in slow.stderr
     first = Submission.objects.get(name=FIRST)
     assert f"Submission {first.pk} uploaded" in slow.stdout
+
+    # On a terminal the progress line is rewritten in place (rich's status line).
+    master, slave = pty.openpty()
+    shown: list[bytes] = []
+    reader = threading.Thread(target=_drain, args=(master, shown), daemon=True)
+    reader.start()
+    tty = subprocess.run(
+        [sys.executable, "-m", "kbpo_client", "submit", str(files["mine2"]), "--corpus",
+         "demo", "--name", "third", "--wait", "--timeout", "1", "--poll", "0.2"],
+        stdout=slave, stderr=subprocess.PIPE, text=True, env={**kbpo.env, "TERM": "xterm"},
+        timeout=WAIT)
+    os.close(slave)
+    reader.join(timeout=WAIT)
+    screen = b"".join(shown).decode()
+    assert tty.returncode == 2, screen + tty.stderr
+    assert "\r" in screen and "state ingested · open questions 0" in screen
+    # The status line is gone at exit; its last text stays, as a line of its own.
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)  # cursor moves, line clears
+    assert plain.rstrip().splitlines()[-1].strip() == (
+        "state ingested · open questions 0 · spend $0.00 of $100.00")
+    assert "Timed out after 1 s" in tty.stderr
 
     # Waiting while the crowd labels: a progress line per change, then the scores.
     proc = subprocess.Popen(

@@ -223,8 +223,9 @@ def wait(api: Api, pk: int, timeout: float | None, poll: float,
                     break
             now = clock()
             if deadline is not None and now >= deadline:
-                if status is not None:
+                if status is not None:  # the status line vanishes: keep its last words
                     status.stop()
+                    out.print(safe(last))
                 err.print(f"Timed out after {timeout:g} s; submission {pk} is still "
                           f"{p['state'] if p else 'waiting'}. Follow it with "
                           f"`kbpo status {pk}`.")
