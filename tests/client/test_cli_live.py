@@ -240,3 +240,9 @@ def test_usage_errors_are_exit_3_and_name_the_option(kbpo, tmp_path: Path) -> No
     assert nourl.returncode == 3 and "KBPO_URL" in nourl.stderr
     gone = kbpo("scores", "1", KBPO_URL="http://127.0.0.1:9")  # nothing listens there
     assert gone.returncode == 3 and "Cannot reach http://127.0.0.1:9" in gone.stderr
+    # A password for a plain-HTTP address that is not this machine: warned first.
+    remote = kbpo("login", "--user", "ada", "--password-stdin", stdin="pw\n",
+                  KBPO_URL="http://127.0.0.2:9")
+    assert remote.returncode == 3 and "is plain HTTP" in remote.stderr
+    assert "plain HTTP" not in kbpo("login", "--user", "ada", "--password-stdin",
+                                    stdin="pw\n").stderr  # the live server: localhost

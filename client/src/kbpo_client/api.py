@@ -40,14 +40,12 @@ def describe(body: Any) -> str:
 
 
 class Api:
-    def __init__(self, url: str, token: str | None = None,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, url: str, token: str | None = None) -> None:
         headers = {"User-Agent": f"kbpo-client/{__version__}", "Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Token {token}"
         self.url = url
-        self.http = httpx.Client(base_url=url, headers=headers, timeout=TIMEOUT,
-                                 transport=transport)
+        self.http = httpx.Client(base_url=url, headers=headers, timeout=TIMEOUT)
 
     def close(self) -> None:
         self.http.close()

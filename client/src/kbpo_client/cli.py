@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import httpx
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -157,6 +158,10 @@ def cmd_login(args: argparse.Namespace) -> int:
     if not password:
         raise Failure("Empty password: give it on stdin with --password-stdin, or type it "
                       "at the prompt.")
+    host = httpx.URL(url).host
+    if url.startswith("http://") and host not in ("localhost", "127.0.0.1", "::1"):
+        err.print(safe(f"Warning: {url} is plain HTTP; your password crosses the network "
+                       "unencrypted. Use its https:// address if it has one."))
     api = Api(url)
     try:
         token = api.login(args.user, password)
