@@ -25,6 +25,7 @@ from . import report, stored_pages
 from .models import KINDS, METRICS, ScoreRun, SystemScore, is_exact
 
 SAMPLES_PER_PAGE = 50
+CENT = Decimal("0.01")
 NOT_FOUND = "No such submission (or you may not see it)."
 
 
@@ -255,6 +256,9 @@ class ProgressSerializer(serializers.Serializer):
     answers_received = serializers.IntegerField()
     open_questions = serializers.IntegerField()
     percent = serializers.IntegerField(help_text="Labelled share of the drawn pairs.")
+    spend_usd = serializers.CharField(help_text="Crowd cost committed to this submission "
+                                      "so far, in US dollars (as the report page shows it).")
+    budget_usd = serializers.CharField(help_text="Its budget cap, in US dollars.")
     run = serializers.IntegerField(allow_null=True, help_text="Newest run that scored it.")
 
 
@@ -409,6 +413,9 @@ class ProgressAPIView(_SubmissionAPIView):
         if sub is None:
             return _missing()
         run, _ = report.latest_scores(sub)
+        spent = report.spend(sub)
         return Response(ProgressSerializer({"submission": sub.pk, "state": sub.state,
                                             **report.progress(sub).as_dict(),
+                                            "spend_usd": str(spent.committed.quantize(CENT)),
+                                            "budget_usd": str(spent.cap.quantize(CENT)),
                                             "run": run.pk if run else None}).data)

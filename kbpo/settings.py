@@ -109,6 +109,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served as our own static files
     "axes",
     "kbpo.core",
     "submissions",
@@ -234,6 +235,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "KBPO API",
     "DESCRIPTION": "Submit knowledge bases and read evaluation results.",
     "VERSION": "1.0.0",
+    # /api/docs/ loads Swagger UI from the installed package, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # Celery: eager (in-process) unless a broker is configured.
@@ -305,6 +309,13 @@ KBPO_API_RATE_ANON = os.environ.get("KBPO_API_RATE_ANON", "120/min")
 KBPO_API_RATE_USER = os.environ.get("KBPO_API_RATE_USER", "600/min")
 KBPO_TOKEN_FAILURE_LIMIT = env_int("KBPO_TOKEN_FAILURE_LIMIT", 20)
 KBPO_TOKEN_FAILURE_WINDOW = env_int("KBPO_TOKEN_FAILURE_WINDOW", 900)
+# POST /api/auth/token/ (username and password for the API token, kbpo/core/token_api.py):
+# attempts per client address per window, and failed attempts per username per window
+# (django-axes' lockout above applies as well).
+KBPO_TOKEN_LOGIN_RATE_PER_IP = env_int("KBPO_TOKEN_LOGIN_RATE_PER_IP", 10)
+KBPO_TOKEN_LOGIN_RATE_WINDOW = env_int("KBPO_TOKEN_LOGIN_RATE_WINDOW", 60)
+KBPO_TOKEN_LOGIN_FAILURES_PER_USER = env_int("KBPO_TOKEN_LOGIN_FAILURES_PER_USER", 10)
+KBPO_TOKEN_LOGIN_FAILURE_WINDOW = env_int("KBPO_TOKEN_LOGIN_FAILURE_WINDOW", 900)
 REST_FRAMEWORK.update({
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "kbpo.core.security.ThrottledTokenAuthentication",
@@ -336,7 +347,7 @@ KBPO_COMPARE_RATE_WINDOW = env_int("KBPO_COMPARE_RATE_WINDOW", 60)
 #
 # Content-Security-Policy on every page (django-csp). MTurk task pages and the try-it
 # pages send their own policy (annotations/interfaces/views.py), which keeps MTurk's
-# frame-ancestors; the API docs page adds the CDN its viewer loads from (kbpo/urls.py).
+# frame-ancestors. The API docs page needs nothing more (kbpo/urls.py).
 CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
     "default-src": ["'self'"], "script-src": ["'self'"], "style-src": ["'self'"],
     # Inline style="" attributes (progress bars) only; <style> elements stay refused.

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import csv
 import io
+from decimal import Decimal
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from annotations.models import Hit
 from estimation import scoring
 from submissions.models import Submission
 from tests.estimation.scoring.scoring_world import World, label
-from tests.factories import make_user
+from tests.factories import make_hit, make_user
 
 
 @pytest.fixture
@@ -79,6 +81,13 @@ def test_history_samples_and_progress(scored: World) -> None:
 
     prog = _get("api-submission-progress", scored.a.pk).json()
     assert prog["percent"] == 100 and prog["drawn_pairs"] == prog["labelled_pairs"] == 2
+    assert (prog["spend_usd"], prog["budget_usd"]) == ("0.00", "100.00")
+    # Spend: the cost of the HITs charged to the submission, as the report page shows it.
+    hit = make_hit(scored.corpus, [scored.pairs["born"]], submission=scored.a)
+    Hit.objects.filter(pk=hit.pk).update(cost_estimate=Decimal("0.75"))
+    make_hit(scored.corpus, [scored.pairs["wed"]], submission=scored.b)  # not a's
+    prog = _get("api-submission-progress", scored.a.pk).json()
+    assert (prog["spend_usd"], prog["budget_usd"]) == ("0.75", "100.00")
 
 
 @pytest.mark.django_db

@@ -1,0 +1,1 @@
+"""The `kbpo` command-line client (client/), driven against a live server."""
