@@ -316,7 +316,7 @@ REST_FRAMEWORK.update({
     "NUM_PROXIES": KBPO_TRUSTED_PROXY_COUNT,
 })
 #
-# The crowd answer endpoint (POST /annotate/hit/<id>/answers/): answers accepted per
+# The crowd answer endpoint (POST /annotate/hit/<key>/answers/): answers accepted per
 # client address and per worker id within KBPO_ANSWER_RATE_WINDOW seconds; more are
 # answered 429 with the wait in Retry-After.
 KBPO_ANSWER_RATE_PER_IP = env_int("KBPO_ANSWER_RATE_PER_IP", 60)

@@ -202,10 +202,9 @@ def _error_page(request: HttpRequest, title: str, message: str, status: int) -> 
 
 @xframe_options_exempt  # framed by MTurk; the CSP frame-ancestors below restricts who may
 @require_safe
-def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
-    hit = get_object_or_404(Hit, pk=hit_id)
-    config: dict[str, Any] = {"hit": hit.pk,
-                              "answers_url": reverse("annotate-answers", args=[hit.pk])}
+def hit_task(request: HttpRequest, key: str) -> HttpResponse:
+    hit = get_object_or_404(Hit, url_key=key)
+    config: dict[str, Any] = {"answers_url": reverse("annotate-answers", args=[hit.url_key])}
     if hit.backend == Backend.MTURK:
         params = {k: request.GET.get(k, "") for k in
                   ("assignmentId", "hitId", "workerId", "turkSubmitTo")}
@@ -255,6 +254,10 @@ def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
     questions = [hq.question for hq in hit.items.select_related(
         "question__pair__document", "question__pair__sentence", "question__document")
         .order_by("position", "pk")]  # intake.page_order
+    if config["mode"] == "preview":
+        # Anyone on MTurk may preview any HIT: a preview shows one question, so walking
+        # previews does not harvest a (possibly private) system's pairs and links.
+        questions = questions[:1]
     try:
         data = task_data(hit.kind, questions)
     except ValueError as exc:
@@ -304,10 +307,11 @@ def _rate_limited(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse | 
 
 @csrf_exempt  # MTurk posts carry no session; local posts are CSRF-checked below
 @require_POST
-def hit_answers(request: HttpRequest, hit_id: int) -> HttpResponse:
-    hit = Hit.objects.filter(pk=hit_id).first()
+def hit_answers(request: HttpRequest, key: str) -> HttpResponse:
+    hit = Hit.objects.filter(url_key=key).first()
     if hit is None:
-        return _json_error(f"HIT {hit_id} does not exist", "hitId", 404)
+        return _json_error("no task has this address; open the task from Mechanical Turk "
+                           "or from “Next task”", "hitId", 404)
     try:
         raw = request.body
     except RequestDataTooBig:
@@ -400,7 +404,7 @@ def next_task(request: HttpRequest) -> HttpResponse:
                       status=403)
     hit = next_local_hit(request.user)
     if hit is not None:
-        return redirect("annotate-hit", hit_id=hit.pk)
+        return redirect("annotate-hit", key=hit.url_key)
     return render(request, "annotations/index.html", {"no_tasks": True})
 
 

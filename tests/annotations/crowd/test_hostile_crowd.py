@@ -97,7 +97,7 @@ class Crowd:
         body = {"assignmentId": assignment, "workerId": worker, "turkSubmitTo": SANDBOX,
                 "hitId": hit.external_id if hit_id is None else hit_id, "answers": answers}
         with self.capture(execute=True):   # the post's confirmation check runs, as live
-            response = self.client.post(f"/annotate/hit/{hit.pk}/answers/",
+            response = self.client.post(f"/annotate/hit/{hit.url_key}/answers/",
                                         data=json.dumps(body),
                                         content_type="application/json", REMOTE_ADDR=ip)
         self.statuses.append(response.status_code)
@@ -204,7 +204,7 @@ def test_answers_keyed_as_the_page_numbers_them_count_on_the_questions_shown(
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
     shown = [i.question for i in hit.items.select_related("question__pair")
              .order_by("position", "pk")]
-    page = crowd.client.get(f"/annotate/hit/{hit.pk}/", {
+    page = crowd.client.get(f"/annotate/hit/{hit.url_key}/", {
         "assignmentId": "A1", "hitId": hit.external_id, "workerId": "AHONEST1",
         "turkSubmitTo": SANDBOX}).content.decode()
     assert [q["id"] for q in json.loads(page.split('id="task-data" type="application/json">')[1]
