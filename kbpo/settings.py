@@ -535,9 +535,12 @@ KBPO_MTURK_BLOCK_QUALIFICATION_ID = os.environ.get("KBPO_MTURK_BLOCK_QUALIFICATI
 KBPO_MTURK_MAX_ATTEMPTS = env_int("KBPO_MTURK_MAX_ATTEMPTS", 8)
 # A posted HIT whose questions still need answers is extended by this much when it expires.
 KBPO_MTURK_EXTEND_SECONDS = env_int("KBPO_MTURK_EXTEND_SECONDS", 2 * 24 * 3600)
-# An assignment contradicting the crowd on every question of a HIT with at least this
-# many questions is rejected as spam (0 disables automatic rejection).
+# An assignment is rejected as spam only on evidence with a known answer: it misses every
+# one of at least KBPO_REJECT_MIN_CONTROLS control questions, and contradicts the label of
+# every other question, in a HIT of at least KBPO_REJECT_MIN_QUESTIONS questions (0
+# disables automatic rejection). Disagreeing with peers alone never rejects (issue 41).
 KBPO_REJECT_MIN_QUESTIONS = env_int("KBPO_REJECT_MIN_QUESTIONS", 3)
+KBPO_REJECT_MIN_CONTROLS = env_int("KBPO_REJECT_MIN_CONTROLS", 1)
 # MTurk answers count only once MTurk confirms the assignment: the task page's post is
 # provisional; a check runs KBPO_MTURK_CONFIRM_DELAY seconds after it (and every sync),
 # and a post MTurk never confirmed expires after KBPO_PAGE_POST_TTL seconds.
