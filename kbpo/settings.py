@@ -545,6 +545,11 @@ KBPO_REJECT_MIN_CONTROLS = env_int("KBPO_REJECT_MIN_CONTROLS", 1)
 # provisional; a check runs KBPO_MTURK_CONFIRM_DELAY seconds after it (and every sync),
 # and a post MTurk never confirmed expires after KBPO_PAGE_POST_TTL seconds.
 KBPO_MTURK_CONFIRM_DELAY = env_int("KBPO_MTURK_CONFIRM_DELAY", 20)
+# That check reads the HIT's assignments (ListAssignmentsForHIT): once per HIT per delay,
+# and at most KBPO_MTURK_CONFIRM_RATE per KBPO_MTURK_CONFIRM_RATE_WINDOW seconds over the
+# site, however many posts arrive; the periodic sync settles the rest.
+KBPO_MTURK_CONFIRM_RATE = env_int("KBPO_MTURK_CONFIRM_RATE", 30)
+KBPO_MTURK_CONFIRM_RATE_WINDOW = env_int("KBPO_MTURK_CONFIRM_RATE_WINDOW", 60)
 KBPO_PAGE_POST_TTL = env_int("KBPO_PAGE_POST_TTL",
                              KBPO_MTURK_ASSIGNMENT_DURATION + 2 * 3600)
 # Periodic crowd work (seconds): re-drive stuck planning/posting, MTurk sync, worker quality.

@@ -44,7 +44,8 @@ from .candidates import document_pairs
 
 # Sent after commit with `hit_id` and `question_ids` whenever answers were stored.
 answers_stored = Signal()
-# Sent after commit with `post_id` when an MTurk task page posted answers (provisional).
+# Sent after commit with `post_id` and `hit_id` when an MTurk task page posted answers
+# (provisional).
 page_post_received = Signal()
 
 # A coarse cap on one answer's `extra`, before its question is known; each kind's schema
@@ -592,6 +593,6 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             post.payload = clean
             post.save(update_fields=["payload"])
         if post.state == PagePostState.WAITING:
-            transaction.on_commit(lambda: page_post_received.send(sender=PagePost,
-                                                                  post_id=post.pk))
+            transaction.on_commit(lambda: page_post_received.send(
+                sender=PagePost, post_id=post.pk, hit_id=locked.pk))
     return post

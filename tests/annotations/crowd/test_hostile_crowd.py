@@ -135,8 +135,9 @@ def test_invented_ids_are_kept_aside_and_expire(crowd, fake, settings,
         assert crowd.post(hit, f"AFORGER{i}", f"INVENTED{i:026d}", wrong) == 200
     assert PagePost.objects.filter(state=PagePostState.WAITING).count() == 3
     assert not Assignment.objects.exists() and not Response.objects.exists()
-    # The confirmation check asked MTurk about each: nothing there.
-    assert len(fake.calls_of("GetAssignment")) == 3
+    # One confirmation check for the HIT, not one per post: nothing there.
+    assert not fake.calls_of("GetAssignment")
+    assert len(fake.calls_of("ListAssignmentsForHIT")) == 1
     result = crowd.sync()
     assert result.reconciled == 0 and not Response.objects.exists()
     assert Question.objects.filter(state=QuestionState.OPEN).count() == 3
@@ -151,6 +152,9 @@ def test_invented_ids_are_kept_aside_and_expire(crowd, fake, settings,
     assert sync.expire_page_posts(later(settings.KBPO_PAGE_POST_TTL + 1)) == 3
     assert set(PagePost.objects.filter(worker_external_id__startswith="AFORGER")
                .values_list("state", flat=True)) == {PagePostState.EXPIRED}
+    # Their answers are dropped at expiry; the rows a day later.
+    assert [p for p in PagePost.objects.filter(state=PagePostState.EXPIRED)
+            .values_list("payload", flat=True) if p] == []
     assert {fake.assignment_status(a) for a in fake.assignments} == {"Approved"}
 
 
