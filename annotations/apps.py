@@ -32,8 +32,9 @@ def _confirm_page_post(sender: object, post_id: int, hit_id: int | None = None,
                        **kwargs: object) -> None:
     """Ask MTurk about a HIT's posts once the worker has had time to submit: one
     ListAssignmentsForHIT per HIT per KBPO_MTURK_CONFIRM_DELAY seconds, and at most
-    KBPO_MTURK_CONFIRM_RATE per KBPO_MTURK_CONFIRM_RATE_WINDOW seconds in all (issue 41: each anonymous post cost a
-    GetAssignment). Whatever this skips, the periodic sync settles."""
+    KBPO_MTURK_CONFIRM_RATE per KBPO_MTURK_CONFIRM_RATE_WINDOW seconds in all (issue 41:
+    each anonymous post cost a GetAssignment). The periodic sync settles what this
+    skips."""
     from django.conf import settings
 
     from kbpo.core import jobs, security

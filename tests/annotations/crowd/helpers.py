@@ -7,9 +7,8 @@ import random
 from annotations.crowd import controls
 from annotations.interfaces.intake import AnswerIn, submit_assignment, worker_for
 from annotations.models import Hit, Question
-from submissions.models import MentionPair
 from kbpo.core.models import Corpus, Document
-from submissions.models import State, Submission
+from submissions.models import MentionPair, State, Submission
 from tests.factories import make_corpus, make_pair, make_submission, span
 
 TEXT = ("Ada Byron was born in London. Ada Byron married Tom King in Paris. "
