@@ -291,12 +291,24 @@ AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
                            "kbpo.core.backends.PreparedModelBackend"]
 AXES_FAILURE_LIMIT = env_int("KBPO_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = dt.timedelta(seconds=env_int("KBPO_LOGIN_COOLOFF_SECONDS", 900))
-AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+# Per address and, separately, per account (issue 41): either count locks the login.
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Its page, with a Retry-After header (kbpo/core/accounts.py).
+AXES_LOCKOUT_CALLABLE = "kbpo.core.accounts.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "kbpo.core.security.client_ip"
 AXES_VERBOSE = False
+# Sign-ups per client address, and password-reset requests per address (429 beyond) and
+# reset mails per account (silently none beyond), within their windows (seconds). A new
+# account must open the link mailed to it (valid KBPO_EMAIL_CONFIRM_MAX_AGE seconds)
+# before it may upload; accounts not made by sign-up count as confirmed.
+KBPO_REGISTER_RATE_PER_IP = env_int("KBPO_REGISTER_RATE_PER_IP", 5)
+KBPO_REGISTER_RATE_WINDOW = env_int("KBPO_REGISTER_RATE_WINDOW", 3600)
+KBPO_PASSWORD_RESET_RATE_PER_IP = env_int("KBPO_PASSWORD_RESET_RATE_PER_IP", 5)
+KBPO_PASSWORD_RESET_RATE_PER_ACCOUNT = env_int("KBPO_PASSWORD_RESET_RATE_PER_ACCOUNT", 3)
+KBPO_PASSWORD_RESET_RATE_WINDOW = env_int("KBPO_PASSWORD_RESET_RATE_WINDOW", 3600)
+KBPO_EMAIL_CONFIRM_MAX_AGE = env_int("KBPO_EMAIL_CONFIRM_MAX_AGE", 3 * 24 * 3600)
 #
 # API rate limits (DRF throttles). Anonymous and authenticated request rates, and a
 # limit on failed token logins per client address (a guessed token is refused with 429
