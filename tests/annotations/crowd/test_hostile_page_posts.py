@@ -91,3 +91,23 @@ def test_expired_posts_lose_their_answers_at_once_and_their_rows_within_a_day(
     with django_capture_on_commit_callbacks(execute=True):
         periodic.redrive()
     assert not PagePost.objects.exists()
+
+
+def test_hits_posted_before_keyed_urls_are_posted_again(
+        fake, django_capture_on_commit_callbacks) -> None:
+    """After the migration gives a live HIT a key, MTurk still frames its old URL:
+    `repost_unkeyed_hits` retires it and posts its questions under a keyed URL."""
+    from django.core.management import call_command
+
+    from annotations.models import Hit, HitState, new_url_key
+
+    old = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    keyed = plan(["hq", "mborn", "mwork"], django_capture_on_commit_callbacks, tag="d")
+    Hit.objects.filter(pk=old.pk).update(url_key=new_url_key())  # as the migration does
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("repost_unkeyed_hits")
+    old.refresh_from_db()
+    assert old.state == HitState.EXPIRED and fake.hit_status(old.external_id) != "Assignable"
+    new = Hit.objects.filter(submission=old.submission, state=HitState.POSTED).get()
+    assert fake.external_url(new.external_id).endswith(f"/annotate/hit/{new.url_key}/")
+    assert Hit.objects.get(pk=keyed.pk).state == HitState.POSTED  # already keyed: kept
