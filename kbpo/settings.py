@@ -562,6 +562,9 @@ KBPO_MTURK_CONFIRM_DELAY = env_int("KBPO_MTURK_CONFIRM_DELAY", 20)
 # site, however many posts arrive; the periodic sync settles the rest.
 KBPO_MTURK_CONFIRM_RATE = env_int("KBPO_MTURK_CONFIRM_RATE", 30)
 KBPO_MTURK_CONFIRM_RATE_WINDOW = env_int("KBPO_MTURK_CONFIRM_RATE_WINDOW", 60)
+# Unconfirmed posts a HIT keeps at most; later ones are checked and answered but not
+# kept (MTurk's copy still counts, at the next sync).
+KBPO_PAGE_POSTS_WAITING_PER_HIT = env_int("KBPO_PAGE_POSTS_WAITING_PER_HIT", 50)
 KBPO_PAGE_POST_TTL = env_int("KBPO_PAGE_POST_TTL",
                              KBPO_MTURK_ASSIGNMENT_DURATION + 2 * 3600)
 # Periodic crowd work (seconds): re-drive stuck planning/posting, MTurk sync, worker quality.

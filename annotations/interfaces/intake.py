@@ -583,9 +583,17 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             raise IntakeError("this HIT already has all the answers it needs; please return "
                               "it", "hitId", status=409, code="closed")
         _check_answers(locked, answers)
+        claim = {"hit": locked, "assignment_external_id": assignment_id,
+                 "worker_external_id": worker_id}
+        if (not PagePost.objects.filter(**claim).exists()
+                and PagePost.objects.filter(hit=locked, state=PagePostState.WAITING).count()
+                >= settings.KBPO_PAGE_POSTS_WAITING_PER_HIT):
+            # Anyone can post: past this many unconfirmed posts a HIT keeps no more (a
+            # bound on the disk whatever the number of addresses). The answers are
+            # fine, so the worker goes on to MTurk, whose copy the sync counts.
+            return PagePost(**claim, payload=clean, client_ip=client_ip)
         post, created = PagePost.objects.get_or_create(
-            hit=locked, assignment_external_id=assignment_id, worker_external_id=worker_id,
-            defaults={"payload": clean, "client_ip": client_ip})
+            **claim, defaults={"payload": clean, "client_ip": client_ip})
         if not created and post.state == PagePostState.FORGED:
             raise IntakeError("MTurk says this assignment is not yours", "assignmentId",
                               status=403, code="conflict")

@@ -36,13 +36,14 @@ def _flood(crowd, hit, n: int, tag: str = "") -> None:
 
 
 def test_a_flood_of_invented_posts_costs_one_mturk_call_per_hit(
-        crowd, fake, django_capture_on_commit_callbacks) -> None:
+        crowd, fake, settings, django_capture_on_commit_callbacks) -> None:
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
     before = len(fake.calls)
     _flood(crowd, hit, 100)
     calls = [op for op, _ in fake.calls[before:]]
     assert calls == ["ListAssignmentsForHIT"]  # not 100 GetAssignment
-    assert PagePost.objects.filter(state=PagePostState.WAITING).count() == 100
+    assert PagePost.objects.filter(state=PagePostState.WAITING).count() == \
+        settings.KBPO_PAGE_POSTS_WAITING_PER_HIT == 50  # and only 50 kept
 
 
 def test_the_site_wide_cap_holds_across_hits(crowd, fake, settings,
@@ -111,3 +112,19 @@ def test_hits_posted_before_keyed_urls_are_posted_again(
     new = Hit.objects.filter(submission=old.submission, state=HitState.POSTED).get()
     assert fake.external_url(new.external_id).endswith(f"/annotate/hit/{new.url_key}/")
     assert Hit.objects.get(pk=keyed.pk).state == HitState.POSTED  # already keyed: kept
+
+
+def test_a_hit_keeps_a_bounded_number_of_unconfirmed_posts(
+        crowd, fake, settings, django_capture_on_commit_callbacks) -> None:
+    """However many addresses post, a HIT keeps at most KBPO_PAGE_POSTS_WAITING_PER_HIT
+    unconfirmed posts; honest work beyond them still counts, from MTurk's copy."""
+    settings.KBPO_PAGE_POSTS_WAITING_PER_HIT = 10
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    _flood(crowd, hit, 30)
+    assert PagePost.objects.filter(hit=hit).count() == 10
+    for w in ("AHONEST1", "AHONEST2", "AHONEST3"):
+        crowd.work(hit, w)  # each post answered 200, none kept
+    assert PagePost.objects.filter(hit=hit).count() == 10
+    crowd.sync()
+    assert set(Assignment.objects.values_list("worker__external_id", flat=True)) == {
+        "AHONEST1", "AHONEST2", "AHONEST3"}
