@@ -205,10 +205,12 @@ def _error_page(request: HttpRequest, title: str, message: str, status: int) -> 
 def hit_task(request: HttpRequest, key: str) -> HttpResponse:
     hit = get_object_or_404(Hit, url_key=key)
     config: dict[str, Any] = {"answers_url": reverse("annotate-answers", args=[hit.url_key])}
+    preview = False
     if hit.backend == Backend.MTURK:
         params = {k: request.GET.get(k, "") for k in
                   ("assignmentId", "hitId", "workerId", "turkSubmitTo")}
         if not params["assignmentId"] or params["assignmentId"] == PREVIEW_ASSIGNMENT:
+            preview = True
             config.update(mode="preview",
                           message="This is a preview. Accept the HIT to start working: the "
                                   "Submit button stays disabled until you do.")
@@ -254,7 +256,7 @@ def hit_task(request: HttpRequest, key: str) -> HttpResponse:
     questions = [hq.question for hq in hit.items.select_related(
         "question__pair__document", "question__pair__sentence", "question__document")
         .order_by("position", "pk")]  # intake.page_order
-    if config["mode"] == "preview":
+    if preview:  # also once the HIT is closed
         # Anyone on MTurk may preview any HIT: a preview shows one question, so walking
         # previews does not harvest a (possibly private) system's pairs and links.
         questions = questions[:1]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from annotations.models import PagePost, TaskKind
+from annotations.models import Hit, HitState, PagePost, TaskKind
 from tests.annotations.interfaces.builders import document_hit, relation_hit
 from tests.annotations.interfaces.test_task_views import (
     SANDBOX,
@@ -64,6 +64,10 @@ def test_a_preview_shows_one_question_and_accepting_shows_all(client) -> None:
     # The second question's entity link (a system's output) is not on the preview.
     assert "Ada_Lovelace" not in preview.content.decode()
     assert "Ada_Lovelace" in accepted.content.decode()
+    # Nor once the HIT is closed.
+    Hit.objects.filter(pk=hit.pk).update(state=HitState.EXPIRED)
+    closed = client.get(page_url(hit))
+    assert config(closed)["mode"] == "closed" and len(shown(closed)) == 1
 
 
 def _entity_answer(hit, **extra) -> list[dict]:
