@@ -85,6 +85,7 @@ def test_a_new_account_uploads_only_after_confirming_its_address(client) -> None
     assert _register(client, 1, "203.0.113.9").status_code == 302
     (message,) = mail.outbox
     assert message.to == ["puppet1@example.org"]
+    assert 'id="confirm-email"' in client.get(reverse("profile")).content.decode()
     # Not yet: the web form and the API both refuse, saying why.
     page = _upload(client)
     assert page.status_code == 403 and "Confirm your e-mail address" in page.content.decode()
@@ -102,6 +103,7 @@ def test_a_new_account_uploads_only_after_confirming_its_address(client) -> None
     assert client.get(link).status_code == 302
     assert Profile.objects.get(user=user).email_confirmed
     assert _upload(client).status_code == 400  # the form's own field errors now
+    assert 'id="confirm-email"' not in client.get(reverse("profile")).content.decode()
 
 
 def test_a_link_for_an_old_address_confirms_nothing(client) -> None:
