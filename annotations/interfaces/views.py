@@ -6,7 +6,10 @@ cookie (third-party cookies are blocked in most browsers' iframes); answers are 
 and kept by the intake before the page forwards the worker to MTurk, and only to a
 `turkSubmitTo` host we know. An MTurk page's post is provisional
 (`intake.receive_page_post`): it counts once MTurk confirms the assignment. The answer
-endpoint is rate limited per client address and per worker (HTTP 429).
+endpoint is rate limited per client address and per worker (HTTP 429). A HIT's pages
+are found by its random `url_key`, never its id, and a page opened without an accepted
+assignment (an MTurk preview) shows only the first question, so nobody can walk the
+task pages and collect what a private system predicted.
 """
 
 from __future__ import annotations
