@@ -28,12 +28,28 @@ def _aggregate_on_answers(sender: object, question_ids: list[int], **kwargs: obj
     jobs.enqueue(AGGREGATE_TASK, list(question_ids))
 
 
-def _confirm_page_post(sender: object, post_id: int, **kwargs: object) -> None:
-    """Ask MTurk about a task page's post once the worker has had time to submit it."""
+def _confirm_page_post(sender: object, post_id: int, hit_id: int | None = None,
+                       **kwargs: object) -> None:
+    """Ask MTurk about a HIT's posts once the worker has had time to submit: one
+    ListAssignmentsForHIT per HIT per KBPO_MTURK_CONFIRM_DELAY seconds, and at most
+    KBPO_MTURK_CONFIRM_RATE per KBPO_MTURK_CONFIRM_RATE_WINDOW seconds in all (issue 41:
+    each anonymous post cost a GetAssignment). The periodic sync settles what this
+    skips."""
     from django.conf import settings
 
-    from kbpo.core import jobs
+    from kbpo.core import jobs, security
 
-    from .crowd.sync import CONFIRM_TASK
+    from .crowd.sync import CONFIRM_HIT_TASK
+    from .models import PagePost
 
-    jobs.send(CONFIRM_TASK, post_id, countdown=settings.KBPO_MTURK_CONFIRM_DELAY)
+    if hit_id is None:
+        hit_id = PagePost.objects.filter(pk=post_id).values_list("hit_id", flat=True).first()
+        if hit_id is None:
+            return
+    delay = max(1, settings.KBPO_MTURK_CONFIRM_DELAY)
+    if not security.take(f"mturk-confirm-hit:{hit_id}", 1, delay).allowed:
+        return  # one is queued for this HIT already
+    if not security.take("mturk-confirm", settings.KBPO_MTURK_CONFIRM_RATE,
+                         settings.KBPO_MTURK_CONFIRM_RATE_WINDOW).allowed:
+        return
+    jobs.send(CONFIRM_HIT_TASK, hit_id, countdown=settings.KBPO_MTURK_CONFIRM_DELAY)

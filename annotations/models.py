@@ -8,6 +8,7 @@ page forwards the worker to MTurk (its answers count once MTurk confirms them), 
 
 from __future__ import annotations
 
+import secrets
 from decimal import Decimal
 
 from django.conf import settings
@@ -144,6 +145,11 @@ class HitBatch(models.Model):
         return f"batch {self.pk} ({self.n_questions} questions)"
 
 
+def new_url_key() -> str:
+    """A HIT's task-page key: 192 random bits, so task pages cannot be walked."""
+    return secrets.token_urlsafe(24)
+
+
 class Hit(models.Model):
     """A unit of crowd work grouping one or more questions (an MTurk HIT)."""
 
@@ -170,6 +176,8 @@ class Hit(models.Model):
     posted_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
+    url_key = models.CharField(max_length=43, unique=True, default=new_url_key, editable=False,
+                               help_text="The task page's path key (/annotate/hit/<key>/).")
 
     def __str__(self) -> str:
         return f"HIT {self.pk} ({self.kind}, {self.state})"

@@ -295,12 +295,24 @@ AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
                            "kbpo.core.backends.PreparedModelBackend"]
 AXES_FAILURE_LIMIT = env_int("KBPO_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = dt.timedelta(seconds=env_int("KBPO_LOGIN_COOLOFF_SECONDS", 900))
-AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+# Per address and, separately, per account (issue 41): either count locks the login.
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# Its page, with a Retry-After header (kbpo/core/accounts.py).
+AXES_LOCKOUT_CALLABLE = "kbpo.core.accounts.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "kbpo.core.security.client_ip"
 AXES_VERBOSE = False
+# Sign-ups per client address, and password-reset requests per address (429 beyond) and
+# reset mails per account (silently none beyond), within their windows (seconds). A new
+# account must open the link mailed to it (valid KBPO_EMAIL_CONFIRM_MAX_AGE seconds)
+# before it may upload; accounts not made by sign-up count as confirmed.
+KBPO_REGISTER_RATE_PER_IP = env_int("KBPO_REGISTER_RATE_PER_IP", 5)
+KBPO_REGISTER_RATE_WINDOW = env_int("KBPO_REGISTER_RATE_WINDOW", 3600)
+KBPO_PASSWORD_RESET_RATE_PER_IP = env_int("KBPO_PASSWORD_RESET_RATE_PER_IP", 5)
+KBPO_PASSWORD_RESET_RATE_PER_ACCOUNT = env_int("KBPO_PASSWORD_RESET_RATE_PER_ACCOUNT", 3)
+KBPO_PASSWORD_RESET_RATE_WINDOW = env_int("KBPO_PASSWORD_RESET_RATE_WINDOW", 3600)
+KBPO_EMAIL_CONFIRM_MAX_AGE = env_int("KBPO_EMAIL_CONFIRM_MAX_AGE", 3 * 24 * 3600)
 #
 # API rate limits (DRF throttles). Anonymous and authenticated request rates, and a
 # limit on failed token logins per client address (a guessed token is refused with 429
@@ -327,7 +339,7 @@ REST_FRAMEWORK.update({
     "NUM_PROXIES": KBPO_TRUSTED_PROXY_COUNT,
 })
 #
-# The crowd answer endpoint (POST /annotate/hit/<id>/answers/): answers accepted per
+# The crowd answer endpoint (POST /annotate/hit/<key>/answers/): answers accepted per
 # client address and per worker id within KBPO_ANSWER_RATE_WINDOW seconds; more are
 # answered 429 with the wait in Retry-After.
 KBPO_ANSWER_RATE_PER_IP = env_int("KBPO_ANSWER_RATE_PER_IP", 60)
@@ -546,13 +558,24 @@ KBPO_MTURK_BLOCK_QUALIFICATION_ID = os.environ.get("KBPO_MTURK_BLOCK_QUALIFICATI
 KBPO_MTURK_MAX_ATTEMPTS = env_int("KBPO_MTURK_MAX_ATTEMPTS", 8)
 # A posted HIT whose questions still need answers is extended by this much when it expires.
 KBPO_MTURK_EXTEND_SECONDS = env_int("KBPO_MTURK_EXTEND_SECONDS", 2 * 24 * 3600)
-# An assignment contradicting the crowd on every question of a HIT with at least this
-# many questions is rejected as spam (0 disables automatic rejection).
+# An assignment is rejected as spam only on evidence with a known answer: it misses every
+# one of at least KBPO_REJECT_MIN_CONTROLS control questions, and contradicts the label of
+# every other question, in a HIT of at least KBPO_REJECT_MIN_QUESTIONS questions (0
+# disables automatic rejection). Disagreeing with peers alone never rejects (issue 41).
 KBPO_REJECT_MIN_QUESTIONS = env_int("KBPO_REJECT_MIN_QUESTIONS", 3)
+KBPO_REJECT_MIN_CONTROLS = env_int("KBPO_REJECT_MIN_CONTROLS", 1)
 # MTurk answers count only once MTurk confirms the assignment: the task page's post is
 # provisional; a check runs KBPO_MTURK_CONFIRM_DELAY seconds after it (and every sync),
 # and a post MTurk never confirmed expires after KBPO_PAGE_POST_TTL seconds.
 KBPO_MTURK_CONFIRM_DELAY = env_int("KBPO_MTURK_CONFIRM_DELAY", 20)
+# That check reads the HIT's assignments (ListAssignmentsForHIT): once per HIT per delay,
+# and at most KBPO_MTURK_CONFIRM_RATE per KBPO_MTURK_CONFIRM_RATE_WINDOW seconds over the
+# site, however many posts arrive; the periodic sync settles the rest.
+KBPO_MTURK_CONFIRM_RATE = env_int("KBPO_MTURK_CONFIRM_RATE", 30)
+KBPO_MTURK_CONFIRM_RATE_WINDOW = env_int("KBPO_MTURK_CONFIRM_RATE_WINDOW", 60)
+# Unconfirmed posts a HIT keeps at most; later ones are checked and answered but not
+# kept (MTurk's copy still counts, at the next sync).
+KBPO_PAGE_POSTS_WAITING_PER_HIT = env_int("KBPO_PAGE_POSTS_WAITING_PER_HIT", 50)
 KBPO_PAGE_POST_TTL = env_int("KBPO_PAGE_POST_TTL",
                              KBPO_MTURK_ASSIGNMENT_DURATION + 2 * 3600)
 # Periodic crowd work (seconds): re-drive stuck planning/posting, MTurk sync, worker quality.

@@ -13,6 +13,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from kbpo.core.accounts import UNCONFIRMED_MESSAGE, email_confirmed
+
 from .models import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS, State, Submission
 from .serializers import (
     SubmissionCreateSerializer,
@@ -76,8 +78,13 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                    422: OpenApiResponse(SubmissionDetailSerializer,
                                         description="Rejected by validation; the body is "
                                                     "the submission with its line report."),
+                   403: OpenApiResponse(description="The account's e-mail address is "
+                                                    "not confirmed yet."),
                    429: OpenApiResponse(description="Submission limit reached.")})
     def create(self, request: Request) -> Response:
+        if not email_confirmed(request.user):
+            return Response({"detail": UNCONFIRMED_MESSAGE, "code": "email_unconfirmed"},
+                            status=status.HTTP_403_FORBIDDEN)
         try:
             payload = request.data  # parsing runs the upload handlers
         except RequestDataTooBig:
@@ -114,8 +121,11 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
             return Response({"detail": str(exc), "code": "duplicate",
                              "duplicate_of": exc.existing.pk}, status=status.HTTP_409_CONFLICT)
         except LimitExceeded as exc:
-            return Response({"detail": str(exc), "code": "limit_exceeded"},
-                            status=status.HTTP_429_TOO_MANY_REQUESTS)
+            limited = Response({"detail": str(exc), "code": "limit_exceeded"},
+                               status=status.HTTP_429_TOO_MANY_REQUESTS)
+            if exc.retry_after:
+                limited["Retry-After"] = str(exc.retry_after)
+            return limited
         sub.refresh_from_db()
         rejected = sub.state == State.REJECTED
         return Response(SubmissionDetailSerializer(sub).data,

@@ -113,7 +113,12 @@ def content_sha256(fh: IO[bytes], compressed: bool) -> str:
 
 
 class LimitExceeded(Exception):
-    """The user has no uploads left for this corpus."""
+    """The user has no uploads left for this corpus; `retry_after`: seconds until the
+    next daily slot opens (None when the total limit is spent: nothing opens)."""
+
+    def __init__(self, message: str, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def transition(submission: Submission, to_state: str, message: str = "",
@@ -236,9 +241,11 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
                         f"{corpus.tag}. Withdrawn submissions count; rejected ones do not.")
                 when = (f" The next slot opens at {q.next_slot_at:%Y-%m-%d %H:%M} UTC."
                         if q.next_slot_at else "")
+                wait = (max(1, int((q.next_slot_at - timezone.now()).total_seconds()) + 1)
+                        if q.next_slot_at else None)
                 raise LimitExceeded(
                     f"You have used all {q.daily_limit} submissions allowed on corpus "
-                    f"{corpus.tag} in 24 hours.{when}")
+                    f"{corpus.tag} in 24 hours.{when}", retry_after=wait)
         size = _file_size(file)
         sub = Submission(owner=owner, corpus=corpus, name=name, description=description,
                          method_description=method_description, paper_url=paper_url,

@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from kbpo.core import schema
+from kbpo.core.accounts import UNCONFIRMED_MESSAGE, email_confirmed
 from kbpo.core.models import Corpus
 from kbpo.core.security import csv_safe, isolated
 
@@ -91,10 +92,15 @@ def submission_new(request: HttpRequest) -> HttpResponse:
     form = SubmissionForm(request.POST or None, request.FILES or None)
     valid = request.method == "POST" and form.is_valid()
     # A refused POST re-renders the form with a status that says why (as the API does):
-    # 400 field errors, 409 duplicate, 413 over the size cap, 429 limit.
+    # 400 field errors, 403 address not confirmed, 409 duplicate, 413 over the size cap,
+    # 429 limit (with Retry-After when a daily slot will open).
     status = 200 if valid or request.method != "POST" else 400
+    retry_after: int | None = None
     refused = upload_refused_message(request) if request.method == "POST" else None
-    if refused:  # the handler dropped the file: say why instead of "required"
+    if request.method == "POST" and not email_confirmed(request.user):
+        messages.error(request, UNCONFIRMED_MESSAGE)
+        valid, status = False, 403
+    elif refused:  # the handler dropped the file: say why instead of "required"
         form.errors.pop("file", None)
         form.add_error("file", refused)
         valid, status = False, 413
@@ -119,14 +125,18 @@ def submission_new(request: HttpRequest) -> HttpResponse:
         except LimitExceeded as exc:
             form.add_error(None, str(exc))
             status = 429
+            retry_after = exc.retry_after
         else:
             messages.success(request, "Uploaded. Validation starts in a moment; this page "
                                       "updates by itself.")
             return redirect("submission-detail", pk=sub.pk)
     quotas = [(c, quota(request.user, c)) for c in Corpus.objects.order_by("tag")]
-    return render(request, "submissions/new.html", {
+    response = render(request, "submissions/new.html", {
         "form": form, "quotas": quotas,
         "max_mb": filesizeformat(settings.KBPO_SUBMISSION_MAX_BYTES)}, status=status)
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 @login_required

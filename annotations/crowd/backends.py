@@ -37,14 +37,15 @@ class InsufficientBalance(BudgetExceeded):
     """The prepaid MTurk balance cannot cover the HIT."""
 
 
-def task_path(hit_id: int) -> str:
-    """The path of a HIT's task page (also the MTurk ExternalQuestion target)."""
-    return f"/annotate/hit/{hit_id}/"
+def task_path(hit: Hit) -> str:
+    """The path of a HIT's task page (also the MTurk ExternalQuestion target): keyed by
+    the HIT's random `url_key`, never its id, so nobody can walk the task pages."""
+    return f"/annotate/hit/{hit.url_key}/"
 
 
-def task_url(hit_id: int) -> str:
+def task_url(hit: Hit) -> str:
     """Absolute URL of a HIT's task page on the public site."""
-    return settings.KBPO_PUBLIC_URL.rstrip("/") + task_path(hit_id)
+    return settings.KBPO_PUBLIC_URL.rstrip("/") + task_path(hit)
 
 
 def current_backend() -> str:
@@ -186,7 +187,7 @@ def _post_mturk(hit: Hit) -> Hit:
         cfg = hit_type_config(hit.kind, hit.reward, hit.max_assignments)
         hit_type_id = mturk.ensure_hit_type(c, cfg)
         if hit_id is None:
-            question = mturk.external_question_xml(task_url(hit.pk),
+            question = mturk.external_question_xml(task_url(hit),
                                                    settings.KBPO_MTURK_FRAME_HEIGHT)
             hit_id = mturk.create_hit(c, hit_type_id, question, hit.request_token,
                                       max_assignments=hit.max_assignments,

@@ -13,7 +13,8 @@ confirmed expire.
   still counting a rejected assignment's answers are recounted;
 * finished HITs whose review was lost are reviewed, refused work still without a
   verdict gets it, and HITs fully labelled but never settled are settled;
-* task-page posts MTurk never confirmed expire (and are deleted after 30 days);
+* task-page posts MTurk never confirmed expire, their answers dropped at once (the
+  rows go a day later; forged ones after 30 days);
 * fully labelled `annotating` submissions move on to scoring.
 
 Submissions stuck before their HITs exist are the planner's
@@ -57,7 +58,8 @@ class RedriveResult:
     recounted: int = 0
 
 
-POST_RETENTION = dt.timedelta(days=30)  # forged and expired page posts, for the operator
+POST_RETENTION = dt.timedelta(days=30)  # forged page posts, for the operator
+EXPIRED_POST_RETENTION = dt.timedelta(days=1)  # unconfirmed ones: anyone can make them
 
 
 def redrive() -> RedriveResult:
@@ -86,8 +88,10 @@ def redrive() -> RedriveResult:
                                   assignments__refusal__in=("reject", "pay")).distinct():
         refusals.finish_refusals(hit)  # failures are logged and retried next time
     out.expired_posts = sync.expire_page_posts()
-    PagePost.objects.filter(state__in=(PagePostState.EXPIRED, PagePostState.FORGED),
+    PagePost.objects.filter(state=PagePostState.FORGED,
                             received_at__lt=timezone.now() - POST_RETENTION).delete()
+    PagePost.objects.filter(state=PagePostState.EXPIRED,
+                            resolved_at__lt=timezone.now() - EXPIRED_POST_RETENTION).delete()
     unsettled = (Hit.objects.filter(state=HitState.POSTED, kind=TaskKind.RELATION,
                                     items__isnull=False)
                  .exclude(items__question__state=QuestionState.OPEN)

@@ -77,28 +77,56 @@ def enqueue_review(hit_id: int) -> None:
 
 
 def spam_reason(assignment: Assignment) -> str | None:
-    """Why an assignment is clear spam, or None: it contradicts every label of a HIT
-    with at least KBPO_REJECT_MIN_QUESTIONS questions."""
+    """Why an assignment is clear spam, or None.
+
+    Only evidence with a known answer rejects work: the assignment must hold at least
+    KBPO_REJECT_MIN_CONTROLS control questions and miss every one of them, and (in a
+    HIT of at least KBPO_REJECT_MIN_QUESTIONS questions) contradict the label of every
+    other question too. Disagreeing with peers alone never rejects: two workers who
+    agree on a wrong answer could otherwise get an honest third unpaid; the worker
+    models weigh such disagreement instead. The reason names the controls missed, so
+    the worker can see the evidence.
+    """
     minimum = settings.KBPO_REJECT_MIN_QUESTIONS
     if minimum <= 0:
         return None
-    responses = list(assignment.responses.select_related("question"))
+    responses = list(assignment.responses.select_related("question__pair__document"))
     if len(responses) < minimum:
         return None
-    labels = dict(PairLabel.objects.filter(
-        question_id__in=[r.question_id for r in responses]).values_list("question_id",
-                                                                       "predicates"))
-    # A control question never gets a label; its known answer stands in (without it,
-    # a HIT holding a control could never be found to be spam).
-    labels.update({r.question_id: r.question.control_answer for r in responses
-                   if r.question.control_answer is not None})
-    if len(labels) < len(responses):
-        return None  # some questions were labelled through another question: be lenient
-    if any(sorted(r.choices) == sorted(labels[r.question_id]) for r in responses):
+    controls = [r for r in responses if r.question.control_answer is not None]
+    if not controls or len(controls) < settings.KBPO_REJECT_MIN_CONTROLS:
         return None
-    return (f"Every one of your {len(responses)} answers in this task contradicted the "
-            "answer most other workers gave for the same sentence; this looks like random "
-            "clicking. Please read each sentence before choosing.")
+    if any(sorted(r.choices) == sorted(r.question.control_answer) for r in controls):
+        return None
+    others = [r for r in responses if r.question.control_answer is None]
+    labels = dict(PairLabel.objects.filter(
+        question_id__in=[r.question_id for r in others]).values_list("question_id",
+                                                                    "predicates"))
+    if len(labels) < len(others):
+        return None  # some questions were labelled through another question: be lenient
+    if any(sorted(r.choices) == sorted(labels[r.question_id]) for r in others):
+        return None
+    order = {qid: n for n, qid in enumerate(
+        assignment.hit.items.order_by("position", "pk").values_list("question_id", flat=True))}
+    missed = "; ".join(_control_evidence(r, order.get(r.question_id)) for r in controls)
+    return (f"This task held {len(controls)} question(s) whose answer we already knew, and "
+            f"every one was answered wrongly: {missed}. No other answer matched the "
+            "sentence either; this looks like random clicking. Please read each sentence "
+            "before choosing.")[:1000]
+
+
+def _control_evidence(response: object, position: int | None) -> str:
+    """'question 2 (“Ada” and “Paris”): the sentence states per:city_of_birth; you
+    answered no_relation', for the rejection the worker reads."""
+    q = response.question  # type: ignore[attr-defined]
+    where = f"question {position + 1}" if position is not None else "a question"
+    pair = q.pair
+    if pair is not None:
+        text = pair.document.text
+        where += (f" (“{text[pair.subject_begin:pair.subject_end][:60]}” and "
+                  f"“{text[pair.object_begin:pair.object_end][:60]}”)")
+    return (f"{where}: the known answer is {', '.join(q.control_answer)}; you answered "
+            f"{', '.join(response.choices)}")  # type: ignore[attr-defined]
 
 
 def review_hit(hit_id: int) -> tuple[int, int]:

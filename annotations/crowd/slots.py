@@ -100,3 +100,28 @@ def repost(hit: Hit) -> Hit | None:
     logger.info("HIT %s retired; %s new HIT(s) posted, held: %s", hit.pk, posted, held)
     return (Hit.objects.filter(submission=locked.submission, state=HitState.POSTED)
             .order_by("-pk").first())
+
+
+def repost_unkeyed(dry_run: bool = False) -> tuple[list[int], list[int]]:
+    """Posted MTurk HITs whose ExternalQuestion does not point at their `url_key` (HITs
+    posted before task pages were keyed: their old /annotate/hit/<id>/ answers 404)
+    are retired and their open questions posted again under keyed URLs.
+
+    Returns (HITs re-posted, HITs left alone because they have no submission to
+    re-plan: an operator expires those and re-plans their work).
+    """
+    reposted: list[int] = []
+    skipped: list[int] = []
+    client = backends.client()
+    for hit in Hit.objects.filter(backend=Backend.MTURK, state=HitState.POSTED,
+                                  external_id__isnull=False).order_by("pk"):
+        question = mturk.get_hit(client, hit.external_id).get("Question", "")
+        if f"/annotate/hit/{hit.url_key}/" in question:
+            continue
+        if hit.submission_id is None:
+            skipped.append(hit.pk)
+            continue
+        if not dry_run:
+            repost(hit)
+        reposted.append(hit.pk)
+    return reposted, skipped

@@ -49,6 +49,7 @@ from .discount import discount
 logger = logging.getLogger(__name__)
 ANSWER_FIELD = "answers"
 CONFIRM_TASK = "annotations.confirm_page_post"  # crowd/tasks.py
+CONFIRM_HIT_TASK = "annotations.confirm_hit_posts"  # crowd/tasks.py
 CONFIRMED_STATUSES = ("Submitted", "Approved", "Rejected")
 
 
@@ -162,12 +163,12 @@ def accept_record(hit: Hit, record: mturk.AssignmentRecord, result: SyncResult |
     return assignment
 
 
-def collect(hit: Hit, result: SyncResult | None = None) -> SyncResult:
+def collect(hit: Hit, result: SyncResult | None = None, source: str = "sync") -> SyncResult:
     """Store every assignment MTurk holds for this HIT that we lack; copy MTurk's
     verdicts; give refused work its verdict."""
     result = result or SyncResult()
     for record in mturk.list_all_assignments(backends.client(), hit.external_id):
-        accept_record(hit, record, result)
+        accept_record(hit, record, result, source=source)
     result.errors += refusals.finish_refusals(hit)
     return result
 
@@ -212,12 +213,39 @@ def confirm_page_post(post_id: int) -> str:
     return post.state
 
 
+def confirm_hit_posts(hit_id: int) -> SyncResult:
+    """Settle every waiting page post of one HIT with one ListAssignmentsForHIT.
+
+    What a task page's post queues (`annotations.apps`), at most once per HIT per
+    KBPO_MTURK_CONFIRM_DELAY seconds and KBPO_MTURK_CONFIRM_RATE times per
+    KBPO_MTURK_CONFIRM_RATE_WINDOW seconds in all:
+    anonymous posts, however many, cannot drive MTurk calls one to one. Posts it
+    misses wait for the periodic sync, which reads the same list.
+    """
+    result = SyncResult()
+    hit = Hit.objects.filter(pk=hit_id, backend=Backend.MTURK,
+                             external_id__isnull=False).first()
+    if hit is None or not PagePost.objects.filter(hit=hit,
+                                                  state=PagePostState.WAITING).exists():
+        return result
+    collect(hit, result, source="confirm")
+    if result.refused:
+        try:
+            slots.replenish(Hit.objects.get(pk=hit.pk))  # the refused work's slot, now
+        except (mturk.MTurkError, budget.BudgetExceeded) as exc:
+            logger.warning("HIT %s: replacement slot not added yet (the sync retries): %s",
+                           hit.pk, exc)
+    return result
+
+
 def expire_page_posts(now: dt.datetime | None = None) -> int:
-    """Posts MTurk never confirmed within KBPO_PAGE_POST_TTL seconds: expired."""
+    """Posts MTurk never confirmed within KBPO_PAGE_POST_TTL seconds: expired, and their
+    answers dropped at once (anyone may post; only the ids stay, for the operator, until
+    `periodic.redrive` deletes the row a day later)."""
     now = now or timezone.now()
     cutoff = now - dt.timedelta(seconds=settings.KBPO_PAGE_POST_TTL)
     return PagePost.objects.filter(state=PagePostState.WAITING, received_at__lt=cutoff).update(
-        state=PagePostState.EXPIRED, resolved_at=now,
+        state=PagePostState.EXPIRED, resolved_at=now, payload={},
         note="MTurk never confirmed this assignment; the post was never counted.")
 
 

@@ -54,7 +54,15 @@ def sync_mturk_task(hit_ids: list[int] | None = None) -> dict:
 
 @shared_task(name=sync.CONFIRM_TASK, acks_late=True, reject_on_worker_lost=True)
 def confirm_page_post_task(post_id: int) -> str:
-    return sync.confirm_page_post(post_id)
+    return sync.confirm_page_post(post_id)  # queued before per-HIT confirmation; kept
+
+
+@shared_task(name=sync.CONFIRM_HIT_TASK, acks_late=True, reject_on_worker_lost=True)
+def confirm_hit_posts_task(hit_id: int) -> dict:
+    result = sync.confirm_hit_posts(hit_id)
+    return {"posts_confirmed": result.posts_confirmed, "posts_forged": result.posts_forged,
+            "reconciled": result.reconciled, "refused": result.refused,
+            "errors": result.errors[:20]}
 
 
 @shared_task(name="annotations.worker_quality", acks_late=True, reject_on_worker_lost=True)

@@ -44,10 +44,20 @@ from .candidates import document_pairs
 
 # Sent after commit with `hit_id` and `question_ids` whenever answers were stored.
 answers_stored = Signal()
-# Sent after commit with `post_id` when an MTurk task page posted answers (provisional).
+# Sent after commit with `post_id` and `hit_id` when an MTurk task page posted answers
+# (provisional).
 page_post_received = Signal()
 
-MAX_EXTRA_BYTES = 200_000
+# A coarse cap on one answer's `extra`, before its question is known; each kind's schema
+# (`_check_extra_schema`) then allows only the fields its page sends, so an anonymous
+# post cannot park a blob in the database (issue 41: 200,000 characters were kept).
+MAX_EXTRA_BYTES = 64_000
+# What a relation page sends in `extra`: its three checkboxes.
+RELATION_EXTRA_KEYS = frozenset({"subject_ok", "object_ok", "link_ok"})
+ENTITY_EXTRA_KEYS = frozenset({"mentions"})
+ENTITY_MENTION_KEYS = frozenset({"begin", "end", "type", "entity", "canonical", "link"})
+EXHAUSTIVE_EXTRA_KEYS = frozenset({"relations"})
+EXHAUSTIVE_RELATION_KEYS = frozenset({"subject", "object", "choices"})
 # MTurk's AssignmentId (botocore's EntityId: 1–64 capital letters and digits). Any
 # other id is made up, and asking MTurk about it fails as a malformed request.
 MTURK_ASSIGNMENT_ID = re.compile(r"[A-Z0-9]{1,64}")
@@ -147,8 +157,12 @@ def parse_answers(payload: object) -> list[AnswerIn]:
         extra = item.get("extra", {})
         if isinstance(extra, dict):
             _check_storable(extra, f"{where}.extra")
-        if not isinstance(extra, dict) or len(repr(extra)) > MAX_EXTRA_BYTES:
-            raise IntakeError(f"{where}.extra: expected a (small) object", f"{where}.extra")
+        if not isinstance(extra, dict):
+            raise IntakeError(f"{where}.extra: expected an object", f"{where}.extra")
+        if len(repr(extra)) > MAX_EXTRA_BYTES:
+            raise IntakeError(f"{where}.extra: larger than {MAX_EXTRA_BYTES:,} characters; "
+                              "send only the fields the task page sends", f"{where}.extra",
+                              status=413)
         seconds = item.get("seconds")
         if seconds is not None and (not isinstance(seconds, int | float)
                                     or isinstance(seconds, bool)
@@ -197,8 +211,25 @@ def allowed_choices(question: Question) -> set[str]:
 
 
 DONE = "done"
-MAX_LINK_CHARS = 500
-MAX_ENTITY_LABEL_CHARS = 300
+# A Wikipedia title is at most 255 bytes; the page labels entities "E1", "E2", ...
+MAX_LINK_CHARS = 300
+MAX_ENTITY_LABEL_CHARS = 64
+
+
+def _only_keys(value: dict, allowed: frozenset[str], where: str) -> None:
+    unknown = sorted(str(k) for k in value if k not in allowed)
+    if unknown:
+        raise IntakeError(f"{where}: unknown field {unknown[0][:40]!r} (allowed: "
+                          f"{', '.join(sorted(allowed))})", where)
+
+
+def _check_relation_extra(answer: AnswerIn, where: str) -> None:
+    """A relation answer's `extra`: the page's checkboxes, true, false or null."""
+    _only_keys(answer.extra, RELATION_EXTRA_KEYS, f"{where}.extra")
+    for key, value in answer.extra.items():
+        if value is not None and not isinstance(value, bool):
+            raise IntakeError(f"{where}.extra.{key}: expected true, false or null",
+                              f"{where}.extra.{key}")
 
 
 def _check_relation_choices(choices: tuple[str, ...] | list[str], allowed: set[str],
@@ -250,17 +281,23 @@ def _token_bounds(question: Question) -> tuple[set[int], set[int], list[tuple[in
 def check_entity_answer(question: Question, answer: AnswerIn, where: str) -> None:
     """Validate `extra.mentions` of an entity question (see docs/internals/task-answers.md)."""
     _check_done(answer, f"{where}.choices")
+    _only_keys(answer.extra, ENTITY_EXTRA_KEYS, f"{where}.extra")
     mentions = answer.extra.get("mentions")
     if not isinstance(mentions, list):
         raise IntakeError(f"{where}.extra.mentions: expected a list of mentions",
                           f"{where}.extra.mentions")
     begins, ends, sentences = _token_bounds(question)
+    if len(mentions) > len(begins):
+        # Spans start on distinct tokens in practice: more mentions than tokens is junk.
+        raise IntakeError(f"{where}.extra.mentions: {len(mentions)} mentions in a document "
+                          f"of {len(begins)} tokens", f"{where}.extra.mentions")
     seen: set[tuple[int, int]] = set()
     clusters: dict[str, dict[str, object]] = {}
     for j, m in enumerate(mentions):
         at = f"{where}.extra.mentions[{j}]"
         if not isinstance(m, dict):
             raise IntakeError(f"{at}: expected an object", at)
+        _only_keys(m, ENTITY_MENTION_KEYS, at)
         b, e = m.get("begin"), m.get("end")
         if not (_is_int(b) and _is_int(e) and 0 <= b < e):
             raise IntakeError(f"{at}: begin and end must be character offsets with begin < end",
@@ -307,6 +344,7 @@ def check_entity_answer(question: Question, answer: AnswerIn, where: str) -> Non
 def check_exhaustive_answer(question: Question, answer: AnswerIn, where: str) -> None:
     """Validate `extra.relations` against the candidate pairs the page showed."""
     _check_done(answer, f"{where}.choices")
+    _only_keys(answer.extra, EXHAUSTIVE_EXTRA_KEYS, f"{where}.extra")
     relations = answer.extra.get("relations")
     if not isinstance(relations, list):
         raise IntakeError(f"{where}.extra.relations: expected a list of judged pairs",
@@ -317,6 +355,7 @@ def check_exhaustive_answer(question: Question, answer: AnswerIn, where: str) ->
         at = f"{where}.extra.relations[{j}]"
         if not isinstance(r, dict):
             raise IntakeError(f"{at}: expected an object", at)
+        _only_keys(r, EXHAUSTIVE_RELATION_KEYS, at)
         key = (_span(r.get("subject"), f"{at}.subject"), _span(r.get("object"), f"{at}.object"))
         pair = candidates.get(key)
         if pair is None:
@@ -349,6 +388,7 @@ def _check_choices(question: Question, answer: AnswerIn, where: str) -> None:
         return
     allowed = allowed_choices(question)
     _check_relation_choices(answer.choices, allowed, where)
+    _check_relation_extra(answer, where.removesuffix(".choices"))
 
 
 def worker_for(backend: str, external_id: str, user: object | None = None) -> CrowdWorker:
@@ -543,9 +583,17 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             raise IntakeError("this HIT already has all the answers it needs; please return "
                               "it", "hitId", status=409, code="closed")
         _check_answers(locked, answers)
+        claim = {"hit": locked, "assignment_external_id": assignment_id,
+                 "worker_external_id": worker_id}
+        if (not PagePost.objects.filter(**claim).exists()
+                and PagePost.objects.filter(hit=locked, state=PagePostState.WAITING).count()
+                >= settings.KBPO_PAGE_POSTS_WAITING_PER_HIT):
+            # Anyone can post: past this many unconfirmed posts a HIT keeps no more (a
+            # bound on the disk whatever the number of addresses). The answers are
+            # fine, so the worker goes on to MTurk, whose copy the sync counts.
+            return PagePost(**claim, payload=clean, client_ip=client_ip)
         post, created = PagePost.objects.get_or_create(
-            hit=locked, assignment_external_id=assignment_id, worker_external_id=worker_id,
-            defaults={"payload": clean, "client_ip": client_ip})
+            **claim, defaults={"payload": clean, "client_ip": client_ip})
         if not created and post.state == PagePostState.FORGED:
             raise IntakeError("MTurk says this assignment is not yours", "assignmentId",
                               status=403, code="conflict")
@@ -553,6 +601,6 @@ def receive_page_post(*, hit: Hit, worker_id: str, assignment_id: str, payload: 
             post.payload = clean
             post.save(update_fields=["payload"])
         if post.state == PagePostState.WAITING:
-            transaction.on_commit(lambda: page_post_received.send(sender=PagePost,
-                                                                  post_id=post.pk))
+            transaction.on_commit(lambda: page_post_received.send(
+                sender=PagePost, post_id=post.pk, hit_id=locked.pk))
     return post

@@ -7,7 +7,8 @@ from . import views
 urlpatterns = [
     path("", views.index, name="annotate-index"),
     path("next/", views.next_task, name="annotate-next"),
-    path("hit/<int:hit_id>/", views.hit_task, name="annotate-hit"),
-    path("hit/<int:hit_id>/answers/", views.hit_answers, name="annotate-answers"),
+    # Keyed by the HIT's random url_key: /annotate/hit/1/ and the like find nothing.
+    path("hit/<slug:key>/", views.hit_task, name="annotate-hit"),
+    path("hit/<slug:key>/answers/", views.hit_answers, name="annotate-answers"),
     path("try/<str:kind>/", views.try_task, name="annotate-try"),
 ]

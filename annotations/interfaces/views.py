@@ -6,7 +6,10 @@ cookie (third-party cookies are blocked in most browsers' iframes); answers are 
 and kept by the intake before the page forwards the worker to MTurk, and only to a
 `turkSubmitTo` host we know. An MTurk page's post is provisional
 (`intake.receive_page_post`): it counts once MTurk confirms the assignment. The answer
-endpoint is rate limited per client address and per worker (HTTP 429).
+endpoint is rate limited per client address and per worker (HTTP 429). A HIT's pages
+are found by its random `url_key`, never its id, and a page opened without an accepted
+assignment (an MTurk preview) shows only the first question, so nobody can walk the
+task pages and collect what a private system predicted.
 """
 
 from __future__ import annotations
@@ -202,14 +205,15 @@ def _error_page(request: HttpRequest, title: str, message: str, status: int) -> 
 
 @xframe_options_exempt  # framed by MTurk; the CSP frame-ancestors below restricts who may
 @require_safe
-def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
-    hit = get_object_or_404(Hit, pk=hit_id)
-    config: dict[str, Any] = {"hit": hit.pk,
-                              "answers_url": reverse("annotate-answers", args=[hit.pk])}
+def hit_task(request: HttpRequest, key: str) -> HttpResponse:
+    hit = get_object_or_404(Hit, url_key=key)
+    config: dict[str, Any] = {"answers_url": reverse("annotate-answers", args=[hit.url_key])}
+    preview = False
     if hit.backend == Backend.MTURK:
         params = {k: request.GET.get(k, "") for k in
                   ("assignmentId", "hitId", "workerId", "turkSubmitTo")}
         if not params["assignmentId"] or params["assignmentId"] == PREVIEW_ASSIGNMENT:
+            preview = True
             config.update(mode="preview",
                           message="This is a preview. Accept the HIT to start working: the "
                                   "Submit button stays disabled until you do.")
@@ -255,6 +259,10 @@ def hit_task(request: HttpRequest, hit_id: int) -> HttpResponse:
     questions = [hq.question for hq in hit.items.select_related(
         "question__pair__document", "question__pair__sentence", "question__document")
         .order_by("position", "pk")]  # intake.page_order
+    if preview:  # also once the HIT is closed
+        # Anyone on MTurk may preview any HIT: a preview shows one question, so walking
+        # previews does not harvest a (possibly private) system's pairs and links.
+        questions = questions[:1]
     try:
         data = task_data(hit.kind, questions)
     except ValueError as exc:
@@ -304,10 +312,11 @@ def _rate_limited(request: HttpRequest, hit: Hit, body: dict) -> JsonResponse | 
 
 @csrf_exempt  # MTurk posts carry no session; local posts are CSRF-checked below
 @require_POST
-def hit_answers(request: HttpRequest, hit_id: int) -> HttpResponse:
-    hit = Hit.objects.filter(pk=hit_id).first()
+def hit_answers(request: HttpRequest, key: str) -> HttpResponse:
+    hit = Hit.objects.filter(url_key=key).first()
     if hit is None:
-        return _json_error(f"HIT {hit_id} does not exist", "hitId", 404)
+        return _json_error("no task has this address; open the task from Mechanical Turk "
+                           "or from “Next task”", "hitId", 404)
     try:
         raw = request.body
     except RequestDataTooBig:
@@ -400,7 +409,7 @@ def next_task(request: HttpRequest) -> HttpResponse:
                       status=403)
     hit = next_local_hit(request.user)
     if hit is not None:
-        return redirect("annotate-hit", hit_id=hit.pk)
+        return redirect("annotate-hit", key=hit.url_key)
     return render(request, "annotations/index.html", {"no_tasks": True})
 
 

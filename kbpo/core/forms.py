@@ -33,7 +33,8 @@ class RegisterForm(UserCreationForm):
         if commit:
             user.save()
             Profile.objects.update_or_create(
-                user=user, defaults={"affiliation": self.cleaned_data.get("affiliation", "")})
+                user=user, defaults={"affiliation": self.cleaned_data.get("affiliation", ""),
+                                     "email_confirmed": False})
         return user
 
 

@@ -127,6 +127,9 @@ class Profile(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     affiliation = models.CharField(max_length=200, blank=True)
     homepage = models.URLField(blank=True)
+    # Registration sets False until the mailed link is opened (kbpo/core/accounts.py);
+    # accounts made otherwise, and those made before confirmation existed, are confirmed.
+    email_confirmed = models.BooleanField(default=True)
 
     def __str__(self) -> str:
         return f"profile of {self.user}"

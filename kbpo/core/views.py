@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
@@ -11,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 
-from . import backends
+from . import accounts, backends, security
 from .forms import ProfileForm, RegisterForm
 from .models import Corpus, Profile
 
@@ -24,13 +26,71 @@ def home(request: HttpRequest) -> HttpResponse:
 def register(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("profile")
+    if request.method == "POST":
+        # Per address: every per-user limit would otherwise be per sock puppet.
+        verdict = security.take(f"register-ip:{security.client_ip(request) or 'unknown'}",
+                                settings.KBPO_REGISTER_RATE_PER_IP,
+                                settings.KBPO_REGISTER_RATE_WINDOW)
+        if not verdict.allowed:
+            return accounts.too_many(request, "Too many sign-ups",
+                                     "Too many accounts were created from your address.",
+                                     verdict.retry_after)
     form = RegisterForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
+        accounts.send_confirmation(request, user)
         login(request, user, backend=backends.PATH)
-        messages.success(request, f"Welcome, {user.username}. Your account is ready.")
+        messages.success(request, f"Welcome, {user.username}. We sent a link to "
+                                  f"{user.email}: open it to confirm your address before "
+                                  "you upload.")
         return redirect("home")
     return render(request, "registration/register.html", {"form": form})
+
+
+def confirm_email(request: HttpRequest, token: str) -> HttpResponse:
+    """The link registration mails: confirms the address (idempotent)."""
+    user = accounts.confirm(token)
+    if user is None:
+        messages.error(request, "This confirmation link is invalid or too old. Log in and "
+                                "ask for a new one on your profile page.")
+        return redirect("profile" if request.user.is_authenticated else "login")
+    messages.success(request, "Your address is confirmed: you can upload now.")
+    return redirect("profile" if request.user.is_authenticated else "login")
+
+
+@login_required
+@require_POST
+def resend_confirmation(request: HttpRequest) -> HttpResponse:
+    if accounts.email_confirmed(request.user):
+        messages.info(request, "Your address is already confirmed.")
+        return redirect("profile")
+    verdict = security.take(f"confirm-resend:{request.user.pk}",
+                            settings.KBPO_PASSWORD_RESET_RATE_PER_ACCOUNT,
+                            settings.KBPO_PASSWORD_RESET_RATE_WINDOW)
+    if not verdict.allowed:
+        return accounts.too_many(request, "Too many confirmation mails",
+                                 "We already sent several confirmation links.",
+                                 verdict.retry_after)
+    accounts.send_confirmation(request, request.user)
+    messages.success(request, f"We sent a new confirmation link to {request.user.email}.")
+    return redirect("profile")
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset view, throttled per address (429 with Retry-After) and, in its
+    form, per account (no mail beyond the limit, the same page)."""
+
+    form_class = accounts.ThrottledPasswordResetForm
+
+    def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        verdict = security.take(f"reset-ip:{security.client_ip(request) or 'unknown'}",
+                                settings.KBPO_PASSWORD_RESET_RATE_PER_IP,
+                                settings.KBPO_PASSWORD_RESET_RATE_WINDOW)
+        if not verdict.allowed:
+            return accounts.too_many(request, "Too many password resets",
+                                     "Too many password resets were asked from your "
+                                     "address.", verdict.retry_after)
+        return super().post(request, *args, **kwargs)
 
 
 @login_required
@@ -41,7 +101,8 @@ def profile(request: HttpRequest) -> HttpResponse:
         form.save()
         messages.success(request, "Profile saved.")
         return redirect("profile")
-    return render(request, "kbpo/profile.html", {"form": form})
+    return render(request, "kbpo/profile.html", {
+        "form": form, "email_confirmed": accounts.email_confirmed(request.user)})
 
 
 @login_required

@@ -52,7 +52,7 @@ from tests.factories import make_submission, make_user
 hit = relation_hit(backend=Backend.MTURK, external_id="HIT-STACK-1")
 stuck = make_submission(hit.corpus, [], owner=make_user("stack-owner"), name="stuck",
                         state=State.UPLOADED)
-print("SEED " + json.dumps({"hit": hit.pk, "submission": stuck.pk}))
+print("SEED " + json.dumps({"hit": hit.url_key, "submission": stuck.pk}))
 """
 # The queue the app (as the web service configures it) sends a score recomputation to.
 ROUTE = """

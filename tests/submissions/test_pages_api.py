@@ -198,11 +198,14 @@ def test_limits_count_everything_but_rejected(user: User, corpus: Corpus, settin
     settings.KBPO_SUBMISSION_TOTAL_LIMIT = 3
     api = api_for(user)
 
+    answers = []
+
     def post(data: bytes) -> int:
         with django_capture_on_commit_callbacks(execute=True):
-            return api.post("/api/submissions/", {"name": "s", "corpus": "tiny",
-                                                  "file": upload(data=data)},
-                            format="multipart").status_code
+            answers.append(api.post("/api/submissions/", {"name": "s", "corpus": "tiny",
+                                                          "file": upload(data=data)},
+                                    format="multipart"))
+        return answers[-1].status_code
 
     def kb(run: str) -> bytes:  # distinct files: identical ones are refused as duplicates
         return to_bytes([run, *valid_lines()[1:]])
@@ -217,6 +220,9 @@ def test_limits_count_everything_but_rejected(user: User, corpus: Corpus, settin
     resp_code = post(kb("r3"))
     assert resp_code == 429
     q = quota(user, corpus)
+    # The 429 says when the next daily slot opens (issue 41: Retry-After on every 429).
+    wait = int(answers[-1]["Retry-After"])
+    assert 0 < wait <= 24 * 3600 + 1
     assert (q.used_today, q.left_today, q.left_total) == (2, 0, 1)
     assert q.next_slot_at is not None
     Submission.objects.update(created_at=sub.created_at.replace(year=2000))

@@ -439,6 +439,13 @@ class FakeMTurk:
     def calls_of(self, operation: str) -> list[dict[str, Any]]:
         return [params for op, params in self.calls if op == operation]
 
+    def external_url(self, hit_id: str) -> str:
+        """The task-page URL MTurk frames for this HIT (its ExternalQuestion's
+        ExternalURL): what a worker's browser opens, with MTurk's parameters added."""
+        with self._lock:
+            question = self.hits[hit_id].question
+        return ET.fromstring(question).findtext(f"{{{EXTERNAL_QUESTION_NS}}}ExternalURL") or ""
+
     def worker_accepts(self, hit_id: str, worker_id: str) -> str:
         """A worker accepts the HIT on MTurk; returns the assignment id."""
         self._check_worker_id(worker_id)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
+from annotations.crowd import controls
 from annotations.interfaces.intake import AnswerIn, submit_assignment, worker_for
-from annotations.models import Hit
+from annotations.models import Hit, Question
 from kbpo.core.models import Corpus, Document
-from submissions.models import State, Submission
+from submissions.models import MentionPair, State, Submission
 from tests.factories import make_corpus, make_pair, make_submission, span
 
 TEXT = ("Ada Byron was born in London. Ada Byron married Tom King in Paris. "
@@ -48,3 +51,15 @@ def answer(hit: Hit, worker: str, choose, assignment_id: str | None = None,
     return submit_assignment(hit=hit, worker=worker_for(backend, worker),
                              assignment_id=assignment_id or f"{hit.pk}-{worker}",
                              answers=answers)
+
+
+def add_control(hit: Hit, subject: str = "Mary Lane", obj: str = "Rome",
+                known: str = "per:place_of_birth") -> Question:
+    """Mix one control question (a pair of `small_world` no system asked about, with
+    its known answer) into a HIT, as the planner does."""
+    pair = next(p for p in MentionPair.objects.filter(document__corpus_id=hit.corpus_id)
+                .select_related("document")
+                if p.document.text[p.subject_begin:p.subject_end] == subject
+                and p.document.text[p.object_begin:p.object_end] == obj)
+    controls.add_controls(hit, [(pair.pk, [known])], random.Random(0))
+    return Question.objects.get(pair=pair, control_answer__isnull=False)

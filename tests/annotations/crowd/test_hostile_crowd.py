@@ -97,7 +97,7 @@ class Crowd:
         body = {"assignmentId": assignment, "workerId": worker, "turkSubmitTo": SANDBOX,
                 "hitId": hit.external_id if hit_id is None else hit_id, "answers": answers}
         with self.capture(execute=True):   # the post's confirmation check runs, as live
-            response = self.client.post(f"/annotate/hit/{hit.pk}/answers/",
+            response = self.client.post(f"/annotate/hit/{hit.url_key}/answers/",
                                         data=json.dumps(body),
                                         content_type="application/json", REMOTE_ADDR=ip)
         self.statuses.append(response.status_code)
@@ -135,8 +135,9 @@ def test_invented_ids_are_kept_aside_and_expire(crowd, fake, settings,
         assert crowd.post(hit, f"AFORGER{i}", f"INVENTED{i:026d}", wrong) == 200
     assert PagePost.objects.filter(state=PagePostState.WAITING).count() == 3
     assert not Assignment.objects.exists() and not Response.objects.exists()
-    # The confirmation check asked MTurk about each: nothing there.
-    assert len(fake.calls_of("GetAssignment")) == 3
+    # One confirmation check for the HIT, not one per post: nothing there.
+    assert not fake.calls_of("GetAssignment")
+    assert len(fake.calls_of("ListAssignmentsForHIT")) == 1
     result = crowd.sync()
     assert result.reconciled == 0 and not Response.objects.exists()
     assert Question.objects.filter(state=QuestionState.OPEN).count() == 3
@@ -151,6 +152,9 @@ def test_invented_ids_are_kept_aside_and_expire(crowd, fake, settings,
     assert sync.expire_page_posts(later(settings.KBPO_PAGE_POST_TTL + 1)) == 3
     assert set(PagePost.objects.filter(worker_external_id__startswith="AFORGER")
                .values_list("state", flat=True)) == {PagePostState.EXPIRED}
+    # Their answers are dropped at expiry; the rows a day later.
+    assert [p for p in PagePost.objects.filter(state=PagePostState.EXPIRED)
+            .values_list("payload", flat=True) if p] == []
     assert {fake.assignment_status(a) for a in fake.assignments} == {"Approved"}
 
 
@@ -204,7 +208,7 @@ def test_answers_keyed_as_the_page_numbers_them_count_on_the_questions_shown(
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
     shown = [i.question for i in hit.items.select_related("question__pair")
              .order_by("position", "pk")]
-    page = crowd.client.get(f"/annotate/hit/{hit.pk}/", {
+    page = crowd.client.get(f"/annotate/hit/{hit.url_key}/", {
         "assignmentId": "A1", "hitId": hit.external_id, "workerId": "AHONEST1",
         "turkSubmitTo": SANDBOX}).content.decode()
     assert [q["id"] for q in json.loads(page.split('id="task-data" type="application/json">')[1]

@@ -24,7 +24,7 @@ from annotations.models import (
 from annotations.quality import workers as quality_workers
 from annotations.signals import labels_changed
 from estimation import planning
-from tests.annotations.crowd.helpers import answer, small_world, system
+from tests.annotations.crowd.helpers import add_control, answer, small_world, system
 from tests.factories import AFTER_CROWD, make_user
 
 pytestmark = pytest.mark.django_db
@@ -164,6 +164,7 @@ def test_no_extra_answer_beyond_the_budget(planned, django_capture_on_commit_cal
 
 def test_clear_spam_is_rejected_with_a_reason(planned, django_capture_on_commit_callbacks):
     sub, hit = planned
+    add_control(hit)  # the evidence: a question whose answer is known (PER-GPE)
     wrong = {"PER-GPE": ["per:place_of_death"], "PER-PER": ["per:siblings"],
              "PER-ORG": ["no_relation"]}
     submit(hit, "good1", truth, django_capture_on_commit_callbacks)
@@ -173,7 +174,8 @@ def test_clear_spam_is_rejected_with_a_reason(planned, django_capture_on_commit_
     states = dict(Assignment.objects.values_list("worker__external_id", "state"))
     assert states == {"good1": "approved", "good2": "approved", "spam": "rejected"}
     spam = Assignment.objects.get(worker__external_id="spam")
-    assert "contradicted" in spam.feedback and spam.paid == 0
+    assert spam.paid == 0 and "the known answer is per:place_of_birth; you answered " \
+        "per:place_of_death" in spam.feedback and "“Mary Lane” and “Rome”" in spam.feedback
     assert budget.spend(sub).spent == Decimal("0.30")  # rejected work costs nothing
 
 

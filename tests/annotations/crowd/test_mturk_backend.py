@@ -84,7 +84,8 @@ def test_hit_is_created_with_our_question_and_token(posted, fake) -> None:
     root = ET.fromstring(call["Question"])
     assert root.tag == f"{{{EXTERNAL_QUESTION_NS}}}ExternalQuestion"
     url = root.findtext(f"{{{EXTERNAL_QUESTION_NS}}}ExternalURL")
-    assert url == f"{PUBLIC}/annotate/hit/{hit.pk}/" == backends.task_url(hit.pk)
+    assert url == f"{PUBLIC}/annotate/hit/{hit.url_key}/" == backends.task_url(hit)
+    assert fake.external_url(hit.external_id) == url and str(hit.pk) not in hit.url_key
     hit_type = fake.hits[hit.external_id].type
     assert hit_type.reward == Decimal("0.15") and "related" in hit_type.title
     comparators = {r["QualificationTypeId"]: r["Comparator"] for r in hit_type.requirements}

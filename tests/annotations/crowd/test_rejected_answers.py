@@ -38,7 +38,7 @@ from estimation import planning
 from estimation.scoring import latest_run
 from kbpo.core import jobs
 from submissions.models import State
-from tests.annotations.crowd.helpers import answer, small_world, system
+from tests.annotations.crowd.helpers import add_control, answer, small_world, system
 from tests.annotations.crowd.test_mturk_backend import answers_json
 from tests.annotations.crowd.test_mturk_backend import fake as fake  # the fixture
 from tests.factories import make_hit, make_user
@@ -98,9 +98,9 @@ def label_log():
     labels_changed.disconnect(dispatch_uid="test-rejected")
 
 
-def _not_counted(worker: str) -> None:
+def _not_counted(worker: str, n: int = 3) -> None:
     rows = Response.objects.filter(worker__external_id=worker)
-    assert rows.count() == 3 and not rows.filter(counted=True).exists()  # kept, for audit
+    assert rows.count() == n and not rows.filter(counted=True).exists()  # kept, for audit
 
 
 def _labels() -> dict[str, PairLabel]:
@@ -110,6 +110,7 @@ def _labels() -> dict[str, PairLabel]:
 def test_spam_rejected_by_the_review_no_longer_counts(
         planned, label_log, django_capture_on_commit_callbacks) -> None:
     sub, hit = planned
+    add_control(hit)  # spam is rejected only on a question whose answer is known
     for name, choose in (("good1", truth), ("spam", wrong), ("good2", truth)):
         with django_capture_on_commit_callbacks(execute=True):
             answer(hit, name, choose)
@@ -119,7 +120,7 @@ def test_spam_rejected_by_the_review_no_longer_counts(
     # two remain for three needed, so the labels are gone and the questions reopened.
     spam = Assignment.objects.get(worker__external_id="spam")
     assert spam.state == AssignmentState.REJECTED and spam.paid == 0
-    _not_counted("spam")
+    _not_counted("spam", 4)
     assert not PairLabel.objects.exists() and label_log[-1] == {}
     assert set(Question.objects.filter(requested_by=sub).values_list("state", flat=True)) \
         == {QuestionState.OPEN}
@@ -132,7 +133,7 @@ def test_spam_rejected_by_the_review_no_longer_counts(
     assert label_log[0] and sub.state == State.ANNOTATING
     # The quality pass reads only the answers that count.
     report = quality_workers.update_worker_quality(sub.corpus_id)
-    assert report.answers == 6
+    assert report.answers == 8  # good1 and good2, on 3 questions and the control
     assert CrowdWorker.objects.get(external_id="spam").accuracy_ds is None
     with django_capture_on_commit_callbacks(execute=True):
         answer(again, "good3", truth)

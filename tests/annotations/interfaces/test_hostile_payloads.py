@@ -64,7 +64,7 @@ def test_entity_labels_with_nul_are_refused(client) -> None:
 @pytest.mark.django_db
 def test_deeply_nested_json_is_a_bad_request(client) -> None:
     hit = relation_hit()
-    response = client.post(f"/annotate/hit/{hit.pk}/answers/",
+    response = client.post(f"/annotate/hit/{hit.url_key}/answers/",
                            data="[" * 100_000 + "]" * 100_000, content_type="application/json")
     assert (response.status_code, response.json()["field"]) == (400, "body")
 

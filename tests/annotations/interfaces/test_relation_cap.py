@@ -65,7 +65,7 @@ def test_page_post_over_the_cap_is_refused_at_once(client) -> None:
             "turkSubmitTo": "https://workersandbox.mturk.com",
             "answers": [{"question": 0, "choices": PER_GPE},
                         {"question": 1, "choices": ["per:spouse"]}]}
-    response = client.post(f"/annotate/hit/{hit.pk}/answers/", data=json.dumps(body),
+    response = client.post(f"/annotate/hit/{hit.url_key}/answers/", data=json.dumps(body),
                            content_type="application/json")
     assert response.status_code == 400
     assert response.json()["field"] == "answers[0].choices"

@@ -28,11 +28,11 @@ WINDOW = 10**9
 
 
 def page_url(hit, **params) -> str:
-    return f"/annotate/hit/{hit.pk}/" + (f"?{urlencode(params)}" if params else "")
+    return f"/annotate/hit/{hit.url_key}/" + (f"?{urlencode(params)}" if params else "")
 
 
 def post(client: Client, hit, body: object, **extra):
-    return client.post(f"/annotate/hit/{hit.pk}/answers/", data=json.dumps(body),
+    return client.post(f"/annotate/hit/{hit.url_key}/answers/", data=json.dumps(body),
                        content_type="application/json", **extra)
 
 
@@ -171,7 +171,7 @@ def test_hit_id_must_match(client) -> None:
 @pytest.mark.django_db
 def test_bad_requests_get_clear_errors(client) -> None:
     hit = relation_hit()
-    bad_json = client.post(f"/annotate/hit/{hit.pk}/answers/", data=b"{not json",
+    bad_json = client.post(f"/annotate/hit/{hit.url_key}/answers/", data=b"{not json",
                            content_type="application/json")
     assert (bad_json.status_code, bad_json.json()["field"]) == (400, "body")
     assert post(client, hit, [1, 2]).status_code == 400
@@ -179,9 +179,12 @@ def test_bad_requests_get_clear_errors(client) -> None:
         hit, (["per:spouse"], ["per:spouse"]))))
     assert (wrong.status_code, wrong.json()["field"]) == (400, "answers[0].choices")
     assert "not an option" in wrong.json()["error"]
-    assert client.get(f"/annotate/hit/{hit.pk}/answers/").status_code == 405
-    assert post(client, type("H", (), {"pk": 999999})(), {}).status_code == 404
+    assert client.get(f"/annotate/hit/{hit.url_key}/answers/").status_code == 405
+    assert post(client, type("H", (), {"url_key": "999999"})(), {}).status_code == 404
     assert client.get("/annotate/hit/999999/").status_code == 404
+    # The sequential id no longer opens the page: only the random key does.
+    assert client.get(f"/annotate/hit/{hit.pk}/").status_code == 404
+    assert post(client, type("H", (), {"url_key": str(hit.pk)})(), {}).status_code == 404
 
 
 @pytest.mark.django_db
@@ -293,11 +296,11 @@ def test_next_task_queue(client) -> None:
     client.force_login(make_user("researcher"))
     assert client.get("/annotate/next/").status_code == 403
     client.force_login(annotator())
-    assert client.get("/annotate/next/")["Location"] == f"/annotate/hit/{first.pk}/"
+    assert client.get("/annotate/next/")["Location"] == f"/annotate/hit/{first.url_key}/"
     page = client.get(page_url(first))
     assert post(client, first, {"answers": relation_answers(first)},
                 HTTP_X_CSRFTOKEN=config(page)["csrf"]).status_code == 200
-    assert client.get("/annotate/next/")["Location"] == f"/annotate/hit/{second.pk}/"
+    assert client.get("/annotate/next/")["Location"] == f"/annotate/hit/{second.url_key}/"
     second.max_assignments = 0     # full: nobody else needs to answer it
     second.save()
     response = client.get("/annotate/next/")
@@ -418,7 +421,7 @@ def test_answer_endpoint_limits_each_address(client, settings) -> None:
                   REMOTE_ADDR="192.0.2.1").status_code for i in range(6)]
     assert codes == [200, 200, 200, 200, 429, 429]
     # Invented worker ids do not get around it; garbage bodies count too.
-    garbage = client.post(f"/annotate/hit/{hit.pk}/answers/", data=b"{not json",
+    garbage = client.post(f"/annotate/hit/{hit.url_key}/answers/", data=b"{not json",
                           content_type="application/json", REMOTE_ADDR="192.0.2.1")
     assert garbage.status_code == 429
     assert "your network address" in garbage.json()["error"]
@@ -471,8 +474,8 @@ def test_hit_pages_show_no_private_or_withdrawn_systems_entity_data(client) -> N
                                      end=e1, type="PER")
 
     def shown() -> bool:
-        page = client.get(page_url(hit, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE",
-                                   hitId=hit.external_id))
+        page = client.get(page_url(hit, assignmentId="A1", hitId=hit.external_id,
+                                   workerId="W1", turkSubmitTo=SANDBOX))
         assert page.status_code == 200
         return "Private_Link" in page.content.decode()
 

@@ -49,7 +49,7 @@ def task_url(live_server: object, hit: object, worker: str = "W1", assignment: s
              submit_to: str = SANDBOX) -> str:
     params = {"assignmentId": assignment, "hitId": hit.external_id or "", "workerId": worker,
               "turkSubmitTo": submit_to}
-    return f"{live_server.url}/annotate/hit/{hit.pk}/?{urlencode(params)}"
+    return f"{live_server.url}/annotate/hit/{hit.url_key}/?{urlencode(params)}"
 
 
 def record_time(interface: str, method: str, seconds: float) -> None:

@@ -20,11 +20,11 @@ def test_next_task_queue_with_keyboard(page, live_server) -> None:
     page.fill("input[name=username]", user.username)
     page.fill("input[name=password]", "pw-for-tests-123")
     page.keyboard.press("Enter")
-    page.wait_for_url(f"**/annotate/hit/{first.pk}/")
+    page.wait_for_url(f"**/annotate/hit/{first.url_key}/")
     started = time.monotonic()
     for key in ("2", "Enter", "5", "Control+Enter"):   # birth; spouse; submit
         page.keyboard.press(key)
-    page.wait_for_url(f"**/annotate/hit/{second.pk}/")
+    page.wait_for_url(f"**/annotate/hit/{second.url_key}/")
     record_time("relation", "keyboard", time.monotonic() - started)
     page.keyboard.press("1")                           # employee or member of
     page.keyboard.press("Control+Enter")
