@@ -4,12 +4,14 @@ report, compare with another system, find the row on the leaderboard."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from django.contrib.auth.models import User
+from django.core import mail
 from django.db.models import F
 
 from estimation import scoring
@@ -76,6 +78,10 @@ def test_sign_up_upload_progress_report_compare_leaderboard(page, live_server,
     page.get_by_role("button", name="Create account").click()
     page.wait_for_url(f"{base}/")
     assert User.objects.filter(username="grace").exists()
+    # A new account uploads once it has opened the link mailed to it.
+    (message,) = mail.outbox
+    link = re.search(r"(/accounts/confirm/\S+)", message.body).group(1)
+    page.goto(f"{base}{link}")
 
     # 2. Upload (validation runs in the request: no worker here).
     page.goto(f"{base}/submissions/new/")
