@@ -43,8 +43,11 @@ def run_ingestion(submission_id: int) -> str:
             return f"skipped ({sub.state})"
     try:
         with transaction.atomic():
-            sub = Submission.objects.select_for_update().select_related("corpus").get(
-                pk=submission_id)
+            # of=("self",): FOR UPDATE on a join locks the corpus row too, and every
+            # insert referencing the corpus (another upload, HITs, score runs) would
+            # wait for this whole ingestion at its COMMIT.
+            sub = (Submission.objects.select_for_update(of=("self",))
+                   .select_related("corpus").get(pk=submission_id))
             if sub.state != State.VALIDATING:
                 return f"skipped ({sub.state})"
             delete_rows(sub)

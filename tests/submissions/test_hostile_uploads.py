@@ -1,0 +1,87 @@
+"""Hostile uploads: one submission's ingestion must never stall another researcher's
+upload, and every upload's work is bounded by limits checked as the file streams."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection, connections
+
+from kbpo.core.models import Corpus
+from submissions import processing, services
+from submissions.models import Submission
+
+from .kb import to_bytes, valid_lines
+
+
+def junk_gzip(lines: int) -> bytes:
+    """A tiny gzip of `lines` junk lines (`x`): the hostile upload of issue 41."""
+    return to_bytes(["x"] * lines, gz=True)
+
+
+@pytest.fixture
+def paused_ingestion(stored: Callable[..., Submission], other: User,
+                     monkeypatch: pytest.MonkeyPatch) -> Iterator[Submission]:
+    """A hostile submission whose ingestion, run in a thread of its own (its own
+    Postgres connection), is held inside the ingestor until the test ends: the moment
+    the real one spends reading millions of junk lines."""
+    hostile = stored(junk_gzip(1000), owner=other, name="hostile")
+    inside, release = threading.Event(), threading.Event()
+    real = processing.Ingestor
+
+    class Held(real):  # type: ignore[misc, valid-type]
+        def run(self):  # type: ignore[no-untyped-def]
+            if self.sub.pk == hostile.pk:
+                inside.set()
+                release.wait(60)
+            return super().run()
+
+    monkeypatch.setattr(processing, "Ingestor", Held)
+    result: list[str] = []
+
+    def ingest() -> None:
+        try:
+            result.append(processing.run_ingestion(hostile.pk))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=ingest)
+    thread.start()
+    try:
+        assert inside.wait(30), "the hostile ingestion never started"
+        yield hostile
+    finally:
+        release.set()
+        thread.join(60)
+    assert result == ["rejected"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_ingestion_does_not_stall_another_upload_to_its_corpus(
+        needs_postgres: None, paused_ingestion: Submission, user: User,
+        corpus: Corpus) -> None:
+    """FOR UPDATE with select_related("corpus") locked the corpus row for the whole
+    ingestion; the other upload's insert (a foreign key to the corpus) then waited at
+    COMMIT. Here it would wait for the lock_timeout and fail; it must not wait at all."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '3s'")
+    try:
+        started = time.monotonic()
+        sub = services.create_submission(
+            owner=user, corpus=corpus, name="clean", original_name="kb.tsv",
+            file=SimpleUploadedFile("kb.tsv", to_bytes(valid_lines())), compressed=False)
+        sub.refresh_from_db()
+        took = time.monotonic() - started
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
+    # Ingested inline (eager Celery) while the hostile one still holds its transaction.
+    assert sub.state == "ingested", (sub.state, sub.error)
+    assert took < 3
+    paused_ingestion.refresh_from_db()
+    assert paused_ingestion.state == "validating"
