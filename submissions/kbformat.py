@@ -37,6 +37,11 @@ ERROR, WARNING = "error", "warning"
 CODES: dict[str, tuple[str, str]] = {
     "FILE_TOO_LARGE": (ERROR, "Split the KB or drop low-confidence lines; the limit applies "
                               "to the uncompressed size."),
+    "TOO_MANY_LINES": (ERROR, "Split the KB or drop low-confidence lines; the limit counts "
+                              "every line, blank ones too."),
+    "TOO_MANY_ERRORS": (ERROR, "Fix the errors listed first (often every line has the same "
+                               "one: a wrong corpus, a wrong column order) and upload again; "
+                               "the counts cover the lines read before the check stopped."),
     "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
                             "upload it uncompressed."),
     "GZIP_TRAILING_BYTES": (WARNING, "The bytes after the end of the gzip data (zero padding, "
@@ -169,6 +174,13 @@ class FileTooLarge(Exception):
         self.limit = limit
 
 
+class TooManyLines(Exception):
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(f"over {limit} lines")
+        self.line = line
+        self.limit = limit
+
+
 class CorruptFile(Exception):
     def __init__(self, line: int, detail: str) -> None:
         super().__init__(detail)
@@ -186,14 +198,17 @@ def open_stream(raw: IO[bytes]) -> tuple[IO[bytes], bool]:
     return raw, False
 
 
-def iter_lines(stream: IO[bytes], max_bytes: int,
-               max_line: int) -> Iterator[tuple[int, bytes | None]]:
+def iter_lines(stream: IO[bytes], max_bytes: int, max_line: int,
+               max_lines: int | None = None) -> Iterator[tuple[int, bytes | None]]:
     """Yield `(line number, raw line without EOL)`; the line is None if over `max_line`.
 
     Reads at most `max_line + 1` bytes at a time and counts every decompressed byte,
     raising FileTooLarge as soon as the total passes `max_bytes`: a gzip bomb costs
-    at most the cap in reading and one line's worth of memory.
+    at most the cap in reading and one line's worth of memory. Checking costs per line,
+    not per byte (a small gzip can hold tens of millions of empty lines), so line
+    `max_lines + 1` raises TooManyLines.
     """
+    last = max_lines if max_lines is not None else math.inf
     total = 0
     number = 0
     try:
@@ -205,6 +220,8 @@ def iter_lines(stream: IO[bytes], max_bytes: int,
             total += len(chunk)
             if total > max_bytes:
                 raise FileTooLarge(number, max_bytes)
+            if number > last:
+                raise TooManyLines(number, int(last))
             if len(chunk) > max_line and not chunk.endswith(b"\n"):
                 # Skip the rest of an over-long line without holding it.
                 while chunk and not chunk.endswith(b"\n"):
@@ -469,7 +486,7 @@ def same_text(actual: str, text: str) -> bool:
 
 # Problems about the file as a whole: dropping lines cannot cure them.
 FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
-                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES"})
+                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES", "TOO_MANY_LINES"})
 
 
 class Rejected(Exception):

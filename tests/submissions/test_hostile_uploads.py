@@ -16,7 +16,7 @@ from kbpo.core.models import Corpus
 from submissions import processing, services
 from submissions.models import Submission
 
-from .kb import to_bytes, valid_lines
+from .kb import ingest, to_bytes, valid_lines
 
 
 def junk_gzip(lines: int) -> bytes:
@@ -85,3 +85,48 @@ def test_an_ingestion_does_not_stall_another_upload_to_its_corpus(
     assert took < 3
     paused_ingestion.refresh_from_db()
     assert paused_ingestion.state == "validating"
+
+
+@pytest.mark.django_db
+def test_a_junk_file_stops_at_the_error_limit(stored: Callable[..., Submission],
+                                              settings) -> None:
+    """Every line an error: past the invalid lines even drop-invalid accepts the file is
+    refused whatever follows, so the check stops there instead of reading them all."""
+    settings.KBPO_SUBMISSION_MAX_DROPPED = 500
+    sub = ingest(stored, junk_gzip(200_000))
+    assert sub.state == "rejected"
+    stopped = [p for p in sub.report if p["code"] == "TOO_MANY_ERRORS"]
+    assert len(stopped) == 1, sub.report_counts
+    # The first batch of lines (BATCH_LINES) is read, not the 200,000.
+    assert stopped[0]["line"] <= 20_001
+    assert "more than 500 lines have errors" in stopped[0]["message"]
+    assert sub.report_counts["MALFORMED_LINE"] <= 20_000
+    assert sub.stats["lines"] <= 20_001
+
+
+@pytest.mark.django_db
+def test_a_junk_file_with_drop_invalid_stops_too(stored: Callable[..., Submission],
+                                                 settings) -> None:
+    settings.KBPO_SUBMISSION_MAX_DROPPED = 500
+    sub = ingest(stored, junk_gzip(200_000), drop_invalid=True)
+    assert sub.state == "rejected"
+    assert {"TOO_MANY_ERRORS", "TOO_MANY_INVALID_LINES"} <= set(sub.report_counts)
+    assert sub.stats["lines"] <= 20_001
+
+
+@pytest.mark.django_db
+def test_blank_lines_count_towards_the_line_limit(stored: Callable[..., Submission],
+                                                  settings) -> None:
+    """Blank lines are no error, but each costs a pass of the line loop: a 50 KB gzip
+    holds tens of millions of them. The line after the limit refuses the file."""
+    settings.KBPO_SUBMISSION_MAX_LINES = 10_000
+    sub = ingest(stored, to_bytes([*valid_lines(), *[""] * 50_000], gz=True))
+    assert sub.state == "rejected"
+    assert sub.report_counts == {"TOO_MANY_LINES": 1}
+    (problem,) = sub.report
+    assert problem["line"] == 10_001
+    assert "more than 10,000 lines" in problem["message"]
+    # At the limit exactly the same file passes.
+    settings.KBPO_SUBMISSION_MAX_LINES = len(valid_lines()) + 50_000
+    assert ingest(stored, to_bytes([*valid_lines(), *[""] * 50_000]),
+                  name="at-limit").state == "ingested"
