@@ -410,6 +410,9 @@ KBPO_SUBMISSION_MAX_LINES = env_int("KBPO_SUBMISSION_MAX_LINES", 3_000_000)
 # Uploads per user and corpus: within any 24 hours, and in total (rejected ones don't count).
 KBPO_SUBMISSION_DAILY_LIMIT = env_int("KBPO_SUBMISSION_DAILY_LIMIT", 5)
 KBPO_SUBMISSION_TOTAL_LIMIT = env_int("KBPO_SUBMISSION_TOTAL_LIMIT", 100)
+# Rejected uploads take no slot but each costs a validation: this many per user in any
+# 24 hours (all corpora), then uploads wait.
+KBPO_SUBMISSION_REJECTED_DAILY_LIMIT = env_int("KBPO_SUBMISSION_REJECTED_DAILY_LIMIT", 20)
 # Problems stored per submission (per-code counts are always complete).
 KBPO_SUBMISSION_REPORT_MAX = env_int("KBPO_SUBMISSION_REPORT_MAX", 1000)
 # Drop-invalid accepts at most this many invalid lines; more reject the file (and bound

@@ -3,6 +3,7 @@ upload, and every upload's work is bounded by limits checked as the file streams
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -130,3 +131,34 @@ def test_blank_lines_count_towards_the_line_limit(stored: Callable[..., Submissi
     settings.KBPO_SUBMISSION_MAX_LINES = len(valid_lines()) + 50_000
     assert ingest(stored, to_bytes([*valid_lines(), *[""] * 50_000]),
                   name="at-limit").state == "ingested"
+
+
+@pytest.mark.django_db
+def test_rejected_uploads_count_towards_a_daily_allowance(
+        stored: Callable[..., Submission], user: User, corpus: Corpus, settings) -> None:
+    """Rejected uploads take no slot, but each costs a validation: past the allowance
+    the API answers 429 with the time of the next upload, and no submission is made."""
+    from rest_framework.test import APIClient
+
+    settings.KBPO_SUBMISSION_REJECTED_DAILY_LIMIT = 2
+    api = APIClient()
+    api.force_authenticate(user)
+
+    def upload(name: str) -> object:
+        return api.post("/api/submissions/", {
+            "name": name, "corpus": "tiny", "file": SimpleUploadedFile(
+                "kb.tsv.gz", to_bytes([name, *valid_lines()[1:]], gz=True))},
+            format="multipart")
+
+    old = stored(junk_gzip(10), state="rejected", name="old")
+    Submission.objects.filter(pk=old.pk).update(
+        created_at=old.created_at - dt.timedelta(days=1, minutes=1))
+    stored(junk_gzip(11), state="rejected", name="r1")
+    assert upload("fine").status_code == 201  # one rejected in 24 h: below the allowance
+    stored(junk_gzip(12), state="rejected", name="r2")
+    before = Submission.objects.count()
+    resp = upload("refused")
+    assert resp.status_code == 429, resp.content
+    assert resp.json()["code"] == "limit_exceeded"
+    assert "2 of your uploads were rejected in the last 24 hours" in resp.json()["detail"]
+    assert Submission.objects.count() == before
