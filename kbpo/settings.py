@@ -252,8 +252,15 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery"
 # so one process keeps one copy and finds it warm every time, and a long recompute never
 # holds up the crowd's tasks (confirming answers, posting HITs) queued behind it.
 KBPO_SCORING_QUEUE = os.environ.get("KBPO_SCORING_QUEUE", "").strip()
-CELERY_TASK_ROUTES = ({"estimation.recompute_corpus": {"queue": KBPO_SCORING_QUEUE}}
-                      if KBPO_SCORING_QUEUE else {})
+# Ingestions to a queue of their own too (docker-compose.yml's `ingester`): a burst of
+# large or hostile uploads then waits for the ingester's processes and never starves
+# the confirmations, postings and aggregation the default queue's worker runs.
+KBPO_INGEST_QUEUE = os.environ.get("KBPO_INGEST_QUEUE", "").strip()
+CELERY_TASK_ROUTES = {
+    **({"estimation.recompute_corpus": {"queue": KBPO_SCORING_QUEUE}}
+       if KBPO_SCORING_QUEUE else {}),
+    **({"submissions.ingest": {"queue": KBPO_INGEST_QUEUE}} if KBPO_INGEST_QUEUE else {}),
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
