@@ -160,6 +160,9 @@ DATABASES = {
     if DATABASE_URL
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
 }
+# A kept connection is pinged before each request reuses it: after a database restart
+# or a terminated backend the request reconnects instead of answering 500.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The raw queries every page view runs are prepared once per Postgres connection
 # (kbpo/core/prepared.py); 0 behind a pooler in transaction mode, which loses them.
 KBPO_DB_PREPARED_STATEMENTS = env_bool("KBPO_DB_PREPARED_STATEMENTS", True)
