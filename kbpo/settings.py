@@ -432,6 +432,10 @@ KBPO_SUBMISSION_MAX_DROPPED = env_int("KBPO_SUBMISSION_MAX_DROPPED", 100_000)
 # failed (a hostile file must not hold a worker process for long); 60 s later its
 # process is killed if it has not stopped.
 KBPO_SUBMISSION_TIME_LIMIT = env_int("KBPO_SUBMISSION_TIME_LIMIT", 1200)
+# An ingestion interrupted by the database (connection lost) is retried after this many
+# seconds, this many times; then the re-drive below takes over.
+KBPO_SUBMISSION_RETRY_DELAY = env_int("KBPO_SUBMISSION_RETRY_DELAY", 30)
+KBPO_SUBMISSION_RETRIES = env_int("KBPO_SUBMISSION_RETRIES", 5)
 # Re-drive: submissions left in uploaded/validating longer than this (seconds) are
 # re-queued, at most KBPO_SUBMISSION_MAX_ATTEMPTS times before they are marked failed.
 KBPO_SUBMISSION_REDRIVE_AFTER = env_int("KBPO_SUBMISSION_REDRIVE_AFTER", 900)

@@ -12,7 +12,7 @@ import traceback
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from kbpo.core.jobs import enqueue
@@ -23,6 +23,36 @@ from .models import RelationInstance, State, Submission
 from .services import INGEST_TASK, TransitionError, on_ingested, transition
 
 logger = logging.getLogger(__name__)
+
+
+class Interrupted(Exception):
+    """The database connection was lost during an ingestion: nothing of it was kept
+    and the submission is still `validating`; the task retries it (and the re-drive
+    picks it up if the retries run out)."""
+
+
+# SQLSTATEs of a connection going away: class 08 (connection exception), and the
+# server shutting down or terminating the backend (57P01-57P03). A lock or statement
+# timeout (55P03, 57014) is an error of the work, not of the connection.
+_GONE = ("08", "57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc`, or an exception it was raised from or during, is the database
+    going away (a restart, a terminated backend) rather than an error of the work."""
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, InterfaceError):
+            return True
+        if isinstance(err, OperationalError):
+            raw = err.__cause__
+            code = getattr(raw, "pgcode", None) or getattr(raw, "sqlstate", None)
+            if code is None or code.startswith(_GONE):
+                return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def run_ingestion(submission_id: int) -> str:
@@ -95,6 +125,12 @@ def run_ingestion(submission_id: int) -> str:
             return "skipped (state changed meanwhile)"
         return "failed"
     except Exception as exc:
+        if connection_lost(exc):
+            logger.warning("ingestion of submission %s interrupted: database connection "
+                           "lost (%s)", submission_id, exc)
+            # The rollback happened on the server; a fresh connection for the retry.
+            connection.close()
+            raise Interrupted(str(exc)) from exc
         logger.exception("ingestion of submission %s failed", submission_id)
         try:
             transition(sub, State.FAILED, f"Internal error: {type(exc).__name__}.",
