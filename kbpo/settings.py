@@ -439,8 +439,14 @@ KBPO_SUBMISSION_RETRIES = env_int("KBPO_SUBMISSION_RETRIES", 5)
 # Re-drive: submissions left in uploaded/validating longer than this (seconds) are
 # re-queued, at most KBPO_SUBMISSION_MAX_ATTEMPTS times before they are marked failed.
 KBPO_SUBMISSION_REDRIVE_AFTER = env_int("KBPO_SUBMISSION_REDRIVE_AFTER", 900)
+# A submission `validating` whose row no ingestion holds (its worker died: the lock went
+# with its database session) is re-queued after this many seconds.
+KBPO_SUBMISSION_LOST_AFTER = env_int("KBPO_SUBMISSION_LOST_AFTER", 60)
 KBPO_SUBMISSION_MAX_ATTEMPTS = env_int("KBPO_SUBMISSION_MAX_ATTEMPTS", 3)
-KBPO_SUBMISSION_REDRIVE_INTERVAL = env_int("KBPO_SUBMISSION_REDRIVE_INTERVAL", 300)
+KBPO_SUBMISSION_REDRIVE_INTERVAL = env_int("KBPO_SUBMISSION_REDRIVE_INTERVAL", 60)
+# A starting worker runs the re-drives once (after the lease and the lost-ingestion
+# delay), so work a killed worker left is picked up even where no beat runs.
+KBPO_REDRIVE_ON_WORKER_START = env_bool("KBPO_REDRIVE_ON_WORKER_START", True)
 CELERY_BEAT_SCHEDULE = {
     "submissions-redrive-stuck": {
         "task": "submissions.redrive_stuck",

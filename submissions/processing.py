@@ -13,6 +13,7 @@ import traceback
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from kbpo.core.jobs import enqueue
@@ -219,26 +220,31 @@ def _with_dropped(out: Outcome, dropped: dict[int, tuple[str, str]]) -> list[dic
     return sorted(rows, key=lambda p: (p["line"], p["code"]))
 
 
-REDRIVE_MESSAGE = "Re-queued automatically: no progress for {minutes} minutes (attempt {n})."
+REDRIVE_MESSAGE = "Re-queued automatically: {why} (attempt {n})."
 
 
 def redrive_stuck() -> int:
     """Re-enqueue submissions stuck in uploaded/validating (worker crash, broker outage).
 
-    Rows locked by a running ingestion are skipped (SKIP LOCKED), so a long but live
-    ingestion is left alone. After KBPO_SUBMISSION_MAX_ATTEMPTS re-drives the
-    submission is marked failed, so nothing stays in a non-final state forever.
+    A live ingestion holds its submission's row lock for the whole file, and a dead
+    one's lock went with its database session: a `validating` row nobody holds
+    (SKIP LOCKED) for KBPO_SUBMISSION_LOST_AFTER seconds lost its worker, and is
+    re-queued at once; a row `uploaded` for KBPO_SUBMISSION_REDRIVE_AFTER seconds
+    lost its queued task. The lock also keeps a re-queued ingestion from ever running
+    beside the first. After KBPO_SUBMISSION_MAX_ATTEMPTS re-drives the submission is
+    marked failed, so nothing stays in a non-final state forever.
     """
     after = settings.KBPO_SUBMISSION_REDRIVE_AFTER
-    cutoff = timezone.now() - dt.timedelta(seconds=after)
-    stuck = [State.UPLOADED, State.VALIDATING]
-    candidates = list(Submission.objects.filter(state__in=stuck, state_changed_at__lt=cutoff)
-                      .values_list("pk", flat=True))
+    now = timezone.now()
+    waiting = Q(state=State.UPLOADED, state_changed_at__lt=now - dt.timedelta(seconds=after))
+    lost = Q(state=State.VALIDATING, state_changed_at__lt=now - dt.timedelta(
+        seconds=settings.KBPO_SUBMISSION_LOST_AFTER))
+    candidates = list(Submission.objects.filter(waiting | lost).values_list("pk", flat=True))
     handled = 0
     for pk in candidates:
         with transaction.atomic():
             sub = (Submission.objects.select_for_update(skip_locked=True)
-                   .filter(pk=pk, state__in=stuck, state_changed_at__lt=cutoff).first())
+                   .filter(waiting | lost, pk=pk).first())
             if sub is None:
                 continue
             if sub.redrives >= settings.KBPO_SUBMISSION_MAX_ATTEMPTS:
@@ -248,8 +254,10 @@ def redrive_stuck() -> int:
                                  "worker probably dies on this file (memory?). Check the "
                                  "worker logs, then re-run.")
             else:
+                why = (f"no progress for {after // 60} minutes" if sub.state == State.UPLOADED
+                       else "the worker validating it stopped")
                 transition(sub, State.UPLOADED,
-                           REDRIVE_MESSAGE.format(minutes=after // 60, n=sub.redrives + 1),
+                           REDRIVE_MESSAGE.format(why=why, n=sub.redrives + 1),
                            redrives=sub.redrives + 1)
                 enqueue(INGEST_TASK, pk)
             handled += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import Task, shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 from . import processing
@@ -24,3 +25,11 @@ def ingest_submission(self: Task, submission_id: int) -> str:
 @shared_task(name="submissions.redrive_stuck")
 def redrive_stuck() -> int:
     return processing.redrive_stuck()
+
+
+@worker_ready.connect
+def _redrive_on_start(**kwargs: object) -> None:
+    """A worker back after a crash re-drives what the dead one held, beat or not: once
+    the dead ingestion counts as lost (KBPO_SUBMISSION_LOST_AFTER)."""
+    if settings.KBPO_REDRIVE_ON_WORKER_START:
+        redrive_stuck.apply_async(countdown=settings.KBPO_SUBMISSION_LOST_AFTER + 1)
