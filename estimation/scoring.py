@@ -27,6 +27,7 @@ import io
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -86,7 +87,59 @@ def debounce_seconds() -> float:
 
 
 def lease_seconds() -> float:
-    return float(getattr(settings, "KBPO_SCORE_LEASE_SECONDS", 1800.0))
+    return float(getattr(settings, "KBPO_SCORE_LEASE_SECONDS", 60.0))
+
+
+class LeaseKeeper:
+    """Renews a run's lease on its corpus from a thread, every third of the lease, while
+    the run computes: a live run never loses it, a killed one's expires within one lease
+    (not after the longest run there could be), and the next run starts then.
+
+    Renewal is a compare-and-set on the lease's end, so a run whose lease was taken over
+    (renewals failed for a whole lease: a database outage) learns it (`lost`) and does
+    not clear the other's. Not started inside a transaction (a test's), whose rows the
+    thread's own connection cannot see.
+    """
+
+    def __init__(self, corpus_id: int, until: dt.datetime) -> None:
+        self.corpus_id = corpus_id
+        self.until = until
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> LeaseKeeper:
+        if not connection.in_atomic_block:
+            self._thread = threading.Thread(target=self._renew, daemon=True,
+                                            name=f"kbpo-lease-{self.corpus_id}")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+
+    def _renew(self) -> None:
+        try:
+            while not self._stop.wait(lease_seconds() / 3):
+                until = timezone.now() + dt.timedelta(seconds=lease_seconds())
+                try:
+                    renewed = ScoringState.objects.filter(
+                        corpus_id=self.corpus_id, lease_until=self.until,
+                    ).update(lease_until=until)
+                except DatabaseError:
+                    logger.warning("could not renew the scoring lease of corpus %s",
+                                   self.corpus_id, exc_info=True)
+                    connection.close()
+                    continue  # the lease still runs; the next try may reach the database
+                if not renewed:
+                    self.lost = True
+                    logger.error("scoring lease of corpus %s was lost", self.corpus_id)
+                    return
+                self.until = until
+        finally:
+            connection.close()
 
 
 def score_schemes(draw_scheme: str) -> list[str]:
@@ -141,12 +194,15 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
     with transaction.atomic():
         state = _locked_state(corpus_id)
         if state.lease_until and state.lease_until > now:
-            # Someone else is computing: come back after it (keep one task queued).
+            # Someone else is computing: come back when its lease would end (it is
+            # renewed while the run lives, expires within one lease if it died), not
+            # every few seconds; keep one task queued.
             if not state.scheduled:
                 state.scheduled = True
                 state.scheduled_at = now
                 state.save(update_fields=["scheduled", "scheduled_at", "updated_at"])
-            countdown = max(debounce_seconds(), 1.0)
+            left = (state.lease_until - now).total_seconds()
+            countdown = max(debounce_seconds(), 1.0, left + 1.0)
             transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
             return RunOutcome("busy")
         state.scheduled = False
@@ -158,15 +214,18 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
         state.save(update_fields=["scheduled", "lease_until", "updated_at"])
     ok = False
     run = None
+    keeper = LeaseKeeper(corpus_id, state.lease_until)
     try:
-        corpus = Corpus.objects.get(pk=corpus_id)
-        run = recompute(corpus, generation=generation, trigger=trigger, progress=progress,
-                        full=full)
+        with keeper:
+            corpus = Corpus.objects.get(pk=corpus_id)
+            run = recompute(corpus, generation=generation, trigger=trigger,
+                            progress=progress, full=full)
         ok = True
     finally:
         with transaction.atomic():
             state = _locked_state(corpus_id)
-            state.lease_until = None
+            if not keeper.lost:  # else the lease is another run's now
+                state.lease_until = None
             if ok:
                 state.scored_generation = max(state.scored_generation, generation)
             again = ok and not state.up_to_date and not state.scheduled

@@ -588,9 +588,11 @@ CELERY_BEAT_SCHEDULE.update({
 # The bonus the admin's "pay the standard bonus" action grants, in dollars.
 KBPO_BONUS_USD = env_float("KBPO_BONUS_USD", 0.10)
 # Live scoring: label changes within this many seconds share one recomputation; a run
-# holds a lease this long (a crashed worker's run is retried after it expires).
+# holds a lease this long, renewed every third of it while it runs (a killed worker's
+# run is retried once it expires); lagging scores are re-driven this often (beat).
 KBPO_SCORE_DEBOUNCE_SECONDS = env_float("KBPO_SCORE_DEBOUNCE_SECONDS", 2.0)
-KBPO_SCORE_LEASE_SECONDS = env_float("KBPO_SCORE_LEASE_SECONDS", 1800.0)
+KBPO_SCORE_LEASE_SECONDS = env_float("KBPO_SCORE_LEASE_SECONDS", 60.0)
+KBPO_SCORE_REDRIVE_INTERVAL = env_float("KBPO_SCORE_REDRIVE_INTERVAL", 60.0)
 # The sampling schemes whose scores every recomputation stores (the draw scheme always).
 KBPO_SCORE_SCHEMES = env_list("KBPO_SCORE_SCHEMES", "instance,predicate,entity,entity_relation")
 # 2: a recompute runs the noise correction's replicates on a thread beside its final
