@@ -12,7 +12,6 @@ from kbpo.celery import app
 from . import planning, scoring
 
 
-
 @shared_task(name=planning.PLAN_TASK, acks_late=True)
 def plan_submission_task(submission_id: int) -> str:
     return planning.plan_submission(submission_id).outcome
