@@ -16,6 +16,7 @@ from django.db import connection, connections
 from kbpo.core.models import Corpus
 from submissions import processing, services
 from submissions.models import Submission
+from tests.conftest import celery_conf
 
 from .kb import ingest, to_bytes, valid_lines
 
@@ -162,3 +163,66 @@ def test_rejected_uploads_count_towards_a_daily_allowance(
     assert resp.json()["code"] == "limit_exceeded"
     assert "2 of your uploads were rejected in the last 24 hours" in resp.json()["detail"]
     assert Submission.objects.count() == before
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_clean_upload_finishes_while_a_hostile_one_is_processed(
+        needs_postgres: None, killable_workers: Callable[..., object], user: User,
+        other: User, corpus: Corpus) -> None:
+    """The figure of issue 41, on a real worker (two processes, as the ingester): a
+    25 KB gzip of 25 million empty lines to a corpus, then a clean upload to the same
+    corpus while the first is still being read. The clean one took 53.7 s before."""
+    import gzip
+
+    from rest_framework.test import APIClient
+
+    workers = killable_workers()
+    workers.start()
+
+    def upload(owner: User, name: str, data: bytes) -> Submission:
+        api = APIClient()
+        api.force_authenticate(owner)
+        with celery_conf(task_default_queue=workers.queue, task_always_eager=False):
+            resp = api.post("/api/submissions/", {
+                "name": name, "corpus": "tiny",
+                "file": SimpleUploadedFile("kb.tsv.gz", data)}, format="multipart")
+        assert resp.status_code == 201, resp.content
+        return Submission.objects.get(pk=resp.json()["id"])
+
+    def final(sub: Submission) -> bool:
+        sub.refresh_from_db()
+        return sub.state not in ("uploaded", "validating")
+
+    hostile_data = gzip.compress(b"run\n" + b"\n" * 25_000_000)
+    assert len(hostile_data) < 30_000
+    started = time.monotonic()
+    hostile = upload(other, "hostile", hostile_data)
+    subs = [hostile]
+    try:
+        _wait_for("the hostile ingestion to start", lambda: Submission.objects.get(
+            pk=hostile.pk).state == "validating")
+        clean_started = time.monotonic()
+        clean = upload(user, "clean", to_bytes(valid_lines(), gz=True))
+        subs.append(clean)
+        _wait_for("the clean upload", lambda: final(clean), 60)
+        clean_took = time.monotonic() - clean_started
+        hostile.refresh_from_db()
+        assert hostile.state == "validating", "the hostile upload ended first: no overlap"
+        _wait_for("the hostile upload", lambda: final(hostile), 120)
+        hostile_took = time.monotonic() - started
+        print(f"clean upload ingested in {clean_took:.1f} s beside a hostile one "
+              f"(rejected after {hostile_took:.1f} s)")
+        assert clean.state == "ingested", (clean.state, clean.error)
+        assert clean_took < 15
+        assert hostile.state == "rejected" and "TOO_MANY_LINES" in hostile.report_counts
+    finally:
+        for sub in subs:
+            sub.file.delete(save=False)
+
+
+def _wait_for(what: str, check: Callable[[], object], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)  # polling a condition; the clock only bounds it
