@@ -54,6 +54,7 @@ from .kbformat import (
     Report,
     SyntaxProblem,
     TooManyLines,
+    check_link,
     clip,
     is_event_type,
     is_node,
@@ -267,8 +268,8 @@ class Ingestor:
                 if len(cols) not in (3, 4):
                     raise SyntaxProblem("MALFORMED_LINE",
                                         f"a link line has 3 columns, found {len(cols)}")
-                if cols[2][:500]:  # the first non-empty link is kept (ingest_nodes)
-                    stager.add("kbpo_stage_link", (cols[0], cols[2][:500], number))
+                if cols[2]:  # empty: no link (a NIL entity); the first link is kept
+                    stager.add("kbpo_stage_link", (cols[0], check_link(cols[2]), number))
             elif kind in MENTION_KINDS:
                 self._mention_line(number, cols, stager)
             else:

@@ -226,3 +226,72 @@ def _wait_for(what: str, check: Callable[[], object], timeout: float = 60) -> No
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)  # polling a condition; the clock only bounds it
+
+
+def _fullwidth(text: str) -> str:
+    """`text` with its digits written FULLWIDTH (０-９), as a CJK input method types them."""
+    return "".join(chr(ord(c) - ord("0") + 0xFF10) if c.isdigit() else c for c in text)
+
+
+@pytest.mark.django_db
+def test_offsets_and_confidences_take_ascii_digits_only(
+        stored: Callable[..., Submission]) -> None:
+    """int() and float() read "2０7" and "٠٫٩"-style digits of any script as numbers:
+    the file passed silently. Each is an error naming the line, the column and the
+    character."""
+    lines = valid_lines()
+    rel = lines[21].split("\t")  # line 22: a relation with provenance and confidence
+    foreign_offsets = "\t".join([*rel[:3], _fullwidth(rel[3]), rel[4]])
+    arabic_confidence = "\t".join([*rel[:4], "\u0660.\u0669"])  # ٠.٩
+    mention = lines[3].split("\t")  # line 4: a mention of :E1
+    arabic_mention = "\t".join([*mention[:3], mention[3].replace("0", "\u0660")])
+    sub = ingest(stored, to_bytes([*lines, foreign_offsets, arabic_confidence,
+                                   arabic_mention]))
+    assert sub.state == "rejected"
+    errors = {(p["line"], p["code"]): p["message"] for p in sub.report
+              if p["severity"] == "error"}
+    n = len(lines)
+    assert set(errors) == {(n + 1, "BAD_PROVENANCE"), (n + 2, "BAD_CONFIDENCE"),
+                           (n + 3, "BAD_PROVENANCE")}, sub.report
+    assert "(column 4)" in errors[n + 1, "BAD_PROVENANCE"]
+    assert "U+FF1" in errors[n + 1, "BAD_PROVENANCE"]
+    assert "FULLWIDTH DIGIT" in errors[n + 1, "BAD_PROVENANCE"]
+    assert "write numbers with the digits 0-9" in errors[n + 1, "BAD_PROVENANCE"]
+    assert "(column 5)" in errors[n + 2, "BAD_CONFIDENCE"]
+    assert "U+0660 ARABIC-INDIC DIGIT ZERO" in errors[n + 2, "BAD_CONFIDENCE"]
+    assert "ARABIC-INDIC DIGIT ZERO" in errors[n + 3, "BAD_PROVENANCE"]
+
+
+@pytest.mark.parametrize("value", ["1_0", "0.5_0", " 1", "nan", "infinity", "0x1"])
+def test_a_confidence_python_would_read_is_still_no_number(value: str) -> None:
+    from submissions.kbformat import SyntaxProblem, parse_confidence
+
+    with pytest.raises(SyntaxProblem, match="is not a number"):
+        parse_confidence(value)
+
+
+@pytest.mark.parametrize("value", ["0.9", "1", "1.0", ".5", "5e-1", "1E-05", "+0.25"])
+def test_ascii_confidences_still_parse(value: str) -> None:
+    from submissions.kbformat import parse_confidence
+
+    assert parse_confidence(value) == float(value)
+
+
+@pytest.mark.django_db
+def test_the_link_column_takes_the_documented_form_only(
+        stored: Callable[..., Submission]) -> None:
+    """`KB:ID` (docs/submissions.md: Wikipedia:Ada_Lovelace); it took any text."""
+    ok = ["Wikipedia:Zürich", "LDC2015E42:m.0abc12", "wikidata:Q7259"]
+    bad = ["just some text", "Wikipedia:", ":Q1", "<script>alert(1)</script>",
+           "Wikipedia:Ada\u202eLovelace", "KB:" + "x" * 600]
+    lines = valid_lines()
+    sub = ingest(stored, to_bytes([*lines, *(f":E2\tlink\t{v}" for v in ok)]), name="ok")
+    assert sub.state == "ingested", sub.report
+    sub = ingest(stored, to_bytes([*lines, *(f":E2\tlink\t{v}" for v in bad)]), name="bad")
+    assert sub.state == "rejected"
+    errors = [(p["line"], p["code"], p["message"]) for p in sub.report
+              if p["severity"] == "error"]
+    assert [(line, code) for line, code, _ in errors] == [
+        (len(lines) + i, "BAD_LINK") for i in range(1, len(bad) + 1)]
+    assert "(column 3) is not KB:ID, e.g. Wikipedia:Ada_Lovelace" in errors[0][2]
+    assert "longer than 500 characters" in errors[-1][2]
