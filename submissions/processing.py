@@ -41,6 +41,8 @@ _GONE = ("08", "57P01", "57P02", "57P03")
 def connection_lost(exc: BaseException) -> bool:
     """Whether `exc`, or an exception it was raised from or during, is the database
     going away (a restart, a terminated backend) rather than an error of the work."""
+    if connection.vendor != "postgresql":
+        return False  # (SQLite's "database is locked" is no lost connection)
     seen: set[int] = set()
     err: BaseException | None = exc
     while err is not None and id(err) not in seen:

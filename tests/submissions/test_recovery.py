@@ -15,6 +15,7 @@ from django.utils import timezone
 from submissions import processing
 from submissions.models import Submission
 from submissions.services import INGEST_TASK
+from tests.conftest import celery_conf
 
 from .kb import to_bytes, valid_lines
 
@@ -154,3 +155,34 @@ def test_a_lost_ingestion_is_redriven_sooner_than_a_queued_upload(
     assert "the worker validating it stopped (attempt 1)" in lost.events.get(
         to_state="uploaded", from_state="validating").message
     assert queued.state == "uploaded" and queued.redrives == 0
+
+
+@pytest.mark.django_db
+def test_the_task_retries_an_interrupted_ingestion(stored: Callable[..., Submission],
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   settings) -> None:
+    """`Interrupted` makes the task retry itself (a worker waits
+    KBPO_SUBMISSION_RETRY_DELAY first), at most KBPO_SUBMISSION_RETRIES times; it never
+    marks the submission failed. Eager here: the retries run at once."""
+    from submissions.tasks import ingest_submission
+
+    sub = stored(to_bytes(valid_lines()))
+    real = processing.run_ingestion
+    calls: list[int] = []
+
+    def interrupted_twice(pk: int) -> str:
+        calls.append(pk)
+        if len(calls) <= 2:
+            raise processing.Interrupted("server closed the connection unexpectedly")
+        return real(pk)
+
+    monkeypatch.setattr(processing, "run_ingestion", interrupted_twice)
+    with celery_conf(task_eager_propagates=False):  # (each eager retry is an apply())
+        assert ingest_submission.apply(args=[sub.pk]).get() == "ingested"
+        assert calls == [sub.pk] * 3
+        calls.clear()
+        settings.KBPO_SUBMISSION_RETRIES = 1  # the retries run out: the re-drive's turn
+        monkeypatch.setattr(processing, "run_ingestion", lambda pk: calls.append(pk) or (
+            _ for _ in ()).throw(processing.Interrupted("gone")))
+        result = ingest_submission.apply(args=[sub.pk])
+    assert isinstance(result.result, processing.Interrupted) and len(calls) == 2
