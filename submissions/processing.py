@@ -132,7 +132,8 @@ def run_ingestion(submission_id: int) -> str:
             logger.warning("ingestion of submission %s interrupted: database connection "
                            "lost (%s)", submission_id, exc)
             # The rollback happened on the server; a fresh connection for the retry.
-            connection.close()
+            if not connection.in_atomic_block:
+                connection.close()
             raise Interrupted(str(exc)) from exc
         logger.exception("ingestion of submission %s failed", submission_id)
         try:

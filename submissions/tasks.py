@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import Task, shared_task
 from celery.signals import worker_ready
 from django.conf import settings
+from django.db import connection
 
 from . import processing
 from .services import INGEST_TASK
@@ -16,8 +17,13 @@ from .services import INGEST_TASK
 def ingest_submission(self: Task, submission_id: int) -> str:
     try:
         return processing.run_ingestion(submission_id)
-    except processing.Interrupted as exc:
-        # The database went away mid-file: try again once it is back, not `failed`.
+    except Exception as exc:
+        # The database went away (mid-file, or before the file was opened): try again
+        # once it is back, never `failed`.
+        if not isinstance(exc, processing.Interrupted) and not processing.connection_lost(exc):
+            raise
+        if not connection.in_atomic_block:  # (a test's wrapping transaction)
+            connection.close()
         raise self.retry(countdown=settings.KBPO_SUBMISSION_RETRY_DELAY,
                          max_retries=settings.KBPO_SUBMISSION_RETRIES, exc=exc) from exc
 

@@ -186,3 +186,34 @@ def test_the_task_retries_an_interrupted_ingestion(stored: Callable[..., Submiss
             _ for _ in ()).throw(processing.Interrupted("gone")))
         result = ingest_submission.apply(args=[sub.pk])
     assert isinstance(result.result, processing.Interrupted) and len(calls) == 2
+
+
+@pytest.mark.django_db
+def test_a_database_gone_before_the_file_is_opened_is_retried_too(
+        stored: Callable[..., Submission], monkeypatch: pytest.MonkeyPatch,
+        needs_postgres: None) -> None:
+    """The first transaction (uploaded -> validating) runs before the ingestion's own
+    handling: a lost connection there is retried as well; an error of the work is not."""
+    from django.db import InterfaceError
+
+    from submissions.tasks import ingest_submission
+
+    sub = stored(to_bytes(valid_lines()))
+    real = processing.run_ingestion
+    calls: list[int] = []
+
+    def gone_once(pk: int) -> str:
+        calls.append(pk)
+        if len(calls) == 1:
+            raise InterfaceError("connection already closed")
+        return real(pk)
+
+    monkeypatch.setattr(processing, "run_ingestion", gone_once)
+    with celery_conf(task_eager_propagates=False):
+        assert ingest_submission.apply(args=[sub.pk]).get() == "ingested"
+        assert len(calls) == 2
+        calls.clear()
+        monkeypatch.setattr(processing, "run_ingestion", lambda pk: calls.append(pk) or (
+            _ for _ in ()).throw(ValueError("a bug")))
+        result = ingest_submission.apply(args=[sub.pk])
+    assert isinstance(result.result, ValueError) and len(calls) == 1
