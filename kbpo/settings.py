@@ -255,9 +255,8 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery"
 # so one process keeps one copy and finds it warm every time, and a long recompute never
 # holds up the crowd's tasks (confirming answers, posting HITs) queued behind it.
 KBPO_SCORING_QUEUE = os.environ.get("KBPO_SCORING_QUEUE", "").strip()
-# Ingestions to a queue of their own too (docker-compose.yml's `ingester`): a burst of
-# large or hostile uploads then waits for the ingester's processes and never starves
-# the confirmations, postings and aggregation the default queue's worker runs.
+# Ingestions to their own queue too (compose's `ingester`): a burst of large or hostile
+# uploads never starves the default queue (confirmations, postings, aggregation).
 KBPO_INGEST_QUEUE = os.environ.get("KBPO_INGEST_QUEUE", "").strip()
 CELERY_TASK_ROUTES = {
     **({"estimation.recompute_corpus": {"queue": KBPO_SCORING_QUEUE}}
@@ -432,8 +431,7 @@ KBPO_SUBMISSION_MAX_DROPPED = env_int("KBPO_SUBMISSION_MAX_DROPPED", 100_000)
 # failed (a hostile file must not hold a worker process for long); 60 s later its
 # process is killed if it has not stopped.
 KBPO_SUBMISSION_TIME_LIMIT = env_int("KBPO_SUBMISSION_TIME_LIMIT", 1200)
-# An ingestion interrupted by the database (connection lost) is retried after this many
-# seconds, this many times; then the re-drive below takes over.
+# An ingestion whose database connection was lost is retried (delay s, times).
 KBPO_SUBMISSION_RETRY_DELAY = env_int("KBPO_SUBMISSION_RETRY_DELAY", 30)
 KBPO_SUBMISSION_RETRIES = env_int("KBPO_SUBMISSION_RETRIES", 5)
 # Re-drive: submissions left in uploaded/validating longer than this (seconds) are
