@@ -290,7 +290,8 @@ class KillableWorkers:
         from django.conf import settings
 
         with redis.Redis.from_url(settings.CELERY_BROKER_URL) as r:
-            r.delete(self.queue, f"_kombu.binding.{self.queue}")
+            r.delete(self.queue, f"_kombu.binding.{self.queue}",
+                     f"_kombu.binding_permanent.{self.queue}")
             for tag, payload in r.hgetall("unacked").items():
                 if self.queue.encode() in payload:
                     r.hdel("unacked", tag)
