@@ -114,7 +114,9 @@ def census_pairs(sub: Submission, draws: int) -> set[int]:
 
 def _plan(submission_id: int) -> PlanResult:
     with transaction.atomic():
-        sub = (Submission.objects.select_for_update().select_related("corpus")
+        # Only the submission's row: locking the joined corpus row would stall every
+        # other upload to the corpus until this plan commits.
+        sub = (Submission.objects.select_for_update(of=("self",)).select_related("corpus")
                .get(pk=submission_id))
         if sub.state not in (State.PLANNING, State.ANNOTATING):
             return PlanResult(f"skipped ({sub.state})")

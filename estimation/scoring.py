@@ -58,6 +58,7 @@ from .core.recall import exhaustive_hits
 from .correction import forget_answers, relation_answers
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .data import forget as forget_kept
+from .lease import LeaseKeeper, lease_seconds
 from .models import (
     METRIC_COLUMNS,
     METRICS,
@@ -83,10 +84,6 @@ CHARGED_HIT_STATES = (HitState.POSTED, HitState.COMPLETE)
 
 def debounce_seconds() -> float:
     return float(getattr(settings, "KBPO_SCORE_DEBOUNCE_SECONDS", 2.0))
-
-
-def lease_seconds() -> float:
-    return float(getattr(settings, "KBPO_SCORE_LEASE_SECONDS", 1800.0))
 
 
 def score_schemes(draw_scheme: str) -> list[str]:
@@ -141,12 +138,15 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
     with transaction.atomic():
         state = _locked_state(corpus_id)
         if state.lease_until and state.lease_until > now:
-            # Someone else is computing: come back after it (keep one task queued).
+            # Someone else is computing: come back when its lease would end (it is
+            # renewed while the run lives, expires within one lease if it died), not
+            # every few seconds; keep one task queued.
             if not state.scheduled:
                 state.scheduled = True
                 state.scheduled_at = now
                 state.save(update_fields=["scheduled", "scheduled_at", "updated_at"])
-            countdown = max(debounce_seconds(), 1.0)
+            left = (state.lease_until - now).total_seconds()
+            countdown = max(debounce_seconds(), 1.0, left + 1.0)
             transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
             return RunOutcome("busy")
         state.scheduled = False
@@ -158,15 +158,18 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
         state.save(update_fields=["scheduled", "lease_until", "updated_at"])
     ok = False
     run = None
+    keeper = LeaseKeeper(corpus_id, state.lease_until)
     try:
-        corpus = Corpus.objects.get(pk=corpus_id)
-        run = recompute(corpus, generation=generation, trigger=trigger, progress=progress,
-                        full=full)
+        with keeper:
+            corpus = Corpus.objects.get(pk=corpus_id)
+            run = recompute(corpus, generation=generation, trigger=trigger,
+                            progress=progress, full=full)
         ok = True
     finally:
         with transaction.atomic():
             state = _locked_state(corpus_id)
-            state.lease_until = None
+            if not keeper.lost:  # else the lease is another run's now
+                state.lease_until = None
             if ok:
                 state.scored_generation = max(state.scored_generation, generation)
             again = ok and not state.up_to_date and not state.scheduled

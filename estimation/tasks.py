@@ -4,12 +4,12 @@ debounced per-corpus score recomputation, and their periodic re-drives."""
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
 
 from kbpo.celery import app
 
 from . import planning, scoring
-
-REDRIVE_INTERVAL_S = 300.0
 
 
 @shared_task(name=planning.PLAN_TASK, acks_late=True)
@@ -43,4 +43,13 @@ def redrive_scores() -> int:
 
 @app.on_after_finalize.connect
 def _schedule_redrive(sender: object, **kwargs: object) -> None:
-    app.add_periodic_task(REDRIVE_INTERVAL_S, redrive_scores.s(), name="estimation.redrive")
+    app.add_periodic_task(float(settings.KBPO_SCORE_REDRIVE_INTERVAL), redrive_scores.s(),
+                          name="estimation.redrive")
+
+
+@worker_ready.connect
+def _redrive_on_start(**kwargs: object) -> None:
+    """A worker back after a crash re-drives the recomputation a dead one held, beat or
+    not: once that run's lease has expired."""
+    if settings.KBPO_REDRIVE_ON_WORKER_START:
+        redrive_scores.apply_async(countdown=scoring.lease_seconds() + 1)

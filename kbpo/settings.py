@@ -161,6 +161,9 @@ DATABASES = {
     if DATABASE_URL
     else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
 }
+# A kept connection is pinged before each request reuses it: after a database restart
+# or a terminated backend the request reconnects instead of answering 500.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # The raw queries every page view runs are prepared once per Postgres connection
 # (kbpo/core/prepared.py); 0 behind a pooler in transaction mode, which loses them.
 KBPO_DB_PREPARED_STATEMENTS = env_bool("KBPO_DB_PREPARED_STATEMENTS", True)
@@ -256,8 +259,14 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery"
 # so one process keeps one copy and finds it warm every time, and a long recompute never
 # holds up the crowd's tasks (confirming answers, posting HITs) queued behind it.
 KBPO_SCORING_QUEUE = os.environ.get("KBPO_SCORING_QUEUE", "").strip()
-CELERY_TASK_ROUTES = ({"estimation.recompute_corpus": {"queue": KBPO_SCORING_QUEUE}}
-                      if KBPO_SCORING_QUEUE else {})
+# Ingestions to their own queue too (compose's `ingester`): a burst of large or hostile
+# uploads never starves the default queue (confirmations, postings, aggregation).
+KBPO_INGEST_QUEUE = os.environ.get("KBPO_INGEST_QUEUE", "").strip()
+CELERY_TASK_ROUTES = {
+    **({"estimation.recompute_corpus": {"queue": KBPO_SCORING_QUEUE}}
+       if KBPO_SCORING_QUEUE else {}),
+    **({"submissions.ingest": {"queue": KBPO_INGEST_QUEUE}} if KBPO_INGEST_QUEUE else {}),
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -427,9 +436,15 @@ FILE_UPLOAD_HANDLERS = [
 ]
 # A single KB line longer than this is reported (LINE_TOO_LONG) instead of parsed.
 KBPO_SUBMISSION_MAX_LINE_BYTES = env_int("KBPO_SUBMISSION_MAX_LINE_BYTES", 100_000)
+# Lines read at most (blank ones too): checking costs per line, and a small gzip can
+# hold tens of millions of them. Line MAX_LINES + 1 refuses the file (TOO_MANY_LINES).
+KBPO_SUBMISSION_MAX_LINES = env_int("KBPO_SUBMISSION_MAX_LINES", 3_000_000)
 # Uploads per user and corpus: within any 24 hours, and in total (rejected ones don't count).
 KBPO_SUBMISSION_DAILY_LIMIT = env_int("KBPO_SUBMISSION_DAILY_LIMIT", 5)
 KBPO_SUBMISSION_TOTAL_LIMIT = env_int("KBPO_SUBMISSION_TOTAL_LIMIT", 100)
+# Rejected uploads take no slot but each costs a validation: this many per user in any
+# 24 hours (all corpora), then uploads wait.
+KBPO_SUBMISSION_REJECTED_DAILY_LIMIT = env_int("KBPO_SUBMISSION_REJECTED_DAILY_LIMIT", 20)
 # Problems stored per submission (per-code counts are always complete).
 KBPO_SUBMISSION_REPORT_MAX = env_int("KBPO_SUBMISSION_REPORT_MAX", 1000)
 # Drop-invalid accepts at most this many invalid lines; more reject the file (and bound
@@ -439,11 +454,20 @@ KBPO_SUBMISSION_MAX_DROPPED = env_int("KBPO_SUBMISSION_MAX_DROPPED", 100_000)
 # failed (a hostile file must not hold a worker process for long); 60 s later its
 # process is killed if it has not stopped.
 KBPO_SUBMISSION_TIME_LIMIT = env_int("KBPO_SUBMISSION_TIME_LIMIT", 1200)
+# An ingestion whose database connection was lost is retried (delay s, times).
+KBPO_SUBMISSION_RETRY_DELAY = env_int("KBPO_SUBMISSION_RETRY_DELAY", 30)
+KBPO_SUBMISSION_RETRIES = env_int("KBPO_SUBMISSION_RETRIES", 5)
 # Re-drive: submissions left in uploaded/validating longer than this (seconds) are
 # re-queued, at most KBPO_SUBMISSION_MAX_ATTEMPTS times before they are marked failed.
 KBPO_SUBMISSION_REDRIVE_AFTER = env_int("KBPO_SUBMISSION_REDRIVE_AFTER", 900)
+# A submission `validating` whose row no ingestion holds (its worker died: the lock went
+# with its database session) is re-queued after this many seconds.
+KBPO_SUBMISSION_LOST_AFTER = env_int("KBPO_SUBMISSION_LOST_AFTER", 60)
 KBPO_SUBMISSION_MAX_ATTEMPTS = env_int("KBPO_SUBMISSION_MAX_ATTEMPTS", 3)
-KBPO_SUBMISSION_REDRIVE_INTERVAL = env_int("KBPO_SUBMISSION_REDRIVE_INTERVAL", 300)
+KBPO_SUBMISSION_REDRIVE_INTERVAL = env_int("KBPO_SUBMISSION_REDRIVE_INTERVAL", 60)
+# A starting worker runs the re-drives once (after the lease and the lost-ingestion
+# delay), so work a killed worker left is picked up even where no beat runs.
+KBPO_REDRIVE_ON_WORKER_START = env_bool("KBPO_REDRIVE_ON_WORKER_START", True)
 CELERY_BEAT_SCHEDULE = {
     "submissions-redrive-stuck": {
         "task": "submissions.redrive_stuck",
@@ -596,9 +620,11 @@ CELERY_BEAT_SCHEDULE.update({
 # The bonus the admin's "pay the standard bonus" action grants, in dollars.
 KBPO_BONUS_USD = env_float("KBPO_BONUS_USD", 0.10)
 # Live scoring: label changes within this many seconds share one recomputation; a run
-# holds a lease this long (a crashed worker's run is retried after it expires).
+# holds a lease this long, renewed every third of it while it runs (a killed worker's
+# run is retried once it expires); lagging scores are re-driven this often (beat).
 KBPO_SCORE_DEBOUNCE_SECONDS = env_float("KBPO_SCORE_DEBOUNCE_SECONDS", 2.0)
-KBPO_SCORE_LEASE_SECONDS = env_float("KBPO_SCORE_LEASE_SECONDS", 1800.0)
+KBPO_SCORE_LEASE_SECONDS = env_float("KBPO_SCORE_LEASE_SECONDS", 60.0)
+KBPO_SCORE_REDRIVE_INTERVAL = env_float("KBPO_SCORE_REDRIVE_INTERVAL", 60.0)
 # The sampling schemes whose scores every recomputation stores (the draw scheme always).
 KBPO_SCORE_SCHEMES = env_list("KBPO_SCORE_SCHEMES", "instance,predicate,entity,entity_relation")
 # 2: a recompute runs the noise correction's replicates on a thread beside its final

@@ -53,6 +53,8 @@ from .kbformat import (
     Rejected,
     Report,
     SyntaxProblem,
+    TooManyLines,
+    check_link,
     clip,
     is_event_type,
     is_node,
@@ -104,6 +106,7 @@ class Ingestor:
         self.report = Report(settings.KBPO_SUBMISSION_REPORT_MAX, self.max_dropped + 1)
         self.max_bytes = settings.KBPO_SUBMISSION_MAX_BYTES
         self.max_line = settings.KBPO_SUBMISSION_MAX_LINE_BYTES
+        self.max_lines = settings.KBPO_SUBMISSION_MAX_LINES
         self.docs = DocumentIndex(submission.corpus_id)
         self._folded_ids: dict[str, str] | None = None  # case-folded doc id -> doc id
         # The current batch's entities only (the rest are in `kbpo_stage_node`).
@@ -153,6 +156,11 @@ class Ingestor:
                             f"the file is larger than {exc.limit:,} bytes uncompressed "
                             f"(limit reached at line {exc.line})", always=True)
             raise self._rejected() from None
+        except TooManyLines as exc:
+            self.report.add(exc.line, "TOO_MANY_LINES",
+                            f"the file has more than {exc.limit:,} lines, the limit",
+                            always=True)
+            raise self._rejected() from None
         except CorruptFile as exc:
             self.report.add(exc.line, "GZIP_CORRUPT",
                             f"the gzip data is corrupt or truncated near line {exc.line} "
@@ -190,7 +198,8 @@ class Ingestor:
     def _batches(self, raw: IO[bytes], spool: IO[bytes]) -> Iterator[list[Item]]:
         """`LineBatches` over the file, keeping the run id and the count of lines read
         up to date as each batch is handed out."""
-        lines = LineBatches(self.drop_lines, self.max_bytes, self.max_line, self.run_id)
+        lines = LineBatches(self.drop_lines, self.max_bytes, self.max_line, self.run_id,
+                            self.max_lines)
         try:
             for batch in lines.batches(raw, spool):
                 self._took(lines)
@@ -226,6 +235,14 @@ class Ingestor:
                     self._entity_line(number, cols, stager)
             self._stage_mentions(stager)
             store.save(self.entities, loaded)
+            if self.report.error_lines_full:
+                # More invalid lines than even drop-invalid accepts: the file is refused
+                # whatever follows, so a file of junk costs its first lines, not all.
+                line = max(number for number, _, _ in batch)
+                self.report.add(line, "TOO_MANY_ERRORS",
+                                f"validation stopped at line {line:,}: more than "
+                                f"{self.max_dropped:,} lines have errors", always=True)
+                raise self._rejected()
         self.entities = {}
 
     def _entity_line(self, number: int, cols: list[str], stager: Stager) -> None:
@@ -251,8 +268,8 @@ class Ingestor:
                 if len(cols) not in (3, 4):
                     raise SyntaxProblem("MALFORMED_LINE",
                                         f"a link line has 3 columns, found {len(cols)}")
-                if cols[2][:500]:  # the first non-empty link is kept (ingest_nodes)
-                    stager.add("kbpo_stage_link", (cols[0], cols[2][:500], number))
+                if cols[2]:  # empty: no link (a NIL entity); the first link is kept
+                    stager.add("kbpo_stage_link", (cols[0], check_link(cols[2]), number))
             elif kind in MENTION_KINDS:
                 self._mention_line(number, cols, stager)
             else:

@@ -17,6 +17,7 @@ from .kbformat import (
     CorruptFile,
     FileTooLarge,
     SyntaxProblem,
+    TooManyLines,
     clean_run_id,
     clip,
     decode_line,
@@ -56,9 +57,10 @@ class LineBatches:
     latest batch was handed out (or the reading stopped)."""
 
     def __init__(self, drop_lines: frozenset[int], max_bytes: int, max_line: int,
-                 run_id: str = "") -> None:
+                 run_id: str = "", max_lines: int | None = None) -> None:
         self.drop_lines = drop_lines
         self.max_bytes = max_bytes
+        self.max_lines = max_lines
         self.max_line = max_line
         self.run_id = run_id
         self.lines = 0
@@ -77,7 +79,7 @@ class LineBatches:
         chars = 0  # characters of the lines split into the current batch
         number = 0
         try:
-            for number, data in iter_lines(raw, self.max_bytes, max_line):
+            for number, data in iter_lines(raw, self.max_bytes, max_line, self.max_lines):
                 if number in drop_lines:
                     continue
                 if data is None:
@@ -130,7 +132,7 @@ class LineBatches:
                     self.lines = number
                     yield batch
                     batch, chars = [], 0
-        except (FileTooLarge, CorruptFile):
+        except (FileTooLarge, TooManyLines, CorruptFile):
             self.lines = number
             if batch:
                 yield batch

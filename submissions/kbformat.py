@@ -37,6 +37,11 @@ ERROR, WARNING = "error", "warning"
 CODES: dict[str, tuple[str, str]] = {
     "FILE_TOO_LARGE": (ERROR, "Split the KB or drop low-confidence lines; the limit applies "
                               "to the uncompressed size."),
+    "TOO_MANY_LINES": (ERROR, "Split the KB or drop low-confidence lines; the limit counts "
+                              "every line, blank ones too."),
+    "TOO_MANY_ERRORS": (ERROR, "Fix the errors listed first (often every line has the same "
+                               "one: a wrong corpus, a wrong column order) and upload again; "
+                               "the counts cover the lines read before the check stopped."),
     "GZIP_CORRUPT": (ERROR, "Re-create the file with `gzip -c kb.tsv > kb.tsv.gz`, or "
                             "upload it uncompressed."),
     "GZIP_TRAILING_BYTES": (WARNING, "The bytes after the end of the gzip data (zero padding, "
@@ -59,6 +64,8 @@ CODES: dict[str, tuple[str, str]] = {
     "BAD_PROVENANCE": (ERROR, "Write provenance as DOCID:begin-end with an inclusive end "
                               "offset (begin <= end); separate several with commas."),
     "BAD_CONFIDENCE": (ERROR, "The last column is a confidence in (0, 1], e.g. 0.75."),
+    "BAD_LINK": (ERROR, "Write the link as KB:ID, e.g. Wikipedia:Ada_Lovelace, or leave the "
+                        "line out."),
     "MENTION_WITHOUT_PROVENANCE": (ERROR, "Add the span as a fourth column: "
                                           "`:E1<TAB>mention<TAB>\"text\"<TAB>DOC:b-e`."),
     "UNKNOWN_DOCUMENT": (ERROR, "Use document ids of the corpus you submitted to; check "
@@ -169,6 +176,13 @@ class FileTooLarge(Exception):
         self.limit = limit
 
 
+class TooManyLines(Exception):
+    def __init__(self, line: int, limit: int) -> None:
+        super().__init__(f"over {limit} lines")
+        self.line = line
+        self.limit = limit
+
+
 class CorruptFile(Exception):
     def __init__(self, line: int, detail: str) -> None:
         super().__init__(detail)
@@ -186,14 +200,17 @@ def open_stream(raw: IO[bytes]) -> tuple[IO[bytes], bool]:
     return raw, False
 
 
-def iter_lines(stream: IO[bytes], max_bytes: int,
-               max_line: int) -> Iterator[tuple[int, bytes | None]]:
+def iter_lines(stream: IO[bytes], max_bytes: int, max_line: int,
+               max_lines: int | None = None) -> Iterator[tuple[int, bytes | None]]:
     """Yield `(line number, raw line without EOL)`; the line is None if over `max_line`.
 
     Reads at most `max_line + 1` bytes at a time and counts every decompressed byte,
     raising FileTooLarge as soon as the total passes `max_bytes`: a gzip bomb costs
-    at most the cap in reading and one line's worth of memory.
+    at most the cap in reading and one line's worth of memory. Checking costs per line,
+    not per byte (a small gzip can hold tens of millions of empty lines), so line
+    `max_lines + 1` raises TooManyLines.
     """
+    last = max_lines if max_lines is not None else math.inf
     total = 0
     number = 0
     try:
@@ -205,6 +222,8 @@ def iter_lines(stream: IO[bytes], max_bytes: int,
             total += len(chunk)
             if total > max_bytes:
                 raise FileTooLarge(number, max_bytes)
+            if number > last:
+                raise TooManyLines(number, int(last))
             if len(chunk) > max_line and not chunk.endswith(b"\n"):
                 # Skip the rest of an over-long line without holding it.
                 while chunk and not chunk.endswith(b"\n"):
@@ -237,7 +256,12 @@ _NODE = re.compile(r"^:[^\s]+$")
 # The longest entity node stored (`SubmissionEntity.node`); longer ones are refused by line.
 NODE_MAX_CHARS = 200
 NODE_MATCH = _NODE.match  # `is_node` without the call and bool(): a line hot path
-_SPAN = re.compile(r"^([^\s:,]+):(\d{1,10})-(\d{1,10})$")
+# [0-9], not \d: \d also matches other scripts' digits ("2０7", "١"), which int() reads.
+_SPAN = re.compile(r"^([^\s:,]+):([0-9]{1,10})-([0-9]{1,10})$")
+_NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$").match
+# A link names an entry of a knowledge base: `KB:ID`, e.g. Wikipedia:Ada_Lovelace.
+_LINK = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*:\S+$").match
+LINK_MAX_CHARS = 500
 _SPAN_MATCH = _SPAN.match
 MENTION_KINDS = frozenset({"mention", "canonical_mention", "nominal_mention",
                            "pronominal_mention"})
@@ -269,7 +293,17 @@ def parse_string(value: str) -> str:
     return inner.replace('\\"', '"').replace("\\\\", "\\") if "\\" in inner else inner
 
 
-def parse_provenance(value: str) -> list[RawSpan]:
+def _foreign_digit(value: str) -> str:
+    """A note naming the first digit of another script in `value`, or ""."""
+    for c in value:
+        if c.isdecimal() and not c.isascii():
+            name = unicodedata.name(c, "a digit")
+            return (f": {c!r} (U+{ord(c):04X} {name}) is not an ASCII digit; write "
+                    "numbers with the digits 0-9")
+    return ""
+
+
+def parse_provenance(value: str, column: int = 4) -> list[RawSpan]:
     """`DOC:b-e[,DOC:b-e...]` with inclusive ends -> half-open spans."""
     if "," not in value:  # the usual single span, without the loop
         m = _SPAN_MATCH(value.strip())
@@ -282,8 +316,9 @@ def parse_provenance(value: str) -> list[RawSpan]:
     for part in value.split(","):
         m = _SPAN_MATCH(part.strip())
         if m is None:
-            raise SyntaxProblem("BAD_PROVENANCE",
-                                f"provenance {_clip(part)} is not DOCID:begin-end")
+            raise SyntaxProblem("BAD_PROVENANCE", f"provenance {_clip(part)} (column "
+                                f"{column}) " + (_foreign_digit(part)[2:] or
+                                                 "is not DOCID:begin-end"))
         doc, b, e = m.groups()
         begin, end = int(b), int(e)
         if end < begin:
@@ -293,22 +328,34 @@ def parse_provenance(value: str) -> list[RawSpan]:
     return spans
 
 
-def parse_confidence(value: str) -> float:
-    try:
-        conf = float(value)
-    except ValueError:
+def parse_confidence(value: str, column: int = 5) -> float:
+    if _NUMBER(value) is None:
         # A writer in a German or French locale prints 0.9 as "0,9".
         dotted = value.replace(",", ".", 1) if value.count(",") == 1 else ""
-        try:
-            float(dotted)
-        except ValueError:
-            why = "is not a number"
-        else:
+        foreign = _foreign_digit(value)
+        if foreign:
+            why = foreign[2:]
+        elif _NUMBER(dotted) is not None:
             why = f"has a decimal comma; write {dotted}"
-        raise SyntaxProblem("BAD_CONFIDENCE", f"confidence {_clip(value)} {why}") from None
-    if math.isnan(conf) or not 0.0 < conf <= 1.0:
+        else:
+            why = "is not a number"
+        raise SyntaxProblem("BAD_CONFIDENCE",
+                            f"confidence {_clip(value)} (column {column}) {why}")
+    conf = float(value)
+    if not 0.0 < conf <= 1.0:
         raise SyntaxProblem("BAD_CONFIDENCE", f"confidence {_clip(value)} is not in (0, 1]")
     return conf
+
+
+def check_link(value: str) -> str:
+    """The link column (3) of a link line, if it has the documented form `KB:ID`."""
+    if len(value) > LINK_MAX_CHARS:
+        raise SyntaxProblem("BAD_LINK", f"the link (column 3) is longer than "
+                                        f"{LINK_MAX_CHARS} characters")
+    if _LINK(value) is None or not value.isprintable():
+        raise SyntaxProblem("BAD_LINK", f"link {_clip(value)} (column 3) is not KB:ID, "
+                                        "e.g. Wikipedia:Ada_Lovelace")
+    return value
 
 
 def decode_line(raw: bytes) -> str:
@@ -469,7 +516,7 @@ def same_text(actual: str, text: str) -> bool:
 
 # Problems about the file as a whole: dropping lines cannot cure them.
 FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
-                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES"})
+                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES", "TOO_MANY_LINES"})
 
 
 class Rejected(Exception):

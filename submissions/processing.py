@@ -12,7 +12,8 @@ import traceback
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from kbpo.core.jobs import enqueue
@@ -23,6 +24,38 @@ from .models import RelationInstance, State, Submission
 from .services import INGEST_TASK, TransitionError, on_ingested, transition
 
 logger = logging.getLogger(__name__)
+
+
+class Interrupted(Exception):
+    """The database connection was lost during an ingestion: nothing of it was kept
+    and the submission is still `validating`; the task retries it (and the re-drive
+    picks it up if the retries run out)."""
+
+
+# SQLSTATEs of a connection going away: class 08 (connection exception), and the
+# server shutting down or terminating the backend (57P01-57P03). A lock or statement
+# timeout (55P03, 57014) is an error of the work, not of the connection.
+_GONE = ("08", "57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc`, or an exception it was raised from or during, is the database
+    going away (a restart, a terminated backend) rather than an error of the work."""
+    if connection.vendor != "postgresql":
+        return False  # (SQLite's "database is locked" is no lost connection)
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, InterfaceError):
+            return True
+        if isinstance(err, OperationalError):
+            raw = err.__cause__
+            code = getattr(raw, "pgcode", None) or getattr(raw, "sqlstate", None)
+            if code is None or code.startswith(_GONE):
+                return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def run_ingestion(submission_id: int) -> str:
@@ -43,8 +76,11 @@ def run_ingestion(submission_id: int) -> str:
             return f"skipped ({sub.state})"
     try:
         with transaction.atomic():
-            sub = Submission.objects.select_for_update().select_related("corpus").get(
-                pk=submission_id)
+            # of=("self",): FOR UPDATE on a join locks the corpus row too, and every
+            # insert referencing the corpus (another upload, HITs, score runs) would
+            # wait for this whole ingestion at its COMMIT.
+            sub = (Submission.objects.select_for_update(of=("self",))
+                   .select_related("corpus").get(pk=submission_id))
             if sub.state != State.VALIDATING:
                 return f"skipped ({sub.state})"
             delete_rows(sub)
@@ -92,6 +128,13 @@ def run_ingestion(submission_id: int) -> str:
             return "skipped (state changed meanwhile)"
         return "failed"
     except Exception as exc:
+        if connection_lost(exc):
+            logger.warning("ingestion of submission %s interrupted: database connection "
+                           "lost (%s)", submission_id, exc)
+            # The rollback happened on the server; a fresh connection for the retry.
+            if not connection.in_atomic_block:
+                connection.close()
+            raise Interrupted(str(exc)) from exc
         logger.exception("ingestion of submission %s failed", submission_id)
         try:
             transition(sub, State.FAILED, f"Internal error: {type(exc).__name__}.",
@@ -180,26 +223,31 @@ def _with_dropped(out: Outcome, dropped: dict[int, tuple[str, str]]) -> list[dic
     return sorted(rows, key=lambda p: (p["line"], p["code"]))
 
 
-REDRIVE_MESSAGE = "Re-queued automatically: no progress for {minutes} minutes (attempt {n})."
+REDRIVE_MESSAGE = "Re-queued automatically: {why} (attempt {n})."
 
 
 def redrive_stuck() -> int:
     """Re-enqueue submissions stuck in uploaded/validating (worker crash, broker outage).
 
-    Rows locked by a running ingestion are skipped (SKIP LOCKED), so a long but live
-    ingestion is left alone. After KBPO_SUBMISSION_MAX_ATTEMPTS re-drives the
-    submission is marked failed, so nothing stays in a non-final state forever.
+    A live ingestion holds its submission's row lock for the whole file, and a dead
+    one's lock went with its database session: a `validating` row nobody holds
+    (SKIP LOCKED) for KBPO_SUBMISSION_LOST_AFTER seconds lost its worker, and is
+    re-queued at once; a row `uploaded` for KBPO_SUBMISSION_REDRIVE_AFTER seconds
+    lost its queued task. The lock also keeps a re-queued ingestion from ever running
+    beside the first. After KBPO_SUBMISSION_MAX_ATTEMPTS re-drives the submission is
+    marked failed, so nothing stays in a non-final state forever.
     """
     after = settings.KBPO_SUBMISSION_REDRIVE_AFTER
-    cutoff = timezone.now() - dt.timedelta(seconds=after)
-    stuck = [State.UPLOADED, State.VALIDATING]
-    candidates = list(Submission.objects.filter(state__in=stuck, state_changed_at__lt=cutoff)
-                      .values_list("pk", flat=True))
+    now = timezone.now()
+    waiting = Q(state=State.UPLOADED, state_changed_at__lt=now - dt.timedelta(seconds=after))
+    lost = Q(state=State.VALIDATING, state_changed_at__lt=now - dt.timedelta(
+        seconds=settings.KBPO_SUBMISSION_LOST_AFTER))
+    candidates = list(Submission.objects.filter(waiting | lost).values_list("pk", flat=True))
     handled = 0
     for pk in candidates:
         with transaction.atomic():
             sub = (Submission.objects.select_for_update(skip_locked=True)
-                   .filter(pk=pk, state__in=stuck, state_changed_at__lt=cutoff).first())
+                   .filter(waiting | lost, pk=pk).first())
             if sub is None:
                 continue
             if sub.redrives >= settings.KBPO_SUBMISSION_MAX_ATTEMPTS:
@@ -209,8 +257,10 @@ def redrive_stuck() -> int:
                                  "worker probably dies on this file (memory?). Check the "
                                  "worker logs, then re-run.")
             else:
+                why = (f"no progress for {after // 60} minutes" if sub.state == State.UPLOADED
+                       else "the worker validating it stopped")
                 transition(sub, State.UPLOADED,
-                           REDRIVE_MESSAGE.format(minutes=after // 60, n=sub.redrives + 1),
+                           REDRIVE_MESSAGE.format(why=why, n=sub.redrives + 1),
                            redrives=sub.redrives + 1)
                 enqueue(INGEST_TASK, pk)
             handled += 1

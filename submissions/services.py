@@ -210,6 +210,23 @@ def quota(user: AbstractBaseUser, corpus: Corpus) -> Quota:
                  next_slot)
 
 
+def _check_rejected_allowance(owner: AbstractBaseUser) -> None:
+    """Rejected uploads take no slot, but each still costs a validation: past
+    KBPO_SUBMISSION_REJECTED_DAILY_LIMIT of them in 24 hours (any corpus) the owner
+    waits, so free accounts cannot keep the ingestion workers busy with junk."""
+    limit = settings.KBPO_SUBMISSION_REJECTED_DAILY_LIMIT
+    since = timezone.now() - dt.timedelta(days=1)
+    recent = list(Submission.objects.filter(owner=owner, state=S.REJECTED,
+                                            created_at__gte=since)
+                  .order_by("-created_at").values_list("created_at", flat=True)[:limit])
+    if len(recent) >= limit:
+        again = recent[-1] + dt.timedelta(days=1)
+        raise LimitExceeded(
+            f"{limit} of your uploads were rejected in the last 24 hours, the most "
+            f"allowed; you can upload again at {again:%Y-%m-%d %H:%M} UTC. Fix the "
+            "problems listed in their reports first.")
+
+
 def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, file: IO[bytes],
                       original_name: str, compressed: bool, description: str = "",
                       method_description: str = "", paper_url: str = "", public: bool = False,
@@ -233,6 +250,7 @@ def create_submission(*, owner: AbstractBaseUser, corpus: Corpus, name: str, fil
         if existing is not None:
             raise DuplicateUpload(existing)
         if enforce_limits:
+            _check_rejected_allowance(owner)
             q = quota(owner, corpus)
             if q.left_today <= 0:
                 if q.left_total <= 0:

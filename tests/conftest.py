@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
@@ -131,6 +131,9 @@ def _worker_env(db_name: str) -> dict[str, str]:
         env["DATABASE_URL"] = f"postgres://{user}{password}@{host}:{port}/{db_name}"
     else:
         env["DATABASE_URL"] = f"sqlite:///{db_name}"
+    # The session's worker serves many tests: a re-drive it queued at start would act
+    # on whichever test's data is there when its countdown ends.
+    env["KBPO_REDRIVE_ON_WORKER_START"] = "0"
     # The repository first; keep what the caller had (scripts/mutation_check.sh injects
     # its mutations into every process through PYTHONPATH).
     env["PYTHONPATH"] = os.pathsep.join(
@@ -224,6 +227,102 @@ def _celery_worker_session(django_db_setup: None, django_db_blocker) -> Iterator
         log.close()
         with django_db_blocker.unblock():
             _wait_until_disconnected()
+
+
+class KillableWorkers:
+    """Celery workers of one test, on a queue of its own, that the test may kill -9
+    (`kill`) and start again (`start`): for recovery tests. Teardown stops what runs
+    and removes the queue, including the killed worker's unacknowledged message."""
+
+    def __init__(self, db_name: str, env: dict[str, str]) -> None:
+        self.queue = f"kbpo-kill-{uuid.uuid4().hex[:10]}"
+        self.env = {**_worker_env(db_name), "CELERY_TASK_DEFAULT_QUEUE": self.queue,
+                    **env}
+        self.procs: list[subprocess.Popen] = []
+        self.logs: list[object] = []
+
+    def start(self) -> subprocess.Popen:
+        """Start a worker (2 pool processes, the default queue routed to this test's)
+        and wait until it answers."""
+        from kbpo.celery import app
+
+        n = len(self.procs)
+        log_path = ROOT / "test-artifacts" / f"celery-{self.queue}-{n}.log"
+        log_path.parent.mkdir(exist_ok=True)
+        log = open(log_path, "w")  # noqa: SIM115 - closed at teardown
+        self.logs.append(log)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "kbpo", "worker", "-Q", self.queue,
+             "-c", "2", "--without-gossip", "--without-mingle", "--loglevel", "INFO",
+             "-n", f"{self.queue}-{n}@{os.uname().nodename}"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)  # its own process group: kill() reaches the pool
+        self.procs.append(proc)
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"celery worker exited with {proc.returncode}; see {log_path}")
+            try:
+                app.send_task("kbpo.ping", args=["ready"], queue=self.queue).get(timeout=5)
+                return proc
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+
+    @staticmethod
+    def kill(proc: subprocess.Popen) -> None:
+        """kill -9 the worker and its pool processes at once: no shutdown, no ack."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGQUIT)
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=20)
+        for log in self.logs:
+            log.close()  # type: ignore[attr-defined]
+        import redis
+        from django.conf import settings
+
+        with redis.Redis.from_url(settings.CELERY_BROKER_URL) as r:
+            r.delete(self.queue, f"_kombu.binding.{self.queue}",
+                     f"_kombu.binding_permanent.{self.queue}")
+            for tag, payload in r.hgetall("unacked").items():
+                if self.queue.encode() in payload:
+                    r.hdel("unacked", tag)
+                    r.zrem("unacked_index", tag)
+
+
+@pytest.fixture
+def killable_workers(request: pytest.FixtureRequest) -> Iterator[Callable[..., KillableWorkers]]:
+    """`killable_workers(**env)`: a `KillableWorkers` whose workers get `env` on top of
+    the test settings; this test's tasks go to their queue. Needs the `worker` mark."""
+    from django.conf import settings
+    from django.db import connection
+
+    if not request.node.get_closest_marker("worker"):
+        pytest.fail("a test that uses killable_workers must be marked @pytest.mark.worker")
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        if IN_CI:
+            pytest.fail("CI=true but Celery is in eager mode: set CELERY_BROKER_URL")
+        pytest.skip("no CELERY_BROKER_URL: the separate-worker tests need Redis")
+    made: list[KillableWorkers] = []
+
+    def make(**env: str) -> KillableWorkers:
+        workers = KillableWorkers(connection.settings_dict["NAME"], env)
+        made.append(workers)
+        return workers
+
+    try:
+        yield make
+    finally:
+        for workers in made:
+            workers.close()
 
 
 def _quiesce(app: object, worker: dict, timeout: float = 60) -> None:

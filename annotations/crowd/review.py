@@ -160,7 +160,7 @@ def grant_bonus(assignment: Assignment, amount: Decimal, reason: str) -> Bonus:
     if amount <= 0:
         raise ValueError("a bonus must be positive")
     with transaction.atomic():
-        a = Assignment.objects.select_for_update().select_related("hit").get(
+        a = Assignment.objects.select_for_update(of=("self",)).select_related("hit").get(
             pk=assignment.pk)
         _check_bonusable(a)
         budget.check_and_lock(budget.bonus_cost(a.hit.backend, amount), a.hit.submission,
@@ -178,7 +178,7 @@ def grant_bonus(assignment: Assignment, amount: Decimal, reason: str) -> Bonus:
 def pay_bonus(bonus_id: int) -> bool:
     """Pay a recorded bonus once; True if paid now. Safe to retry after any crash."""
     with transaction.atomic():
-        bonus = (Bonus.objects.select_for_update()
+        bonus = (Bonus.objects.select_for_update(of=("self",))
                  .select_related("assignment__hit", "assignment__worker").get(pk=bonus_id))
         if bonus.paid_at is not None:
             return False

@@ -21,7 +21,7 @@ from .discount import discount
 def approve_assignment(assignment: Assignment, feedback: str = "") -> bool:
     """Approve and pay once. True if approved now (MTurk or on-site)."""
     with transaction.atomic():
-        a = (Assignment.objects.select_for_update().select_related("hit", "worker")
+        a = (Assignment.objects.select_for_update(of=("self",)).select_related("hit", "worker")
              .get(pk=assignment.pk))
         if a.state != AssignmentState.SUBMITTED:
             return False
@@ -41,7 +41,7 @@ def reject_assignment(assignment: Assignment, reason: str) -> bool:
     if not reason or not reason.strip():
         raise ValueError("a rejection needs a reason the worker can read")
     with transaction.atomic():
-        a = (Assignment.objects.select_for_update().select_related("hit")
+        a = (Assignment.objects.select_for_update(of=("self",)).select_related("hit")
              .get(pk=assignment.pk))
         if a.state != AssignmentState.SUBMITTED:
             return False

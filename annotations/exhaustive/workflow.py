@@ -84,7 +84,8 @@ def _enqueue_post(hit_id: int) -> None:
 def create_entity_task(exdoc_id: int) -> int | None:
     """Create the entity question and HIT of a planned document; its HIT id, or None."""
     with transaction.atomic():
-        exdoc = (ExhaustiveDocument.objects.select_for_update().select_related("document")
+        exdoc = (ExhaustiveDocument.objects.select_for_update(of=("self",))
+                 .select_related("document")
                  .filter(pk=exdoc_id).first())
         if exdoc is None or exdoc.state != State.PLANNED:
             return None

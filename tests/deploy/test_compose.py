@@ -15,7 +15,7 @@ from tests.deploy import compose, require_caddy
 
 DOTENV = {"SECRET_KEY": "s" * 64, "KBPO_HOSTNAME": "kbpo.example.org",
           "KBPO_TLS": "ops@example.org"}
-APP_SERVICES = ("migrate", "web", "worker", "scorer", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "ingester", "scorer", "beat")
 
 
 def test_interpolation_follows_compose() -> None:
@@ -83,6 +83,21 @@ def test_the_scorer_alone_consumes_the_scoring_queue() -> None:
         assert compose.option(scorer, "--concurrency") == "1"
         assert compose.option(worker, "-Q") == default
         assert "scorer@" in " ".join(services["scorer"]["healthcheck"]["test"])
+
+
+def test_the_ingester_alone_consumes_the_ingest_queue() -> None:
+    """Ingestions go to their own queue (KBPO_INGEST_QUEUE, from .env or `ingest`),
+    consumed by the ingester alone: hostile uploads never starve the default queue."""
+    for dotenv, ingest in ((DOTENV, "ingest"), ({**DOTENV, "KBPO_INGEST_QUEUE": "i2"}, "i2")):
+        services = compose.load(dotenv)["services"]
+        for name in APP_SERVICES:
+            assert compose.environment(services[name])["KBPO_INGEST_QUEUE"] == ingest
+        ingester = compose.command(services["ingester"])
+        assert ingester[:4] == ["celery", "-A", "kbpo", "worker"]
+        assert compose.option(ingester, "-Q") == ingest
+        assert compose.option(compose.command(services["worker"]), "-Q") != ingest
+        assert compose.option(compose.command(services["scorer"]), "-Q") != ingest
+        assert "ingester@" in " ".join(services["ingester"]["healthcheck"]["test"])
 
 
 def test_caddy_proxies_to_the_web_command_and_mounts_the_repo_caddyfile() -> None:

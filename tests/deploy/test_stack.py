@@ -124,6 +124,7 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
         # This run's worker, scorer and beat only, whatever else shares the broker.
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "KBPO_SCORING_QUEUE": f"{queue}-scoring",
+        "KBPO_INGEST_QUEUE": f"{queue}-ingest",
         "STATIC_ROOT": str(tmp_path / "static"),
     }
     services = compose.load(dotenv)["services"]
@@ -155,7 +156,7 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
         return cmd
 
     commands = {name: compose.command(services[name]) for name in
-                ("migrate", "web", "worker", "scorer", "beat", "caddy")}
+                ("migrate", "web", "worker", "ingester", "scorer", "beat", "caddy")}
     web_cmd = compose.replace_option(commands["web"], "--bind", f"127.0.0.1:{web_port}")
     beat_cmd = compose.replace_option(commands["beat"], "--schedule",
                                       str(tmp_path / "celerybeat-schedule"))
@@ -199,6 +200,8 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
                              app_env("worker"))
         scorer = procs.start("scorer", on_path(commands["scorer"], app_env("scorer")),
                              app_env("scorer"))
+        ingester = procs.start("ingester", on_path(commands["ingester"],
+                                                   app_env("ingester")), app_env("ingester"))
         procs.start("beat", on_path(beat_cmd, app_env("beat")), app_env("beat"))
         procs.start("web", on_path(web_cmd, env), env)
         procs.start("caddy", caddy_cmd, caddy_env)
@@ -286,6 +289,17 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
             assert _ppid(result["pid"]) == scorer.pid
         routed = procs.run("route", ["python", "-c", ROUTE], app_env("web"))
         assert routed.strip().splitlines()[-1] == scoring
+        # Likewise the ingest queue is the ingester's.
+        ingest = f"{queue}-ingest"
+        ping_token = uuid.uuid4().hex
+        result = client.send_task("kbpo.ping", args=[ping_token], queue=ingest).get(timeout=90)
+        assert result["token"] == ping_token
+        assert _ppid(result["pid"]) == ingester.pid
+        ingester_probe = _healthcheck_command(services["ingester"])
+        procs.wait_for("the ingester health check",
+                       lambda: "pong" in (procs.succeeds("ingester-healthcheck",
+                                                         ingester_probe,
+                                                         app_env("ingester")) or ""))
         scorer_probe = _healthcheck_command(services["scorer"])
         procs.wait_for("the scorer health check",
                        lambda: "pong" in (procs.succeeds("scorer-healthcheck", scorer_probe,
@@ -312,6 +326,6 @@ def test_the_compose_stack_serves_https_runs_tasks_and_ticks(tmp_path: Path) -> 
             admin.close()
             # The run's queue and its bindings (task results expire on their own).
             with redis.Redis.from_url(broker) as r:
-                for q in (queue, f"{queue}-scoring"):
+                for q in (queue, f"{queue}-scoring", f"{queue}-ingest"):
                     r.delete(q, f"_kombu.binding.{q}", f"_kombu.binding_permanent.{q}")
 

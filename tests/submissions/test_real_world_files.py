@@ -186,8 +186,8 @@ def test_a_mention_must_lie_inside_one_provenance_span(
 
 
 def test_a_decimal_comma_in_a_confidence_is_named() -> None:
-    with pytest.raises(SyntaxProblem, match=r"^confidence '0,75' has a decimal comma; write "
-                                            r"0\.75$"):
+    with pytest.raises(SyntaxProblem, match=r"^confidence '0,75' \(column 5\) has a decimal "
+                                            r"comma; write 0\.75$"):
         parse_confidence("0,75")
     for value in ("1,2,3", "high", ","):
         with pytest.raises(SyntaxProblem, match=r"is not a number$"):

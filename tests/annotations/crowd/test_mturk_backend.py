@@ -25,7 +25,7 @@ from estimation import planning
 from submissions.models import State
 from tests.annotations.crowd.fake_mturk import EXTERNAL_QUESTION_NS, FakeMTurk
 from tests.annotations.crowd.helpers import small_world, system
-from tests.factories import AFTER_CROWD
+from tests.factories import AFTER_CROWD, make_hit
 
 pytestmark = pytest.mark.django_db
 PUBLIC = "https://kbpo.example.org"
@@ -308,3 +308,59 @@ def test_blocking_uses_the_block_qualification(fake) -> None:
     workers.unblock_worker(worker)
     assert "AWORKERX" not in qual.grants
     assert Assignment.objects.filter(state=AssignmentState.APPROVED).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_mturk_call_locks_neither_the_hit_nor_the_worker(
+        needs_postgres, posted, fake, monkeypatch) -> None:
+    """Paying a bonus calls MTurk inside the bonus's transaction; FOR UPDATE with
+    select_related also locked the HIT's and the worker's rows for that network call, so
+    the worker's next answer (an assignment referencing both) waited at COMMIT."""
+    import threading
+
+    from django.db import connection, connections
+
+    _, hit = posted
+    for w in ("AWORKER1", "AWORKER2", "AWORKER3"):  # complete: reviewed and approved
+        fake.worker_submits(hit.external_id, w, answers_json(hit, truth))
+    periodic.sync_all()
+    a = Assignment.objects.order_by("pk").first()
+    bonus = review.grant_bonus(a, Decimal("0.25"), "Thorough work")
+    Bonus.objects.filter(pk=bonus.pk).update(paid_at=None)  # paid again below, held
+    inside, release = threading.Event(), threading.Event()
+    real = mturk.send_bonus
+
+    def slow_send_bonus(*args, **kwargs):
+        inside.set()
+        assert release.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mturk, "send_bonus", slow_send_bonus)
+    paid: list[object] = []
+
+    def pay() -> None:
+        try:
+            paid.append(review.pay_bonus(bonus.pk))
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=pay)
+    thread.start()
+    try:
+        assert inside.wait(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '3s'")
+        try:
+            # Another worker's answer to the HIT, and this worker's answer to another.
+            other = type(a.worker).objects.create(backend=a.worker.backend,
+                                                  external_id="AWORKER9")
+            Assignment.objects.create(hit=hit, worker=other, external_id="NEXT-1")
+            Assignment.objects.create(hit=make_hit(hit.corpus, [], backend=hit.backend),
+                                      worker=a.worker, external_id="NEXT-2")
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = 0")
+    finally:
+        release.set()
+        thread.join(60)
+    assert paid == [True]
