@@ -14,6 +14,7 @@ from kbpo.core.models import Corpus
 from submissions.models import ACTIVE_STATES, Submission
 
 from .core.difference import compare
+from .core.intervals import rounded_outward
 from .data import load_corpus_data, system_name
 from .leaderboard import shown
 from .models import METRICS, ScoringState, is_exact
@@ -130,7 +131,8 @@ def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_sc
     diffs = {}
     for m in METRICS:
         d = res.differences[m]
-        diffs[m] = {"estimate": _num(d.estimate), "lo": _num(d.lo), "hi": _num(d.hi),
+        lo, hi = _ends(d.lo, d.hi)
+        diffs[m] = {"estimate": _num(d.estimate), "lo": lo, "hi": hi,
                     "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
                     "better": {1: "a", -1: "b", 0: None}[d.verdict]}
     return {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
@@ -141,7 +143,14 @@ def _nan(x: float) -> float | None:
     return None if x != x else x
 
 
+def _ends(lo: Any, hi: Any) -> tuple[float | None, float | None]:
+    """The ends rounded outward (lo down, hi up): the printed interval keeps the truth."""
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return None, None
+    return rounded_outward(float(lo), float(hi))
+
+
 def _interval(est: Any, i: int) -> dict[str, Any]:
-    lo, hi = _num(est.lo[i]), _num(est.hi[i])
-    return {"estimate": _num(_nan(est.estimate[i])), "lo": lo, "hi": hi,
-            "exact": is_exact(lo, hi)}
+    exact = is_exact(float(est.lo[i]), float(est.hi[i]))
+    lo, hi = _ends(est.lo[i], est.hi[i])
+    return {"estimate": _num(_nan(est.estimate[i])), "lo": lo, "hi": hi, "exact": exact}

@@ -18,6 +18,7 @@ from .estimators import (
     estimate,
     prepare_evidence,
 )
+from .intervals import rounded_outward
 from .population import Population
 from .schemes import SCHEMES
 
@@ -189,12 +190,12 @@ def _num(x: float) -> float | None:
     return None if math.isnan(x) else round(float(x), 6)
 
 
-def _interval_json(iv: Interval, k: int) -> dict[str, float | None]:
-    return {
-        "estimate": _num(iv.estimate[k]),
-        "lo": _num(iv.lo[k]),
-        "hi": _num(iv.hi[k]),
-    }
+def _interval_json(iv: Interval, k: int) -> dict[str, float | bool | None]:
+    lo, hi = float(iv.lo[k]), float(iv.hi[k])
+    exact = hi - lo <= 1e-12  # zero width: the labels decide the value
+    if not (math.isnan(lo) or math.isnan(hi)):
+        lo, hi = rounded_outward(lo, hi)  # printed ends keep the truth
+    return {"estimate": _num(iv.estimate[k]), "lo": _num(lo), "hi": _num(hi), "exact": exact}
 
 
 def results_json(problem: Problem, result: Estimates) -> dict[str, Any]:

@@ -59,12 +59,14 @@ def test_estimate_output_contract(tmp_path, capsys):
     assert a["labels_used"] == 3
     for metric in ("precision", "recall", "f1"):
         for kind in ("simple", "joint"):
-            assert set(a[metric][kind]) == {"estimate", "lo", "hi"}
+            assert set(a[metric][kind]) == {"estimate", "lo", "hi", "exact"}
     # A's own draws labelled all three of its pairs (p1, p3 right, p2 wrong): its
     # precision is known exactly, whatever the draws' proportion (2 of 4) says.
     simple = a["precision"]["simple"]
     assert simple["estimate"] == pytest.approx(2 / 3, abs=1e-6)
-    assert simple["lo"] == simple["hi"] == simple["estimate"]
+    # Exact, and its printed ends rounded outward (lo down, hi up) still contain 2/3.
+    assert simple["exact"] and simple["lo"] <= 2 / 3 <= simple["hi"]
+    assert simple["hi"] - simple["lo"] < 1.5e-6
     assert set(a["schemes"]) == {"instance", "predicate", "entity", "entity_relation"}
     c = result["systems"][2]  # no instances, no draws: nulls, never a crash
     assert c["precision"]["simple"]["estimate"] is None
