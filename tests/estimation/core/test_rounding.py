@@ -56,3 +56,14 @@ def test_cli_exact_sixth_contains_the_truth(tmp_path, capsys):
     for kind in ("simple", "joint"):
         p = out["systems"][0]["precision"][kind]
         assert Fraction(p["lo"]) <= Fraction(1, 6) <= Fraction(p["hi"]), (kind, p)
+
+
+def test_battery_strict_check_counts_printed_misses():
+    from estimation.validation.battery import _exact_missed
+
+    sixth = np.full((1, 2), 1 / 6)
+    exact = np.array([[True, False]])
+    assert _exact_missed(sixth, sixth, np.array([1 / 6, 0.9]), exact) == 0
+    # An end rounded to the nearest 4th decimal (0.1667) is printed past 1/6: a miss.
+    near = np.full((1, 2), 0.1667)
+    assert _exact_missed(near, near, np.array([1 / 6, 0.9]), exact) == 1
