@@ -257,3 +257,24 @@ def test_exhaustive_documents_are_clusters(tmp_path, capsys):
     code, out, _ = run(tmp_path, capsys, problem, "estimate", "--schemes", "instance")
     one_doc = json.loads(out)["systems"][0]["recall"]["simple"]
     assert (one_doc["lo"], one_doc["hi"]) == (0, 1)
+
+
+def test_exhaustive_sample_no_system_found_gives_an_honest_recall(tmp_path, capsys):
+    """Ŷ0 is one document that no system predicted on: θ̂ = 0, so joint recall is 0,
+    but r = θν with θ unknown can be as large as ν. The upper end was ν's at ν̂ = 0
+    (0 [0, 0.018]); it is now ν's own: A found every true pair of the pool (ν̂ = 1)."""
+    a = [[f"p{k}", "r"] for k in range(1, 7)]
+    problem = {
+        "scheme": "instance",
+        "systems": [{"name": "A", "instances": a}, {"name": "B", "instances": a[:3]}],
+        "draws": {"A": ["p1", "p2", "p3", "p4", "p5", "p6"], "B": ["p1", "p2", "p3"]},
+        "labels": {"p1": "r", "p2": "r", "p3": "r", "p4": "r", "p5": "no_relation",
+                   "p6": "r"},
+        "exhaustive": [[f"q{k}", "r", f"e{k}", "d9"] for k in range(3)],
+    }
+    code, out, err = run(tmp_path, capsys, problem, "estimate")
+    assert code == 0, err
+    a_rec, b_rec = (s["recall"]["joint"] for s in json.loads(out)["systems"])
+    assert a_rec["estimate"] == 0 and a_rec["hi"] == 1.0
+    # B found 3 of the pool's 5 true pairs: its recall is at most ν's upper end.
+    assert b_rec["estimate"] == 0 and 0.6 < b_rec["hi"] < 1.0
