@@ -49,8 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("problem", help="PROBLEM.json ('-' for standard input)")
     est.add_argument(
         "--schemes",
-        default="all",
-        help="comma-separated schemes to report under 'schemes' (default: all)",
+        default="draw",
+        help="comma-separated schemes to report under 'schemes', or 'all' (default: the "
+        "draw scheme only; the others are reweighted from its draws and flagged "
+        "'reliable': false)",
     )
 
     plan = sub.add_parser("plan", help="adaptive sample size for one system, as JSON")
@@ -208,7 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         problem = load_problem(_read_problem(args.problem))
         if args.command == "estimate":
-            result = solve(problem, _schemes(args.schemes, "--schemes"))
+            wanted = ([problem.scheme] if args.schemes == "draw"
+                      else _schemes(args.schemes, "--schemes"))
+            result = solve(problem, wanted)
         else:
             option, value = (("--target-variance", args.target_variance)
                              if args.target_variance is not None

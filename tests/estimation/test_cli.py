@@ -67,7 +67,10 @@ def test_estimate_output_contract(tmp_path, capsys):
     # Exact, and its printed ends rounded outward (lo down, hi up) still contain 2/3.
     assert simple["exact"] and simple["lo"] <= 2 / 3 <= simple["hi"]
     assert simple["hi"] - simple["lo"] < 1.5e-6
-    assert set(a["schemes"]) == {"instance", "predicate", "entity", "entity_relation"}
+    # By default only the draw scheme: the others are reweighted and not reliable.
+    assert set(a["schemes"]) == {"instance"}
+    assert result["scheme_notes"] == {"instance": {"reweighted": False, "reliable": True,
+                                                   "recall_of": "instance"}}
     c = result["systems"][2]  # no instances, no draws: nulls, never a crash
     assert c["precision"]["simple"]["estimate"] is None
     assert c["recall"]["simple"]["estimate"] == 0
@@ -208,7 +211,7 @@ def test_simulate_and_bench_name_what_is_accepted(tmp_path, capsys):
         capture_output=True, text=True, check=False, cwd=ROOT)
     assert bench.returncode == 2 and bench.stdout == ""
     known = ", ".join({**SCENARIOS, **UNCORRECTED})
-    assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, crowd")
+    assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, perfect, crowd")
     assert bench.stderr == f"error: --scenario: unknown scenario 'nope'; expected one of {known}\n"
 
 
@@ -278,3 +281,28 @@ def test_exhaustive_sample_no_system_found_gives_an_honest_recall(tmp_path, caps
     assert a_rec["estimate"] == 0 and a_rec["hi"] == 1.0
     # B found 3 of the pool's 5 true pairs: its recall is at most ν's upper end.
     assert b_rec["estimate"] == 0 and 0.6 < b_rec["hi"] < 1.0
+
+
+def test_reweighted_schemes_are_flagged_and_entity_recall_says_what_it_is(tmp_path, capsys):
+    code, out, err = run(tmp_path, capsys, PROBLEM, "estimate", "--schemes", "all")
+    assert code == 0, err
+    result = json.loads(out)
+    assert set(result["systems"][0]["schemes"]) == {"instance", "predicate", "entity",
+                                                    "entity_relation"}
+    notes = result["scheme_notes"]
+    assert notes["instance"]["reliable"] and not notes["instance"]["reweighted"]
+    for s in ("predicate", "entity", "entity_relation"):
+        assert notes[s]["reweighted"] and not notes[s]["reliable"] and notes[s]["note"]
+    # PROBLEM's exhaustive sample names no subject: "entity" recall is instance recall.
+    assert notes["entity"]["recall_of"] == notes["entity_relation"]["recall_of"] == "instance"
+    assert "subject" in notes["entity"]["recall_note"]
+    assert notes["predicate"]["recall_of"] == "predicate"
+    a = result["systems"][0]
+    # (From Ŷ0 alone: the instance scheme's simple recall.)
+    assert a["schemes"]["entity"]["recall"]["joint"] == a["schemes"]["instance"]["recall"][
+        "simple"]
+    # With subject ids, entity recall is entity recall.
+    named = {**PROBLEM, "exhaustive": [x + [f"s{k}"] for k, x in
+                                       enumerate(PROBLEM["exhaustive"])]}
+    code, out, err = run(tmp_path, capsys, named, "estimate", "--schemes", "all")
+    assert json.loads(out)["scheme_notes"]["entity"]["recall_of"] == "entity"
