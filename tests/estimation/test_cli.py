@@ -302,7 +302,7 @@ def test_reweighted_schemes_are_flagged_and_entity_recall_says_what_it_is(tmp_pa
     assert a["schemes"]["entity"]["recall"]["joint"] == a["schemes"]["instance"]["recall"][
         "simple"]
     # With subject ids, entity recall is entity recall.
-    named = {**PROBLEM, "exhaustive": [x + [f"s{k}"] for k, x in
+    named = {**PROBLEM, "exhaustive": [[*x, f"s{k}"] for k, x in
                                        enumerate(PROBLEM["exhaustive"])]}
     code, out, err = run(tmp_path, capsys, named, "estimate", "--schemes", "all")
     assert json.loads(out)["scheme_notes"]["entity"]["recall_of"] == "entity"
