@@ -122,6 +122,7 @@ def _validate(args: argparse.Namespace) -> int:
     from .core.problem import ProblemError
     from .core.schemes import SCHEMES
     from .validation import (
+        OPEN,
         SCENARIOS,
         UNCORRECTED,
         format_table,
@@ -136,9 +137,11 @@ def _validate(args: argparse.Namespace) -> int:
             print(f"{name:11s} {spec.description}")
         for name, spec in UNCORRECTED.items():
             print(f"{name:11s} {spec.description} [only when named]")
+        for name, spec in OPEN.items():
+            print(f"{name:11s} {spec.description} [only when named: open, issue 38]")
         return 0
     names = args.scenario or list(SCENARIOS)
-    known = {**SCENARIOS, **UNCORRECTED}
+    known = {**SCENARIOS, **UNCORRECTED, **OPEN}
     unknown = [name for name in names if name not in known]
     if unknown:
         raise ProblemError(f"--scenario: unknown scenario {unknown[0]!r}; expected one of "

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from estimation.cli import main
-from estimation.validation import SCENARIOS, UNCORRECTED
+from estimation.validation import OPEN, SCENARIOS, UNCORRECTED
 from tests import ROOT
 
 PROBLEM = {
@@ -210,7 +210,7 @@ def test_simulate_and_bench_name_what_is_accepted(tmp_path, capsys):
         [sys.executable, "bench/bench_validate.py", "--scenario", "nope", "--trials", "2"],
         capture_output=True, text=True, check=False, cwd=ROOT)
     assert bench.returncode == 2 and bench.stdout == ""
-    known = ", ".join({**SCENARIOS, **UNCORRECTED})
+    known = ", ".join({**SCENARIOS, **UNCORRECTED, **OPEN})
     assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, perfect, crowd")
     assert bench.stderr == f"error: --scenario: unknown scenario 'nope'; expected one of {known}\n"
 
