@@ -215,7 +215,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "estimate":
             wanted = ([problem.scheme] if args.schemes == "draw"
                       else _schemes(args.schemes, "--schemes"))
-            result = solve(problem, wanted)
+            if problem.crowd is not None:
+                from .crowd_answers import solve_with_crowd
+
+                result = solve_with_crowd(problem, wanted)
+            else:
+                result = solve(problem, wanted)
         else:
             option, value = (("--target-variance", args.target_variance)
                              if args.target_variance is not None
