@@ -18,6 +18,9 @@ class AnnotationsConfig(AppConfig):
         page_post_received.connect(_confirm_page_post, dispatch_uid="annotations-confirm")
         answers_stored.connect(workflow.on_answers_stored,
                                dispatch_uid="exhaustive-answers-stored")
+        from .signals import labels_changed
+
+        labels_changed.connect(_refit_on_labels, dispatch_uid="annotations-refit")
 
 
 def _aggregate_on_answers(sender: object, question_ids: list[int], **kwargs: object) -> None:
@@ -26,6 +29,17 @@ def _aggregate_on_answers(sender: object, question_ids: list[int], **kwargs: obj
     from .crowd.labels import AGGREGATE_TASK
 
     jobs.enqueue(AGGREGATE_TASK, list(question_ids))
+
+
+def _refit_on_labels(sender: object, corpus_id: int, source: str = "",
+                     **kwargs: object) -> None:
+    """New or changed labels: refit the crowd model soon (debounced), not only in the
+    hourly pass, so that no score rests on majority labels longer than the debounce.
+    The pass's own label changes ask for no refit."""
+    from .quality.workers import QUALITY_SOURCE, request_refit
+
+    if source != QUALITY_SOURCE:
+        request_refit(corpus_id)
 
 
 def _confirm_page_post(sender: object, post_id: int, hit_id: int | None = None,

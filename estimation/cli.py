@@ -51,8 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     est.add_argument("problem", help="PROBLEM.json ('-' for standard input)")
     est.add_argument(
         "--schemes",
-        default="all",
-        help="comma-separated schemes to report under 'schemes' (default: all)",
+        default="draw",
+        help="comma-separated schemes to report under 'schemes', or 'all' (default: the "
+        "draw scheme only; the others are reweighted from its draws and flagged "
+        "'reliable': false)",
     )
 
     plan = sub.add_parser("plan", help="adaptive sample size for one system, as JSON")
@@ -122,6 +124,7 @@ def _validate(args: argparse.Namespace) -> int:
     from .core.problem import ProblemError
     from .core.schemes import SCHEMES
     from .validation import (
+        OPEN,
         SCENARIOS,
         UNCORRECTED,
         format_table,
@@ -136,9 +139,11 @@ def _validate(args: argparse.Namespace) -> int:
             print(f"{name:11s} {spec.description}")
         for name, spec in UNCORRECTED.items():
             print(f"{name:11s} {spec.description} [only when named]")
+        for name, spec in OPEN.items():
+            print(f"{name:11s} {spec.description} [only when named: open, issue 38]")
         return 0
     names = args.scenario or list(SCENARIOS)
-    known = {**SCENARIOS, **UNCORRECTED}
+    known = {**SCENARIOS, **UNCORRECTED, **OPEN}
     unknown = [name for name in names if name not in known]
     if unknown:
         raise ProblemError(f"--scenario: unknown scenario {unknown[0]!r}; expected one of "
@@ -210,7 +215,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         problem = load_problem(_read_problem(args.problem))
         if args.command == "estimate":
-            result = solve(problem, _schemes(args.schemes, "--schemes"))
+            wanted = ([problem.scheme] if args.schemes == "draw"
+                      else _schemes(args.schemes, "--schemes"))
+            if problem.crowd is not None:
+                from .crowd_answers import solve_with_crowd
+
+                result = solve_with_crowd(problem, wanted)
+            else:
+                result = solve(problem, wanted)
         else:
             option, value = (("--target-variance", args.target_variance)
                              if args.target_variance is not None

@@ -14,9 +14,10 @@ from kbpo.core.models import Corpus
 from submissions.models import ACTIVE_STATES, Submission
 
 from .core.difference import compare
+from .core.intervals import rounded_outward
 from .data import load_corpus_data, system_name
 from .leaderboard import shown
-from .models import METRICS, ScoringState, is_exact
+from .models import METRICS, ScoreRun, ScoringState, SystemScore, is_exact
 
 CACHE_SECONDS = 300
 
@@ -98,22 +99,46 @@ def difference(corpus: Corpus, a: Submission, b: Submission, scheme: str,
     `admit` is called only when the answer must be computed, and may refuse it by
     raising (CompareThrottled): a cached answer costs nothing and is never refused.
     """
-    generation = ScoringState.objects.filter(corpus=corpus).values_list(
-        "generation", flat=True).first() or 0
-    key = f"cmp:{corpus.pk}:{generation}:{scheme}:{draw_scheme}:{confidence}:{a.pk}:{b.pk}"
+    run = ScoreRun.latest(corpus)
+    # The leaderboard beside the comparison shows `run`: the comparison is computed on
+    # the same labelled state, so it is keyed by the run and made only while no label
+    # has changed since (a comparison on newer labels disagreed with the board: recall
+    # 0.633 against its 0.600, truth 0.598).
+    key = (f"cmp:{corpus.pk}:{run.pk if run else 0}:{scheme}:{draw_scheme}:{confidence}:"
+           f"{a.pk}:{b.pk}")
     out = cache.get(key)
     if out is None:
+        if run is None or not _shows_current_labels(corpus, run) or \
+                run.draw_scheme != draw_scheme:
+            raise _updating()
         if admit is not None:
             admit()
-        out = _computed(corpus, a, b, scheme, draw_scheme, confidence)
+        out = _computed(corpus, a, b, scheme, draw_scheme, confidence, run)
+        if not _shows_current_labels(corpus, run):  # labels changed while it loaded
+            raise _updating()
         cache.set(key, out, CACHE_SECONDS)
     # The names as they are now: a rename does not move the generation, and the cached
     # numbers would otherwise show the old name for CACHE_SECONDS.
     return {**out, "a": {**out["a"], "name": a.name}, "b": {**out["b"], "name": b.name}}
 
 
+def _shows_current_labels(corpus: Corpus, run: ScoreRun) -> bool:
+    """Whether the leaderboard's run reflects every label announced: it read the
+    current generation, or every generation is scored (a recompute whose scores equal
+    the run's keeps that run, scoring.py `_unchanged`)."""
+    state = ScoringState.objects.filter(corpus=corpus).first()
+    return state is None or state.generation == run.generation or state.up_to_date
+
+
+def _updating() -> CompareError:
+    return CompareError("scores", "The leaderboard is being updated with new labels; the "
+                                  "comparison uses the same labels as the leaderboard, so it "
+                                  "is available once the update is done. Try again shortly.",
+                        status=503)
+
+
 def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_scheme: str,
-              confidence: float) -> dict[str, Any]:
+              confidence: float, run: ScoreRun) -> dict[str, Any]:
     data = load_corpus_data(corpus)
     pop = data.population
     try:
@@ -123,14 +148,21 @@ def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_sc
                                 "reload the page.", status=404) from None
     res = compare(pop, data.evidence(), ia, ib, draw_scheme, scheme, confidence)
     block = res.estimates.results[scheme]
+    # Each system's figures as the leaderboard shows them: its stored row of `run` (the
+    # same labels; the row also carries the correction's variance).
+    stored = {sc.submission_id: sc for sc in SystemScore.objects.filter(
+        run=run, scheme=scheme, submission__in=[a.pk, b.pk])}
     systems = []
     for sub, i in ((a, ia), (b, ib)):
+        row = stored.get(sub.pk)
         systems.append({"submission": sub.pk, **{
-            m: _interval(block[m]["joint"], i) for m in METRICS}})
+            m: _interval(block[m]["joint"], i) if row is None else _stored(row, m)
+            for m in METRICS}})
     diffs = {}
     for m in METRICS:
         d = res.differences[m]
-        diffs[m] = {"estimate": _num(d.estimate), "lo": _num(d.lo), "hi": _num(d.hi),
+        lo, hi = _ends(d.lo, d.hi)
+        diffs[m] = {"estimate": _num(d.estimate), "lo": lo, "hi": hi,
                     "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
                     "better": {1: "a", -1: "b", 0: None}[d.verdict]}
     return {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
@@ -141,7 +173,21 @@ def _nan(x: float) -> float | None:
     return None if x != x else x
 
 
+def _ends(lo: Any, hi: Any) -> tuple[float | None, float | None]:
+    """The ends rounded outward (lo down, hi up): the printed interval keeps the truth."""
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return None, None
+    return rounded_outward(float(lo), float(hi))
+
+
+def _stored(row: SystemScore, metric: str) -> dict[str, Any]:
+    est, lo, hi = row.interval(metric, "joint")
+    exact = is_exact(lo, hi)
+    lo, hi = _ends(lo, hi)
+    return {"estimate": _num(est), "lo": lo, "hi": hi, "exact": exact}
+
+
 def _interval(est: Any, i: int) -> dict[str, Any]:
-    lo, hi = _num(est.lo[i]), _num(est.hi[i])
-    return {"estimate": _num(_nan(est.estimate[i])), "lo": lo, "hi": hi,
-            "exact": is_exact(lo, hi)}
+    exact = is_exact(float(est.lo[i]), float(est.hi[i]))
+    lo, hi = _ends(est.lo[i], est.hi[i])
+    return {"estimate": _num(_nan(est.estimate[i])), "lo": lo, "hi": hi, "exact": exact}

@@ -131,7 +131,10 @@ class CompareAPIView(ViewerAPIView):
                    400: OpenApiResponse(description="A parameter is missing or invalid; "
                                                     "the body names it."),
                    404: OpenApiResponse(description="No such corpus, or a submission you "
-                                                    "may not see.")})
+                                                    "may not see."),
+                   503: OpenApiResponse(description="Labels newer than the leaderboard wait "
+                                                    "to be scored; the comparison uses the "
+                                                    "leaderboard's labels: retry shortly.")})
     def get(self, request: Request, tag: str) -> Response:
         corpus = Corpus.objects.filter(tag=tag).first()
         if corpus is None:

@@ -10,6 +10,8 @@ from decimal import Decimal
 
 from django.db import models
 
+from .core.intervals import rounded_outward
+
 METRICS = ("precision", "recall", "f1")
 KINDS = ("joint", "simple")
 BOUNDS = ("", "_lo", "_hi")
@@ -29,13 +31,14 @@ def is_exact(lo: float | None, hi: float | None) -> bool:
 
 
 def interval_ends(lo: float, hi: float, decimals: int = 3) -> tuple[str, str]:
-    """The two ends as text, with more decimals (up to 6) where three would print the
-    same number twice: a recall of 0.0008–0.0017 must not read as "0.001–0.001"."""
+    """The two ends as text, rounded outward (lo down, hi up) so that the printed
+    interval still contains whatever the exact one does, with more decimals (up to 6)
+    where three would round both to one number: a recall of 0.0008–0.0017 reads as
+    "0.0008–0.0017", not "0.000–0.002"."""
     for d in range(decimals, 7):
-        a, b = f"{lo:.{d}f}", f"{hi:.{d}f}"
-        if a != b:
+        if f"{lo:.{d}f}" != f"{hi:.{d}f}":
             break
-    return a, b
+    return tuple(f"{x:.{d}f}" for x in rounded_outward(lo, hi, d))  # type: ignore[return-value]
 
 
 class ScoringState(models.Model):

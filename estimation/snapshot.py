@@ -36,6 +36,7 @@ from kbpo.core.security import csv_safe
 from submissions.models import ACTIVE_STATES, State, Submission
 
 from . import leaderboard as lb
+from .core.intervals import rounded_outward
 from .models import (
     BOUNDS,
     METRIC_COLUMNS,
@@ -74,13 +75,21 @@ def _csv_num(v: float | None) -> str:
     return "" if v is None else f"{v:.6f}"
 
 
+def csv_ends(lo: float | None, hi: float | None) -> list[str]:
+    """The ends at 6 decimals, rounded outward (lo down, hi up)."""
+    if lo is None or hi is None or lo != lo or hi != hi:
+        return [_csv_num(lo), _csv_num(hi)]
+    return [f"{x:.6f}" for x in rounded_outward(lo, hi)]
+
+
 def _ends(lo: float | None, hi: float | None, exact: bool) -> tuple[str, str, str]:
     """`ci(lo, hi)` of a cell, and `_score` of both ends (the bar's label)."""
     if type(lo) is float and type(hi) is float and lo == lo and hi == hi:  # not NaN
-        lo3, hi3 = f"{lo:.3f}", f"{hi:.3f}"
         if exact:
-            return ci(lo, hi), lo3, hi3
-        a, b = (lo3, hi3) if lo3 != hi3 else interval_ends(lo, hi)
+            return ci(lo, hi), f"{lo:.3f}", f"{hi:.3f}"
+        # Rounded outward (lo down, hi up): the printed interval keeps the truth.
+        lo3, hi3 = (f"{x:.3f}" for x in rounded_outward(lo, hi, 3))
+        a, b = interval_ends(lo, hi)
         return f'<span class="ci">{a}–{b}</span>', lo3, hi3
     return ci(lo, hi), _score(lo), _score(hi)  # None, NaN or not a float: the filter's rules
 
@@ -221,7 +230,7 @@ def _render_kind(head: dict[str, Any], pct: int, scheme: str, kind: str,
             aria = "exact" if exact else f"{pct}% interval {lo3} to {hi3}"
             bars.append((est, lo, hi, f"{metric} {_score(est)}, {aria}"))
             metrics[metric] = {"estimate": est, "lo": lo, "hi": hi, "exact": exact}
-            csv_nums += [_csv_num(est), _csv_num(lo), _csv_num(hi), str(exact)]
+            csv_nums += [_csv_num(est), *csv_ends(lo, hi), str(exact)]
         cost = str(sc.cost_usd.quantize(Decimal("0.01")))
         dropped = sub.n_dropped if sub.drop_invalid else None
         api.append({"owner": info.owner, "baseline": sub.is_baseline,

@@ -381,6 +381,6 @@ def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
                      "recall_lo", "recall_hi"])
     for p in report.per_predicate(sub, confidence, scores):
         writer.writerow([_cell(p.predicate), p.instances, p.draws, p.labelled, p.correct,
-                         _num(p.precision), _num(p.lo), _num(p.hi), p.exhaustive, p.found,
-                         _num(p.recall), _num(p.r_lo), _num(p.r_hi)])
+                         _num(p.precision), *snapshot.csv_ends(p.lo, p.hi), p.exhaustive,
+                         p.found, _num(p.recall), *snapshot.csv_ends(p.r_lo, p.r_hi)])
     return resp

@@ -607,6 +607,10 @@ KBPO_CROWD_REDRIVE_AFTER = env_int("KBPO_CROWD_REDRIVE_AFTER", 900)
 KBPO_CROWD_REDRIVE_INTERVAL = env_int("KBPO_CROWD_REDRIVE_INTERVAL", 300)
 KBPO_CROWD_SYNC_INTERVAL = env_int("KBPO_CROWD_SYNC_INTERVAL", 300)
 KBPO_CROWD_QUALITY_INTERVAL = env_int("KBPO_CROWD_QUALITY_INTERVAL", 3600)
+# The crowd model of a corpus is refitted this many seconds after its labels change
+# (debounced: one refit per burst), so scores do not rest on majority labels until the
+# periodic pass; 0 turns it off.
+KBPO_CROWD_REFIT_DEBOUNCE = env_int("KBPO_CROWD_REFIT_DEBOUNCE", 10)
 CELERY_BEAT_SCHEDULE.update({
     "annotations-redrive": {"task": "annotations.redrive",
                             "schedule": float(KBPO_CROWD_REDRIVE_INTERVAL)},

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck
@@ -403,6 +404,14 @@ def no_planning(request: pytest.FixtureRequest) -> Iterator[None]:
     finally:
         if was_connected:
             submission_ingested.connect(_plan_on_ingest, dispatch_uid="estimation-plan")
+
+
+@pytest.fixture(autouse=True)
+def _refit_only_when_asked(settings: Any) -> None:
+    """Label changes do not refit the crowd model (KBPO_CROWD_REFIT_DEBOUNCE = 0): a test
+    of the aggregation or the quality pass runs each step itself and checks the state
+    between them. Tests of the refit's timing turn it on."""
+    settings.KBPO_CROWD_REFIT_DEBOUNCE = 0
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,9 @@ task.
 from __future__ import annotations
 
 from celery import shared_task
+from django.core.cache import cache
 
-from annotations.quality.workers import update_worker_quality
+from annotations.quality.workers import REFIT_TASK, refit_key, update_worker_quality
 
 from . import discount, labels, periodic, review, sync, workers
 
@@ -63,6 +64,14 @@ def confirm_hit_posts_task(hit_id: int) -> dict:
     return {"posts_confirmed": result.posts_confirmed, "posts_forged": result.posts_forged,
             "reconciled": result.reconciled, "refused": result.refused,
             "errors": result.errors[:20]}
+
+
+@shared_task(name=REFIT_TASK, acks_late=True, reject_on_worker_lost=True)
+def refit_quality_task(corpus_id: int) -> dict:
+    """The quality pass for one corpus, asked for when its labels changed."""
+    cache.delete(refit_key(corpus_id))  # a label from now on asks for another refit
+    report = update_worker_quality(corpus_id)
+    return {"answers": report.answers, "soft_labels": report.soft_labels}
 
 
 @shared_task(name="annotations.worker_quality", acks_late=True, reject_on_worker_lost=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models.expressions import RawSQL
 
@@ -63,6 +64,27 @@ def _arrays(rows: list[tuple[int, int, list[str]]]) -> tuple[np.ndarray, np.ndar
     return items, workers, answers, list(q_index), list(w_index)
 
 
+REFIT_TASK = "annotations.refit_quality"
+# What a quality pass's own `labels_changed` says, so that it does not ask for a refit.
+QUALITY_SOURCE = "quality"
+
+
+def refit_key(corpus_id: int) -> str:
+    return f"crowd-refit:{corpus_id}"
+
+
+def request_refit(corpus_id: int) -> bool:
+    """Refit the corpus's crowd model after KBPO_CROWD_REFIT_DEBOUNCE seconds, unless a
+    refit is already waiting (one per burst of labels). True when one was queued."""
+    from kbpo.core import jobs
+
+    delay = float(getattr(settings, "KBPO_CROWD_REFIT_DEBOUNCE", 0))
+    if delay <= 0 or not cache.add(refit_key(corpus_id), 1, timeout=int(delay) + 600):
+        return False
+    jobs.send(REFIT_TASK, corpus_id, countdown=delay)
+    return True
+
+
 def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
     """Fit Dawid–Skene per corpus; store accuracy, agreement and flags on the workers."""
     report = QualityReport()
@@ -103,8 +125,8 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
             # section stored with each score run on the posteriors: either moving
             # asks for a recompute (debounced; a refit that moved nothing asks none).
             if len(report.relabelled) > moved or report.reposterior > refitted:
-                transaction.on_commit(lambda c=cid: labels_changed.send(sender=PairLabel,
-                                                                        corpus_id=c))
+                transaction.on_commit(lambda c=cid: labels_changed.send(
+                    sender=PairLabel, corpus_id=c, source=QUALITY_SOURCE))
         report.alpha[cid] = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
                                                            len(wids))
         report.answers += len(rows)

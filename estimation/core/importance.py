@@ -139,6 +139,10 @@ class ImportanceResult(NamedTuple):
     kish: np.ndarray  # (m,) Kish size of the weights the draws actually carried
     landed: np.ndarray  # (m,) draws (of systems with w_ij > 0) that landed on i's pairs
     mass: np.ndarray  # (m,) Σ_j (w_ij/n_j) Σ_d p_i/q_i: the mass the draws carried, 1 on average
+    # (m,) the self-normalised (ratio) estimate estimate/mass and its linearised variance
+    # Σ_j (w_ij²/n_j) Var_{p_j}[(p_i f_i − ratio·p_i)/q_i] / mass² (NaN where mass = 0).
+    ratio: np.ndarray | None = None
+    ratio_variance: np.ndarray | None = None
 
 
 def importance_estimate(
@@ -224,12 +228,12 @@ def importance_estimate(
     if label_var is not None:
         # Soft labels: add E[(p/q)² c(1 − c)], the truth's spread around c.
         terms.append(at_entries(label_var.tocoo(), 2))
-    terms += [z, lambda: z * z, lambda: (z > 0).astype(float)]
+    terms += [lambda: r_at * z, z, lambda: z * z, lambda: (z > 0).astype(float)]
     means = _draw_means(sp.csr_matrix(counts_per_draw), at, terms, diagonal)
     m1, m2 = means[0], means[1]  # (j × i): mean of r_i, r_i² under p_j
     if label_var is not None:
         m2 += means[2]
-    z1, z2, hits = means[-3:]  # hits: share of j's draws on X_i
+    rz, z1, z2, hits = means[-4:]  # hits: share of j's draws on X_i
     est = (w * m1.T).sum(axis=1)
     mass = (w * z1.T).sum(axis=1)
     landed = ((w > 0) * (hits * n[:, None]).T).sum(axis=1)
@@ -240,7 +244,15 @@ def importance_estimate(
     with np.errstate(divide="ignore", invalid="ignore"):
         neff = 1.0 / spread
         kish = np.where(spread > 0, mass * mass / spread, 0.0)
-    return ImportanceResult(est, var, neff, r, m1, kish, landed, mass)
+        # The ratio estimate's per-draw term is e = r − ratio·z (linearisation of
+        # Σ r / Σ z): its moments under p_j from those of r, z and r·z.
+        ratio = np.where(mass > 0, est / mass, np.nan)
+        k = np.nan_to_num(ratio)[None, :]
+        e1 = m1 - k * z1
+        e2 = np.maximum(m2 - 2 * k * rz + k * k * z2, 0.0)
+        ratio_var = np.where(mass > 0, (coef * per_draw_variance(e1, e2, n).T).sum(axis=1)
+                             / (mass * mass), np.nan)
+    return ImportanceResult(est, var, neff, r, m1, kish, landed, mass, ratio, ratio_var)
 
 
 class _Positions:

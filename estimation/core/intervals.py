@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
@@ -119,3 +121,30 @@ def covers(lo: np.ndarray | float, hi: np.ndarray | float, truth: np.ndarray | f
     """Whether [lo, hi] contains ``truth`` up to rounding (elementwise, broadcast)."""
     lo, hi, truth = np.asarray(lo), np.asarray(hi), np.asarray(truth)
     return (lo <= truth + tol) & (truth - tol <= hi)
+
+
+# A value this close to a printed grid point (in grid units) is taken to be on it: it
+# is a few ulps off a decimal such as 0.5 (no true value with a denominator below
+# 10^12 lies that close to the grid without being on it).
+_GRID_TOL = 1e-6
+
+
+def round_down(x: float, decimals: int) -> float:
+    """x rounded down to ``decimals`` places (a printed lower end must not exceed x)."""
+    scaled = x * 10.0**decimals
+    near = round(scaled)
+    return (near if abs(scaled - near) < _GRID_TOL else math.floor(scaled)) / 10.0**decimals
+
+
+def round_up(x: float, decimals: int) -> float:
+    """x rounded up to ``decimals`` places (a printed upper end must not fall below x)."""
+    scaled = x * 10.0**decimals
+    near = round(scaled)
+    return (near if abs(scaled - near) < _GRID_TOL else math.ceil(scaled)) / 10.0**decimals
+
+
+def rounded_outward(lo: float, hi: float, decimals: int = 6) -> tuple[float, float]:
+    """An interval's ends for printing: lo down, hi up, so that the printed interval
+    still contains every value the exact one does (an exact 1/6 rounded to the
+    nearest 6th decimal, [0.166667, 0.166667], would not contain 1/6)."""
+    return round_down(lo, decimals), round_up(hi, decimals)

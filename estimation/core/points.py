@@ -127,7 +127,7 @@ class PointPlan:
         self.b = pop.stacked(draw_scheme)[:, ev.pairs].tocsr()
         self.cpd = (sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts).tocsr()
         self.bt, self.cpdt = self.b.T.tocsr(), self.cpd.T.tocsr()
-        self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parts: dict | None = None
         self._fixed: dict[tuple[str, bool], tuple] = {}
         self._own_at: tuple | None = None
@@ -143,12 +143,16 @@ class PointPlan:
 
     # ---- precision ----------------------------------------------------------------
 
-    def _coefficients(self, scheme: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(simple coefficients, joint coefficients, joint NaN mask) under ``scheme``, the
-        coefficients of P(right) of the judged instances on U (``on``) in the systems' sums.
+    def _coefficients(self, scheme: str
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(simple coefficients, joint coefficients, joint NaN mask, joint mass) under
+        ``scheme``, the coefficients of P(right) of the judged instances on U (``on``) in
+        the systems' sums, and the label-free mass the joint estimate is divided by.
 
         The importance estimate Σ_j (w_ij/n_j) Σ_draws p_i f/q_i is Σ over system i's
-        instances x on U of f(x) · p_i(x)/q_i(u) · Σ_j w_ij cpd_ju: the coefficient.
+        instances x on U of f(x) · p_i(x)/q_i(u) · Σ_j w_ij cpd_ju: the coefficient. The
+        joint estimate is that sum over the mass Σ_u p_i(u)/q_i(u) · Σ_j w_ij cpd_ju
+        (precision._self_normalised).
         """
         if scheme in self._coef:
             return self._coef[scheme]
@@ -168,16 +172,16 @@ class PointPlan:
         joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
             * _product_at(self.cpdt, w, rows, cols, at=blocks)  # Σ_j w_ij cpd_ju
         nan = np.zeros(self.m, dtype=bool)
+        a = sp.coo_matrix(pop.stacked(scheme)[:, ev.pairs])
+        qa = _product_at(self.bt, w, a.row, a.col)
+        z = np.divide(a.data, qa, out=np.zeros(len(qa)), where=qa > 0)
+        mass = np.bincount(a.row, weights=z * _product_at(self.cpdt, w, a.row, a.col),
+                           minlength=self.m)
         if self.none.any():
             # Systems without draws: no estimate when the others' draws carry little
             # weight (Kish size below MIN_BORROWED) or miss part of their pairs.
-            a = sp.coo_matrix(pop.stacked(scheme)[:, ev.pairs])
-            qa = _product_at(self.bt, w, a.row, a.col)
-            z = np.divide(a.data, qa, out=np.zeros(len(qa)), where=qa > 0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 coef = np.where(n > 0, w * w / n[None, :], 0.0)
-            mass = np.bincount(a.row, weights=z * _product_at(self.cpdt, w, a.row, a.col),
-                               minlength=self.m)
             spread = np.bincount(a.row, weights=z * z * _product_at(self.cpdt, coef, a.row,
                                                                       a.col),
                                  minlength=self.m)
@@ -187,7 +191,7 @@ class PointPlan:
             idx, missing = unreached_mass(pop.stacked(scheme), pop.stacked(self.draw_scheme),
                                           w, self.none)
             nan[idx[np.asarray(missing) > 1e-12]] = True
-        self._coef[scheme] = (simple, joint, nan)
+        self._coef[scheme] = (simple, joint, nan, mass)
         return self._coef[scheme]
 
     def settle(self, schemes: Sequence[str]) -> None:
@@ -221,7 +225,7 @@ class PointPlan:
             self._xy = (right, {})
         got = self._xy[1].get(scheme)
         if got is None:
-            simple, joint, _ = self._coefficients(scheme)
+            simple, joint, _, _ = self._coefficients(scheme)
             q = self._label_part(scheme, False)[2]
             got = self._xy[1][scheme] = kernels().scheme_sums(
                 self.on_sys, self.on, simple, joint, self.state.judged_rows, q, right,
@@ -245,14 +249,16 @@ class PointPlan:
 
     def _precision(self, scheme: str, right: np.ndarray, z: float, kinds: Sequence[str],
                    soft: bool, bounds: dict | None = None) -> dict[str, np.ndarray]:
-        joint_nan = self._coefficients(scheme)[2]
+        _, _, joint_nan, mass = self._coefficients(scheme)
         sums = self._sums(scheme, right, soft)
+        # The joint estimate is self-normalised where the draws carried mass.
+        joint = np.divide(sums[1], mass, out=sums[1].copy(), where=mass > 0)
         out = {}
         for kind in kinds:
             if kind == "simple":
                 raw = np.where(self.none, np.nan, sums[0])
             else:
-                raw = np.where(joint_nan, np.nan, sums[1])
+                raw = np.where(joint_nan, np.nan, joint)
             own = kind == "simple"
             cache = {} if bounds is None else bounds  # the same right and z
             if (scheme, own) not in cache:

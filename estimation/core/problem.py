@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from .estimators import (
     estimate,
     prepare_evidence,
 )
+from .intervals import rounded_outward
 from .population import Population
 from .schemes import SCHEMES
 
@@ -38,6 +39,30 @@ class Problem:
     confidence: float
     population: Population
     evidence: Evidence
+    # Whether any exhaustive instance names its subject: without subject ids each pair
+    # is its own subject, and the entity schemes' recall is the instance scheme's.
+    exhaustive_subjects: bool = True
+    crowd: CrowdAnswers | None = None  # "answers" and "controls", when given
+
+
+@dataclass
+class CrowdAnswers:
+    """The crowd's answers of a problem, as codes: questions 0..n_pairs−1 are the
+    answered pairs (``pairs``, population pair codes), the rest control questions with
+    known answers (``truth``). Relations are the problem's predicate codes, −1 none."""
+
+    pairs: np.ndarray  # (n_pairs,) pair code of each answered pair
+    items: np.ndarray  # (A,) question of each answer
+    workers: np.ndarray  # (A,) worker code
+    answers: np.ndarray  # (A,) relation code, −1 for no relation
+    truth: np.ndarray  # (n_controls,) known relation code of each control question
+    n_workers: int
+    n_predicates: int
+
+    @property
+    def known(self) -> dict[int, int]:
+        n = len(self.pairs)
+        return {n + k: int(t) for k, t in enumerate(self.truth)}
 
 
 def _nonempty_str(value: Any, where: str, what: str) -> str:
@@ -77,7 +102,8 @@ def load_problem(data: Any) -> Problem:
     """Validate a parsed PROBLEM.json and index it (see docs/internals/estimation.md)."""
     if not isinstance(data, dict):
         raise ProblemError("problem: expected a JSON object")
-    known = {"scheme", "systems", "draws", "labels", "exhaustive", "confidence"}
+    known = {"scheme", "systems", "draws", "labels", "exhaustive", "confidence", "answers",
+             "controls"}
     extra = sorted(set(data) - known)
     if extra:
         raise ProblemError(
@@ -142,8 +168,16 @@ def load_problem(data: Any) -> Problem:
                 )
         draw_ids[name] = np.array([pairs.ids[key] for key in keys], dtype=np.int64)
 
-    labels = data.get("labels", {})
-    if not isinstance(labels, dict):
+    crowd = _crowd_answers(data, pairs, preds)
+    labels = dict(data.get("labels", {})) if isinstance(data.get("labels", {}), dict) else None
+    if crowd is not None and labels is not None:
+        # An answered pair without a label gets the plurality of its answers (the soft
+        # labels replace it in the estimates; the hard label is the fallback).
+        for key, votes in data["answers"].items():
+            if key not in labels:
+                said = [v[1] for v in votes]
+                labels[key] = max(sorted(set(said)), key=said.count)
+    if labels is None:
         raise ProblemError(
             "labels: expected an object {pair_key: predicate or 'no_relation'}"
         )
@@ -182,19 +216,75 @@ def load_problem(data: Any) -> Problem:
         np.array([subjects(r[2]) for r in rows], dtype=np.int64),
         np.array([doc_codes(d) for d in docs], dtype=np.int64) if docs else None,
     )
-    return Problem(scheme, float(confidence), pop, evidence)
+    subjects_given = any(isinstance(x, list) and len(x) >= 3 for x in exhaustive)
+    if crowd is not None:  # every relation the problem names is a category
+        crowd = replace(crowd, n_predicates=len(preds.ids))
+    return Problem(scheme, float(confidence), pop, evidence, subjects_given, crowd)
+
+
+ANSWER_SHAPE = "expected [worker_id, predicate or 'no_relation']"
+
+
+def _votes(value: Any, where: str, workers: _Codes, preds: _Codes) -> list[tuple[int, int]]:
+    if not isinstance(value, list) or not value:
+        raise ProblemError(f"{where}: expected a non-empty list of {ANSWER_SHAPE}")
+    out = []
+    for i, v in enumerate(value):
+        if not isinstance(v, list) or len(v) != 2:
+            raise ProblemError(f"{where}[{i}]: {ANSWER_SHAPE}")
+        w = _nonempty_str(v[0], f"{where}[{i}][0]", "worker_id")
+        rel = _nonempty_str(v[1], f"{where}[{i}][1]", "predicate or 'no_relation'")
+        out.append((workers(w), NO_RELATION if rel == "no_relation" else preds(rel)))
+    return out
+
+
+def _crowd_answers(data: dict, pairs: _Codes, preds: _Codes) -> CrowdAnswers | None:
+    """"answers": {pair_key: [[worker_id, relation], ...]}, "controls": [{"answers":
+    [...], "truth": relation}, ...]; None when the problem has no answers."""
+    answers, controls = data.get("answers"), data.get("controls", [])
+    if answers is None:
+        if controls:
+            raise ProblemError("controls: given without answers")
+        return None
+    if not isinstance(answers, dict):
+        raise ProblemError(f"answers: expected an object {{pair_key: [{ANSWER_SHAPE}, ...]}}")
+    if not isinstance(controls, list):
+        raise ProblemError("controls: expected a list of {answers, truth}")
+    workers = _Codes()
+    items, who, said, pair_codes, truth = [], [], [], [], []
+    for q, (key, votes) in enumerate(answers.items()):
+        if key not in pairs.ids:
+            raise ProblemError(f"answers.{key}: pair_key is not among the systems' instances")
+        pair_codes.append(pairs.ids[key])
+        for w, a in _votes(votes, f"answers.{key}", workers, preds):
+            items.append(q)
+            who.append(w)
+            said.append(a)
+    for k, c in enumerate(controls):
+        where = f"controls[{k}]"
+        if not isinstance(c, dict) or set(c) != {"answers", "truth"}:
+            raise ProblemError(f"{where}: expected an object with answers and truth")
+        t = _nonempty_str(c["truth"], f"{where}.truth", "predicate or 'no_relation'")
+        truth.append(NO_RELATION if t == "no_relation" else preds(t))
+        for w, a in _votes(c["answers"], f"{where}.answers", workers, preds):
+            items.append(len(answers) + k)
+            who.append(w)
+            said.append(a)
+    return CrowdAnswers(np.array(pair_codes, np.int64), np.array(items, np.int64),
+                        np.array(who, np.int64), np.array(said, np.int64),
+                        np.array(truth, np.int64), len(workers.ids), len(preds.ids))
 
 
 def _num(x: float) -> float | None:
     return None if math.isnan(x) else round(float(x), 6)
 
 
-def _interval_json(iv: Interval, k: int) -> dict[str, float | None]:
-    return {
-        "estimate": _num(iv.estimate[k]),
-        "lo": _num(iv.lo[k]),
-        "hi": _num(iv.hi[k]),
-    }
+def _interval_json(iv: Interval, k: int) -> dict[str, float | bool | None]:
+    lo, hi = float(iv.lo[k]), float(iv.hi[k])
+    exact = hi - lo <= 1e-12  # zero width: the labels decide the value
+    if not (math.isnan(lo) or math.isnan(hi)):
+        lo, hi = rounded_outward(lo, hi)  # printed ends keep the truth
+    return {"estimate": _num(iv.estimate[k]), "lo": _num(lo), "hi": _num(hi), "exact": exact}
 
 
 def results_json(problem: Problem, result: Estimates) -> dict[str, Any]:
@@ -221,8 +311,33 @@ def results_json(problem: Problem, result: Estimates) -> dict[str, Any]:
     return {
         "scheme": problem.scheme,
         "confidence": problem.confidence,
+        "scheme_notes": {s: scheme_note(problem, s) for s in result.results},
         "systems": systems,
     }
+
+
+# Measured (docs/internals/crowd-bias.md): instance-scheme recall from entity-scheme
+# draws covered 0.80-0.83, reweighted precision intervals were 0.35 wide and single
+# systems off by up to 0.057. Such results are reported, never as the headline.
+REWEIGHTED_NOTE = ("reweighted from draws of another scheme: heavy-tailed weights, "
+                   "intervals not validated to cover; not a headline figure")
+
+
+def scheme_note(problem: Problem, scheme: str) -> dict[str, Any]:
+    """What a scheme's figures are: whether they are reweighted from another scheme's
+    draws (and so not reliable), and which quantity its recall estimates."""
+    reweighted = scheme != problem.scheme
+    recall_of = scheme
+    if scheme in ("entity", "entity_relation") and not problem.exhaustive_subjects:
+        recall_of = "instance"  # every pair its own subject
+    note: dict[str, Any] = {"reweighted": reweighted, "reliable": not reweighted,
+                            "recall_of": recall_of}
+    if reweighted:
+        note["note"] = REWEIGHTED_NOTE
+    if recall_of != scheme:
+        note["recall_note"] = ("the exhaustive sample names no subject: this recall is "
+                               "instance recall; give [pair_key, predicate, subject_id]")
+    return note
 
 
 def solve(problem: Problem, schemes: Sequence[str] | None = None) -> dict[str, Any]:

@@ -457,7 +457,8 @@ def recall_instance(
         v_edge = ((th_hi[0] - th_lo[0]) / (2 * z)) ** 2
         v_y = np.maximum(v_y, np.where(n == 0, 1.0, nu**2) * v_edge)
     v_theta_f = max(v_theta, 0.0) if np.isfinite(v_theta) else np.inf
-    var = v_y + theta**2 * v_nu + v_theta_f * v_nu
+    with np.errstate(invalid="ignore"):  # inf · 0 (θ's variance unknown, ν's 0): NaN
+        var = v_y + theta**2 * v_nu + v_theta_f * v_nu
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(var > 0, v_y / var, 1.0)
     t = clusters.quantile(confidence, share)
@@ -465,8 +466,11 @@ def recall_instance(
     lo = np.where(np.isfinite(var), lo, 0.0)
     hi = np.where(np.isfinite(var), hi, 1.0)
     # r = 0: the log scale has no width; bound each factor by its Wilson upper end.
+    # ν's own upper end, not the one at ν̂ = 0: r̂ is also 0 when θ̂ is (no instance of
+    # Ŷ0 on a predicted pair), and then r = θν can be as large as ν (bounding ν by its
+    # end at 0 gave 0 [0, 0.018] for a sample in one document no system found).
     t_y = clusters.quantile(confidence)
-    _, nu_hi0 = ci.wilson(np.zeros(m), np.full(m, kish), z)
+    nu_hi0 = np.where(np.isfinite(nu_hi), nu_hi, 1.0)
     _, th_hi0 = ci.wilson(np.array([theta]), size_theta, t_y)
     rho_size = _design_sizes(
         rho, clusters.variance(gy * (1 - cov_f)), clusters.iid_variance(gy * (1 - cov_f)), n0

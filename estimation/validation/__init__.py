@@ -12,13 +12,14 @@ from .battery import (
     summarise,
     verdict,
 )
-from .noisy import NOISY, UNCORRECTED
+from .noisy import NOISY, OPEN, UNCORRECTED
 from .worlds import World, WorldSpec, make_world
 
 SCENARIOS.update(NOISY)  # noisy-crowd scenarios live in their own module
 
 __all__ = [
     "NOISY",
+    "OPEN",
     "SCENARIOS",
     "UNCORRECTED",
     "Run",

@@ -87,6 +87,11 @@ SCENARIOS: dict[str, Scenario] = {
             WorldSpec(pairs_per_doc=150, doc_size_sigma=0.3, doc_effect=0.7),
             exhaustive_docs=6,
         ),
+        Scenario(
+            "perfect",
+            "a system whose every prediction is right, and one at precision 0.97",
+            WorldSpec(fixed_precision=(1.0, 0.97)),
+        ),
     )
 }
 
@@ -265,6 +270,7 @@ class Row:
     focus: dict[str, tuple[float, float, int]]  # system -> (bias, coverage, non-exact trials)
     zero_width: int  # zero-width intervals around a value that is not exact
     exact: float  # share of (trial, system) values known exactly
+    exact_missed: int = 0  # exact values whose printed interval misses the truth
     checks: list[tuple[str, bool]] = field(default_factory=list)
 
 
@@ -277,7 +283,8 @@ def summarise(run: Run) -> list[Row]:
     """Bias, coverage and width per scheme × metric × estimator, with the checks."""
     world, trials = run.world, run.trials
     m = len(world.systems)
-    focus = [k for role in ("tiny", "novel", "subset") for k in world.roles.get(role, [])]
+    focus = [k for role in ("tiny", "novel", "subset", "fixed")
+             for k in world.roles.get(role, [])]
     focus += world.roles.get("disjoint", [])[:1]
     checked_metrics = ("precision", "recall")
     # Checks per scenario: for P and R joint, the mean coverage, each focus system's
@@ -311,6 +318,7 @@ def summarise(run: Run) -> list[Row]:
                 has_cov = counted.sum(0) >= 20
                 pooled = float(inside[counted].mean()) if counted.any() else float("nan")
                 zero = (hi - lo <= 0) & ~exact
+                missed = _exact_missed(lo, hi, t, exact)
                 row = Row(
                     run.scenario.name,
                     s,
@@ -331,15 +339,34 @@ def summarise(run: Run) -> list[Row]:
                     },
                     int(zero.sum()),
                     float(exact.mean()),
+                    missed,
                 )
                 if s == run.schemes[0] and metric in checked_metrics and kind == "joint":
                     row.checks = _checks(
                         row, cov_t, bias_t, bias_k, se_k, trials, z, run.scenario.max_bias
                     )
                 elif s == run.schemes[0] and metric in checked_metrics:
-                    row.checks = [("no zero-width interval unless exact", row.zero_width == 0)]
+                    row.checks = [("no zero-width interval unless exact", row.zero_width == 0),
+                                  _strict_check(row)]
                 rows.append(row)
     return rows
+
+
+def _exact_missed(lo: np.ndarray, hi: np.ndarray, truth: np.ndarray, exact: np.ndarray) -> int:
+    """Exact values whose interval, printed as the outputs print it (6 decimals, lo
+    rounded down, hi up), does not contain the truth under a strict comparison. The
+    truth is taken at 12 decimals: the reference's own floats are that exact."""
+    t = np.broadcast_to(truth, lo.shape)
+    missed = 0
+    for k in zip(*np.nonzero(exact), strict=True):
+        a, b = ci.rounded_outward(float(lo[k]), float(hi[k]))
+        missed += not (a <= round(float(t[k]), 12) <= b)
+    return missed
+
+
+def _strict_check(row: Row) -> tuple[str, bool]:
+    return (f"exact values whose printed interval misses the truth: {row.exact_missed}",
+            row.exact_missed == 0)
 
 
 def _checks(
@@ -397,6 +424,7 @@ def _checks(
     checks.append(
         (f"zero-width intervals around non-exact values: {row.zero_width}", row.zero_width == 0)
     )
+    checks.append(_strict_check(row))
     return checks
 
 

@@ -60,6 +60,13 @@ class CrowdSpec:
     # 0.09/0.91 = 9.9% questions on top of the labels.
     control_share: float = 0.09
     bootstrap: int = 8  # replicates over questions for the correction's uncertainty (0: none)
+    # Attractive relations (the world's most frequent ones, codes 0..attractive−1): an
+    # honest worker names relation r on a question that offers it and whose pair holds
+    # no relation with the worker's own rate, drawn uniformly from ``attractive_rate``
+    # per (worker, relation): a yes-bias per worker and relation, beside the other
+    # errors. (On a pair holding another relation the worker names that one.)
+    attractive: int = 0
+    attractive_rate: tuple[float, float] = (0.2, 0.6)
 
 
 @dataclass
@@ -78,6 +85,9 @@ class Pool:
     accuracy: np.ndarray  # (W,)
     spammer: np.ndarray  # (W,) bool
     blind: np.ndarray  # (W, P) bool: relation types the worker always misses (systematic)
+    # (W, P) chance that the worker names relation r where it is offered and the pair
+    # holds no relation (0 but for attractive relations; spammers answer at random).
+    yes: np.ndarray | None = None
 
 
 def make_pool(spec: CrowdSpec, n_predicates: int, rng: np.random.Generator) -> Pool:
@@ -90,7 +100,13 @@ def make_pool(spec: CrowdSpec, n_predicates: int, rng: np.random.Generator) -> P
     blind = np.zeros((w, n_predicates), dtype=bool)
     if spec.systematic:
         blind = rng.random((w, n_predicates)) < spec.error_rate
-    return Pool(np.where(spammer, 0.0, acc), spammer, blind)
+    yes = np.zeros((w, n_predicates))
+    k = min(spec.attractive, n_predicates)
+    if k:
+        lo, hi = spec.attractive_rate
+        yes[:, :k] = rng.uniform(lo, hi, (w, k))
+        yes[spammer] = 0.0
+    return Pool(np.where(spammer, 0.0, acc), spammer, blind, yes)
 
 
 def pair_types(truth: np.ndarray, spec: CrowdSpec, n_predicates: int,
@@ -155,7 +171,24 @@ def _answer(truth: np.ndarray, worker: np.ndarray, offered: np.ndarray, pool: Po
         blind = honest_true & pool.blind[worker, np.maximum(truth, 0)]
         # Blind spots replace the random errors on true pairs.
         out = np.where(honest_true, np.where(blind, NO_RELATION, truth), out)
+    if pool.yes is not None and pool.yes.any():
+        # Yes-bias: an attractive relation offered on a pair holding none is named at
+        # the worker's rate for it (checked in the order offered: the first one said is
+        # the answer).
+        for j in range(k):
+            r = offered[:, j]
+            rate = pool.yes[worker, r]
+            said = (truth == NO_RELATION) & (rng.random(n) < rate) & (rate > 0)
+            out = np.where(said & ~_said_before(out, offered[:, :j], truth), r, out)
     return np.where(pool.spammer[worker], pick_any, out)
+
+
+def _said_before(out: np.ndarray, earlier: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Whether an answer already names an earlier offered relation that is false (a
+    bias checked before this one already decided the answer)."""
+    if earlier.shape[1] == 0:
+        return np.zeros(len(out), dtype=bool)
+    return ((earlier == out[:, None]) & (earlier != truth[:, None])).any(axis=1)
 
 
 def _strict_majority(answers: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,8 @@ class WorldSpec:
     tiny_size: int = 6
     novel_pairs: int = 1_500
     subset_share: float = 0.3
+    # Precisions of the first teams, in order (role "fixed"); the rest draw theirs.
+    fixed_precision: tuple[float, ...] = ()
 
 
 @dataclass
@@ -135,9 +137,11 @@ def make_world(spec: WorldSpec, rng: np.random.Generator) -> World:
         pred[clash] = (pred[clash] + shift) % spec.n_predicates
         return pred
 
-    def team_system(pool: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def team_system(pool: np.ndarray, weight: np.ndarray,
+                    precision: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         recall = rng.uniform(0.05, 0.3)
-        precision = rng.uniform(0.25, 0.85)
+        drawn = rng.uniform(0.25, 0.85)
+        precision = drawn if precision is None else precision
         true_pool = pool[label[pool] >= 0]
         tp = true_pool[weighted_choice(rng, weight[true_pool], int(recall * len(true_pool)))]
         n_fp = int(len(tp) * (1 - precision) / precision)
@@ -160,7 +164,8 @@ def make_world(spec: WorldSpec, rng: np.random.Generator) -> World:
         # A team's novel predictions: a private slice of pairs it favours strongly.
         boost = np.ones(total)
         boost[rng.choice(main, len(main) // 30, replace=False)] = 25.0
-        systems.append((f"team{t:02d}", *team_system(main, salience * boost)))
+        fixed = spec.fixed_precision[t] if t < len(spec.fixed_precision) else None
+        systems.append((f"team{t:02d}", *team_system(main, salience * boost, fixed)))
         team.append(t)
     for d in range(n_dup):
         # Another run of a team: most predictions kept, a few dropped or changed.
@@ -168,7 +173,8 @@ def make_world(spec: WorldSpec, rng: np.random.Generator) -> World:
         pairs, preds = another_run(rng, *systems[src][1:], wrong_predicate)
         systems.append((f"team{src:02d}-run{d}", pairs, preds))
         team.append(src)
-    roles: dict[str, list[int]] = {"disjoint": []}
+    roles: dict[str, list[int]] = {"disjoint": [], "fixed": list(range(
+        min(len(spec.fixed_precision), n_base)))}
     for d in range(n_team):
         systems.append((f"disjoint{d}", *team_system(dis, salience)))
         team.append(n_base)

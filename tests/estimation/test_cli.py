@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from estimation.cli import main
-from estimation.validation import SCENARIOS, UNCORRECTED
+from estimation.validation import OPEN, SCENARIOS, UNCORRECTED
 from tests import ROOT
 
 PROBLEM = {
@@ -59,13 +59,18 @@ def test_estimate_output_contract(tmp_path, capsys):
     assert a["labels_used"] == 3
     for metric in ("precision", "recall", "f1"):
         for kind in ("simple", "joint"):
-            assert set(a[metric][kind]) == {"estimate", "lo", "hi"}
+            assert set(a[metric][kind]) == {"estimate", "lo", "hi", "exact"}
     # A's own draws labelled all three of its pairs (p1, p3 right, p2 wrong): its
     # precision is known exactly, whatever the draws' proportion (2 of 4) says.
     simple = a["precision"]["simple"]
     assert simple["estimate"] == pytest.approx(2 / 3, abs=1e-6)
-    assert simple["lo"] == simple["hi"] == simple["estimate"]
-    assert set(a["schemes"]) == {"instance", "predicate", "entity", "entity_relation"}
+    # Exact, and its printed ends rounded outward (lo down, hi up) still contain 2/3.
+    assert simple["exact"] and simple["lo"] <= 2 / 3 <= simple["hi"]
+    assert simple["hi"] - simple["lo"] < 1.5e-6
+    # By default only the draw scheme: the others are reweighted and not reliable.
+    assert set(a["schemes"]) == {"instance"}
+    assert result["scheme_notes"] == {"instance": {"reweighted": False, "reliable": True,
+                                                   "recall_of": "instance"}}
     c = result["systems"][2]  # no instances, no draws: nulls, never a crash
     assert c["precision"]["simple"]["estimate"] is None
     assert c["recall"]["simple"]["estimate"] == 0
@@ -205,8 +210,8 @@ def test_simulate_and_bench_name_what_is_accepted(tmp_path, capsys):
         [sys.executable, "bench/bench_validate.py", "--scenario", "nope", "--trials", "2"],
         capture_output=True, text=True, check=False, cwd=ROOT)
     assert bench.returncode == 2 and bench.stdout == ""
-    known = ", ".join({**SCENARIOS, **UNCORRECTED})
-    assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, crowd")
+    known = ", ".join({**SCENARIOS, **UNCORRECTED, **OPEN})
+    assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, perfect, crowd")
     assert bench.stderr == f"error: --scenario: unknown scenario 'nope'; expected one of {known}\n"
 
 
@@ -255,3 +260,49 @@ def test_exhaustive_documents_are_clusters(tmp_path, capsys):
     code, out, _ = run(tmp_path, capsys, problem, "estimate", "--schemes", "instance")
     one_doc = json.loads(out)["systems"][0]["recall"]["simple"]
     assert (one_doc["lo"], one_doc["hi"]) == (0, 1)
+
+
+def test_exhaustive_sample_no_system_found_gives_an_honest_recall(tmp_path, capsys):
+    """Ŷ0 is one document that no system predicted on: θ̂ = 0, so joint recall is 0,
+    but r = θν with θ unknown can be as large as ν. The upper end was ν's at ν̂ = 0
+    (0 [0, 0.018]); it is now ν's own: A found every true pair of the pool (ν̂ = 1)."""
+    a = [[f"p{k}", "r"] for k in range(1, 7)]
+    problem = {
+        "scheme": "instance",
+        "systems": [{"name": "A", "instances": a}, {"name": "B", "instances": a[:3]}],
+        "draws": {"A": ["p1", "p2", "p3", "p4", "p5", "p6"], "B": ["p1", "p2", "p3"]},
+        "labels": {"p1": "r", "p2": "r", "p3": "r", "p4": "r", "p5": "no_relation",
+                   "p6": "r"},
+        "exhaustive": [[f"q{k}", "r", f"e{k}", "d9"] for k in range(3)],
+    }
+    code, out, err = run(tmp_path, capsys, problem, "estimate")
+    assert code == 0, err
+    a_rec, b_rec = (s["recall"]["joint"] for s in json.loads(out)["systems"])
+    assert a_rec["estimate"] == 0 and a_rec["hi"] == 1.0
+    # B found 3 of the pool's 5 true pairs: its recall is at most ν's upper end.
+    assert b_rec["estimate"] == 0 and 0.6 < b_rec["hi"] < 1.0
+
+
+def test_reweighted_schemes_are_flagged_and_entity_recall_says_what_it_is(tmp_path, capsys):
+    code, out, err = run(tmp_path, capsys, PROBLEM, "estimate", "--schemes", "all")
+    assert code == 0, err
+    result = json.loads(out)
+    assert set(result["systems"][0]["schemes"]) == {"instance", "predicate", "entity",
+                                                    "entity_relation"}
+    notes = result["scheme_notes"]
+    assert notes["instance"]["reliable"] and not notes["instance"]["reweighted"]
+    for s in ("predicate", "entity", "entity_relation"):
+        assert notes[s]["reweighted"] and not notes[s]["reliable"] and notes[s]["note"]
+    # PROBLEM's exhaustive sample names no subject: "entity" recall is instance recall.
+    assert notes["entity"]["recall_of"] == notes["entity_relation"]["recall_of"] == "instance"
+    assert "subject" in notes["entity"]["recall_note"]
+    assert notes["predicate"]["recall_of"] == "predicate"
+    a = result["systems"][0]
+    # (From Ŷ0 alone: the instance scheme's simple recall.)
+    assert a["schemes"]["entity"]["recall"]["joint"] == a["schemes"]["instance"]["recall"][
+        "simple"]
+    # With subject ids, entity recall is entity recall.
+    named = {**PROBLEM, "exhaustive": [[*x, f"s{k}"] for k, x in
+                                       enumerate(PROBLEM["exhaustive"])]}
+    code, out, err = run(tmp_path, capsys, named, "estimate", "--schemes", "all")
+    assert json.loads(out)["scheme_notes"]["entity"]["recall_of"] == "entity"

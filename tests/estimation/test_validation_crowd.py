@@ -163,3 +163,31 @@ def test_parameter_replicates_shrink_with_more_questions_and_vanish_for_a_perfec
     # about 1e-6) is rounding far below any interval's width.
     perfect = CrowdSpec(error_rate=0.0, spammer_share=0.0, bootstrap=8)
     assert _replicate_spread(200, perfect, 0) < 1e-10
+
+
+def test_attractive_relations_are_said_at_each_workers_own_rate():
+    """Yes-bias per worker and relation: with no other error, an honest worker names
+    attractive relation r on a question offering it whose pair holds no relation at its
+    own rate for r, and is right everywhere else."""
+    rng = np.random.default_rng(3)
+    truth = np.where(rng.random(20_000) < 0.4, rng.integers(0, 20, 20_000), NO_RELATION)
+    spec = CrowdSpec(error_rate=0.0, spammer_share=0.0, attractive=2, pair_types=0,
+                     n_options=8)
+    pool = make_pool(spec, 20, rng)
+    assert np.all((pool.yes[:, :2] >= 0.2) & (pool.yes[:, :2] <= 0.6))
+    assert not pool.yes[:, 2:].any()
+    got = answer(truth, pool, spec, 20, rng)
+    t = truth[got.items]
+    wrong = got.answers != t
+    # Every wrong answer names an attractive relation on a pair holding none.
+    assert set(np.unique(got.answers[wrong])) <= {0, 1}
+    assert np.all(t[wrong] == NO_RELATION)
+    # Per worker: relation 0 is offered on 8 of 20 questions and said there at the
+    # worker's rate, unless relation 1 was offered before it and said first (at most
+    # 7/19 · 1/2 · 0.6 of the time): 0.36-0.40 of the rate on pairs holding none, each
+    # share from ~1,800 answers (sd ~0.02 of the ratio): 0.28-0.46.
+    rates = np.array([np.mean(got.answers[(got.workers == w) & (t == NO_RELATION)] == 0)
+                      for w in range(20)])
+    assert np.all((rates > 0.28 * pool.yes[:, 0]) & (rates < 0.46 * pool.yes[:, 0])), \
+        rates / pool.yes[:, 0]
+    assert np.corrcoef(rates, pool.yes[:, 0])[0, 1] > 0.9

@@ -280,3 +280,26 @@ def test_submission_page_and_admin_show_the_money(client, planned,
                       "confirm": "1", "reason": "random clicks"})
     a.refresh_from_db()
     assert a.state == AssignmentState.REJECTED and a.feedback == "random clicks"
+
+
+@pytest.mark.parametrize("debounce", [10, 0])
+def test_labels_refit_the_crowd_model_without_waiting_for_the_pass(
+        planned, django_capture_on_commit_callbacks, settings, debounce) -> None:
+    """New labels ask for a refit of the corpus's crowd model (debounced; eager Celery
+    runs it at once): the soft labels exist before the hourly pass. With the debounce
+    at 0 (off) they wait for the pass, as before."""
+    from django.core.cache import cache
+
+    settings.KBPO_CROWD_REFIT_DEBOUNCE = debounce
+    sub, hit = planned
+    cache.delete(quality_workers.refit_key(sub.corpus_id))
+    for w in ("w1", "w2", "w3"):
+        submit(hit, w, truth, django_capture_on_commit_callbacks)
+    assert PairLabel.objects.count() == 3
+    soft = [lab.posterior for lab in PairLabel.objects.all()]
+    if debounce:
+        assert all(soft), soft
+        # The refit's own relabelling asks for no further refit: nothing waits.
+        assert cache.get(quality_workers.refit_key(sub.corpus_id)) is None
+    else:
+        assert not any(soft), soft

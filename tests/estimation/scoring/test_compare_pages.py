@@ -74,3 +74,32 @@ def test_compare_page_shows_the_verdict(scored: World) -> None:
     bad = Client().get(url, {"a": scored.a.pk, "b": "oops"})
     assert bad.status_code == 400 and "b=&#x27;oops&#x27; is not a submission id" in \
         bad.content.decode()
+
+
+@pytest.mark.django_db
+def test_compare_reads_the_leaderboards_labelled_state(scored: World) -> None:
+    """The figures beside the leaderboard are its own; while labels newer than its run
+    wait to be scored, a fresh comparison is refused (503) rather than made on them."""
+    from django.db.models import F
+
+    from estimation import scoring
+    from estimation.core.intervals import rounded_outward
+    from estimation.models import ScoreRun, ScoringState, SystemScore
+
+    body = _api(a=scored.a.pk, b=scored.b.pk).json()
+    run = ScoreRun.latest(scored.corpus)
+    row = SystemScore.objects.get(run=run, submission=scored.a, scheme="instance")
+    for metric in ("precision", "recall", "f1"):
+        est, lo, hi = row.interval(metric, "joint")
+        shown = body["a"][metric]
+        assert shown["estimate"] == pytest.approx(est, abs=1e-6)
+        assert (shown["lo"], shown["hi"]) == rounded_outward(lo, hi)
+    # A label arrives; the board still shows the run before it.
+    state, _ = ScoringState.objects.get_or_create(corpus=scored.corpus)
+    ScoringState.objects.filter(pk=state.pk).update(generation=F("generation") + 1)
+    resp = _api(a=scored.b.pk, b=scored.a.pk)
+    assert resp.status_code == 503 and "scores" in resp.json()
+    # The comparison made on the board's state is still served for the board it matches.
+    assert _api(a=scored.a.pk, b=scored.b.pk).json() == body
+    scoring.run_scheduled(scored.corpus.pk)  # scores the newer generation
+    assert _api(a=scored.b.pk, b=scored.a.pk).status_code == 200

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from estimation import leaderboard as lb
 from estimation import scoring, snapshot
+from estimation.core.intervals import rounded_outward
 from estimation.models import METRICS, BoardSnapshot, ScoreRun, SystemScore
 from estimation.stored_pages import render_version
 from estimation.templatetags.scores import ci
@@ -43,7 +44,21 @@ def _cell_html(m: lb.Metric) -> str:
 def _aria_interval(m: lb.Metric, pct: int) -> str:
     if m.exact:
         return "exact"
-    return f"{pct}% interval {snapshot._score(m.lo)} to {snapshot._score(m.hi)}"
+    if not _both(m.lo, m.hi):
+        return f"{pct}% interval {snapshot._score(m.lo)} to {snapshot._score(m.hi)}"
+    lo, hi = rounded_outward(m.lo, m.hi, 3)  # printed ends keep the truth
+    return f"{pct}% interval {lo:.3f} to {hi:.3f}"
+
+
+def _both(lo: float | None, hi: float | None) -> bool:
+    return lo is not None and hi is not None and lo == lo and hi == hi
+
+
+def _csv_ends(lo: float | None, hi: float | None) -> list[str]:
+    """Both ends known: rounded outward (lo down, hi up); else each as it is."""
+    if not _both(lo, hi):
+        return [snapshot._csv_num(lo), snapshot._csv_num(hi)]
+    return [f"{x:.6f}" for x in rounded_outward(lo, hi)]
 
 
 def _reference(run: ScoreRun, kind: str, scores: list[SystemScore], subs: dict) -> dict:
@@ -64,8 +79,10 @@ def _reference(run: ScoreRun, kind: str, scores: list[SystemScore], subs: dict) 
                     **{m: metrics[m].as_dict() for m in METRICS}})
         csv_cells.append(
             [str(csv_safe(info.owner)), str(sub.is_baseline)]
-            + [str(v) if isinstance(v, bool) else snapshot._csv_num(v) for m in METRICS
-               for v in (metrics[m].estimate, metrics[m].lo, metrics[m].hi, metrics[m].exact)]
+            + [v for m in METRICS for v in (
+                snapshot._csv_num(metrics[m].estimate),
+                *_csv_ends(metrics[m].lo, metrics[m].hi),
+                str(metrics[m].exact))]
             + [str(sc.labels_used), str(sc.draws), str(sc.pending), cost,
                str(csv_safe(sub.paper_url or "")), "" if dropped is None else str(dropped)])
         tails[sc.pk] = f'</svg></td><td class="num">{intcomma(sc.labels_used)}</td></tr>\n'
