@@ -142,3 +142,35 @@ class Profile(models.Model):
 
     def __str__(self) -> str:
         return f"profile of {self.user}"
+
+
+class DocumentEntity(models.Model):
+    """An entity of a DocRED-schema document (its vertexSet entry), with all its mentions.
+
+    Predictions and gold name entities by `index`, so every entry is kept in order.
+    `anchor_begin/anchor_end` is the span that stands for the entity in a pair's
+    key (kbpo.core.docred_docs): unique among the document's entities.
+    """
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="entities")
+    index = models.PositiveIntegerField()
+    type = models.CharField(max_length=8)
+    name = models.CharField(max_length=300)
+    # Flat [sentence index, begin, end, ...], character offsets, half-open, text order.
+    mentions = models.JSONField(default=list)
+    anchor_begin = models.PositiveIntegerField()
+    anchor_end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["document", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "index"], name="entity_unique_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.index} {self.name} ({self.type})"
+
+    def mention_spans(self) -> list[tuple[int, int, int]]:
+        """(sentence index, begin, end) of every mention."""
+        m = self.mentions
+        return [(m[i], m[i + 1], m[i + 2]) for i in range(0, len(m), 3)]
