@@ -242,3 +242,9 @@ def test_the_api_takes_a_docred_file_with_or_without_its_format(
                            "file": SimpleUploadedFile("r.json", result(GOOD[:1]))},
                      format="multipart")
     assert wrong.status_code == 400 and "format you chose" in wrong.json()["file"][0]
+
+
+def test_the_format_page_lists_the_docred_relations(client: Client, docred: Corpus) -> None:
+    html = client.get(reverse("submission-format")).content.decode()
+    assert 'id="docred"' in html and "<code>redocred</code>" in html
+    assert "<code>P1441</code></td><td>present in work</td><td>X appears in the work Y." in html
