@@ -7,7 +7,8 @@ submission, so that planning, the crowd and scoring take it as they take a TAC K
 - each (document, head, tail) a `MentionPair` between the two entities' anchors
   (`kbpo.core.docred_docs`), shared with every other submission and with the gold;
 - each fact a `RelationInstance` with its relation id as predicate, in the
-  prediction's direction (DocRED relations are directed; nothing is folded).
+  prediction's direction (DocRED relations are directed; nothing is folded), and its
+  evidence sentences, when given, an `InstanceEvidence`.
 
 `DocredIngestor` has the interface of `ingest.Ingestor` (drop-invalid re-runs it
 without the invalid predictions) and must likewise run inside a transaction.
@@ -29,7 +30,14 @@ from kbpo.core.models import Document, DocumentEntity, Sentence
 from .docred_format import CorpusView, DocView, Prediction, check_predictions
 from .ingest_sql import submission_stats
 from .kbformat import Outcome, Rejected, Report, open_stream
-from .models import MentionPair, RelationInstance, Submission, SubmissionEntity, SubmissionMention
+from .models import (
+    InstanceEvidence,
+    MentionPair,
+    RelationInstance,
+    Submission,
+    SubmissionEntity,
+    SubmissionMention,
+)
 
 
 class DocredIngestor:
@@ -128,12 +136,17 @@ class DocredIngestor:
             for d, i in sorted(used) for _, b, e in entities[(d, i)].mention_spans()]
         SubmissionMention.objects.bulk_create(mentions, batch_size=5000)
         pairs = self._pairs(preds, entities)
-        RelationInstance.objects.bulk_create([
+        ordered = sorted(preds, key=lambda p: p.number)
+        instances = RelationInstance.objects.bulk_create([
             RelationInstance(submission_id=sid, predicate=p.r, line=p.number,
                              pair_id=pairs[(p.doc.pk, p.h, p.t)],
                              subject_entity_id=node_pk[(p.doc.pk, p.h)],
                              object_entity_id=node_pk[(p.doc.pk, p.t)])
-            for p in sorted(preds, key=lambda p: p.number)], batch_size=5000)
+            for p in ordered], batch_size=5000)
+        InstanceEvidence.objects.bulk_create([
+            InstanceEvidence(instance_id=row.pk, sentences=sorted(p.evidence))
+            for p, row in zip(ordered, instances, strict=True) if p.evidence],
+            batch_size=5000)
         return len(rows), len(mentions)
 
     @staticmethod

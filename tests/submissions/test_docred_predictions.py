@@ -87,6 +87,9 @@ def test_predictions_become_document_level_instances(tmp_path: Path, user: User,
     assert (pair.object_begin, pair.object_end) == (ents[3].anchor_begin, ents[3].anchor_end)
     assert (pair.subject_type, pair.object_type) == ("PER", "PER")
     assert father.line == 1
+    assert father.evidence.sentences == [1]  # kept for the crowd page to emphasise
+    assert not hasattr(RelationInstance.objects.get(submission=sub, predicate="P569"),
+                       "evidence")
     # the entity scheme's entity: the head entity within its document
     assert father.subject_entity.node == "Ada_Byron_a_life#0"
     assert father.object_entity.node == "Ada_Byron_a_life#3"
@@ -163,6 +166,8 @@ def test_duplicates_are_merged_with_a_warning(tmp_path: Path, user: User,
                                               docred: Corpus) -> None:
     dup = dict(GOOD[0], evidence=[0])
     sub = submit(tmp_path, result([*GOOD, dup]))
+    merged = RelationInstance.objects.get(submission=sub, predicate="P22")
+    assert (merged.line, merged.evidence.sentences) == (1, [0, 1])
     assert (sub.state, sub.n_relations, sub.n_warnings) == ("ingested", 3, 1)
     assert sub.report[0]["code"] == "DUPLICATE_PREDICTION" and sub.report[0]["line"] == 4
     assert "[3] (line 1, column" in sub.report[0]["message"] and "repeats [0]" in \
