@@ -75,7 +75,7 @@ def load_docred_corpus(tag: str, path: Path, description: str = "",
                        ) -> LoadReport:
     """Load (or re-load) a DocRED file into the DocRED corpus `tag`."""
     started = time.monotonic()
-    report = LoadReport(corpus=tag)
+    report = LoadReport(corpus=tag, unit="documents")
     corpus = docred_corpus(tag, description or f"Loaded from {path.name} (DocRED format)")
     docs = read_documents(path, report)
     existing = dict(Document.objects.filter(corpus=corpus).values_list("doc_id",
