@@ -22,6 +22,7 @@ from annotations.quality.label_table import LabelTable, label_table
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 from kbpo.core.schema import CANONICAL_PREDICATES, NO_RELATION
+from kbpo.core.schemas import DOCRED, get_schema
 from submissions.models import MentionPair, RelationInstance, Submission
 
 from . import instance_cache
@@ -30,7 +31,11 @@ from .core.noise import SoftLabels, self_consistent, with_soft_labels
 from .core.points import PointPlan
 from .correction import soft_label_replicates
 
-PREDICATES: tuple[str, ...] = tuple(sorted(CANONICAL_PREDICATES))
+# Codes for every built-in schema's relations: TAC KBP's first (their codes unchanged),
+# then DocRED's ids. The names never collide (`per:spouse`, `P26`), so one table serves
+# every corpus whatever its schema, and a corpus only ever uses its own schema's codes.
+PREDICATES: tuple[str, ...] = (tuple(sorted(CANONICAL_PREDICATES))
+                               + tuple(get_schema(DOCRED).relations))
 PREDICATE_CODE: dict[str, int] = {p: i for i, p in enumerate(PREDICATES)}
 CHUNK = 100_000
 

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from kbpo.core.models import Corpus
 
+from .docred_format import check_upload
 from .kbformat import UploadCheck, inspect_upload
 from .models import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS, Submission
 
@@ -26,9 +27,10 @@ class SubmissionForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 4}),
         help_text=Submission._meta.get_field("method_description").help_text)
     file = forms.FileField(
-        help_text="TAC KBP Cold Start KB format, plain text or gzip (.gz). The first line "
-                  "is your run id. See the <a href=\"/submissions/format/\">format and "
-                  "validation rules</a>.")
+        help_text="TAC KBP Cold Start KB format, plain text or gzip (.gz), whose first line "
+                  "is your run id; for a DocRED corpus, the DocRED result format (a JSON "
+                  "list). The format is recognised from the content. See the <a "
+                  "href=\"/submissions/format/\">format and validation rules</a>.")
 
     drop_invalid = forms.BooleanField(
         required=False, label="Drop invalid lines",
@@ -57,5 +59,10 @@ class SubmissionForm(forms.ModelForm):
         check = inspect_upload(upload, limit)
         if check.code:
             raise forms.ValidationError(check.message, code=check.code.lower())
+        corpus = self.cleaned_data.get("corpus")
+        if corpus is not None:
+            problem = check_upload(upload, check, corpus.schema, corpus.tag)
+            if problem:
+                raise forms.ValidationError(problem, code="wrong_format")
         self.check = check
         return upload

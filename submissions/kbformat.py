@@ -114,6 +114,24 @@ CODES: dict[str, tuple[str, str]] = {
     "TOO_MANY_INVALID_LINES": (ERROR, "Drop-invalid is for a few bad lines among many: fix "
                                       "the file, and check that its document ids are those "
                                       "of the corpus you chose."),
+    # DocRED result files (submissions/docred_format.py; docs/researchers/docred.md): the "line" of
+    # these is the prediction's position in the list, from 1; messages give the JSON
+    # path and the line of the file where it starts.
+    "MALFORMED_JSON": (ERROR, "A DocRED result file is one JSON list of objects "
+                              "{\"title\", \"h_idx\", \"t_idx\", \"r\", \"evidence\"?}; "
+                              "check it with `python -m json.tool file.json`."),
+    "MALFORMED_PREDICTION": (ERROR, "Each prediction is {\"title\": string, \"h_idx\": int, "
+                                    "\"t_idx\": int, \"r\": \"P17\", \"evidence\": [int, "
+                                    "...] (optional)}."),
+    "UNKNOWN_TITLE": (ERROR, "Use the documents' titles exactly as in the corpus file; "
+                             "check that you picked the right corpus."),
+    "ENTITY_INDEX_OUT_OF_RANGE": (ERROR, "h_idx and t_idx index the document's vertexSet, "
+                                         "from 0, in the corpus file's order."),
+    "UNKNOWN_RELATION": (ERROR, "r is a relation id of the corpus's schema (DocRED: P17, "
+                                "P131, ...; see /submissions/format/)."),
+    "BAD_EVIDENCE": (ERROR, "evidence lists sentence indices of the document, from 0."),
+    "DUPLICATE_PREDICTION": (WARNING, "The same (title, h_idx, t_idx, r) was given again; "
+                                      "the predictions were merged (their evidence joined)."),
 }
 
 
@@ -516,7 +534,8 @@ def same_text(actual: str, text: str) -> bool:
 
 # Problems about the file as a whole: dropping lines cannot cure them.
 FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
-                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES", "TOO_MANY_LINES"})
+                        "NO_RELATIONS", "TOO_MANY_INVALID_LINES", "TOO_MANY_LINES",
+                        "MALFORMED_JSON"})
 
 
 class Rejected(Exception):

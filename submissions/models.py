@@ -282,3 +282,15 @@ class RelationInstance(models.Model):
 
     def __str__(self) -> str:
         return f"{self.predicate} @ {self.pair_id}"
+
+
+class InstanceEvidence(models.Model):
+    """The evidence sentences a DocRED prediction gave (indices into its document's
+    sentences), for the crowd page to emphasise; predictions without evidence have none."""
+
+    instance = models.OneToOneField(RelationInstance, on_delete=models.CASCADE,
+                                    related_name="evidence")
+    sentences = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"evidence {self.sentences} of {self.instance_id}"

@@ -17,7 +17,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kbpo.core.jobs import enqueue
+from kbpo.core.schemas import DOCRED
 
+from .docred_ingest import DocredIngestor
 from .ingest import Ingestor, Outcome, Rejected
 from .kbformat import CODES
 from .models import RelationInstance, State, Submission
@@ -87,7 +89,7 @@ def run_ingestion(submission_id: int) -> str:
             if sub.drop_invalid:
                 out, dropped = ingest_dropping_invalid(sub)
             else:
-                out, dropped = Ingestor(sub).run(), {}
+                out, dropped = ingestor_for(sub)(sub).run(), {}
             warnings = out.report.warnings
             kept = (f" {len(dropped):,} invalid line(s) dropped." if sub.drop_invalid
                     else "")
@@ -150,6 +152,12 @@ def run_ingestion(submission_id: int) -> str:
     return "ingested"
 
 
+def ingestor_for(sub: Submission) -> type[Ingestor] | type[DocredIngestor]:
+    """The corpus's schema decides the file format: DocRED corpora take DocRED result
+    files (checked at upload, docred_format.format_problem), the others TAC KB files."""
+    return DocredIngestor if sub.corpus.schema == DOCRED else Ingestor
+
+
 # Each round drops the lines the previous one found invalid; dropping a line can only
 # expose errors in lines that depended on it, so a few rounds reach a clean file.
 MAX_DROP_ROUNDS = 6
@@ -171,7 +179,7 @@ def ingest_dropping_invalid(sub: Submission) -> tuple[Outcome, dict[int, tuple[s
     for _round in range(MAX_DROP_ROUNDS):
         try:
             with transaction.atomic():  # a savepoint: a rejected round leaves nothing
-                out = Ingestor(sub, frozenset(dropped), frozenset(nodes)).run()
+                out = ingestor_for(sub)(sub, frozenset(dropped), frozenset(nodes)).run()
         except Rejected as rej:
             new_lines = set(rej.report.error_lines) - set(dropped)
             if not rej.curable or not (new_lines or rej.bad_nodes - nodes):

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from kbpo.core.models import Corpus
 
+from .docred_format import FORMATS, check_upload
 from .kbformat import UploadCheck, inspect_upload
 from .models import DESCRIPTION_MAX_CHARS, METHOD_MAX_CHARS, Submission, SubmissionEvent
 from .services import NEXT_STEP
@@ -55,7 +56,12 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 class SubmissionCreateSerializer(serializers.ModelSerializer):
     corpus = serializers.SlugRelatedField(slug_field="tag", queryset=Corpus.objects.all(),
                                           help_text="Corpus tag, e.g. `demo`.")
-    file = serializers.FileField(help_text="TAC KB file, plain or gzip.")
+    file = serializers.FileField(help_text="TAC KB file, or DocRED result file (JSON list) "
+                                           "for a DocRED corpus; plain or gzip.")
+    format = serializers.ChoiceField(
+        choices=FORMATS, required=False, write_only=True,
+        help_text="`tac` or `docred`; left out, the format is recognised from the content. "
+                  "It must be the corpus's: a DocRED corpus takes DocRED result files.")
     description = serializers.CharField(required=False, allow_blank=True,
                                         max_length=DESCRIPTION_MAX_CHARS)
     method_description = serializers.CharField(required=False, allow_blank=True,
@@ -67,8 +73,16 @@ class SubmissionCreateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Submission
-        fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
-                  "public", "drop_invalid")
+        fields = ("name", "corpus", "file", "format", "description", "method_description",
+                  "paper_url", "public", "drop_invalid")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        check = self.context.get("check")
+        problem = check_upload(attrs["file"], check, attrs["corpus"].schema,
+                               attrs["corpus"].tag, attrs.pop("format", None))
+        if problem:
+            raise serializers.ValidationError({"file": [problem]}, code="wrong_format")
+        return attrs
 
     def validate_file(self, upload: Any) -> Any:
         limit = settings.KBPO_SUBMISSION_MAX_BYTES

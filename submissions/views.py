@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET
 from kbpo.core import schema
 from kbpo.core.accounts import UNCONFIRMED_MESSAGE, email_confirmed
 from kbpo.core.models import Corpus
+from kbpo.core.schemas import DOCRED, get_schema
 from kbpo.core.security import csv_safe, isolated
 
 from .forms import SubmissionForm
@@ -255,4 +256,6 @@ def format_help(request: HttpRequest) -> HttpResponse:
         "folded": sorted(schema.FOLDED.items()),
         "upload_url": reverse("submission-new"),
         "corpora": Corpus.objects.order_by("tag"),
+        "docred_corpora": Corpus.objects.filter(schema=DOCRED).order_by("tag"),
+        "docred_relations": list(get_schema(DOCRED).relations.values()),
     })

@@ -1,4 +1,6 @@
-"""A simulated crowd answering from a gold key (the demo world's gold.jsonl).
+"""A simulated crowd answering from a gold key: the demo world's gold.jsonl, or a DocRED
+file's labels (recognised by content: a JSON list), keyed by the head and tail anchors
+a DocRED corpus stores its pairs on (`kbpo.core.docred_docs`).
 
 Pure Python (no Django): the `simulate_crowd` command feeds these answers through the
 same intake code as real workers' answers.
@@ -13,11 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbpo.core.docred_docs import DocredProblem, parse_document
 from kbpo.core.gold import GoldProblem, canonical_relations
+from kbpo.core.jsonlist import JsonListError, iter_list
 
 NO_RELATION = "no_relation"
 PairSpans = tuple[str, int, int, int, int]  # doc id, subject begin/end, object begin/end
@@ -64,6 +69,10 @@ class GoldKey:
 
     @classmethod
     def load(cls, path: Path) -> GoldKey:
+        with open(path, "rb") as fh:
+            head = fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+        if head.startswith(b"["):
+            return cls.load_docred(path)
         relations: dict[PairSpans, set[str]] = {}
         mentions: dict[str, list[dict]] = {}
         with open(path, encoding="utf-8") as fh:
@@ -85,6 +94,29 @@ class GoldKey:
                     raise ValueError(f"{path}: line {number}: not a gold.jsonl record "
                                      f"({exc}); see docs/reference/demo-world.md") from exc
         return cls({k: frozenset(v) for k, v in relations.items()}, mentions)
+
+    @classmethod
+    def load_docred(cls, path: Path) -> GoldKey:
+        """A DocRED file's labels: each (h, t, r) a relation of the pair (head anchor, tail
+        anchor) of the document as `load_corpus --format docred` stores it."""
+        relations: dict[PairSpans, set[str]] = {}
+        seen: Counter = Counter()
+        try:
+            for where, rec in iter_list(path.read_text(encoding="utf-8"), "document"):
+                doc = parse_document(where, rec, seen)
+                n = len(doc.entities)
+                for k, label in enumerate(doc.labels):
+                    h, t, r = (label.get(x) if isinstance(label, dict) else None
+                               for x in ("h", "t", "r"))
+                    if not (isinstance(h, int) and isinstance(t, int) and 0 <= h < n
+                            and 0 <= t < n and h != t and isinstance(r, str)):
+                        raise ValueError(f"{path}: {where.path}.labels[{k}]: needs entity "
+                                         f"indices h != t in 0..{n - 1} and a relation r")
+                    ha, ta = doc.entities[h].anchor, doc.entities[t].anchor
+                    relations.setdefault((doc.doc_id, *ha, *ta), set()).add(r)
+        except (JsonListError, DocredProblem, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+        return cls({k: frozenset(v) for k, v in relations.items()}, {})
 
     def truth(self, pair: PairSpans) -> frozenset[str]:
         """The gold predicates of a canonical pair, or {no_relation}."""

@@ -39,6 +39,7 @@ from annotations.models import (
 )
 from kbpo.core.models import Sentence
 from kbpo.core.schema import ENTITY_TYPES, NO_RELATION, predicates_for
+from kbpo.core.schemas import DOCRED, get_schema
 
 from .candidates import document_pairs
 
@@ -204,9 +205,14 @@ def from_page(hit: Hit, answers: list[AnswerIn]) -> list[AnswerIn]:
 
 
 def allowed_choices(question: Question) -> set[str]:
-    """The answers a relation question accepts: the pair's relations or no_relation."""
+    """The answers a relation question accepts: the pair's relations or no_relation.
+
+    On a DocRED corpus every relation of the schema: its entity types only say which
+    relations to offer first (DocRED relates whatever the text supports)."""
     pair = question.pair
     assert pair is not None
+    if question.corpus.schema == DOCRED:
+        return {*get_schema(DOCRED).relations, NO_RELATION}
     return {*predicates_for(pair.subject_type, pair.object_type), NO_RELATION}
 
 

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from .models import TAG_INVALID, Corpus, Document, Profile, Sentence
+from .models import DEFAULT_SCHEMA, TAG_INVALID, Corpus, Document, Profile, Sentence
 
 
 class CorpusForm(forms.ModelForm):
@@ -16,12 +16,25 @@ class CorpusForm(forms.ModelForm):
         # The form's slug check runs before the model's: give it the message naming the tag.
         error_messages = {"tag": {"invalid": TAG_INVALID}}
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        if "schema" in self.fields:  # left out, a new corpus is TAC KBP (the default)
+            self.fields["schema"].required = False
+
+    def clean_schema(self) -> str:
+        return self.cleaned_data.get("schema") or DEFAULT_SCHEMA
+
 
 @admin.register(Corpus)
 class CorpusAdmin(admin.ModelAdmin):
     form = CorpusForm
-    list_display = ("tag", "description", "n_documents", "created_at")
+    list_display = ("tag", "description", "schema", "n_documents", "created_at")
+    list_filter = ("schema",)
     search_fields = ("tag", "description")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> tuple[str, ...]:
+        # Submissions and labels are stated in the schema's relations: fixed once created.
+        return ("schema",) if obj is not None else ()
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).annotate(_n=Count("documents"))

@@ -53,9 +53,10 @@ class LoadReport:
     tokens: int = 0
     errors: list[LineError] = field(default_factory=list)
     seconds: float = 0.0
+    unit: str = "lines"  # what `lines` counts: JSON Lines, or a DocRED file's documents
 
     def summary(self) -> str:
-        return (f"corpus {self.corpus}: {self.lines} lines read, {self.created} documents "
+        return (f"corpus {self.corpus}: {self.lines} {self.unit} read, {self.created} documents "
                 f"created, {self.updated} updated (title/date), {self.unchanged} unchanged, "
                 f"{len(self.errors)} refused; {self.sentences} sentences and {self.tokens} "
                 f"tokens added in {self.seconds:.1f} s")

@@ -8,6 +8,9 @@ from django.core.validators import RegexValidator, slug_re
 from django.db import models
 from django.db.models import Q
 
+from .schemas import DEFAULT as DEFAULT_SCHEMA
+from .schemas import SCHEMA_CHOICES, RelationSchema, get_schema
+
 # A tag is part of every page URL of its corpus (Django's <slug:...> converter, whose
 # characters `slug_re` gives): one outside it makes those URLs unbuildable (NoReverseMatch).
 # The same pattern for the database's check (on Postgres `~`, where \Z ends the text).
@@ -25,6 +28,11 @@ class Corpus(models.Model):
         help_text="Short identifier used in URLs and commands, e.g. 'demo' or 'kbp2016': "
                   "ASCII letters, digits, hyphens and underscores only.")
     description = models.TextField(blank=True)
+    # What the corpus evaluates (kbpo.core.schemas): fixed at creation, since every
+    # submission and label on it is stated in that schema's relations.
+    schema = models.CharField(
+        max_length=32, choices=SCHEMA_CHOICES, default=DEFAULT_SCHEMA,
+        help_text="Relation schema the corpus is evaluated on (fixed once loaded).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -46,6 +54,11 @@ class Corpus(models.Model):
         # tag the pages cannot route never reaches the table.
         check_tag(self.tag)
         super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def relation_schema(self) -> RelationSchema:
+        """The corpus's relation schema (`kbpo.core.schemas`)."""
+        return get_schema(self.schema)
 
     @property
     def routable(self) -> bool:
@@ -133,3 +146,35 @@ class Profile(models.Model):
 
     def __str__(self) -> str:
         return f"profile of {self.user}"
+
+
+class DocumentEntity(models.Model):
+    """An entity of a DocRED-schema document (its vertexSet entry), with all its mentions.
+
+    Predictions and gold name entities by `index`, so every entry is kept in order.
+    `anchor_begin/anchor_end` is the span that stands for the entity in a pair's
+    key (kbpo.core.docred_docs): unique among the document's entities.
+    """
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="entities")
+    index = models.PositiveIntegerField()
+    type = models.CharField(max_length=8)
+    name = models.CharField(max_length=300)
+    # Flat [sentence index, begin, end, ...], character offsets, half-open, text order.
+    mentions = models.JSONField(default=list)
+    anchor_begin = models.PositiveIntegerField()
+    anchor_end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["document", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "index"], name="entity_unique_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.index} {self.name} ({self.type})"
+
+    def mention_spans(self) -> list[tuple[int, int, int]]:
+        """(sentence index, begin, end) of every mention."""
+        m = self.mentions
+        return [(m[i], m[i + 1], m[i + 2]) for i in range(0, len(m), 3)]

@@ -9,24 +9,28 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotations.exhaustive.docred import import_docred
+from annotations.exhaustive.docred_gold import import_docred_native
 from annotations.exhaustive.gold import GoldImportError, import_kbpo
 from kbpo.core.models import Corpus, check_tag
+from kbpo.core.schemas import DOCRED
 
 
 class Command(BaseCommand):
     help = ("Import an existing exhaustive annotation as the corpus's true-instance sample: "
             "--format kbpo reads the demo world's gold.jsonl (documents must be loaded); "
-            "--format docred reads DocRED / Re-DocRED JSON and creates the documents. "
-            "Safe to re-run. See docs/operators/exhaustive.md and "
-            "docs/reference/docred-mapping.md.")
+            "--format docred reads DocRED / Re-DocRED JSON: into a DocRED corpus (load_corpus "
+            "--format docred) its labels are gold for every relation, otherwise it creates "
+            "the documents and maps the labels to TAC KBP. "
+            "Safe to re-run. See docs/operators/exhaustive.md and docs/researchers/docred.md.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
         parser.add_argument("--format", required=True, choices=["kbpo", "docred"])
         parser.add_argument("--corpus", required=True, help="corpus tag")
         parser.add_argument("--only-planned", action="store_true",
-                            help="kbpo: import only documents already in the exhaustive plan "
-                                 "(complete the two-stage sample from gold)")
+                            help="import only documents already in the exhaustive plan "
+                                 "(complete the two-stage sample from gold); kbpo, and "
+                                 "docred into a DocRED corpus")
         parser.add_argument("--doc-prefix", default="",
                             help="docred: prefix for the document ids built from titles")
         parser.add_argument("--json", action="store_true",
@@ -43,9 +47,12 @@ class Command(BaseCommand):
             if corpus is None:
                 raise CommandError(f"corpus {tag!r} does not exist; load its documents first "
                                    f"(manage.py load_corpus --tag {tag} corpus.jsonl)")
+        elif (native := Corpus.objects.filter(tag=tag, schema=DOCRED).first()) is not None:
+            corpus = native
         else:
             if opts["only_planned"]:
-                raise CommandError("--only-planned applies to --format kbpo only")
+                raise CommandError("--only-planned applies to --format kbpo, and to --format "
+                                   "docred into a DocRED corpus (load_corpus --format docred)")
             try:
                 check_tag(tag)
             except ValidationError as exc:
@@ -55,6 +62,9 @@ class Command(BaseCommand):
         try:
             if fmt == "kbpo":
                 report = import_kbpo(corpus, path, only_planned=bool(opts["only_planned"]))
+            elif corpus.schema == DOCRED:
+                report = import_docred_native(corpus, path,
+                                              only_planned=bool(opts["only_planned"]))
             else:
                 report = import_docred(corpus, path, doc_prefix=str(opts["doc_prefix"]))
         except GoldImportError as exc:

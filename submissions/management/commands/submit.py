@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from kbpo.core.models import Corpus
+from submissions.docred_format import FORMATS, check_upload
 from submissions.forms import SubmissionForm
 from submissions.kbformat import inspect_upload
 from submissions.models import Submission
@@ -43,7 +44,8 @@ def _clean_fields(opts: dict[str, Any]) -> dict[str, str]:
 
 
 class Command(BaseCommand):
-    help = "Upload a TAC KB file (plain or gzip) as a submission of USER on corpus TAG."
+    help = ("Upload a TAC KB file, or a DocRED result file for a DocRED corpus (plain or "
+            "gzip), as a submission of USER on corpus TAG.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
@@ -54,6 +56,9 @@ class Command(BaseCommand):
         parser.add_argument("--method", default="", help="Method description.")
         parser.add_argument("--paper-url", default="")
         parser.add_argument("--public", action="store_true")
+        parser.add_argument("--format", choices=FORMATS, default=None,
+                            help="tac (TAC KB) or docred (DocRED result JSON); by default "
+                                 "recognised from the content. It must be the corpus's.")
         parser.add_argument("--drop-invalid", action="store_true",
                             help="Accept the valid lines of a file with errors, dropping "
                                  "(and listing) the invalid ones.")
@@ -77,6 +82,9 @@ class Command(BaseCommand):
             check = inspect_upload(fh, settings.KBPO_SUBMISSION_MAX_BYTES)
             if check.code:
                 raise CommandError(f"{check.code}: {check.message}")
+            problem = check_upload(fh, check, corpus.schema, corpus.tag, opts["format"])
+            if problem:
+                raise CommandError(problem)
             try:
                 # on_commit runs the task (inline in eager mode) after this block.
                 with transaction.atomic():

@@ -1,4 +1,5 @@
-"""`manage.py load_corpus --tag TAG FILE`: load a JSON Lines corpus (plain or .gz)."""
+"""`manage.py load_corpus --tag TAG [--format jsonl|docred] FILE`: load a JSON Lines
+corpus, or a DocRED / Re-DocRED file as a DocRED-schema corpus (plain or .gz)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from kbpo.core.corpus import LoadReport, load_corpus
+from kbpo.core.docred_load import DocredLoadError, load_docred_corpus
 from kbpo.core.models import check_tag
 
 MAX_ERRORS_SHOWN = 200
@@ -24,6 +26,10 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path)
         parser.add_argument("--tag", required=True,
                             help="corpus tag, e.g. demo (ASCII letters, digits, - and _)")
+        parser.add_argument("--format", default="jsonl", choices=["jsonl", "docred"],
+                            help="jsonl (default): one document per line, TAC KBP schema; "
+                                 "docred: a DocRED / Re-DocRED JSON file as published, into "
+                                 "a corpus on the DocRED schema (docs/researchers/docred.md)")
         parser.add_argument("--description", default="", help="corpus description")
         parser.add_argument("--workers", type=int, default=None,
                             help="processes used to split sentences (default: CPU count, max 4)")
@@ -50,8 +56,17 @@ class Command(BaseCommand):
                              f" ({report.sentences} sentences)")
             sys.stderr.flush()
 
-        report = load_corpus(str(opts["tag"]), path, description=str(opts["description"]),
-                             progress=progress, workers=opts["workers"])  # type: ignore[arg-type]
+        if opts["format"] == "docred":
+            try:
+                report = load_docred_corpus(str(opts["tag"]), path,
+                                            description=str(opts["description"]),
+                                            progress=progress)
+            except DocredLoadError as exc:
+                raise CommandError(str(exc)) from None
+        else:
+            report = load_corpus(str(opts["tag"]), path, description=str(opts["description"]),
+                                 progress=progress,
+                                 workers=opts["workers"])  # type: ignore[arg-type]
         if report.created and not quiet:
             sys.stderr.write("\n")
         for err in report.errors[:MAX_ERRORS_SHOWN]:
