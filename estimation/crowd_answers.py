@@ -4,7 +4,7 @@ fitted on them, soft labels and the correction's uncertainty, without Django.
 The same fit as the quality pass and the battery's crowd (the lopsided one-coin model,
 `annotations.quality.aggregation.one_coin`), anchored by the control questions; the
 soft labels replace the answered pairs' hard labels, and the parameters' bootstrap
-widens every interval (docs/noisy-crowds.md §2).
+widens every interval (docs/internals/noisy-crowds.md §2).
 """
 
 from __future__ import annotations

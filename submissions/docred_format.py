@@ -61,8 +61,8 @@ def format_problem(found: str, declared: str | None, schema_name: str, corpus_ta
     if found != wanted:
         return (f"This is {_NAMES[found]}, but corpus {corpus_tag} is evaluated on the "
                 f"{'DocRED' if wanted == DOCRED else 'TAC KBP'} schema and takes "
-                f"{_NAMES[wanted]}s. Choose a corpus of the right kind (docs/researchers/docred.md, "
-                "docs/submissions.md).")
+                f"{_NAMES[wanted]}s. Choose a corpus of the right kind "
+                "(docs/researchers/docred.md, docs/reference/kb-format.md).")
     return None
 
 

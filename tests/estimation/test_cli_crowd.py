@@ -1,5 +1,5 @@
 """Crowd answers in PROBLEM.json: the crowd model's soft labels and correction through
-the CLI, without Django (docs/estimation.md §6)."""
+the CLI, without Django (docs/reference/estimation-cli.md)."""
 
 import json
 

@@ -280,7 +280,7 @@ def test_ascii_confidences_still_parse(value: str) -> None:
 @pytest.mark.django_db
 def test_the_link_column_takes_the_documented_form_only(
         stored: Callable[..., Submission]) -> None:
-    """`KB:ID` (docs/submissions.md: Wikipedia:Ada_Lovelace); it took any text."""
+    """`KB:ID` (docs/reference/kb-format.md: Wikipedia:Ada_Lovelace); it took any text."""
     ok = ["Wikipedia:Zürich", "LDC2015E42:m.0abc12", "wikidata:Q7259"]
     bad = ["just some text", "Wikipedia:", ":Q1", "<script>alert(1)</script>",
            "Wikipedia:Ada\u202eLovelace", "KB:" + "x" * 600]

@@ -65,8 +65,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--gold", type=Path, required=True,
-                            help="gold.jsonl of the demo world (docs/reference/demo-world.md), or a "
-                                 "DocRED file (a JSON list, recognised by its content) for "
+                            help="gold.jsonl of the demo world (docs/reference/demo-world.md), "
+                                 "or a DocRED file (a JSON list, recognised by its content) for "
                                  "a DocRED corpus (docs/researchers/docred.md)")
         parser.add_argument("--workers", type=int, default=20, help="pool size (default 20)")
         parser.add_argument("--error-rate", type=float, default=0.1,

@@ -1,4 +1,4 @@
-"""The KBPO HTTP API as the client uses it (the endpoints of docs/submissions.md, "API").
+"""The KBPO HTTP API as the client uses it (the endpoints of docs/reference/api.md).
 Every call returns the decoded JSON; an answer the caller did not ask to handle raises
 `ApiError` with the server's own message."""
 

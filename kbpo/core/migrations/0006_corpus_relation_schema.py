@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('kbpo', '0004_corpus_tag_constraint'),
+        ('kbpo', '0005_profile_email_confirmed'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('kbpo', '0005_corpus_relation_schema'),
+        ('kbpo', '0006_corpus_relation_schema'),
     ]
 
     operations = [
