@@ -19,8 +19,8 @@ from django.db.models import Count, F
 
 from annotations.crowd import budget
 from annotations.crowd.labels import aggregate
+from annotations.crowd.live import truth_for
 from annotations.crowd.simulation import (
-    NO_RELATION,
     GoldKey,
     assign_workers,
     make_pool,
@@ -46,16 +46,6 @@ from annotations.models import (
 from annotations.quality.workers import update_worker_quality
 from kbpo.core import jobs
 from kbpo.core.models import Corpus
-
-
-def truth_for(key: GoldKey, question: Question) -> frozenset[str]:
-    """The gold answer the interface can express for this pair (its type-valid options)."""
-    pair = question.pair
-    truth = key.truth((pair.document.doc_id, pair.subject_begin, pair.subject_end,
-                       pair.object_begin, pair.object_end))
-    allowed = allowed_choices(question)
-    kept = frozenset(t for t in truth if t in allowed)
-    return kept or frozenset({NO_RELATION})
 
 
 class Command(BaseCommand):
