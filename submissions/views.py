@@ -146,6 +146,8 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "mentions_by_type": sorted((stats.get("mentions_by_type") or {}).items()),
         "entities_by_type": sorted((stats.get("entities_by_type") or {}).items()),
         "skipped": sorted((stats.get("skipped") or {}).items()),
+        # Counted from stored rows: absent when the file was rejected (nothing stored).
+        "stored_stats": "documents_covered" in stats,
         "report_counts": sorted((sub.report_counts or {}).items()),
         "report_truncated": sum((sub.report_counts or {}).values()) > len(sub.report or []),
     })
