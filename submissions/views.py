@@ -120,8 +120,16 @@ def submission_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(exc))
             status = 429
         else:
-            messages.success(request, "Uploaded. Validation starts in a moment; this page "
-                                      "updates by itself.")
+            # Without a broker the pipeline ran inside this request: say where it is
+            # now, not "validation starts in a moment" above a scored submission.
+            state = Submission.objects.values_list("state", flat=True).get(pk=sub.pk)
+            if state == State.REJECTED:
+                messages.error(request, "Uploaded, but the file was rejected: the "
+                                        "validation report below lists what to fix.")
+            else:
+                messages.success(request, f"Uploaded. {NEXT_STEP.get(state, '')}"
+                                 + ("" if state in FINAL_STATES
+                                    else " This page updates by itself."))
             return redirect("submission-detail", pk=sub.pk)
     quotas = [(c, quota(request.user, c)) for c in Corpus.objects.order_by("tag")]
     return render(request, "submissions/new.html", {
