@@ -45,14 +45,14 @@ from kbpo.core import jobs
 
 logger = logging.getLogger(__name__)
 
-# Seconds an honest worker spends per question (uniform); a spammer clicks through in
-# one. A five-question HIT then takes 10-40 s of one worker, and with twenty workers
-# the demo's new upload (about 35 HITs of three answers) is labelled in about two
-# minutes, well inside the five the README promises.
-SECONDS_PER_QUESTION = (2.0, 8.0)
-SPAMMER_SECONDS_PER_QUESTION = 1.0
+# Seconds a worker spends per question (uniform): a five-question HIT takes 10-30 s.
+# Spammers take as long (they would otherwise take most HITs, and the re-asking after
+# their rejection would hold up every sample). With twenty workers the demo's new
+# upload (about 40 HITs of three answers) is labelled in about three minutes, inside
+# the five the README promises.
+SECONDS_PER_QUESTION = (2.0, 6.0)
 # A worker looks for the next HIT this long after submitting one (uniform).
-PAUSE_BETWEEN_HITS = (1.0, 6.0)
+PAUSE_BETWEEN_HITS = (1.0, 4.0)
 # Score recomputations the answers ask for are sent at most this often, so the report's
 # "how the estimates narrowed" gains a point every few HITs instead of one per label.
 RECOMPUTE_EVERY = 15.0
@@ -112,8 +112,6 @@ class LiveCrowd:
 
     def work_seconds(self, worker: SimWorker, hit_id: int, questions: int) -> float:
         """How long this worker takes over this HIT (deterministic per seed)."""
-        if worker.spammer:
-            return self.pace * SPAMMER_SECONDS_PER_QUESTION * questions
         rng = self._rng("work", worker.worker_id, hit_id)
         return self.pace * sum(rng.uniform(*SECONDS_PER_QUESTION) for _ in range(questions))
 

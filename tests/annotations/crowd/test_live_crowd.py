@@ -13,7 +13,7 @@ from django.test import Client
 
 from annotations.crowd import live
 from annotations.crowd.simulation import GoldKey, make_pool
-from annotations.models import Assignment, Backend, Hit, HitState, PairLabel, SampleDraw
+from annotations.models import Assignment, Backend, Hit, PairLabel, SampleDraw
 from kbpo.core import jobs
 from kbpo.core.corpus import load_corpus
 from kbpo.core.models import Corpus
@@ -84,15 +84,11 @@ def test_new_upload_is_labelled_at_a_crowd_pace_within_minutes(world: Path) -> N
     hits = {h.pk: h.items.count() for h in Hit.objects.filter(submission=sub)}
     assert all_labelled(sub), f"not labelled after {clock:.0f} s of crowd time"
     assert Submission.objects.get(pk=sub.pk).state in {State.SCORING, State.SCORED}
-    # Paced: an assignment arrives no sooner than a second per question after its HIT
-    # was posted (a spammer's click-through), an honest one two (2-8 s per question).
-    honest = []
-    for a in Assignment.objects.filter(hit__submission=sub).select_related("worker"):
+    # Paced: an assignment arrives no sooner than two seconds per question after its
+    # HIT was posted (a person reading), spammers included.
+    for a in Assignment.objects.filter(hit__submission=sub):
         took = submitted_at[a.pk] - posted_at[a.hit_id]
-        assert took >= live.SPAMMER_SECONDS_PER_QUESTION * hits[a.hit_id]
-        if not a.worker.external_id.endswith(("018", "019")):  # the pool's two spammers
-            honest.append(took / hits[a.hit_id])
-    assert min(honest) >= live.SECONDS_PER_QUESTION[0]
+        assert took >= live.SECONDS_PER_QUESTION[0] * hits[a.hit_id]
     assert len(set(submitted_at.values())) > 10  # labels arrive over time, not at once
     assert Submission.objects.get(pk=sub.pk).state == State.SCORED
 
@@ -148,7 +144,7 @@ def test_operator_and_submission_pages_say_who_answers(world: Path, settings) ->
 @pytest.mark.django_db(transaction=True)
 def test_serve_demo_refuses_what_its_crowd_cannot_serve(world: Path, settings,
                                                        tmp_path: Path) -> None:
-    with pytest.raises(CommandError, match="gold.jsonl"):
+    with pytest.raises(CommandError, match=r"gold\.jsonl"):
         call_command("serve_demo", "127.0.0.1:8199", world=tmp_path / "nowhere")
     with pytest.raises(CommandError, match="crowd-pace"):
         call_command("serve_demo", "127.0.0.1:8199", world=world, crowd_pace=0)
