@@ -14,12 +14,13 @@ from django.test import Client
 from annotations.crowd import live
 from annotations.crowd.simulation import GoldKey, make_pool
 from annotations.models import Assignment, Backend, Hit, PairLabel, SampleDraw
+from estimation import leaderboard
 from kbpo.core import jobs
 from kbpo.core.corpus import load_corpus
 from kbpo.core.models import Corpus
 from kbpo.demo.management.commands import serve_demo
 from kbpo.demo.world import generate as demo_world
-from submissions.models import State, Submission
+from submissions.models import MentionPair, State, Submission
 from submissions.services import create_submission
 from tests.factories import make_user
 
@@ -41,9 +42,9 @@ def world(tmp_path: Path) -> Path:
     return out
 
 
-def upload(out: Path, system: str = "sys01_baseline") -> Submission:
+def upload(out: Path, system: str = "sys01_baseline", owner: str = "researcher") -> Submission:
     with open(out / "systems" / f"{system}.kb", "rb") as fh:
-        sub = create_submission(owner=make_user("researcher"),
+        sub = create_submission(owner=make_user(owner),
                                 corpus=Corpus.objects.get(tag="demo"), name=system, file=fh,
                                 original_name=f"{system}.kb", compressed=False,
                                 enforce_limits=False)
@@ -169,3 +170,29 @@ def test_serve_demo_starts_one_crowd_in_the_serving_process(world: Path, monkeyp
     started.clear()
     call_command("serve_demo", "127.0.0.1:8199", world=world, no_crowd=True)
     assert not started
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_system_being_labelled_is_on_the_board_as_refining(world: Path) -> None:
+    """Planned with half its sample already labelled (by an earlier upload of the same
+    system), a submission has scores at once: a refining row on the leaderboard and
+    numbers on its report, not "No scores yet" while labels exist."""
+    first = upload(world)
+    key = GoldKey.load(world / "gold.jsonl")
+    pairs = sorted(set(SampleDraw.objects.filter(submission=first).values_list(
+        "instance__pair_id", flat=True)))
+    PairLabel.objects.bulk_create(
+        PairLabel(pair_id=p.pk, predicates=sorted(key.truth(
+            (p.document.doc_id, p.subject_begin, p.subject_end, p.object_begin, p.object_end))),
+            support=1.0, n_answers=3)
+        for p in MentionPair.objects.filter(pk__in=pairs[::2]).select_related("document"))
+    sub = upload(world, owner="grace")
+    assert sub.state == State.ANNOTATING
+    board = leaderboard.build(sub.corpus, sub.owner)
+    row = next((r for r in board.rows if r.submission.pk == sub.pk), None)
+    assert row is not None, "the submission being labelled is missing from the board"
+    assert row.refining and row.metrics["precision"].estimate is not None
+    client = Client()
+    client.force_login(sub.owner)
+    report = client.get(f"/submissions/{sub.pk}/report/").content.decode()
+    assert "No scores yet" not in report and "Not scored yet" not in report
