@@ -74,3 +74,13 @@ def test_compare_page_shows_the_verdict(scored: World) -> None:
     bad = Client().get(url, {"a": scored.a.pk, "b": "oops"})
     assert bad.status_code == 400 and "b=&#x27;oops&#x27; is not a submission id" in \
         bad.content.decode()
+
+
+def test_compare_choices_say_submission_not_rank(scored: World) -> None:
+    """"#" means rank on the leaderboard: the drop-downs name the owner and the
+    submission id in words instead of "#12"."""
+    html = Client().get(reverse("compare", args=["t"])).content.decode()
+    options = [o.split(">", 1)[1] for o in html.split("<option")[1:]]
+    assert options and not [o for o in options if "#" in o], options
+    owner = scored.a.owner.get_username()
+    assert any(f"{owner}\u2069, submission {scored.a.pk})" in o for o in options), options
