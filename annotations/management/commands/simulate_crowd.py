@@ -88,7 +88,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         labels_before = PairLabel.objects.count()
         touched: set[int] = set()
-        totals: Counter[str] = Counter()
+        totals: Counter[str] = Counter({"cost": Decimal(0)})
         before_round = labels_before
         # Score recomputations wait for the end of the command: one per corpus, not
         # one per aggregated HIT (eager mode ignores the debounce countdown).
@@ -137,6 +137,7 @@ class Command(BaseCommand):
                     self.stderr.write(f"HIT {hit.pk}: {sim.worker_id} refused: {exc.message}")
                     continue
                 answered += 1
+                totals["cost"] += budget.hit_cost(hit.backend, hit.reward, 1)
                 totals["assignments"] += 1
                 totals["answers"] += len(answers)
                 qids.extend(i.question_id for i in items)
@@ -182,11 +183,13 @@ class Command(BaseCommand):
         if report.flagged:
             self.stdout.write(f"flagged workers (agreement below threshold): "
                               f"{', '.join(report.flagged)}")
-        per_pair = (spend.committed / new_labels).quantize(Decimal("0.001")) if new_labels \
-            else None
+        # What this run's answers cost over this run's labels (the totals above hold every
+        # earlier run's spend too).
+        run_cost = totals["cost"]
+        per_pair = (run_cost / new_labels).quantize(Decimal("0.001")) if new_labels else None
         self.stdout.write(f"money: ${spend.spent} spent, ${spend.committed} committed of "
-                          f"${spend.cap}" + (f"; ${per_pair} committed per new label"
-                                             if per_pair is not None else ""))
+                          f"${spend.cap} in all; this run's answers ${run_cost}"
+                          + (f", ${per_pair} per new label" if per_pair is not None else ""))
         held = Hit.objects.filter(state=HitState.PENDING).exclude(post_error="").count()
         if held:
             self.stdout.write(self.style.WARNING(

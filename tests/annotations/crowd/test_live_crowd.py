@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -196,3 +198,25 @@ def test_a_system_being_labelled_is_on_the_board_as_refining(world: Path) -> Non
     client.force_login(sub.owner)
     report = client.get(f"/submissions/{sub.pk}/report/").content.decode()
     assert "No scores yet" not in report and "Not scored yet" not in report
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simulate_crowd_prices_a_label_from_its_own_run(world: Path) -> None:
+    """"$ per new label" divided the corpus's whole spend by this run's labels: a
+    second upload looked twice as dear as the first."""
+    crowd = {"gold": str(world / "gold.jsonl"), "corpus": "demo", "seed": 3,
+             "error_rate": 0.0, "spammers": 0.0}
+    upload(world)
+    call_command("simulate_crowd", **crowd, stdout=io.StringIO())
+    first = set(Assignment.objects.values_list("pk", flat=True))
+    labels_before = PairLabel.objects.count()
+    upload(world, "sys02_outsider", owner="grace")
+    out = io.StringIO()
+    call_command("simulate_crowd", **crowd, stdout=out)
+    paid = sum(a.hit.reward for a in Assignment.objects.exclude(pk__in=first)
+               .select_related("hit"))
+    new = PairLabel.objects.count() - labels_before
+    assert paid > 0 and new > 0
+    per_label = (paid / new).quantize(Decimal("0.001"))
+    assert f"this run's answers ${paid}, ${per_label} per new label" in out.getvalue(), \
+        out.getvalue()
