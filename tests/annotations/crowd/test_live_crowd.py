@@ -157,7 +157,8 @@ def test_serve_demo_refuses_what_its_crowd_cannot_serve(world: Path, settings,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_serve_demo_starts_one_crowd_in_the_serving_process(world: Path, monkeypatch) -> None:
+def test_serve_demo_starts_one_crowd_in_the_serving_process(world: Path, monkeypatch,
+                                                            settings) -> None:
     served = []
     monkeypatch.setattr(serve_demo.RunserverCommand, "inner_run",
                         lambda self, *a, **o: served.append(True))
@@ -165,8 +166,12 @@ def test_serve_demo_starts_one_crowd_in_the_serving_process(world: Path, monkeyp
                         lambda self, **o: self.inner_run(None, **o))
     started = []
     monkeypatch.setattr(live, "start", lambda crowd, tag, **kw: started.append((crowd, tag)))
+    monkeypatch.delenv("KBPO_PUBLIC_URL", raising=False)
+    settings.KBPO_SITE_ORIGIN, settings.KBPO_PUBLIC_URL = "", "http://localhost:8000"
     call_command("serve_demo", "127.0.0.1:8199", world=world, crowd_pace=0.5)
     assert served and len(started) == 1
+    # E-mails link to this server's port, not to the default 8000.
+    assert settings.KBPO_PUBLIC_URL == "http://127.0.0.1:8199"
     crowd, tag = started[0]
     assert tag == "demo" and crowd.pace == 0.5 and len(crowd.pool) == 20
     started.clear()

@@ -9,6 +9,7 @@ process: Ctrl-C (or the autoreloader restarting the server) stops it with the se
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -81,6 +82,12 @@ class Command(RunserverCommand):
                 "error": error, "pace": pace}
 
     def inner_run(self, *args: object, **options: object) -> None:
+        if not os.environ.get("KBPO_PUBLIC_URL") and not settings.KBPO_SITE_ORIGIN:
+            # Links in e-mails point at this server, not at the default localhost:8000
+            # (make demo PORT=8010).
+            host = "localhost" if self.addr in ("0.0.0.0", "::", "") else self.addr
+            host = f"[{host}]" if ":" in host else host
+            settings.KBPO_PUBLIC_URL = f"http://{host}:{self.port}"
         # The serving process only (with the autoreloader, its child): one crowd per server.
         if self.crowd_options is not None and not live.STATUS.running:
             opts = self.crowd_options
