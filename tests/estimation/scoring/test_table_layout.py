@@ -83,3 +83,7 @@ def test_tables_keep_words_whole_at_1280px(page, live_server, scored) -> None:
         assert page.locator(".table").count(), path
         assert page.evaluate(BROKEN_WORDS) == [], path
         assert page.evaluate("document.scrollingElement.scrollWidth") <= 1280, path
+    # My submissions fits the window: no column scrolled out of sight.
+    page.goto(base + "/submissions/")
+    assert page.evaluate("[...document.querySelectorAll('.table-wrap')]"
+                         ".every(w => w.scrollWidth <= w.clientWidth)")
