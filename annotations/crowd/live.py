@@ -40,7 +40,7 @@ from annotations.interfaces.intake import (
     submit_assignment,
     worker_for,
 )
-from annotations.models import Backend, Hit, HitState, Question, TaskKind
+from annotations.models import Backend, CrowdWorker, Hit, HitState, Question, TaskKind
 from kbpo.core import jobs
 
 logger = logging.getLogger(__name__)
@@ -138,6 +138,10 @@ class LiveCrowd:
 
     def _assign(self, now: float) -> None:
         busy = {j.worker.worker_id for j in self.jobs}
+        # A blocked worker's answers are refused: sent again and again, they would only
+        # hold a HIT's slot.
+        busy |= set(CrowdWorker.objects.filter(backend=Backend.SIMULATED, blocked=True)
+                    .values_list("external_id", flat=True))
         idle = [w for w in self.pool if w.worker_id not in busy
                 and self.free_at.get(w.worker_id, 0.0) <= now]
         if not idle:

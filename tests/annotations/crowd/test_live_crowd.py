@@ -225,3 +225,22 @@ def test_simulate_crowd_prices_a_label_from_its_own_run(world: Path) -> None:
     per_label = (paid / new).quantize(Decimal("0.001"))
     assert f"this run's answers ${paid}, ${per_label} per new label" in out.getvalue(), \
         out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_blocked_worker_is_not_sent_again(world: Path) -> None:
+    """The intake refuses a blocked worker: the crowd stops sending them instead of
+    holding HIT slots with work that is refused every time."""
+    from annotations.interfaces.intake import worker_for
+
+    upload(world)
+    crowd = crowd_for(world)
+    blocked = {w.worker_id for w in crowd.pool[:5]}
+    for worker_id in blocked:
+        w = worker_for(Backend.SIMULATED, worker_id)
+        w.blocked = True
+        w.save(update_fields=["blocked"])
+    for clock in range(0, 120, 2):
+        crowd.tick(float(clock))
+    assert Assignment.objects.exists() and live.STATUS.refused == 0
+    assert not Assignment.objects.filter(worker__external_id__in=blocked).exists()
