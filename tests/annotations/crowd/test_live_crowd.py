@@ -151,8 +151,8 @@ def test_serve_demo_refuses_what_its_crowd_cannot_serve(world: Path, settings,
         call_command("serve_demo", "127.0.0.1:8199", world=tmp_path / "nowhere")
     with pytest.raises(CommandError, match="crowd-pace"):
         call_command("serve_demo", "127.0.0.1:8199", world=world, crowd_pace=0)
-    settings.KBPO_CROWD_BACKEND = "mturk"
-    with pytest.raises(CommandError, match="KBPO_CROWD_BACKEND"):
+    settings.PRODUCTION = True
+    with pytest.raises(CommandError, match="production"):
         call_command("serve_demo", "127.0.0.1:8199", world=world)
 
 
@@ -177,6 +177,12 @@ def test_serve_demo_starts_one_crowd_in_the_serving_process(world: Path, monkeyp
     started.clear()
     call_command("serve_demo", "127.0.0.1:8199", world=world, no_crowd=True)
     assert not started
+    # Local and MTurk HITs are people's work: served, never answered by the crowd.
+    for backend in ("local", "mturk"):
+        settings.KBPO_CROWD_BACKEND = backend
+        err = io.StringIO()
+        call_command("serve_demo", "127.0.0.1:8199", world=world, stderr=err)
+        assert not started and "serving without the simulated crowd" in err.getvalue()
 
 
 @pytest.mark.django_db(transaction=True)

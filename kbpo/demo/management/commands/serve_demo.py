@@ -49,19 +49,20 @@ class Command(RunserverCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         self.crowd_options = None
-        if not options["no_crowd"]:
+        if settings.PRODUCTION:
+            raise CommandError("serve_demo is the demo's server: it refuses to run with "
+                               "KBPO_ENV=production")
+        if settings.KBPO_CROWD_BACKEND != "simulated":
+            # Served all the same (make demo must not fail), but HITs of the local and
+            # MTurk backends are people's work: the simulated crowd never answers them.
+            self.stderr.write(f"KBPO_CROWD_BACKEND is {settings.KBPO_CROWD_BACKEND!r}: "
+                              "serving without the simulated crowd.")
+        elif not options["no_crowd"]:
             self.crowd_options = self._check(options)
         super().handle(*args, **options)
 
     def _check(self, options: dict) -> dict:
         """Refuse what the crowd cannot work with before the server starts."""
-        if settings.PRODUCTION:
-            raise CommandError("serve_demo is the demo's server: it refuses to run with "
-                               "KBPO_ENV=production")
-        if settings.KBPO_CROWD_BACKEND != "simulated":
-            raise CommandError(f"KBPO_CROWD_BACKEND is {settings.KBPO_CROWD_BACKEND!r}: the "
-                               "simulated crowd answers only simulated HITs (use "
-                               "runserver, or --no-crowd)")
         world = Path(str(options["world"]))
         gold = world / "gold.jsonl"
         if not gold.is_file():
