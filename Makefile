@@ -21,7 +21,7 @@ $(KERNELS): estimation/core/kernels.py estimation/core/build_kernels.py $(VENV)/
 
 demo: $(VENV)/.installed $(KERNELS)
 	$(PY) manage.py demo --out demo
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+	$(PY) manage.py serve_demo 127.0.0.1:$(PORT)
 
 test: $(VENV)/.installed $(KERNELS)
 	bash scripts/test.sh

@@ -187,7 +187,14 @@ class PredicateSerializer(serializers.Serializer):
     draws = serializers.IntegerField()
     labelled = serializers.IntegerField(help_text="Draws with a crowd label.")
     correct = serializers.IntegerField()
-    precision = IntervalSerializer(help_text="Simple precision: correct / labelled draws.")
+    precision = IntervalSerializer(
+        help_text="Simple precision: correct / labelled draws; null without labelled draws "
+                  "of its own (a system scored jointly from other systems' labels).")
+    labelled_instances = serializers.IntegerField(
+        help_text="Its instances with a label from any submission's sample.")
+    correct_instances = serializers.IntegerField(
+        help_text="Of those, the ones the label confirms (not a random sample of its "
+                  "instances: labels follow the samples that drew them).")
     exhaustive = serializers.IntegerField(
         help_text="True instances of the predicate in the exhaustive sample.")
     found = serializers.IntegerField(help_text="Of those, how many this submission predicted.")
@@ -268,6 +275,8 @@ def predicate_dicts(sub: Submission, confidence: float,
              "labelled": p.labelled, "correct": p.correct,
              "precision": {"estimate": p.precision, "lo": p.lo, "hi": p.hi,
                            "exact": is_exact(p.lo, p.hi)},
+             "labelled_instances": p.labelled_instances,
+             "correct_instances": p.correct_instances,
              "exhaustive": p.exhaustive, "found": p.found,
              "recall": {"estimate": p.recall, "lo": p.r_lo, "hi": p.r_hi,
                         "exact": is_exact(p.r_lo, p.r_hi)}}

@@ -34,7 +34,11 @@ class EstimationConfig(AppConfig):
             # Withdrawn: the system drops out of everyone's joint estimates.
             # Scoring: a submission that needed no new labels gets its scores (and
             # becomes `scored`) without waiting for the next label.
-            if created and instance.to_state in (State.WITHDRAWN, State.SCORING):
+            # Annotating: the labels the corpus already holds for its sample give it
+            # provisional scores at once (on the board as refining, numbers on its
+            # report) instead of "No scores yet" until the crowd's first new label.
+            if created and instance.to_state in (State.WITHDRAWN, State.SCORING,
+                                                 State.ANNOTATING):
                 corpus_id = instance.submission.corpus_id
                 reason = f"submission {instance.submission_id} {instance.to_state}"
                 transaction.on_commit(lambda: request_recompute(corpus_id, reason))

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from annotations.crowd import budget, waiting
+from annotations.crowd import budget, live, waiting
 from annotations.models import CrowdWorker, Hit, HitState
 from submissions.models import ACTIVE_STATES, Submission
 
@@ -51,5 +51,5 @@ def operator_dashboard(request: HttpRequest) -> HttpResponse:
                     for s in sections],
         "n_waiting": sum(s.total for s in sections),
         "flagged": flagged[:FLAGGED_ROWS], "n_flagged": flagged.count(),
-        "runs": runs, "states": lagging,
+        "runs": runs, "states": lagging, "crowd": live.describe(),
     })

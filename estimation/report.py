@@ -269,6 +269,10 @@ class PredicateRow:
     recall: float | None = None
     r_lo: float | None = None
     r_hi: float | None = None
+    # Its instances labelled through any submission's sample (others' included), and of
+    # those the ones the label confirms: what a system without draws of its own has.
+    labelled_instances: int = 0
+    correct_instances: int = 0
 
 
 def _exhaustive_found(sub: Submission) -> tuple[Counter, Counter]:
@@ -322,6 +326,14 @@ def per_predicate(sub: Submission, confidence: float = 0.9,
         if verdict is not None:
             labelled[predicate] += n
             correct[predicate] += n * int(verdict)
+    labelled_instances: Counter[str] = Counter()
+    correct_instances: Counter[str] = Counter()
+    for predicate, label, n in (RelationInstance.objects.filter(
+            submission=sub, pair__label__isnull=False)
+            .values_list("predicate", "pair__label__predicates").annotate(n=Count("id"))
+            .order_by()):
+        labelled_instances[predicate] += n
+        correct_instances[predicate] += n * int(bool(_correct(predicate, label)))
     z = z_value(confidence)
     counts = stored_exhaustive_found(scores) if scores else None
     total, found = counts if counts is not None else _exhaustive_found(sub)
@@ -331,7 +343,9 @@ def per_predicate(sub: Submission, confidence: float = 0.9,
                             key=lambda p: (-instances.get(p, 0), -total[p], p)):
         row = PredicateRow(predicate, instances.get(predicate, 0), draws[predicate],
                            labelled[predicate], correct[predicate],
-                           exhaustive=total[predicate], found=found[predicate])
+                           exhaustive=total[predicate], found=found[predicate],
+                           labelled_instances=labelled_instances[predicate],
+                           correct_instances=correct_instances[predicate])
         if row.labelled:
             row.precision = row.correct / row.labelled
             lo, hi = wilson(np.array([row.precision]), np.array([row.labelled]), z)

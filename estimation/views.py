@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
@@ -350,6 +351,10 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
         "predicates": report.per_predicate(sub, confidence, scores), "page": page,
         "samples": report.samples(list(page.object_list)), "verdict": verdict,
         "verdicts": report.verdict_counts(sub),
+        # In the body every visitor shares: the submission page listing the lines
+        # themselves is for signed-in users only.
+        "dropped_codes": sorted(Counter(p.get("code") for p in sub.report or []
+                                        if p.get("severity") == "dropped").items()),
         "confidence_pct": round(100 * confidence),
         **(stored_pages.slotted(("nav", "messages", "since")) if slots else {}),
     }), page.number, run.finished_at if run else None

@@ -44,6 +44,12 @@ class SubmissionForm(forms.ModelForm):
         fields = ("name", "corpus", "file", "description", "method_description", "paper_url",
                   "public", "drop_invalid")
         labels = {"public": "Public"}
+        # Said here, not on the model field (that would need a migration for a text).
+        help_texts = {"public": (
+            "Public: anyone, signed in or not, sees this system on the leaderboard (name, "
+            "owner, description, method, paper) and reads its evaluation report, with "
+            "judged samples of its predictions; signed-in users also see its submission "
+            "page and validation report. Private: only you and the operators.")}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -51,6 +51,8 @@ CODES: dict[str, tuple[str, str]] = {
                                    "kb.tsv.gz`); zip, tar, rar, bzip2, xz, 7z, zstd, lz4 "
                                    "and .Z files, and a gzip compressed twice, are not "
                                    "read."),
+    "NOT_TEXT": (ERROR, "Upload the KB itself: a tab-separated UTF-8 text file, plain or "
+                        "gzipped (see the format page)."),
     "CR_LINE_ENDINGS": (ERROR, "End lines with LF or CRLF, e.g. `tr '\\r' '\\n' < kb.tsv "
                                "> fixed.tsv`."),
     "EMPTY_FILE": (ERROR, "The file must start with a run id line followed by KB lines."),
@@ -415,6 +417,30 @@ class UploadCheck:
 _CR_BEFORE_TEXT = re.compile(rb"\r[^\r\n]")
 
 
+# Files people upload by mistake (a screenshot, a PDF of the paper, a binary), by their
+# magic bytes: named, instead of "classic Mac line endings" (a PNG holds "\r\n\x1a") or
+# hundreds of NOT_UTF8 lines telling them to run iconv.
+BINARY_MAGIC = ((b"\x89PNG\r\n\x1a\n", "PNG image"), (b"\xff\xd8\xff", "JPEG image"),
+                (b"GIF87a", "GIF image"), (b"GIF89a", "GIF image"), (b"%PDF-", "PDF"),
+                (b"II*\x00", "TIFF image"), (b"MM\x00*", "TIFF image"),
+                (b"\x7fELF", "ELF executable"), (b"\x00asm", "WebAssembly"))
+# Bytes no text file holds: NUL and the C0 controls other than tab, LF, FF, CR and ESC.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+
+
+def _binary_kind(head: bytes) -> str | None:
+    """"PNG"-like names for known binary formats, "binary" for other data with control
+    bytes in its first bytes, None for what may be text."""
+    for magic, name in BINARY_MAGIC:
+        if head.startswith(magic):
+            return name
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP image"
+    if len(_CONTROL.findall(head[:512])) > 4:  # a stray control byte is a line's problem
+        return "binary"
+    return None
+
+
 def _archive_kind(head: bytes) -> str:
     """The name of the archive format whose magic bytes start `head` (ARCHIVE_MAGIC)."""
     return next(v for k, v in ARCHIVE_NAMES.items() if head.startswith(k))
@@ -473,6 +499,11 @@ def inspect_upload(fh: IO[bytes], max_bytes: int, chunk: int = 1 << 20) -> Uploa
         return UploadCheck(compressed, total, "", "NOT_UTF8",
                            f"The file is {wide} encoded, not UTF-8. Save it as UTF-8, e.g. "
                            f"`iconv -f {wide.lower()} -t utf-8 kb.tsv > kb-utf8.tsv`.")
+    binary = _binary_kind(first)
+    if binary:
+        return UploadCheck(compressed, total, "", "NOT_TEXT",
+                           f"Not a text KB (looks like {binary} data). "
+                           + CODES["NOT_TEXT"][1])
     line1 = first.split(b"\n", 1)[0]
     # CR alone ends the lines (of the first, or of most: a run id line written apart
     # from a Mac-converted body): they would read as one line.

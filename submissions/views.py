@@ -128,8 +128,16 @@ def submission_new(request: HttpRequest) -> HttpResponse:
             status = 429
             retry_after = exc.retry_after
         else:
-            messages.success(request, "Uploaded. Validation starts in a moment; this page "
-                                      "updates by itself.")
+            # Without a broker the pipeline ran inside this request: say where it is
+            # now, not "validation starts in a moment" above a scored submission.
+            state = Submission.objects.values_list("state", flat=True).get(pk=sub.pk)
+            if state == State.REJECTED:
+                messages.error(request, "Uploaded, but the file was rejected: the "
+                                        "validation report below lists what to fix.")
+            else:
+                messages.success(request, f"Uploaded. {NEXT_STEP.get(state, '')}"
+                                 + ("" if state in FINAL_STATES
+                                    else " This page updates by itself."))
             return redirect("submission-detail", pk=sub.pk)
     quotas = [(c, quota(request.user, c)) for c in Corpus.objects.order_by("tag")]
     response = render(request, "submissions/new.html", {
@@ -157,6 +165,8 @@ def submission_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "mentions_by_type": sorted((stats.get("mentions_by_type") or {}).items()),
         "entities_by_type": sorted((stats.get("entities_by_type") or {}).items()),
         "skipped": sorted((stats.get("skipped") or {}).items()),
+        # Counted from stored rows: absent when the file was rejected (nothing stored).
+        "stored_stats": "documents_covered" in stats,
         "report_counts": sorted((sub.report_counts or {}).items()),
         "report_truncated": sum((sub.report_counts or {}).values()) > len(sub.report or []),
     })

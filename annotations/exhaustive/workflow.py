@@ -334,6 +334,13 @@ def progress(corpus: Corpus) -> dict:
         "documents": sum(sum(v.values()) for v in table.values()),
         "mentions": GoldMention.objects.filter(complete).count(),
         "relations": GoldRelation.objects.filter(complete).count(),
+        # Imported gold completes planned documents in their own stage (the sample design
+        # stays); the `imported` stage counts only documents the import added outside it.
+        "from_import": len(
+            set(GoldMention.objects.filter(complete, source="import")
+                .values_list("document_id", flat=True).distinct())
+            | set(GoldRelation.objects.filter(complete, source="import")
+                  .values_list("document_id", flat=True).distinct())),
         "open_hits": hits.filter(state__in=[HitState.PENDING, HitState.POSTED]).count(),
         "failed_posts": hits.filter(state=HitState.PENDING).exclude(post_error="").count(),
         "spent_usd": cost,

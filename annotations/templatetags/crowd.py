@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from annotations.crowd import budget
+from annotations.crowd import budget, live
 from annotations.models import Hit, HitState, PairLabel, SampleDraw
 
 register = template.Library()
@@ -25,4 +25,6 @@ def crowd_budget(submission: object) -> dict:
         "hits_complete": hits.filter(state=HitState.COMPLETE).count(),
         "hits_held": held.count(), "hold_reason": first_held or "",
         "spend": budget.spend(submission),
+        # Who answers, while any HIT of this submission is open (the demo's crowd).
+        "who": live.describe() if hits.filter(state=HitState.POSTED).exists() else "",
     }}

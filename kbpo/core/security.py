@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+import unicodedata
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -121,6 +122,18 @@ def csv_safe(value: object) -> object:
 FSI, PDI = "\u2068", "\u2069"
 
 
+# Bidi classes that can reorder neighbouring text: right-to-left letters, Arabic digits,
+# and the embedding, override and isolate controls.
+_REORDERING = frozenset({"R", "AL", "AN", "RLE", "RLO", "LRE", "LRO", "PDF", "RLI", "LRI",
+                         "FSI", "PDI"})
+
+
 def isolated(text: object) -> str:
-    """`text` between FSI and PDI, for plain-text contexts (messages, <title>, <option>)."""
-    return f"{FSI}{text}{PDI}"
+    """`text` between FSI and PDI when it holds a character that can reorder what follows
+    (plain-text contexts: messages, <title>, <option>, JSON, logs, e-mail). Left-to-right
+    text is returned as it is: there the isolates would only be invisible characters in
+    the way (copied from a JSON error, a log line or a mail subject)."""
+    text = str(text)
+    if any(unicodedata.bidirectional(c) in _REORDERING for c in text):
+        return f"{FSI}{text}{PDI}"
+    return text

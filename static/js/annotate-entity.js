@@ -244,10 +244,29 @@
         onclick: () => onpick(t)}, el("kbd", {}, k.toUpperCase()), " " + label)));
   }
 
+  // Narrow screens stack the panel under the whole document: the editor of a mention
+  // being marked is then a sheet above the footer (CSS `#editor.editing`), and the
+  // tapped words are kept in view above it.
+  const narrow = window.matchMedia("(max-width: 900px)");
+
+  function placeSheet(box, t0) {
+    const editing = narrow.matches && t0 !== null;
+    box.classList.toggle("editing", editing);
+    if (!editing) return;
+    const footer = document.querySelector(".task-footer");
+    box.style.bottom = ((footer ? footer.offsetHeight : 0) + 8) + "px";
+    const word = tokEls[t0].getBoundingClientRect();
+    const sheetTop = box.getBoundingClientRect().top;
+    if (word.bottom > sheetTop - 8 || word.top < 0) {
+      window.scrollBy(0, word.top - Math.max(8, (sheetTop - word.height) / 2));
+    }
+  }
+
   function renderEditor() {
     const box = $("editor");
     box.replaceChildren();
     const sel = selection();
+    const focusTok = active !== null ? mentions.get(active).t0 : (sel ? sel[0] : null);
     if (active !== null) {
       const m = mentions.get(active);
       const ent = entities.get(m.entity);
@@ -281,6 +300,7 @@
         el("p", {class: "editor-empty"}, "Drag over words, or move with ← → and select with Shift+← →; then choose the type. Click a marked mention to edit it."),
         typeButtons(null, (t) => createFromSelection(t)));
     }
+    placeSheet(box, focusTok);
   }
 
   function countNames(ms) {

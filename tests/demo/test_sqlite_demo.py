@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
+import sqlite3
 import subprocess
 import sys
+import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
+
+from kbpo.demo.world import generate as demo_world
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,10 +57,13 @@ print("PROBE " + json.dumps(out))
 """
 
 
-@pytest.mark.slow
-def test_make_demo_site_works_on_sqlite(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def sqlite_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """`manage.py demo` run once, small, on its own SQLite file (as `make demo` runs it)."""
+    tmp_path = tmp_path_factory.mktemp("sqlite-demo")
     env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE")}
+           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE",
+                        "KBPO_PUBLIC_URL")}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
     # Small, with two correction replicates (the fewest that run that path on SQLite).
     env["KBPO_SOFT_LABEL_BOOTSTRAP"] = "2"
@@ -63,6 +73,13 @@ def test_make_demo_site_works_on_sqlite(tmp_path: Path) -> None:
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "The demo is ready." in demo.stdout
+    assert "MISSED is expected now and then" in demo.stdout
+    return tmp_path, env
+
+
+@pytest.mark.slow
+def test_make_demo_site_works_on_sqlite(sqlite_demo: tuple[Path, dict[str, str]]) -> None:
+    _, env = sqlite_demo
 
     probe = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=300)
@@ -72,3 +89,59 @@ def test_make_demo_site_works_on_sqlite(tmp_path: Path) -> None:
     broken = {url: code for url, code in got.items() if url != "csv rows" and code != 200}
     assert not broken, f"pages that do not answer 200 on SQLite: {broken}"
     assert got["csv rows"] == 2  # both demo systems are on the board
+
+
+def _state(db: Path, name: str) -> str | None:
+    with closing(sqlite3.connect(db, timeout=30)) as con:
+        row = con.execute("SELECT state FROM submissions_submission WHERE name = ?",
+                          (name,)).fetchone()
+    return row[0] if row else None
+
+
+@pytest.mark.slow
+def test_a_new_upload_is_scored_while_serve_demo_runs(
+        sqlite_demo: tuple[Path, dict[str, str]]) -> None:
+    """The product's promise on `make demo`'s own stack (SQLite, eager Celery): with
+    serve_demo running, an upload the demo never saw is labelled by its crowd and scored
+    with no other command; Ctrl-C stops the server and the crowd. The crowd works twenty
+    times faster than the demo's pace here (--crowd-pace 0.05)."""
+    tmp_path, env = sqlite_demo
+    # The same world with two more systems: the first two are the demo's, the last two new.
+    more = tmp_path / "more"
+    demo_world.generate(more, docs=25, systems=4, seed=2017)
+    assert (more / "corpus.jsonl").read_bytes() == (tmp_path / "demo" / "corpus.jsonl"
+                                                    ).read_bytes()
+    new_kb = sorted((more / "systems").glob("*.kb"))[-1]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = open(tmp_path / "serve.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve_demo", f"127.0.0.1:{port}", "--noreload",
+         "--world", str(tmp_path / "demo"), "--crowd-pace", "0.05"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        submit = subprocess.run(
+            [sys.executable, "manage.py", "submit", str(new_kb), "--user", "demo",
+             "--corpus", "demo", "--name", "unseen"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert submit.returncode == 0, submit.stderr[-3000:]
+        assert _state(tmp_path / "db.sqlite3", "unseen") == "annotating", submit.stdout
+        deadline = time.monotonic() + 300
+        while _state(tmp_path / "db.sqlite3", "unseen") != "scored":
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-3000:]
+            time.sleep(1)
+    finally:
+        server.send_signal(signal.SIGINT)  # Ctrl-C
+        try:
+            server.wait(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+            log.close()
+    assert server.returncode is not None
+    text = (tmp_path / "serve.log").read_text()
+    assert "A simulated crowd of 20 workers answers new HITs of corpus 'demo'" in text
+    assert "Traceback" not in text, text[-3000:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
@@ -197,3 +198,24 @@ def test_error_lines_kept_in_memory_are_bounded() -> None:
         report.add(line, "UNKNOWN_DOCUMENT", "x")
     assert sorted(report.error_lines) == [1, 2, 3] and report.error_lines_full
     assert report.errors == 10 and len(report.problems) == 2
+
+
+@pytest.mark.django_db
+def test_a_public_report_names_the_dropped_lines_without_a_login_wall(
+        stored: Callable[..., Submission], user: User) -> None:
+    """Visitors read a public report; the submission page listing the lines is for
+    signed-in users, so the report itself says what was dropped."""
+    from django.test import Client
+
+    sub = ingest(stored, broken(), drop_invalid=True, public=True)
+    page = Client().get(f"/submissions/{sub.pk}/report/")
+    assert page.status_code == 200
+    note = page.content.decode().split('id="dropped-note"')[1].split("</p>")[0]
+    codes = Counter(p["code"] for p in sub.report if p["severity"] == "dropped")
+    assert codes
+    for code, n in codes.items():
+        assert f"<code>{code}</code> × {n}" in note, note
+    assert "for signed-in users" in note
+    form = Client()
+    form.force_login(user)
+    assert "anyone, signed in or not" in form.get("/submissions/new/").content.decode()

@@ -19,8 +19,8 @@ from django.db.models import Count, F
 
 from annotations.crowd import budget
 from annotations.crowd.labels import aggregate
+from annotations.crowd.live import truth_for
 from annotations.crowd.simulation import (
-    NO_RELATION,
     GoldKey,
     assign_workers,
     make_pool,
@@ -46,16 +46,6 @@ from annotations.models import (
 from annotations.quality.workers import update_worker_quality
 from kbpo.core import jobs
 from kbpo.core.models import Corpus
-
-
-def truth_for(key: GoldKey, question: Question) -> frozenset[str]:
-    """The gold answer the interface can express for this pair (its type-valid options)."""
-    pair = question.pair
-    truth = key.truth((pair.document.doc_id, pair.subject_begin, pair.subject_end,
-                       pair.object_begin, pair.object_end))
-    allowed = allowed_choices(question)
-    kept = frozenset(t for t in truth if t in allowed)
-    return kept or frozenset({NO_RELATION})
 
 
 class Command(BaseCommand):
@@ -100,7 +90,7 @@ class Command(BaseCommand):
         started = time.monotonic()
         labels_before = PairLabel.objects.count()
         touched: set[int] = set()
-        totals: Counter[str] = Counter()
+        totals: Counter[str] = Counter({"cost": Decimal(0)})
         before_round = labels_before
         # Score recomputations wait for the end of the command: one per corpus, not
         # one per aggregated HIT (eager mode ignores the debounce countdown).
@@ -149,6 +139,7 @@ class Command(BaseCommand):
                     self.stderr.write(f"HIT {hit.pk}: {sim.worker_id} refused: {exc.message}")
                     continue
                 answered += 1
+                totals["cost"] += budget.hit_cost(hit.backend, hit.reward, 1)
                 totals["assignments"] += 1
                 totals["answers"] += len(answers)
                 qids.extend(i.question_id for i in items)
@@ -194,11 +185,13 @@ class Command(BaseCommand):
         if report.flagged:
             self.stdout.write(f"flagged workers (agreement below threshold): "
                               f"{', '.join(report.flagged)}")
-        per_pair = (spend.committed / new_labels).quantize(Decimal("0.001")) if new_labels \
-            else None
+        # What this run's answers cost over this run's labels (the totals above hold every
+        # earlier run's spend too).
+        run_cost = totals["cost"]
+        per_pair = (run_cost / new_labels).quantize(Decimal("0.001")) if new_labels else None
         self.stdout.write(f"money: ${spend.spent} spent, ${spend.committed} committed of "
-                          f"${spend.cap}" + (f"; ${per_pair} committed per new label"
-                                             if per_pair is not None else ""))
+                          f"${spend.cap} in all; this run's answers ${run_cost}"
+                          + (f", ${per_pair} per new label" if per_pair is not None else ""))
         held = Hit.objects.filter(state=HitState.PENDING).exclude(post_error="").count()
         if held:
             self.stdout.write(self.style.WARNING(

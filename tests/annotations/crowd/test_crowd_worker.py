@@ -28,6 +28,7 @@ from annotations.models import (
     Hit,
     HitState,
     PairLabel,
+    Question,
     Response,
     SampleDraw,
 )
@@ -83,19 +84,26 @@ def test_demo_submission_goes_through_the_crowd(celery_worker_process, transacti
              "corpus": "demo"}
     call_command("simulate_crowd", **crowd, stdout=report)
 
-    def scored_or_answer_again() -> bool:
-        # The review on the worker may reject a spammer after the crowd's rounds ended:
-        # its answers stop counting and its questions are asked again in new HITs,
-        # which the crowd then answers.
-        if state_of(sub) in AFTER_CROWD:
+    pairs = set(SampleDraw.objects.filter(submission=sub).values_list("instance__pair_id",
+                                                                      flat=True))
+
+    def settled_or_answer_again() -> bool:
+        # `scoring` alone is no end state: the review on the worker may still reject a
+        # spammer, and the recount then deletes labels a moment before it moves the
+        # submission back to `annotating` (a busy machine widens that moment). Settled
+        # means every assignment reviewed (a rejection commits with its recount mark),
+        # no recount pending, every drawn pair labelled, and the submission past the
+        # crowd, read in that order. Otherwise the crowd answers what was asked again.
+        if (not Assignment.objects.filter(state=AssignmentState.SUBMITTED).exists()
+                and not Question.objects.filter(recount_pending_since__isnull=False).exists()
+                and PairLabel.objects.filter(pair_id__in=pairs).count() == len(pairs)
+                and state_of(sub) in AFTER_CROWD):
             return True
         call_command("simulate_crowd", **crowd, stdout=io.StringIO())
         time.sleep(1)
         return False
 
-    wait_for(scored_or_answer_again, what="scoring")
-    pairs = set(SampleDraw.objects.filter(submission=sub).values_list("instance__pair_id",
-                                                                      flat=True))
+    wait_for(settled_or_answer_again, timeout=240, what="a settled, scored submission")
     assert pairs and PairLabel.objects.filter(pair_id__in=pairs).count() == len(pairs)
     assert "accuracy against gold" in report.getvalue()
     wait_for(lambda: not Assignment.objects.filter(state=AssignmentState.SUBMITTED).exists(),

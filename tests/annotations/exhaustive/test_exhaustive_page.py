@@ -28,3 +28,27 @@ def test_progress_page_is_for_staff_and_shows_counts() -> None:
     assert client.get("/exhaustive/pg/?stage=seed").status_code == 200
     assert client.get("/exhaustive/pg/?stage=bogus").status_code == 200
     assert client.get("/exhaustive/nope/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_gold_imported_into_the_sample_is_counted_as_imported() -> None:
+    """The demo imports gold into its planned documents (their stage stays): the page
+    said "imported gold annotation: 0" right after that import."""
+    from annotations.exhaustive.gold import store_document_gold
+    from kbpo.core.docred import MentionIn
+
+    corpus = make_corpus("gi", {"A": "Ada Byron is here .", "B": "Tom King .", "C": "Paris ."})
+    plan_exhaustive(corpus, 2, 0.5, seed=1, start_tasks=False)
+    planned = list(ExhaustiveDocument.objects.filter(corpus=corpus)
+                   .select_related("document"))
+    assert planned and {d.stage for d in planned} != {"imported"}
+    for exdoc in planned:
+        store_document_gold(corpus, exdoc.document,
+                            [MentionIn(0, 3, "PER", "E1", canonical=True)], [])
+    client = Client()
+    client.force_login(make_user("op", staff=True))
+    html = client.get("/exhaustive/gi/").content.decode()
+    n = len(planned)
+    assert f"{n} of {n} documents complete" in html
+    assert f'<span id="from-import">{n} from imported gold</span>' in html
+    assert "added by a gold import, outside the two-stage sample" in html

@@ -29,7 +29,8 @@ def test_names_with_bidi_controls_are_isolated(scored: World) -> None:
     # Alpha is better on precision (tests/estimation/scoring/test_compare_pages.py).
     assert f"<strong><bdi>{a_name}</bdi></strong> is better" in html
     assert f"<bdi>{a_name}</bdi></a> − <a" in html and f"<bdi>{b_name}</bdi></a></h2>" in html
-    assert f">{FSI}{a_name}{PDI} (#{scored.a.pk})</option>" in html
+    owner = scored.a.owner.get_username()
+    assert f">{FSI}{a_name}{PDI} ({FSI}{owner}{PDI}, submission {scored.a.pk})</option>" in html
     assert f">{a_name} " not in html  # no bare name followed by text
 
     html = client.get(reverse("submission-evaluation", args=[scored.a.pk])).content.decode()
@@ -59,3 +60,14 @@ def test_names_with_bidi_controls_are_isolated(scored: World) -> None:
     assert f"<h1>Withdraw “<bdi>{a_name}</bdi>”?</h1>" in html
     resp = owner.post(reverse("submission-withdraw", args=[scored.a.pk]), follow=True)
     assert f"Submission “{FSI}{a_name}{PDI}” was withdrawn." in resp.content.decode()
+
+
+def test_left_to_right_text_gets_no_invisible_isolates() -> None:
+    """JSON errors, logs and plain-text mail carry names through `isolated`: only text
+    that can reorder its neighbours gets FSI ... PDI, plain names stay as they are."""
+    from kbpo.core.security import isolated
+
+    assert isolated("sys01_baseline") == "sys01_baseline"
+    assert isolated("Grace's extractor (v2)") == "Grace's extractor (v2)"
+    assert isolated(f"Alpha{RLO}evil") == f"{FSI}Alpha{RLO}evil{PDI}"
+    assert isolated("نظام") == f"{FSI}نظام{PDI}"  # right-to-left letters

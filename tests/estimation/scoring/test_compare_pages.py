@@ -103,3 +103,13 @@ def test_compare_reads_the_leaderboards_labelled_state(scored: World) -> None:
     assert _api(a=scored.a.pk, b=scored.b.pk).json() == body
     scoring.run_scheduled(scored.corpus.pk)  # scores the newer generation
     assert _api(a=scored.b.pk, b=scored.a.pk).status_code == 200
+
+
+def test_compare_choices_say_submission_not_rank(scored: World) -> None:
+    """"#" means rank on the leaderboard: the drop-downs name the owner and the
+    submission id in words instead of "#12"."""
+    html = Client().get(reverse("compare", args=["t"])).content.decode()
+    options = [o.split(">", 1)[1] for o in html.split("<option")[1:]]
+    assert options and not [o for o in options if "#" in o], options
+    owner = scored.a.owner.get_username()
+    assert any(f"{owner}\u2069, submission {scored.a.pk})" in o for o in options), options

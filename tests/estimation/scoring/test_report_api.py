@@ -141,3 +141,26 @@ def test_my_submissions_list_shows_the_latest_scores(scored: World) -> None:
     # A submission without scores says so.
     scored.a.scores.all().delete()
     assert "not scored yet" in c.get(reverse("submission-list")).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_system_without_draws_shows_what_others_labels_say(scored: World) -> None:
+    """Scored jointly from other systems' labels, a system has no draws of its own: its
+    per-predicate precision stays null (no sample of its own to estimate from), and the
+    API and the report say how many of its instances those labels cover and confirm."""
+    from annotations.models import SampleDraw
+
+    # (`scored` labelled born, wed and work; Beta drew born and work.)
+    SampleDraw.objects.filter(submission=scored.b).delete()
+    body = _get("api-submission-scores", scored.b.pk).json()
+    preds = {p["predicate"]: p for p in body["predicates"]}
+    work, death = preds["per:employee_or_member_of"], preds["per:place_of_death"]
+    assert work["draws"] == 0 and work["precision"]["estimate"] is None
+    assert (work["labelled_instances"], work["correct_instances"]) == (1, 1)
+    # Born is labelled per:place_of_birth: Beta's place_of_death there is wrong.
+    assert (death["labelled_instances"], death["correct_instances"]) == (1, 0)
+    client = Client()
+    client.force_login(scored.b.owner)
+    html = client.get(f"/submissions/{scored.b.pk}/report/").content.decode()
+    assert "no draws of its own; 1 of 1 labelled by other samples right" in html
+    assert "no draws of its own; 0 of 1 labelled by other samples right" in html

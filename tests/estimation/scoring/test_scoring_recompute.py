@@ -90,10 +90,12 @@ def test_fully_labelled_submission_becomes_scored_and_owner_is_emailed(
     assert "precision 1.000" in world.a.events.last().message
     assert len(mail.outbox) == 1
     msg = mail.outbox[0]
-    # The name is isolated (FSI ... PDI): bidi controls in it cannot reorder the rest.
+    # Plain text: a left-to-right name gets no invisible isolates (a name that could
+    # reorder the rest would: tests/estimation/scoring/test_bidi_names.py).
     assert msg.to == ["ada@example.org"]
-    assert msg.subject == "[KBPO] \u2068Alpha\u2069 is scored"
-    assert "your submission “\u2068Alpha\u2069” (#" in msg.body
+    assert msg.subject == "[KBPO] Alpha is scored"
+    assert "your submission “Alpha” (#" in msg.body
+    assert "\u2068" not in msg.subject + msg.body
     assert f"/submissions/{world.a.pk}/report/" in msg.body
     score = SystemScore.objects.get(run=run, submission=world.a, scheme="instance")
     assert f"{score.p_joint:.3f}" in msg.body and "90% interval" in msg.body
