@@ -16,39 +16,10 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from kbpo.envvars import env_bool, env_float, env_int, env_list
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_SECRET_KEY = "insecure-development-key-do-not-use-in-production"
-
-
-def env_bool(name: str, default: bool) -> bool:
-    """Parse a boolean environment variable ("1", "true", "yes", "on")."""
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str) -> list[str]:
-    """Parse a comma-separated environment variable."""
-    return [x.strip() for x in os.environ.get(name, default).split(",") if x.strip()]
-
-
-def env_int(name: str, default: int) -> int:
-    """Parse an integer environment variable, naming it when it is malformed."""
-    value = os.environ.get(name)
-    try:
-        return int(value) if value else default
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from exc
-
-
-def env_float(name: str, default: float) -> float:
-    """Parse a numeric environment variable, naming it when it is malformed."""
-    value = os.environ.get(name)
-    try:
-        return float(value) if value else default
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from exc
 
 
 # KBPO_ENV=production turns on every production safeguard; anything else is development.
@@ -545,63 +516,10 @@ KBPO_SAMPLE_SALT = env_int("KBPO_SAMPLE_SALT", 0)
 KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD", 0.002)
 KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD", 0.02)
 
-# Crowd pipeline (docs/internals/crowd.md): MTurk HIT types, periodic work, payments.
-# One HIT type per task kind; the reward is per HIT (per-question reward × questions).
-KBPO_MTURK_TOKEN_NAMESPACE = os.environ.get("KBPO_MTURK_TOKEN_NAMESPACE", "kbpo")
-KBPO_MTURK_HIT_TYPES = {
-    kind: {
-        "title": os.environ.get(f"KBPO_MTURK_{kind.upper()}_TITLE", title),
-        "description": os.environ.get(f"KBPO_MTURK_{kind.upper()}_DESCRIPTION", description),
-        "keywords": env_list(f"KBPO_MTURK_{kind.upper()}_KEYWORDS", keywords),
-    }
-    for kind, title, description, keywords in [
-        ("relation", "How are two highlighted names related in a sentence?",
-         "Read short news sentences and choose the relation (if any) that each sentence "
-         "states between two highlighted names.", "relation,sentence,reading,nlp"),
-        ("entity", "Mark the names of people, organisations and places in a news article",
-         "Select every name in a short news article, give its type and group the names "
-         "that refer to the same entity.", "entity,names,annotation,nlp"),
-        ("exhaustive", "Find every relation between names in a news article",
-         "For each pair of highlighted names in the same sentence, choose the relation the "
-         "sentence states, if any.", "relation,annotation,nlp"),
-    ]
-}
-KBPO_MTURK_ASSIGNMENT_DURATION = env_int("KBPO_MTURK_ASSIGNMENT_DURATION", 30 * 60)
-KBPO_MTURK_AUTO_APPROVAL_DELAY = env_int("KBPO_MTURK_AUTO_APPROVAL_DELAY", 3 * 24 * 3600)
-KBPO_MTURK_LIFETIME = env_int("KBPO_MTURK_LIFETIME", 3 * 24 * 3600)
-KBPO_MTURK_FRAME_HEIGHT = env_int("KBPO_MTURK_FRAME_HEIGHT", 800)
-# Qualification requirements; 0 / empty disables one.
-KBPO_MTURK_MIN_APPROVAL_RATE = env_int("KBPO_MTURK_MIN_APPROVAL_RATE", 95)
-KBPO_MTURK_MIN_APPROVED_HITS = env_int("KBPO_MTURK_MIN_APPROVED_HITS", 100)
-KBPO_MTURK_COUNTRIES = env_list("KBPO_MTURK_COUNTRIES", "US")
-# Workers holding this qualification do not see our HITs (created on first use by name,
-# or give the id of an existing one).
-KBPO_MTURK_BLOCK_QUALIFICATION_NAME = os.environ.get(
-    "KBPO_MTURK_BLOCK_QUALIFICATION_NAME", "KBPO blocked workers")
-KBPO_MTURK_BLOCK_QUALIFICATION_ID = os.environ.get("KBPO_MTURK_BLOCK_QUALIFICATION_ID", "")
-KBPO_MTURK_MAX_ATTEMPTS = env_int("KBPO_MTURK_MAX_ATTEMPTS", 8)
-# A posted HIT whose questions still need answers is extended by this much when it expires.
-KBPO_MTURK_EXTEND_SECONDS = env_int("KBPO_MTURK_EXTEND_SECONDS", 2 * 24 * 3600)
-# An assignment is rejected as spam only on evidence with a known answer: it misses every
-# one of at least KBPO_REJECT_MIN_CONTROLS control questions, and contradicts the label of
-# every other question, in a HIT of at least KBPO_REJECT_MIN_QUESTIONS questions (0
-# disables automatic rejection). Disagreeing with peers alone never rejects (issue 41).
-KBPO_REJECT_MIN_QUESTIONS = env_int("KBPO_REJECT_MIN_QUESTIONS", 3)
-KBPO_REJECT_MIN_CONTROLS = env_int("KBPO_REJECT_MIN_CONTROLS", 1)
-# MTurk answers count only once MTurk confirms the assignment: the task page's post is
-# provisional; a check runs KBPO_MTURK_CONFIRM_DELAY seconds after it (and every sync),
-# and a post MTurk never confirmed expires after KBPO_PAGE_POST_TTL seconds.
-KBPO_MTURK_CONFIRM_DELAY = env_int("KBPO_MTURK_CONFIRM_DELAY", 20)
-# That check reads the HIT's assignments (ListAssignmentsForHIT): once per HIT per delay,
-# and at most KBPO_MTURK_CONFIRM_RATE per KBPO_MTURK_CONFIRM_RATE_WINDOW seconds over the
-# site, however many posts arrive; the periodic sync settles the rest.
-KBPO_MTURK_CONFIRM_RATE = env_int("KBPO_MTURK_CONFIRM_RATE", 30)
-KBPO_MTURK_CONFIRM_RATE_WINDOW = env_int("KBPO_MTURK_CONFIRM_RATE_WINDOW", 60)
-# Unconfirmed posts a HIT keeps at most; later ones are checked and answered but not
-# kept (MTurk's copy still counts, at the next sync).
-KBPO_PAGE_POSTS_WAITING_PER_HIT = env_int("KBPO_PAGE_POSTS_WAITING_PER_HIT", 50)
-KBPO_PAGE_POST_TTL = env_int("KBPO_PAGE_POST_TTL",
-                             KBPO_MTURK_ASSIGNMENT_DURATION + 2 * 3600)
+# Crowd pipeline (docs/internals/crowd.md): MTurk HIT types, qualifications, confirmation
+# and rejection (kbpo/settings_mturk.py), then periodic work and payments.
+from kbpo.settings_mturk import *  # noqa: E402, F403
+
 # Periodic crowd work (seconds): re-drive stuck planning/posting, MTurk sync, worker quality.
 KBPO_CROWD_REDRIVE_AFTER = env_int("KBPO_CROWD_REDRIVE_AFTER", 900)
 KBPO_CROWD_REDRIVE_INTERVAL = env_int("KBPO_CROWD_REDRIVE_INTERVAL", 300)
