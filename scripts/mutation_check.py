@@ -1,16 +1,19 @@
-"""Named mutations of the estimators and the scoring path, and which tests catch each.
+"""Named mutations — plausible bugs in the estimators, the crowd pipeline, money,
+validation, visibility and limits — and which of the mirroring tests catch each.
 
 Run it through scripts/mutation_check.sh (the header there says how it works). This file
 is both the driver (`python scripts/mutation_check.py ...`) and, imported by the
-`sitecustomize.py` the driver writes, the code that applies one mutation inside every
+`sitecustomize.py` the driver writes, the code that applies a hook mutation inside every
 Python process of a test run (pytest, its Celery worker, CLI subprocesses).
 
-Mutations act on stable, public entry points only: the results of `estimation.core`'s
-`estimate()`, `estimation.core.intervals.z_value`, `estimation.data.load_exhaustive`,
-and the `estimate` that `estimation.scoring` calls. The ρ mutations recompute ρ from the
-public `Population`/`Evidence` API. None edits a source line, so they survive a rewrite
-of the estimators' internals; if an entry point disappears, the run says the mutation
-could not be applied instead of counting it as caught.
+Hook mutations act on stable, public entry points only: the results of
+`estimation.core`'s `estimate()`, `estimation.core.intervals.z_value`,
+`estimation.data.load_exhaustive`, the `estimate` that `estimation.scoring` calls, and
+`submissions.kbformat`'s `Report.add` and `inspect_upload` (one validation rule
+silenced). The ρ mutations recompute ρ from the public `Population`/`Evidence` API.
+Edit mutations change one exact piece of source in the copy; if the text is gone, the
+run says the mutation could not be applied instead of counting it as caught
+(tests/test_ci_guards.py checks that every edit still applies).
 """
 
 from __future__ import annotations
@@ -336,18 +339,22 @@ _TRUST = [
     # Intake: slots and who may answer.
     _edit("intake_one_slot_too_many", "an on-site HIT takes one answer past its slots",
           "crowd", T_INTAKE, "annotations/interfaces/intake.py",
-          ("refusal=Refusal.NONE).count() >= locked.max_assignments",
-           "refusal=Refusal.NONE).count() > locked.max_assignments")),
+          ("refusal=Refusal.NONE).count() >= locked.max_assignments):",
+           "refusal=Refusal.NONE).count() > locked.max_assignments):")),
     _edit("intake_closed_hit_open", "a HIT no longer posted still takes answers",
           "crowd", T_INTAKE, "annotations/interfaces/intake.py",
-          ("        _check_open(locked)\n", "")),
+          ("        _check_open(locked)\n        if worker.blocked:",
+           "        if worker.blocked:")),
     _edit("intake_blocked_worker_answers", "a blocked worker's answers are taken",
           "crowd", T_INTAKE, "annotations/interfaces/intake.py",
-          ("        if worker.blocked:", "        if False:")),
+          ("        _check_open(locked)\n        if worker.blocked:",
+           "        _check_open(locked)\n        if False:")),
     _edit("intake_worker_answers_twice", "a worker answers the same HIT twice",
           "crowd", T_INTAKE, "annotations/interfaces/intake.py",
-          ("if Assignment.objects.filter(hit=locked, worker=worker).exists():",
-           "if False:")),
+          ("        if Assignment.objects.filter(hit=locked, worker=worker).exists():\n"
+           '            raise IntakeError("this worker already answered',
+           "        if False:\n"
+           '            raise IntakeError("this worker already answered')),
     # Budget: spent and committed.
     _edit("budget_finished_unreviewed_uncommitted",
           "a finished HIT's unreviewed work is not committed", "money", T_BUDGET,
