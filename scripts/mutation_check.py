@@ -478,6 +478,10 @@ _RULE_TESTS = {
     "SENTIMENT_NOT_EVALUATED": "tests/submissions/test_sentiment.py",
     "DROPPED_WITH_ENTITY": "tests/submissions/test_drop_invalid.py",
     "TOO_MANY_INVALID_LINES": "tests/submissions/test_drop_invalid.py",
+    # Rules that main's hostile-upload work adds (a mapping for an absent rule is unused).
+    "BAD_LINK": "tests/submissions/test_hostile_uploads.py",
+    "TOO_MANY_ERRORS": "tests/submissions/test_hostile_uploads.py",
+    "TOO_MANY_LINES": "tests/submissions/test_hostile_uploads.py",
 }
 
 
