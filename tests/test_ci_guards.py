@@ -55,3 +55,26 @@ def test_chromium_path_honours_the_variable(monkeypatch: pytest.MonkeyPatch,
         assert path is None and looked == f"$CHROMIUM_PATH={configured}"
     else:
         assert looked != f"$CHROMIUM_PATH={configured}"
+
+
+def test_the_mutation_check_is_well_formed() -> None:
+    """scripts/mutation_check.sh stays runnable: every edit mutation's text is still in
+    its file exactly once, every mirroring test file exists, every area has mutations."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import mutation_check as mc
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    mutations = list(mc.MUTATIONS.values())
+    assert len(mutations) >= 30
+    assert {m.area for m in mutations} == set(mc.AREAS)
+    for m in mutations:
+        assert m.tests and all((ROOT / t).exists() for t in m.tests), m.name
+        assert (m.install is None) != (not m.edits), m.name  # one kind or the other
+        for path, old, new in m.edits:
+            text = (ROOT / path).read_text(encoding="utf-8")
+            assert text.count(old) == 1 and old != new, (m.name, path)
+    # Every TAC rule has its mutation.
+    from submissions.kbformat import CODES
+
+    assert {f"tac_rule_off:{c}" for c in CODES} <= set(mc.MUTATIONS)

@@ -1,5 +1,6 @@
-"""Lockout after failed logins (site and admin), API throttles, a Content-Security-Policy
-on every page, and spreadsheet-safe CSV cells."""
+"""The client address behind trusted proxies, fixed-window rate limits, lockout after
+failed logins (site and admin), API throttles, a Content-Security-Policy on every page,
+and spreadsheet-safe CSV cells."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, RequestFactory
 from rest_framework.authtoken.models import Token
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
-from kbpo.core.security import csv_safe
+from kbpo.core.security import client_ip, csv_safe, peek, take
 from tests.factories import make_corpus, make_submission
 
 PASSWORD = "correct-horse-battery-9"
@@ -26,6 +27,41 @@ def ada(db) -> User:
 
 def login(client: Client, url: str, password: str, ip: str, username: str = "ada"):
     return client.post(url, {"username": username, "password": password}, REMOTE_ADDR=ip)
+
+
+WINDOW = 10**9  # one fixed window for the whole test: it never straddles two
+
+
+def test_take_allows_exactly_the_limit_and_peek_agrees() -> None:
+    key = "test-take-limit"
+    verdicts = []
+    for _ in range(4):
+        verdicts.append((peek(key, 3, WINDOW).allowed, take(key, 3, WINDOW).allowed))
+    # Before each take: may it pass? Then: did it?
+    assert verdicts == [(True, True), (True, True), (True, True), (False, False)]
+    refused = take(key, 3, WINDOW)
+    assert not refused.allowed and 0 < refused.retry_after <= WINDOW
+    assert take("test-take-other", 3, WINDOW).allowed  # keys count apart
+    assert all(take(key, 0, WINDOW).allowed for _ in range(3))  # 0: no limit
+
+
+@pytest.mark.parametrize(("proxies", "forwarded", "remote", "expected"), [
+    (0, "", "198.51.100.7", "198.51.100.7"),
+    (0, "203.0.113.5", "198.51.100.7", "198.51.100.7"),   # no proxy: a header is a lie
+    (1, "203.0.113.5", "10.0.0.1", "203.0.113.5"),          # what our proxy saw
+    (1, "6.6.6.6, 203.0.113.5", "10.0.0.1", "203.0.113.5"),  # the client wrote the first
+    (2, "6.6.6.6, 203.0.113.5, 10.0.0.2", "10.0.0.1", "203.0.113.5"),
+    (2, "10.0.0.2", "10.0.0.1", "10.0.0.1"),                # fewer hops than proxies
+    (1, "not-an-address", "10.0.0.1", "10.0.0.1"),
+    (0, "", "", None),
+])
+def test_client_ip_trusts_only_the_configured_proxies(
+        settings, proxies: int, forwarded: str, remote: str, expected: str | None) -> None:
+    settings.KBPO_TRUSTED_PROXY_COUNT = proxies
+    meta = {"REMOTE_ADDR": remote}
+    if forwarded:
+        meta["HTTP_X_FORWARDED_FOR"] = forwarded
+    assert client_ip(RequestFactory().get("/", **meta)) == expected
 
 
 @pytest.mark.django_db

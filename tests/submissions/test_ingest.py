@@ -138,7 +138,8 @@ def test_rerun_is_idempotent_and_revalidation_reproduces(
 
 @pytest.mark.django_db
 def test_rerun_after_a_failure_past_planning_replaces_draws_and_rows(
-        stored: Callable[..., Submission], django_capture_on_commit_callbacks) -> None:
+        needs_postgres: None, stored: Callable[..., Submission],
+        django_capture_on_commit_callbacks) -> None:
     from django.db import connection
 
     from annotations.models import SampleDraw
@@ -160,7 +161,7 @@ def test_rerun_after_a_failure_past_planning_replaces_draws_and_rows(
 
 @pytest.mark.django_db
 def test_deleting_a_submission_with_draws_leaves_no_rows_behind(
-        stored: Callable[..., Submission]) -> None:
+        needs_postgres: None, stored: Callable[..., Submission]) -> None:
     """The admin's delete (the ORM's cascade) removes the draws on its instances and
     every ingested row: the database no longer checks the bulk rows' submission and
     entity keys (migration 0004), so orphans would go unnoticed."""

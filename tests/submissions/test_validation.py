@@ -52,6 +52,9 @@ ERROR_CASES: list[tuple[str, Callable[[], bytes], int]] = [
      lambda: plus(f':E1\tmention\t"Ada Lovelace"\t{prov("D1", "Ada Byron")}'), N + 1),
     ("MENTION_TEXT_MISMATCH",
      lambda: plus(f':E1\tper:title\t"doctor"\t{prov("D1", "engineer")}\t0.5'), N + 1),
+    # Case matters: "ada byron" is not the "Ada Byron" at those offsets (same_text).
+    ("MENTION_TEXT_MISMATCH",
+     lambda: plus(f':E1\tmention\t"ada byron"\t{prov("D1", "Ada Byron")}'), N + 1),
     ("UNKNOWN_ENTITY_TYPE", lambda: plus(":E5\ttype\tANIMAL"), N + 1),
     ("ENTITY_WITHOUT_TYPE", lambda: plus(mention(":E5", "D1", "engineer")), N + 1),
     ("INCONSISTENT_ENTITY_TYPE", lambda: plus(":E1\ttype\tORG"), N + 1),
@@ -136,6 +139,11 @@ WARNING_CASES: list[tuple[str, Callable[[], bytes], int]] = [
     ("UNSUPPORTED_ENTITY_TYPE",
      lambda: plus(":E5\ttype\tFAC", mention(":E5", "D1", "London"),
                   f":E1\tper:place_of_birth\t:E5\t{sentence('D1', 0)}"), N + 1),
+    ("UNSUPPORTED_NODE_TYPE",
+     lambda: plus(":Event_1\ttype\tCONFLICT.ATTACK",
+                  mention(":Event_1", "D1", "born", 0, "mention.actual")), N + 1),
+    # A second mention of :E1 inside line 23's provenance.
+    ("AMBIGUOUS_MENTION", lambda: plus(mention(":E1", "D1", "Byron", 1)), 23),
 ]
 
 

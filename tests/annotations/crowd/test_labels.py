@@ -303,3 +303,34 @@ def test_labels_refit_the_crowd_model_without_waiting_for_the_pass(
         assert cache.get(quality_workers.refit_key(sub.corpus_id)) is None
     else:
         assert not any(soft), soft
+
+
+def test_discounted_answers_take_no_part_in_the_vote(
+        planned, django_capture_on_commit_callbacks) -> None:
+    """An answer no longer counted (its assignment was rejected: crowd/discount.py) is
+    kept for audit but never voted: with it, the spouse question's 2-of-3 majority below
+    would be a 2-2 tie."""
+    from django.db.models import F
+
+    from annotations.crowd.discount import discount
+
+    _, hit = planned
+    other = {"PER-GPE": ["per:place_of_death"], "PER-PER": ["per:siblings"],
+             "PER-ORG": ["no_relation"]}
+
+    def wrong(q):
+        return other[f"{q.pair.subject_type}-{q.pair.object_type}"]
+
+    first = submit(hit, "gone", wrong, django_capture_on_commit_callbacks)
+    discount(first.pk)
+    Hit.objects.filter(pk=hit.pk).update(max_assignments=F("max_assignments") + 1)  # its slot
+    def spouse_wrong(q):  # careless on one question, not spam
+        return wrong(q) if q.pair.object_type == "PER" else truth(q)
+
+    for w, choose in (("w1", truth), ("w2", truth), ("w3", spouse_wrong)):
+        submit(hit, w, choose, django_capture_on_commit_callbacks)
+    labels.aggregate(Question.objects.values_list("pk", flat=True))
+    got = {f"{lab.pair.subject_type}-{lab.pair.object_type}": (lab.predicates, lab.n_answers)
+           for lab in PairLabel.objects.select_related("pair")}
+    assert got == {k: (v, 3) for k, v in TRUTH.items()}
+    assert first.responses.filter(counted=False).count() == 3  # kept, not counted

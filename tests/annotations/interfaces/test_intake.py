@@ -101,6 +101,27 @@ def test_other_workers_assignment_and_closed_hits_are_refused(hit) -> None:
                           answers=answers)
 
 
+def test_an_on_site_hit_takes_no_answer_past_its_slots(hit) -> None:
+    """Nothing else keeps an on-site HIT to its slots (MTurk does that for its own):
+    one more answer would be counted and paid beyond the HIT's cost. Refused work
+    (paid, not counted) leaves its slot to a replacement."""
+    from annotations.models import Assignment, Refusal
+
+    answers = answers_for(hit, [["no_relation"], ["per:spouse"]])
+    assert hit.max_assignments == 3
+    for i in range(3):
+        submit_assignment(hit=hit, worker=worker_for("simulated", f"w{i}"),
+                          assignment_id=f"A{i}", answers=answers)
+    with pytest.raises(IntakeError, match="already has all the answers") as err:
+        submit_assignment(hit=hit, worker=worker_for("simulated", "w9"), assignment_id="A9",
+                          answers=answers)
+    assert (err.value.status, err.value.code, err.value.field) == (409, "closed", "hitId")
+    assert Assignment.objects.filter(hit=hit).count() == 3
+    Assignment.objects.filter(external_id="A0").update(refusal=Refusal.PAY)
+    submit_assignment(hit=hit, worker=worker_for("simulated", "w9"), assignment_id="A9",
+                      answers=answers)
+
+
 @pytest.mark.parametrize(("payload", "field"), [
     ([], "answers"),
     ({"answers": [5]}, "answers[0]"),

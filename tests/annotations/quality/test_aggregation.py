@@ -38,6 +38,24 @@ def test_majority_single_and_multi_label() -> None:
     assert majority_vote([set(), set(), {"per:spouse"}]).labels == {NO_RELATION}
 
 
+@pytest.mark.parametrize("answers", [
+    [{"per:spouse"}, {"per:spouse"}, {NO_RELATION}, {NO_RELATION}],         # 2 of 4
+    [{"per:spouse"}, {"per:spouse"}, {"per:siblings"}, {NO_RELATION}],      # 2 of 4, plurality
+    [{"per:spouse"}] * 3 + [{NO_RELATION}] * 3,                             # 3 of 6
+], ids=["two-two", "plurality-of-four", "three-three"])
+def test_majority_even_split_is_a_tie(answers: list[set[str]]) -> None:
+    """Half is not a majority: an even split asks for another answer (crowd/labels.py)."""
+    r = majority_vote(answers)
+    assert r.tied and r.labels == frozenset() and r.support == 0.0
+
+
+def test_majority_odd_tie_takes_no_answer_in_any_order() -> None:
+    answers = [{"per:spouse"}, {"per:siblings"}, {NO_RELATION}]
+    for shift in range(3):
+        r = majority_vote(answers[shift:] + answers[:shift])
+        assert r.tied and r.labels == frozenset() and r.support == 0.0
+
+
 def test_answer_key_is_canonical() -> None:
     assert answer_key(["b", "a", "a"]) == "a|b"
     assert answer_key([]) == NO_RELATION

@@ -192,6 +192,7 @@ def test_report_for_a_scheme_the_run_did_not_store(world: World, settings) -> No
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_asking_for_a_scheme_the_run_did_not_store_writes_nothing(world: World,
                                                                   settings) -> None:
     """With KBPO_SCORE_SCHEMES=instance, every anonymous GET of a board under another

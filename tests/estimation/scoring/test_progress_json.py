@@ -45,6 +45,7 @@ def _crowd(world: World) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # the one-query body is Postgres SQL
 def test_one_query_body_equals_the_reference_through_a_submission_life(
         world: World, django_assert_num_queries) -> None:
     staff = make_user("staff", staff=True)
@@ -86,6 +87,7 @@ def test_visibility_is_that_of_the_report(world: World) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # the one-query body is Postgres SQL
 def test_a_signed_in_poll_of_a_public_report_is_one_query(
         world: World, django_assert_num_queries) -> None:
     url = reverse("submission-evaluation-progress", args=[world.a.pk])

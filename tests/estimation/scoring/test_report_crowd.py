@@ -328,6 +328,7 @@ def test_accuracy_on_control_questions_on_the_page_and_api(world: World, setting
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_a_run_from_before_the_control_figures_says_not_available(world: World,
                                                                   settings) -> None:
     """A run stored without `controls` renders (no 500), says the figure is not

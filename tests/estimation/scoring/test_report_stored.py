@@ -78,6 +78,7 @@ def _login(user) -> Client:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_stored_once_then_served_with_identical_bytes(scored: World, monkeypatch) -> None:
     url = _url(scored.a)
     first = Client().get(url)
@@ -101,6 +102,7 @@ def test_stored_once_then_served_with_identical_bytes(scored: World, monkeypatch
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_signed_in_viewers_share_the_body_with_their_own_navigation(
         scored: World, monkeypatch) -> None:
     url = _url(scored.a)
@@ -122,6 +124,7 @@ def test_signed_in_viewers_share_the_body_with_their_own_navigation(
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_private_reports_only_for_owner_and_staff(scored: World) -> None:
     url = _url(scored.b)
     owner = Submission.objects.get(pk=scored.b.pk).owner
@@ -137,6 +140,7 @@ def test_private_reports_only_for_owner_and_staff(scored: World) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_each_query_has_its_body_and_only_real_pages_are_stored(scored: World) -> None:
     for q in ("", "?scheme=predicate", "?verdict=correct", "?page=1&verdict=pending"):
         assert Client().get(_url(scored.a, q)).status_code == 200
@@ -252,6 +256,7 @@ CHANGES = ["rename", "state", "corpus", "draw", "label", "recompute", "question"
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("what", CHANGES)
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_a_change_of_what_the_report_shows_is_never_served_stale(
         scored: World, what: str, monkeypatch) -> None:
     url = _url(scored.a)
@@ -272,6 +277,7 @@ def test_a_change_of_what_the_report_shows_is_never_served_stale(
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_the_gold_is_not_in_the_key_when_the_run_stored_its_counts(
         scored: World, monkeypatch) -> None:
     url = _url(scored.a)
@@ -295,6 +301,7 @@ def test_a_deploy_changes_every_key(scored: World, monkeypatch) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_the_key_is_one_query(scored: World, django_assert_num_queries) -> None:
     Client().get(_url(scored.a))
     with django_assert_num_queries(1):
@@ -308,6 +315,7 @@ def _key(world: World) -> str:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_the_key_reads_no_label_or_answer_elsewhere_on_the_corpus(
         scored: World, monkeypatch) -> None:
     """The crowd section comes from the run: crowd work on other submissions' pairs

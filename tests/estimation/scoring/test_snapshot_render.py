@@ -169,6 +169,7 @@ def _stored(run: ScoreRun) -> dict:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("in_hand", [True, False], ids=["rows in hand", "rows read back"])
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_stored_boards_equal_the_reference_rendering(in_hand: bool) -> None:
     run, rows = _world()
     assert snapshot.write_snapshots(run, rows if in_hand else None) == 24

@@ -42,6 +42,7 @@ def _poison(part: str, viewer: str = "") -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_anonymous_page_is_stored_once_and_served_as_rendered(scored: World) -> None:
     first = Client().get(PAGE)
     assert first.status_code == 200 and BoardBody.objects.filter(part="html").count() == 1
@@ -64,6 +65,7 @@ def test_anonymous_page_is_stored_once_and_served_as_rendered(scored: World) -> 
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_logged_in_visitors_never_get_the_anonymous_body(scored: World) -> None:
     Client().get(PAGE)
     _poison("html")
@@ -85,6 +87,7 @@ def test_logged_in_visitors_never_get_the_anonymous_body(scored: World) -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize("change", ["private", "rename", "withdraw", "description",
                                     "recomputing", "public"])
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_a_change_of_what_the_page_shows_is_never_served_stale(
         scored: World, change: str) -> None:
     Client().get(PAGE)
@@ -116,6 +119,7 @@ def test_a_change_of_what_the_page_shows_is_never_served_stale(
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_a_new_score_run_replaces_the_stored_bodies(scored: World) -> None:
     Client().get(PAGE)
     Client().get(CSV)
@@ -127,6 +131,7 @@ def test_a_new_score_run_replaces_the_stored_bodies(scored: World) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_anonymous_csv_is_stored_and_keeps_private_rows_out(scored: World) -> None:
     first = Client().get(CSV)
     second = Client().get(CSV)
@@ -154,6 +159,7 @@ def test_bad_parameters_and_unknown_corpora_are_not_stored(scored: World) -> Non
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_anonymous_json_is_stored_only_for_plain_json(scored: World) -> None:
     api = reverse("api-leaderboard", args=["t"])
     first = Client().get(api)
@@ -192,6 +198,7 @@ def test_stored_json_is_one_query_and_errors_stay_errors(
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_a_deploy_changes_every_key(scored: World, monkeypatch) -> None:
     from estimation import stored_pages
 
@@ -235,6 +242,7 @@ def _fresh(client: Client, url: str, monkeypatch) -> str:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_each_kind_of_signed_in_viewer_gets_its_own_stored_body(
         scored: World, monkeypatch) -> None:
     owner_b = Submission.objects.get(pk=scored.b.pk).owner  # owns the private Beta
@@ -269,6 +277,7 @@ def test_each_kind_of_signed_in_viewer_gets_its_own_stored_body(
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("needs_postgres")  # stored bodies: Postgres SQL
 def test_a_viewer_who_becomes_staff_or_an_owner_changes_body(scored: World) -> None:
     carol = make_user("carol")
     _login(carol).get(PAGE)
