@@ -285,7 +285,7 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
         Submission(owner=owner, corpus=corpus, name=f"system-{i:03d}", state=State.SCORED,
                    public=True, file="submissions/bench.kb") for i in range(args.systems))
     n_pairs = args.pairs
-    per_doc = n_pairs // args.docs
+    per_doc = -(-n_pairs // args.docs)  # the last documents get fewer: n_pairs in all
     if per_doc > MAX_PAIRS_PER_DOC:
         sys.exit(f"at most {MAX_PAIRS_PER_DOC} pairs per document: raise --docs")
     n_pred = len(PREDICATES)
