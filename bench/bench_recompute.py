@@ -27,6 +27,10 @@ peak, the build's peak and the whole process's peak (VmHWM's maximum over all ph
         [--answers 3] [--new-workers 0] [--profile FILE] [--hard-labels] \
         [--schemes instance,...]
 
+With KBPO_SCORE_FOLLOW_UP on (the default) "incremental" is the live run (the draw
+scheme, the reweighted schemes' rows carried) and "follow-up" the queued task that
+replaces those rows, timed apart; each batch is announced as a new label generation.
+
 `--new-workers N` has N workers never seen before answer one HIT each in every batch, as a
 crowd on MTurk does (the noise correction's stored fit has no rates for them).
 OpenBLAS runs one thread, as in the image (OPENBLAS_NUM_THREADS=1 unless the environment
@@ -281,7 +285,7 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
         Submission(owner=owner, corpus=corpus, name=f"system-{i:03d}", state=State.SCORED,
                    public=True, file="submissions/bench.kb") for i in range(args.systems))
     n_pairs = args.pairs
-    per_doc = n_pairs // args.docs
+    per_doc = -(-n_pairs // args.docs)  # the last documents get fewer: n_pairs in all
     if per_doc > MAX_PAIRS_PER_DOC:
         sys.exit(f"at most {MAX_PAIRS_PER_DOC} pairs per document: raise --docs")
     n_pred = len(PREDICATES)
@@ -400,8 +404,8 @@ def main() -> None:
 
         from estimation import correction, instance_cache
         from estimation import data as data_module
-        from estimation.models import SystemScore
-        from estimation.scoring import recompute, score_schemes
+        from estimation.models import ScoringState, SystemScore
+        from estimation.scoring import complete_reweighted, follow_up, recompute, score_schemes
 
         if args.hard_labels:
             settings.KBPO_SOFT_LABELS = False
@@ -422,13 +426,23 @@ def main() -> None:
         def scores(run) -> dict:
             out = {}
             for r in SystemScore.objects.filter(run=run).values():
-                del r["id"], r["run_id"]
+                del r["id"], r["run_id"], r["generation"]
                 out[(r["submission_id"], r["scheme"])] = r
             return out
 
         profiler = cProfile.Profile() if args.profile else None
         cpus: dict[str, list[float]] = {}
         loads: dict[str, list[tuple[float, float]]] = {}
+
+        live = follow_up() and len(score_schemes(settings.KBPO_SAMPLING_SCHEME)) > 1
+        generation = [0]
+
+        def announce() -> int:
+            """A label change, as `request_recompute` records it: the next generation."""
+            generation[0] += 1
+            ScoringState.objects.update_or_create(corpus=corpus,
+                                                  defaults={"generation": generation[0]})
+            return generation[0]
 
         def timed(label: str, profile: bool = False, **kw) -> tuple[float, object]:
             marks: list[tuple[float, str, float]] = []
@@ -437,9 +451,13 @@ def main() -> None:
             reset_peak()
             if profile and profiler is not None:
                 profiler.enable()
-            run = recompute(corpus, trigger=label, **kw,
-                            progress=lambda m, marks=marks: marks.append(
-                                (time.monotonic(), m, time.process_time())))
+            say = lambda m, marks=marks: marks.append(  # noqa: E731
+                (time.monotonic(), m, time.process_time()))
+            if label == "follow-up":
+                run = complete_reweighted(corpus, generation[0], progress=say)
+            else:
+                run = recompute(corpus, trigger=label, generation=announce(), **kw,
+                                progress=say)
             if profile and profiler is not None:
                 profiler.disable()
             total, cpu = time.monotonic() - t, time.process_time() - cpu
@@ -456,7 +474,7 @@ def main() -> None:
         print("cold start (no stored arrays):")
         timed("cold full", full=True)
         pending = list(data["pending"])
-        inc, full, restart = [], [], []
+        inc, full, restart, follow = [], [], [], []
         same = True
         for b in range(args.batches):
             batch, pending = pending[:args.batch_size], pending[args.batch_size:]
@@ -467,13 +485,18 @@ def main() -> None:
                 answered = add_labels(c.cursor, np.asarray(batch), data["truth"],
                                       data["index_of"], data["crowd"], timezone.now().isoformat())
             print(f"batch {b + 1}: +{len(batch)} labels, +{answered} crowd answers")
-            t_inc, run_inc = timed("incremental", profile=True)
+            # Live (KBPO_SCORE_FOLLOW_UP, the default): the draw scheme, then the queued
+            # follow-up's reweighted schemes, timed apart.
+            t_inc, run_inc = timed("incremental", profile=True, live=live)
             inc.append(t_inc)
+            if live:
+                t_follow, _ = timed("follow-up", profile=True)
+                follow.append(t_follow)
             # A fresh worker: the stored arrays, no population or answers in memory.
             instance_cache._HOT.clear()
             correction.forget_answers()  # nor the crowd answers it read
             data_module.forget()  # nor the draws and exhaustive sample
-            t_restart, _ = timed("incremental, new worker")
+            t_restart, _ = timed("incremental, new worker", live=live)
             restart.append(t_restart)
             t_full, run_full = timed("full", full=True)
             full.append(t_full)
@@ -484,6 +507,10 @@ def main() -> None:
               f"{np.median(inc):.2f} s (max {max(inc):.2f}), in a new worker "
               f"{np.median(restart):.2f} s, full rebuild {np.median(full):.2f} s; incremental "
               f"and full scores identical: {'yes' if same else 'NO'}")
+        if follow:
+            print(f"live: the draw scheme per batch, median {np.median(inc):.2f} s; the "
+                  f"reweighted schemes' follow-up median {np.median(follow):.2f} s "
+                  f"(max {max(follow):.2f})")
         print("CPU of this process per run, median (min): " + ", ".join(
             f"{k} {np.median(v):.2f} ({min(v):.2f}) s" for k, v in cpus.items()
             if k != "cold full"))

@@ -59,7 +59,14 @@ def run_info(run: ScoreRun | None) -> dict[str, Any] | None:
     if run is None:
         return None
     return {"id": run.pk, "finished_at": run.finished_at, "confidence": run.confidence,
-            "draw_scheme": run.draw_scheme, "labels": run.n_labels}
+            "draw_scheme": run.draw_scheme, "labels": run.n_labels,
+            "generation": run.generation}
+
+
+def stamp(score: SystemScore) -> dict[str, Any]:
+    """The label generation a scheme's row reflects, and whether it is still updating."""
+    g = score.reflects()
+    return {"generation": g, "updating": g < score.run.generation}
 
 
 class IntervalSerializer(serializers.Serializer):
@@ -97,6 +104,11 @@ class CorrectionSerializer(serializers.Serializer):
 
 class SchemeScoresSerializer(MetricsSerializer):
     scheme = serializers.ChoiceField(choices=list(lb.BOARD_SCHEMES))
+    generation = serializers.IntegerField(
+        help_text="The label generation these scores reflect.")
+    updating = serializers.BooleanField(
+        help_text="true: from an earlier label generation than the run's draw scheme; "
+                  "being recomputed.")
     correction = CorrectionSerializer(
         allow_null=True, help_text="How far the crowd-noise correction (soft labels) moved "
         "each joint score; null when the run used hard labels.")
@@ -179,6 +191,8 @@ class ScoreRunInfoSerializer(serializers.Serializer):
     confidence = serializers.FloatField()
     draw_scheme = serializers.CharField()
     labels = serializers.IntegerField(help_text="Distinct labelled pairs the run used.")
+    generation = serializers.IntegerField(
+        help_text="The label generation the run reflects (its draw scheme, computed live).")
 
 
 class PredicateSerializer(serializers.Serializer):
@@ -336,7 +350,7 @@ class ScoresAPIView(_SubmissionAPIView):
             "pending_draws": first.pending if first else None,
             "cost_usd": str(first.cost_usd.quantize(Decimal("0.01"))) if first else None,
             "control_cost_usd": str(report.control_cost(sub)),
-            "schemes": [{"scheme": s, **scheme_scores(scores[s]),
+            "schemes": [{"scheme": s, **scheme_scores(scores[s]), **stamp(scores[s]),
                          "correction": correction(scores[s])}
                         for s in lb.BOARD_SCHEMES if s in scores],
             "predicates": predicate_dicts(sub, confidence, scores),

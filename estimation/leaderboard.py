@@ -109,6 +109,8 @@ class Board:
     rows: list[Row]
     leader: Row | None = None
     ticks: list[dict[str, float | str]] = field(default_factory=list)
+    # The oldest label generation the scheme's rows reflect (None: no rows, the run's).
+    scheme_generation: int | None = None
 
     @property
     def confidence_pct(self) -> int:
@@ -184,6 +186,7 @@ def build(corpus: Corpus, user: object, scheme: str = "instance", metric: str = 
                    for t in (0, 0.25, 0.5, 0.75, 1.0)]
     if run is None:
         return board
+    board.scheme_generation = run.scheme_generations().get(scheme)
     qs = (SystemScore.objects.filter(run=run, scheme=scheme,
                                      submission__state__in=ACTIVE_STATES)
           .filter(visible_filter(user))
@@ -263,6 +266,7 @@ def board_dict(board: Board) -> dict:
             "draws": sum(r.score.draws + r.score.pending for r in board.rows),
             "systems": len(board.rows),
             "exhaustive_documents": run.n_exhaustive_documents,
-            "duration_s": run.duration_s, "draw_scheme": run.draw_scheme},
+            "duration_s": run.duration_s, "draw_scheme": run.draw_scheme,
+            **run.stamp(board.scheme_generation)},
         "systems": [row_dict(r) for r in board.rows],
     }

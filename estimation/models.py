@@ -105,6 +105,23 @@ class ScoreRun(models.Model):
     def __str__(self) -> str:
         return f"run {self.pk} on {self.corpus_id} ({self.status})"
 
+    def stamp(self, scheme_generation: int | None) -> dict[str, object]:
+        """What a board or an API answer says about the label generation it reflects:
+        the run's (its draw scheme, computed live), the scheme's (a reweighted scheme's
+        rows may be carried from an older run while its follow-up is queued), and
+        whether that scheme is therefore still updating (never shown as fresh)."""
+        g = self.generation if scheme_generation is None else scheme_generation
+        return {"generation": self.generation, "scheme_generation": g,
+                "updating": g < self.generation}
+
+    def scheme_generations(self) -> dict[str, int]:
+        """Per scheme of the run: the oldest label generation its rows reflect."""
+        out: dict[str, int] = {}
+        for scheme, g in self.scores.values_list("scheme", "generation"):
+            g = self.generation if g is None else g
+            out[scheme] = min(out.get(scheme, g), g)
+        return out
+
     @classmethod
     def latest(cls, corpus: object) -> ScoreRun | None:
         """The newest complete run of a corpus (instance or id)."""
@@ -157,6 +174,11 @@ class SystemScore(models.Model):
     # sample, of which this system predicted]}, so the report reads its per-predicate
     # recall instead of reloading the exhaustive sample. Null on runs that predate it.
     exhaustive_found = models.JSONField(null=True, blank=True)
+    # The label generation (`ScoringState.generation`) these numbers reflect. A live run
+    # computes its draw scheme and carries the reweighted schemes' rows of the previous
+    # run, stamped with their own (older) generation, until the queued follow-up
+    # replaces them (estimation/scoring.py). Null on rows from before: the run's.
+    generation = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "submission", "scheme"],
@@ -166,6 +188,10 @@ class SystemScore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.submission_id} {self.scheme} in run {self.run_id}"
+
+    def reflects(self) -> int:
+        """The label generation these numbers reflect (the run's for rows from before)."""
+        return self.run.generation if self.generation is None else self.generation
 
     def interval(self, metric: str, kind: str = "joint") -> tuple[float | None, ...]:
         """(estimate, lo, hi) of one metric."""

@@ -23,8 +23,6 @@ Protocol (no lost update, one queued task per corpus):
 from __future__ import annotations
 
 import datetime as dt
-import io
-import json
 import logging
 import math
 import time
@@ -34,47 +32,39 @@ from decimal import Decimal
 
 import numpy as np
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q, Sum
-from django.urls import reverse
 from django.utils import timezone
 
 from annotations.models import Hit, HitState
 from annotations.quality.accuracy import crowd_accuracy
 from kbpo.core import jobs
 from kbpo.core.models import Corpus
-from kbpo.core.security import isolated
-from submissions.models import State, Submission
-from submissions.services import TransitionError, transition
-from submissions.staging import copy_text
+from submissions.models import State
 
 from . import instance_cache
-from .beside import Beside, replicates_beside
+from .beside import Beside, SharedReplicates, replicates_beside
 from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
-from .core.noise import correction_variance, widen
+from .core.noise import widen
 from .core.points import PointPlan
 from .core.recall import exhaustive_hits
 from .correction import forget_answers, relation_answers
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .data import forget as forget_kept
 from .lease import LeaseKeeper, lease_seconds
-from .models import (
-    METRIC_COLUMNS,
-    METRICS,
-    BoardSnapshot,
-    ScoreRun,
-    ScoringState,
-    SystemScore,
-    interval_ends,
-    is_exact,
-)
+from .models import ScoreRun, ScoringState, SystemScore
+from .score_rows import FIELDS as _FIELDS  # noqa: F401  (tests build rows with them)
+from .score_rows import SCORE_FIELDS as _SCORE_FIELDS  # noqa: F401
+from .score_rows import carried_rows, insert_scores, score_rows, unchanged
+from .score_rows import insert_scores as _insert_scores  # noqa: F401
+from .scored import fmt_interval, mark_scored  # noqa: F401  (fmt_interval: the e-mail's)
 from .snapshot import write_snapshots
 
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 RECOMPUTE_TASK = "estimation.recompute_corpus"  # estimation/tasks.py
+FOLLOW_UP_TASK = "estimation.recompute_reweighted"  # the reweighted schemes after a live run
 # A queued task that has not started after this long was lost (broker flush, worker
 # crash before ack): the re-drive queues a fresh one.
 STALE_QUEUE = dt.timedelta(minutes=10)
@@ -92,8 +82,18 @@ def score_schemes(draw_scheme: str) -> list[str]:
     return [draw_scheme] + [s for s in SCHEMES if s in wanted and s != draw_scheme]
 
 
+def follow_up() -> bool:
+    """Whether a recompute task estimates the draw scheme only and queues the reweighted
+    schemes (KBPO_SCORE_FOLLOW_UP, default on); off: every scheme in one run."""
+    return bool(getattr(settings, "KBPO_SCORE_FOLLOW_UP", True))
+
+
 def _enqueue(corpus_id: int, countdown: float) -> None:
     jobs.send(RECOMPUTE_TASK, corpus_id, countdown=countdown, coalesce=True)
+
+
+def _enqueue_follow_up(corpus_id: int, countdown: float) -> None:
+    jobs.send(FOLLOW_UP_TASK, corpus_id, countdown=countdown, coalesce=True)
 
 
 def _locked_state(corpus_id: int) -> ScoringState:
@@ -128,11 +128,14 @@ class RunOutcome:
 
 
 def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels changed",
-                  progress: Progress | None = None, full: bool = False) -> RunOutcome:
+                  progress: Progress | None = None, full: bool = False,
+                  live: bool = True) -> RunOutcome:
     """The body of the recompute task (also used by `recompute_scores`).
 
     `force` recomputes even when nothing changed since the last run; `full` rebuilds
-    the stored instance arrays from the database (see `recompute`).
+    the stored instance arrays from the database (see `recompute`). `live` (with
+    KBPO_SCORE_FOLLOW_UP on): the draw scheme now, the reweighted schemes in the
+    follow-up task queued once this run is committed (`run_follow_up`).
     """
     now = timezone.now()
     with transaction.atomic():
@@ -163,7 +166,7 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
         with keeper:
             corpus = Corpus.objects.get(pk=corpus_id)
             run = recompute(corpus, generation=generation, trigger=trigger,
-                            progress=progress, full=full)
+                            progress=progress, full=full, live=live and follow_up())
         ok = True
     finally:
         with transaction.atomic():
@@ -180,7 +183,38 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
             if again:
                 countdown = debounce_seconds()
                 transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
+            if ok and behind(run):
+                transaction.on_commit(lambda: _enqueue_follow_up(corpus_id, 0))
     return RunOutcome("complete", run)
+
+
+def run_follow_up(corpus_id: int, progress: Progress | None = None) -> RunOutcome:
+    """The body of the follow-up task: `complete_reweighted` under the corpus's lease
+    (runs never overlap), re-queued while another run holds it."""
+    now = timezone.now()
+    with transaction.atomic():
+        state = _locked_state(corpus_id)
+        if state.lease_until and state.lease_until > now:
+            # As a busy recompute: come back when the holder's lease would end.
+            left = (state.lease_until - now).total_seconds()
+            countdown = max(debounce_seconds(), 1.0, left + 1.0)
+            transaction.on_commit(lambda: _enqueue_follow_up(corpus_id, countdown))
+            return RunOutcome("busy")
+        if not behind(ScoreRun.latest(corpus_id)):
+            return RunOutcome("up to date")
+        generation = state.generation
+        state.lease_until = now + dt.timedelta(seconds=lease_seconds())
+        state.save(update_fields=["lease_until", "updated_at"])
+    # The lease is short and renewed while the follow-up runs (a large corpus's takes
+    # longer than one lease), like a recompute's.
+    keeper = LeaseKeeper(corpus_id, state.lease_until)
+    try:
+        with keeper:
+            run = complete_reweighted(Corpus.objects.get(pk=corpus_id), generation, progress)
+    finally:
+        if not keeper.lost:  # else the lease is another run's now
+            ScoringState.objects.filter(corpus_id=corpus_id).update(lease_until=None)
+    return RunOutcome("complete" if run is not None else "up to date", run)
 
 
 def redrive_scores() -> int:
@@ -198,6 +232,12 @@ def redrive_scores() -> int:
         ScoringState.objects.filter(pk=state.pk).update(scheduled=True, scheduled_at=now)
         _enqueue(state.corpus_id, 0)
         n += 1
+    # A follow-up lost the same ways (the live run's commit queued it once).
+    for state in ScoringState.objects.filter(Q(lease_until__isnull=True) |
+                                             Q(lease_until__lt=now)):
+        if behind(ScoreRun.latest(state.corpus_id)):
+            _enqueue_follow_up(state.corpus_id, 0)
+            n += 1
     if n:
         logger.info("re-drove score recomputation for %d corpora", n)
     return n
@@ -281,100 +321,76 @@ def exhaustive_found(data: CorpusData, evidence: Evidence | None = None
     return out
 
 
-# SystemScore's fields in its constructor's order: built from positional values, a model
-# instance skips the keyword handling (400 rows per run at 100 systems).
-_FIELDS = [f.attname for f in SystemScore._meta.concrete_fields]
+def _load(corpus: Corpus, confidence: float, full: bool) -> tuple[CorpusData, dict]:
+    """The corpus's evaluation data, read in one snapshot, with the report's crowd section
+    measured from the same snapshot as the labels scored (stored with the run, so a report
+    request never reads the whole corpus)."""
+    if full:
+        instance_cache.clear(corpus)
+        forget_answers(corpus.pk)
+        forget_kept(corpus.pk)
+    with transaction.atomic():
+        _consistent_snapshot()
+        data = load_corpus_data(corpus, hot=True)
+        # The relation answers, if the correction read them, are not read again; else
+        # they come through the ones this process keeps.
+        answers = data.extra.get("answers")
+        if answers is None:
+            answers = relation_answers(corpus)
+        crowd = crowd_accuracy(corpus.pk, confidence, answers,
+                               data.extra.get("labels")).as_dict()
+    _store_cache(data)
+    return data, crowd
 
 
-def _column(values: np.ndarray) -> list[float | None]:
-    """`_num` of each value."""
-    return [None if math.isnan(v) else v for v in np.asarray(values, np.float64).tolist()]
-
-
-def _score_rows(run: ScoreRun, ids: list[int], schemes: list[str], draw_scheme: str,
-                res: Estimates, hard: dict[tuple[str, str, str], np.ndarray] | None,
-                costs: dict[int, Decimal], found: dict[int, dict[str, list[int]]]
-                ) -> list[SystemScore]:
-    """The run's rows, scheme by scheme (each: `ids`' order), built column by column."""
-    n = len(ids)
-    if not n:
-        return []  # (no system: the schemes may have no results at all)
-    common = {"id": [None] * n, "run_id": [run.pk] * n, "submission_id": ids,
-              "labels_used": [int(x) for x in np.asarray(res.labels_used).tolist()],
-              "draws": [int(x) for x in np.asarray(res.n).tolist()],
-              "pending": [int(x) for x in np.asarray(res.pending).tolist()],
-              "cost_usd": [costs.get(sid, Decimal("0")) for sid in ids]}
-    rows = []
-    for scheme in schemes:
-        block = res.results.get(scheme, {})
-        cols = dict(common, scheme=[scheme] * n, exhaustive_found=(
-            [found[sid] for sid in ids] if scheme == draw_scheme else [None] * n))
-        for metric in METRICS:
-            stem = METRIC_COLUMNS[metric]
-            for kind in ("joint", "simple"):
-                iv = block[metric][kind]
-                cols[f"{stem}_{kind}"] = _column(iv.estimate)
-                cols[f"{stem}_{kind}_lo"] = _column(iv.lo)
-                cols[f"{stem}_{kind}_hi"] = _column(iv.hi)
-            cols[f"{stem}_joint_hard"] = ([None] * n if hard is None
-                                          else _column(hard[(scheme, metric, "joint")]))
-        rows += [SystemScore(*values) for values in zip(*(cols[f] for f in _FIELDS),
-                                                        strict=True)]
-    return rows
-
-
-def _insert_scores(rows: list[SystemScore]) -> None:
-    """`bulk_create` (the rows get no ids); on Postgres by COPY, which parses 400 rows of
-    30 columns in a fraction of the time their INSERT takes."""
-    if connection.vendor != "postgresql":
-        SystemScore.objects.bulk_create(rows, batch_size=1000)
-        return
-    fields = [f for f in _FIELDS if f != "id"]
-    found = fields.index("exhaustive_found")
-    values = [[getattr(row, f) for f in fields] for row in rows]
-    for v in values:  # the JSON field's text, as the ORM would send it
-        if v[found] is not None:
-            v[found] = json.dumps(v[found])
-    columns = ", ".join(SystemScore._meta.get_field(f).column for f in fields)
-    with connection.cursor() as cur:
-        cur.copy_expert(f"COPY {SystemScore._meta.db_table} ({columns}) FROM STDIN",
-                        io.StringIO(copy_text(values, len(fields))))
-
-
-# What a run stores per system besides its keys; a run whose rows and counts all equal
-# the latest run's is not stored (see `_unchanged`).
-_SCORE_FIELDS = [f.attname for f in SystemScore._meta.concrete_fields
-                 if f.attname not in {"id", "run_id"}]
-_RUN_COUNTS = ("draw_scheme", "confidence", "n_systems", "n_labels", "n_draws",
-               "n_exhaustive_documents", "n_exhaustive_instances")
-
-
-def _unchanged(corpus: Corpus, run: ScoreRun, rows: list[SystemScore]) -> ScoreRun | None:
-    """The latest complete run, if it stored exactly these rows and counts (a recompute
-    that found nothing new, e.g. a re-aggregation that left every label as it was).
-
-    Pages show that run as before, and the generation protocol still counts the run as
-    done; only the new run's timestamp and duration would have differed. The crowd
-    section is not compared: `recompute` updates it on the kept run when it moved.
-    """
-    prev = ScoreRun.latest(corpus)
-    if prev is None or any(getattr(prev, f) != getattr(run, f) for f in _RUN_COUNTS):
-        return None
-    stored = {(r["submission_id"], r["scheme"]): r
-              for r in SystemScore.objects.filter(run=prev).values(*_SCORE_FIELDS)}
-    if len(stored) != len(rows):
-        return None
-    for row in rows:
-        old = stored.get((row.submission_id, row.scheme))
-        if old is None or any(old[f] != getattr(row, f) for f in _SCORE_FIELDS):
-            return None
-    if not BoardSnapshot.objects.filter(corpus=corpus, run=prev).exists():
-        return None  # its boards are missing (or another run's): write a new run
-    return prev
+def _estimates(data: CorpusData, schemes: list[str], draw_scheme: str, confidence: float,
+               say: Progress, t0: float
+               ) -> tuple[Estimates, dict[tuple[str, str, str], np.ndarray] | None, Evidence]:
+    """Every active system's estimates under ``schemes`` (widened by the noise
+    correction's variance), the hard-label point estimates, and the evidence."""
+    # With soft labels, the plan of point estimates the systems' priors were fixed
+    # with serves the hard labels and the replicates too.
+    evidence, plan = data.evidence_and_plan(draw_scheme)
+    if plan is None and data.soft is not None and len(data.soft.pairs):
+        plan = PointPlan(data.population, evidence, draw_scheme)
+    if plan is not None:
+        plan.settle(schemes)  # it lives through the final estimate: no more than needed
+    hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
+    # The plan's labelled pairs and judged instances serve the full estimate too, with
+    # the evidence's verdicts from the plan (Evidence.correct's floats, computed once).
+    state = None if plan is None else plan.state.for_evidence(evidence, plan.right(evidence))
+    t1 = time.monotonic()
+    # The correction's own uncertainty (estimation/correction.py), beside the estimate.
+    with Beside(bool(data.soft_replicates) and replicates_beside()) as beside:
+        replicates = None
+        if data.soft_replicates:
+            if plan is None:  # (as correction_variance makes one)
+                plan = PointPlan(data.population, evidence, draw_scheme)
+            replicates = SharedReplicates(data.population, evidence, data.soft_replicates,
+                                          draw_scheme, schemes, confidence, plan
+                                          ).start(beside).result
+        del plan  # the replicates' own now
+        # One call for every scheme: the scheme-free parts (which pairs are labelled,
+        # who found each exhaustive instance, the sure bounds) are computed once.
+        res = estimate(data.population, evidence, draw_scheme=draw_scheme,
+                       schemes=schemes, confidence=confidence, state=state)
+        del state
+        say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
+            f"({time.monotonic() - t0:.2f} s)")
+        variance = None
+        if replicates is not None:
+            variance = replicates()
+            say(f"{len(data.soft_replicates)} correction replicates "
+                f"{'beside it' if beside.threaded else 'before it'}, done at "
+                f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
+    if variance is not None:
+        res = widen(res, variance, confidence)
+    return res, hard, evidence
 
 
 def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "",
-              progress: Progress | None = None, full: bool = False) -> ScoreRun:
+              progress: Progress | None = None, full: bool = False,
+              live: bool = False) -> ScoreRun:
     """Estimate every active system on `corpus` under every scheme and store the history.
 
     Writes a `ScoreRun` (first as `running`, so the attempt is visible) and its
@@ -382,6 +398,10 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
     Instances come from the stored per-submission arrays and, when this process built
     the population for the same arrays before, from memory (`instance_cache`); `full`
     drops both and reads every row again. The numbers are the same either way.
+
+    `live`: estimate the draw scheme only and carry the other schemes' rows of the
+    latest run, stamped with the generation they reflect, for `complete_reweighted` to
+    replace (when that run lacks one of them, every scheme is estimated here).
     """
     say = progress or (lambda _msg: None)
     draw_scheme = settings.KBPO_SAMPLING_SCHEME
@@ -391,87 +411,46 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             "generation", flat=True).first() or 0
     started = timezone.now()
     t0 = time.monotonic()
+    prev = ScoreRun.latest(corpus)
     run = ScoreRun.objects.create(corpus=corpus, generation=generation, trigger=trigger[:200],
                                   draw_scheme=draw_scheme, confidence=confidence,
                                   started_at=started)
     try:
         say(f"loading evaluation data of corpus {corpus.tag}")
-        if full:
-            instance_cache.clear(corpus)
-            forget_answers(corpus.pk)
-            forget_kept(corpus.pk)
-        with transaction.atomic():
-            _consistent_snapshot()
-            data = load_corpus_data(corpus, hot=True)
-            # The report's crowd section, from the same snapshot as the labels scored:
-            # stored with the run so a report request never reads the whole corpus.
-            # The relation answers, if the correction read them, are not read again;
-            # else they come through the ones this process keeps.
-            answers = data.extra.get("answers")
-            if answers is None:
-                answers = relation_answers(corpus)
-            run.crowd = crowd_accuracy(corpus.pk, confidence, answers,
-                                       data.extra.get("labels")).as_dict()
-        _store_cache(data)
+        data, run.crowd = _load(corpus, confidence, full)
         ids = [s.pk for s in data.submissions]
         n_draws = int(sum(len(d) for d in data.draws.values()))
         say(f"{len(ids)} active systems, {n_draws} draws, {data.n_labels} labelled pairs, "
             f"{data.exhaustive_documents} exhaustive documents "
             f"({time.monotonic() - t0:.2f} s)")
         schemes = score_schemes(draw_scheme)
-        # With soft labels, the plan of point estimates the systems' priors were fixed
-        # with serves the hard labels and the replicates too.
-        evidence, plan = data.evidence_and_plan(draw_scheme)
-        if plan is None and data.soft is not None and len(data.soft.pairs):
-            plan = PointPlan(data.population, evidence, draw_scheme)
-        if plan is not None:
-            plan.settle(schemes)  # it lives through the final estimate: no more than needed
-        hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
-        # The plan's labelled pairs and judged instances serve the full estimate too, with
-        # the evidence's verdicts from the plan (Evidence.correct's floats, computed once).
-        state = None if plan is None else plan.state.for_evidence(evidence,
-                                                                  plan.right(evidence))
-        t1 = time.monotonic()
-        # The correction's own uncertainty (estimation/correction.py), beside the estimate.
-        with Beside(bool(data.soft_replicates) and replicates_beside()) as beside:
-            replicates = beside.run(
-                correction_variance, data.population, evidence, data.soft_replicates,
-                draw_scheme, schemes, confidence, plan) if data.soft_replicates else None
-            del plan  # the replicates' own now
-            # One call for every scheme: the scheme-free parts (which pairs are labelled,
-            # who found each exhaustive instance, the sure bounds) are computed once.
-            res = estimate(data.population, evidence, draw_scheme=draw_scheme,
-                           schemes=schemes, confidence=confidence, state=state)
-            del state
-            say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
-                f"({time.monotonic() - t0:.2f} s)")
-            variance = None
-            if replicates is not None:
-                variance = replicates()
-                say(f"{len(data.soft_replicates)} correction replicates "
-                    f"{'beside it' if beside.threaded else 'before it'}, done at "
-                    f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
-        if variance is not None:
-            res = widen(res, variance, confidence)
         costs = attributed_costs(ids)
+        # Carried rows are marked by an older generation: with none to mark them by (a
+        # run not announced as a change), every scheme is estimated now.
+        carried = (carried_rows(prev, run, ids, schemes[1:])
+                   if live and prev is not None and prev.generation < generation else None)
+        if carried is not None:
+            schemes = schemes[:1]
+        res, hard, evidence = _estimates(data, schemes, draw_scheme, confidence, say, t0)
         found = exhaustive_found(data, evidence)
-        rows = _score_rows(run, ids, schemes, draw_scheme, res, hard, costs, found)
+        rows = score_rows(run, ids, schemes, draw_scheme, res, hard, costs, found,
+                          generation) + (carried or [])
         run.n_systems = len(ids)
         run.n_labels = data.n_labels
         run.n_draws = n_draws
         run.n_exhaustive_documents = data.exhaustive_documents
         run.n_exhaustive_instances = len(data.exhaustive_pairs)
-        same = _unchanged(corpus, run, rows)
+        same = unchanged(corpus, run, rows)
         if same is None:
             finished = timezone.now()
             with transaction.atomic():
-                _insert_scores(rows)
+                insert_scores(rows)
                 run.status = ScoreRun.Status.COMPLETE
                 run.finished_at = finished
                 run.duration_s = time.monotonic() - t0
                 run.save()
                 # The stored boards move with the run: pages never see a run without them.
-                write_snapshots(run, rows)
+                write_snapshots(run, rows, carried_from=prev if carried else None)
             say(f"stored {len(rows)} scores in run {run.pk} ({run.duration_s:.2f} s)")
         else:
             if same.crowd != run.crowd:
@@ -504,65 +483,44 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
     return run
 
 
-def mark_scored(sub: Submission, run: ScoreRun) -> bool:
-    """Move a submission to `scored` and e-mail its owner once that is committed."""
-    score = (SystemScore.objects.filter(run=run, submission=sub, scheme=run.draw_scheme)
-             .first())
-    message = "All sampled predictions are labelled."
-    if score is not None:
-        parts = [f"{m} {est:.3f} " + ("(exact)" if is_exact(lo, hi)
-                                       else "[{}, {}]".format(*interval_ends(lo, hi)))
-                 for m in METRICS for est, lo, hi in [score.interval(m)] if est is not None]
-        if parts:
-            message += f" {run.draw_scheme} scheme: " + ", ".join(parts) + "."
+def behind(run: ScoreRun | None) -> bool:
+    """Whether some of ``run``'s rows reflect an older label generation than the run."""
+    return run is not None and any(g < run.generation
+                                   for g in run.scheme_generations().values())
+
+
+def complete_reweighted(corpus: Corpus, generation: int, progress: Progress | None = None
+                        ) -> ScoreRun | None:
+    """The follow-up of a live run: estimate the schemes the latest run carried from an
+    older one and replace their rows in that run, stamped with ``generation`` (the
+    label generation announced before this read), then its boards. Nothing when the
+    latest run is current, or scored another set of systems than is active now (the
+    live run already queued computes every scheme for the new set)."""
+    say = progress or (lambda _msg: None)
+    run = ScoreRun.latest(corpus)
+    if not behind(run):
+        return None
+    assert run is not None
+    t0 = time.monotonic()
+    draw_scheme, confidence = run.draw_scheme, run.confidence
+    stale = sorted(s for s, g in run.scheme_generations().items() if g < run.generation)
+    schemes = [s for s in score_schemes(draw_scheme) if s in stale and s != draw_scheme]
+    data, _ = _load(corpus, confidence, False)
+    ids = [s.pk for s in data.submissions]
+    scored = sorted(SystemScore.objects.filter(run=run, scheme=draw_scheme)
+                    .values_list("submission_id", flat=True))
+    if sorted(ids) != scored or not schemes:
+        return None
+    res, hard, _ = _estimates(data, schemes, draw_scheme, confidence, say, t0)
+    rows = score_rows(run, ids, schemes, draw_scheme, res, hard, attributed_costs(ids), None,
+                      generation)
     with transaction.atomic():
-        try:
-            transition(sub, State.SCORED, message)
-        except TransitionError:
-            return False  # withdrawn or re-planned meanwhile
-        transaction.on_commit(lambda: notify_scored(sub.pk, run.pk))
-    return True
-
-
-def fmt_interval(est: float | None, lo: float | None, hi: float | None) -> str:
-    if lo is None or hi is None:
-        return "not estimable yet"
-    head = "—" if est is None else f"{est:.3f}"
-    if is_exact(lo, hi):
-        return f"{head}  (exact: every prediction is labelled)"
-    return "{}  (90% interval {}–{})".format(head, *interval_ends(lo, hi))
-
-
-def report_url(submission_id: int) -> str:
-    base = settings.KBPO_PUBLIC_URL.rstrip("/")
-    return base + reverse("submission-evaluation", args=[submission_id])
-
-
-def notify_scored(submission_id: int, run_id: int) -> None:
-    """E-mail the owner that the submission is scored (never raises: mail may be down)."""
-    try:
-        sub = Submission.objects.select_related("owner", "corpus").get(pk=submission_id)
-        if not sub.owner.email:
-            return
-        run = ScoreRun.objects.get(pk=run_id)
-        lines = [f"Hello {sub.owner.get_username()},", "",
-                 f"your submission “{isolated(sub.name)}” (#{sub.pk}) on corpus "
-                 f"{sub.corpus.tag} is scored: every prediction sampled for it has a crowd "
-                 "label.", ""]
-        for score in SystemScore.objects.filter(run=run, submission=sub).order_by("scheme"):
-            lines.append(f"{score.scheme} scheme (joint estimates):")
-            for metric in METRICS:
-                lines.append(f"  {metric:<9} {fmt_interval(*score.interval(metric))}")
-        first = SystemScore.objects.filter(run=run, submission=sub).first()
-        if first is not None:
-            lines += ["", f"Labels used: {first.labels_used}; crowd cost charged: "
-                          f"${first.cost_usd}."]
-        lines += ["", "The estimates keep sharpening as other submissions add labels; the "
-                      "report shows them live:", report_url(sub.pk), "", "— KBPO"]
-        send_mail(f"[KBPO] {isolated(sub.name)} is scored", "\n".join(lines),
-                  settings.DEFAULT_FROM_EMAIL, [sub.owner.email])
-    except Exception:
-        logger.exception("could not e-mail the owner of submission %s", submission_id)
+        SystemScore.objects.filter(run=run, scheme__in=schemes).delete()
+        insert_scores(rows)
+        write_snapshots(run)
+    say(f"replaced {len(rows)} scores of {', '.join(schemes)} in run {run.pk} "
+        f"({time.monotonic() - t0:.2f} s)")
+    return run
 
 
 def latest_run(corpus: Corpus | int) -> ScoreRun | None:

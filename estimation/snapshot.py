@@ -28,7 +28,6 @@ from django.dispatch import receiver
 from django.template.defaultfilters import linebreaksbr
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import escape
 
 from kbpo.core.models import Corpus
@@ -36,6 +35,7 @@ from kbpo.core.security import csv_safe
 from submissions.models import ACTIVE_STATES, State, Submission
 
 from . import leaderboard as lb
+from .board_rows import copy_boards, copyable, insert_boards
 from .core.intervals import rounded_outward
 from .models import (
     BOUNDS,
@@ -157,13 +157,23 @@ def _subs(scores: list[SystemScore]) -> dict[int, _Sub]:
     return out
 
 
-def _head(run: ScoreRun) -> dict[str, Any]:
+def _head(run: ScoreRun, scheme_generation: int | None = None) -> dict[str, Any]:
+    """What a board says about its run, with the label generation its scheme's rows
+    reflect (`ScoreRun.stamp`; None: the run's)."""
     return {"run": {"id": run.pk, "finished_at": run.finished_at.isoformat()
                     if run.finished_at else None, "labels": run.n_labels,
                     "draws": run.n_draws, "systems": run.n_systems,
                     "exhaustive_documents": run.n_exhaustive_documents,
-                    "duration_s": run.duration_s, "draw_scheme": run.draw_scheme},
+                    "duration_s": run.duration_s, "draw_scheme": run.draw_scheme,
+                    **run.stamp(scheme_generation)},
             "confidence": run.confidence}
+
+
+def _oldest(run: ScoreRun, rows: list[SystemScore]) -> int | None:
+    """The oldest label generation a scheme's rows reflect (a reweighted scheme carried
+    from an older run is updating until its follow-up replaces it)."""
+    return min((run.generation if sc.generation is None else sc.generation for sc in rows),
+               default=None)
 
 
 # (scheme, metric, kind, confidence %) -> the board's opening and closing HTML: fixed for
@@ -271,12 +281,16 @@ def _render_kind(head: dict[str, Any], pct: int, scheme: str, kind: str,
     return _Kind(scheme, kind, boards, api, csv_cells)
 
 
-def write_snapshots(run: ScoreRun, scores: list[SystemScore] | None = None) -> int:
+def write_snapshots(run: ScoreRun, scores: list[SystemScore] | None = None,
+                    carried_from: ScoreRun | None = None) -> int:
     """Store the leaderboards of `run` (every scheme it scored × kind × metric),
     replacing the corpus's previous ones.
 
     `scores`: the run's rows as just stored, sparing the read back; their submissions
-    are read afresh either way (the displayed fields are live).
+    are read afresh either way (the displayed fields are live). `carried_from`: the run
+    whose rows `run` carried for the schemes it did not estimate: its boards of them
+    move to `run` with `run`'s head rather than being rendered again (the same rows, the
+    same pieces), when they are all there and rendered by this code.
     """
     if scores is None:
         scores = list(SystemScore.objects.filter(run=run)
@@ -292,60 +306,32 @@ def write_snapshots(run: ScoreRun, scores: list[SystemScore] | None = None) -> i
     by_scheme: dict[str, list[SystemScore]] = {}
     for sc in scores:
         by_scheme.setdefault(sc.scheme, []).append(sc)
-    head, pct = _head(run), round(100 * run.confidence)
+    copy = copyable(run, carried_from, {s: _oldest(run, rows) for s, rows in by_scheme.items()})
+    pct = round(100 * run.confidence)
     labels = {n: intcomma(n) for n in {sc.labels_used for sc in scores}}
-    kinds = [_render_kind(head, pct, scheme, kind, rows, subs, labels)
+    kinds = [_render_kind(_head(run, _oldest(run, rows)), pct, scheme, kind, rows, subs, labels)
              for scheme, rows in by_scheme.items() if scheme in lb.BOARD_SCHEMES
-             for kind in lb.KINDS]
+             and scheme not in copy for kind in lb.KINDS]
     with transaction.atomic():
         # Lock the old boards first: a stored body (estimation/stored_pages.py) inserted
         # for one of them now waits and then fails, instead of slipping in after the
         # cascade collected the bodies and breaking this commit's foreign key check.
         list(BoardSnapshot.objects.select_for_update().filter(corpus_id=run.corpus_id)
              .values_list("pk", flat=True))
+        copied = copy_boards(run, carried_from, {s: _head(run, g) for s, g in copy.items()})
         # only(): the cascade fetches the old boards; their bodies need not be decoded.
-        BoardSnapshot.objects.filter(corpus_id=run.corpus_id).only("pk").delete()
+        BoardSnapshot.objects.filter(corpus_id=run.corpus_id).exclude(pk__in=copied) \
+            .only("pk").delete()
         if connection.vendor == "postgresql":
             if kinds:
-                _insert(run, kinds)
+                insert_boards(run, kinds)
         else:
             BoardSnapshot.objects.bulk_create(
                 BoardSnapshot(corpus_id=run.corpus_id, run=run, scheme=k.scheme, kind=k.kind,
                               metric=metric, head=h, rows=rows, html=html, api=k.api,
                               csv=k.csv)
                 for k in kinds for metric, h, rows, html in k.boards)
-    return sum(len(k.boards) for k in kinds)
-
-
-def _insert(run: ScoreRun, kinds: list[_Kind]) -> None:
-    """`bulk_create` of the boards in one statement, each kind's JSON and CSV pieces
-    (the same on its three boards) encoded, sent and parsed once.
-
-    The boards are inserted in the order given (their ids ascend as with bulk_create).
-    """
-    f = {name: BoardSnapshot._meta.get_field(name).column
-         for name in ("corpus", "run", "scheme", "kind", "metric", "built_at", "head", "rows",
-                      "html", "api", "csv")}
-    shared, boards, params = [], [], []
-    for n, k in enumerate(kinds):
-        shared.append("(%s, %s::jsonb, %s::jsonb)")
-        params += [n, json.dumps(k.api), json.dumps(k.csv)]
-    params += [run.corpus_id, run.pk, timezone.now()]
-    for n, k in enumerate(kinds):
-        for metric, head, rows, html in k.boards:
-            boards.append("(%s, %s, %s, %s, %s, %s, %s)")
-            params += [n, k.scheme, k.kind, metric, json.dumps(head), json.dumps(rows),
-                       json.dumps(html)]
-    # MATERIALIZED: each shared piece is parsed once, not once per board that uses it.
-    sql = (f"WITH k (n, api, csv) AS MATERIALIZED (VALUES {', '.join(shared)}) "
-           f"INSERT INTO {BoardSnapshot._meta.db_table} ("
-           + ", ".join(f[name] for name in f) + ") "
-           "SELECT %s, %s, b.scheme, b.kind, b.metric, %s, b.head::jsonb, b.rows::jsonb, "
-           "b.html::jsonb, (SELECT api FROM k WHERE k.n = b.n), "
-           "(SELECT csv FROM k WHERE k.n = b.n) "
-           f"FROM (VALUES {', '.join(boards)}) b (n, scheme, kind, metric, head, rows, html)")
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
+    return sum(len(k.boards) for k in kinds) + len(copied)
 
 
 def refresh_corpus(corpus_id: int) -> None:

@@ -36,6 +36,14 @@ def recompute_corpus(corpus_id: int) -> str:
     return outcome.status
 
 
+@shared_task(name=scoring.FOLLOW_UP_TASK, acks_late=True)
+def recompute_reweighted(corpus_id: int) -> str:
+    """The reweighted schemes of the latest run, carried from an older one by a live run
+    (see estimation/scoring.py `run_follow_up`). Idempotent like `recompute_corpus`."""
+    outcome = scoring.run_follow_up(corpus_id)
+    return outcome.status if outcome.run is None else f"run {outcome.run.pk}: completed"
+
+
 @shared_task(name="estimation.redrive_scores", acks_late=True)
 def redrive_scores() -> int:
     return scoring.redrive_scores()

@@ -214,6 +214,14 @@ class RunSerializer(serializers.Serializer):
     exhaustive_documents = serializers.IntegerField()
     duration_s = serializers.FloatField()
     draw_scheme = serializers.CharField()
+    generation = serializers.IntegerField(
+        help_text="The label generation the run reflects (its draw scheme, computed live).")
+    scheme_generation = serializers.IntegerField(
+        help_text="The label generation this scheme's scores reflect: older than "
+                  "`generation` while a reweighted scheme is being recomputed.")
+    updating = serializers.BooleanField(
+        help_text="true: this scheme's scores are from an earlier label generation than "
+                  "the draw scheme's and are being recomputed.")
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -336,7 +344,9 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
     for s in lb.BOARD_SCHEMES:
         if s in scores:
             sc = scores[s]
-            score_rows.append({"scheme": s, "label": lb.BOARD_SCHEMES[s], "metrics": [
+            score_rows.append({"scheme": s, "label": lb.BOARD_SCHEMES[s],
+                               "generation": sc.reflects(),
+                               "updating": sc.reflects() < sc.run.generation, "metrics": [
                 {"name": lb.METRIC_LABELS[m], "joint": sc.interval(m, "joint"),
                  "simple": sc.interval(m, "simple"), "correction": sc.correction(m)}
                 for m in METRICS]})

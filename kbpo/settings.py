@@ -549,6 +549,10 @@ KBPO_SCORE_LEASE_SECONDS = env_float("KBPO_SCORE_LEASE_SECONDS", 60.0)
 KBPO_SCORE_REDRIVE_INTERVAL = env_float("KBPO_SCORE_REDRIVE_INTERVAL", 60.0)
 # The sampling schemes whose scores every recomputation stores (the draw scheme always).
 KBPO_SCORE_SCHEMES = env_list("KBPO_SCORE_SCHEMES", "instance,predicate,entity,entity_relation")
+# On: each label batch's recomputation estimates the draw scheme and stores it at once;
+# the reweighted schemes follow in a queued task, shown as updating until then. Off:
+# every scheme in one run (slower per batch, never behind).
+KBPO_SCORE_FOLLOW_UP = env_bool("KBPO_SCORE_FOLLOW_UP", True)
 # 2: a recompute runs the noise correction's replicates on a thread beside its final
 # estimate (the same numbers; ~0.7 s less per batch at 100 systems on 2 cores, ~110 MB
 # more at the peak); 1: one after the other. Default 2 when the machine has 2 cores.

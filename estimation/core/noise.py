@@ -185,14 +185,31 @@ def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[Soft
     # Only the replicates' point estimates count: one plan serves them all.
     if plan is None or plan.draw_scheme != draw_scheme:
         plan = PointPlan(pop, ev, draw_scheme)
+    return between_replicates([replicate_estimates(pop, ev, soft, draw_scheme, schemes,
+                                                   confidence, plan) for soft in replicates])
+
+
+def replicate_estimates(pop: Population, ev: Evidence, soft: SoftLabels, draw_scheme: str,
+                        schemes: Sequence[str] | None, confidence: float, plan: PointPlan
+                        ) -> dict[Key, np.ndarray]:
+    """One replicate's point estimates (`correction_variance`): its soft labels, one
+    fixed-point round of the systems' priors from ``ev``'s, the plan's estimates."""
+    rep = with_soft_labels(pop, ev, soft)
+    if ev.system_prior is not None:
+        rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior,
+                              plan=plan, start_group=ev.group_prior)
+    return plan.estimates(rep, schemes, confidence)
+
+
+def between_replicates(estimates: Sequence[dict[Key, np.ndarray]]) -> dict[Key, np.ndarray]:
+    """Per estimate, the variance over the replicates (in their order) where at least
+    two of them define it, else 0; no replicates (or one): empty."""
+    if len(estimates) < 2:
+        return {}
     values: dict[Key, list[np.ndarray]] = {}
-    for soft in replicates:
-        rep = with_soft_labels(pop, ev, soft)
-        if ev.system_prior is not None:
-            rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior,
-                                  plan=plan, start_group=ev.group_prior)
-        for key, est in plan.estimates(rep, schemes, confidence).items():
-            values.setdefault(key, []).append(est)
+    for est in estimates:
+        for key, v in est.items():
+            values.setdefault(key, []).append(v)
     out = {}
     for key, vals in values.items():
         arr = np.stack(vals)

@@ -39,7 +39,8 @@ class Command(BaseCommand):
         deadline = time.monotonic() + wait
         while True:
             out = run_scheduled(corpus.pk, force=True, trigger="recompute_scores command",
-                                progress=lambda msg: self.stdout.write(f"  {msg}"), full=full)
+                                progress=lambda msg: self.stdout.write(f"  {msg}"), full=full,
+                                live=False)  # every scheme now: the operator waits for it
             if out.status != "busy":
                 break
             if time.monotonic() > deadline:

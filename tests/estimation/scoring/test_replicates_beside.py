@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import threading
 import time
+from unittest import mock
 
+import numpy as np
 import pytest
 
+from estimation import beside as beside_module
 from estimation import instance_cache, scoring
-from estimation.beside import Beside
+from estimation.beside import Beside, SharedReplicates
 from estimation.core import SCHEMES
 from estimation.core.noise import correction_variance
 from estimation.data import load_corpus_data
@@ -94,3 +97,54 @@ def test_a_failing_caller_waits_for_the_thread() -> None:
         beside.run(slow)
         raise RuntimeError("estimate failed")
     assert finished.is_set()
+
+
+@pytest.mark.django_db
+def test_the_caller_shares_the_replicates_left_and_gets_the_same_variance(
+        world: World, settings) -> None:
+    """Once its estimate is done the caller takes replicates too (`SharedReplicates`):
+    the variance is `correction_variance`'s to the bit, whoever computed which."""
+    _crowd(world)
+    settings.KBPO_SOFT_LABELS = True
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 8
+    data = load_corpus_data(world.corpus)
+    evidence, plan = data.evidence_and_plan("instance")
+    serial = correction_variance(data.population, evidence, data.soft_replicates,
+                                 "instance", SCHEMES, 0.9, plan)
+    real = beside_module.replicate_estimates
+    by: dict[int, str] = {}
+    caller_took = threading.Event()
+
+    def spy(pop, ev, soft, *args):
+        k = next(i for i, s in enumerate(data.soft_replicates) if s is soft)
+        by[k] = threading.current_thread().name
+        if by[k].startswith("kbpo-replicates"):
+            if k >= 1:  # the helper holds on until the caller has taken one
+                assert caller_took.wait(10)
+        else:
+            caller_took.set()
+        return real(pop, ev, soft, *args)
+
+    with mock.patch.object(beside_module, "replicate_estimates", spy), \
+            Beside(True) as beside:
+        shared = SharedReplicates(data.population, evidence, data.soft_replicates,
+                                  "instance", SCHEMES, 0.9, plan).start(beside)
+        variance = shared.result()
+    assert sorted(by) == list(range(8))
+    assert by[0].startswith("kbpo-replicates")
+    assert any(not name.startswith("kbpo-replicates") for name in by.values())
+    assert variance.keys() == serial.keys()
+    for key, v in serial.items():
+        assert np.array_equal(variance[key], v), key
+
+
+def test_a_failing_replicate_on_the_helper_reaches_the_caller() -> None:
+    def fail(*args):
+        raise ValueError("replicate failed")
+
+    with mock.patch.object(beside_module, "replicate_estimates", fail), \
+            Beside(True) as beside:
+        shared = SharedReplicates(None, None, [object(), object()], "instance", ["instance"],
+                                  0.9, None).start(beside)
+        with pytest.raises(ValueError, match="replicate failed"):
+            shared.result()

@@ -136,14 +136,19 @@ def test_racing_labels_and_workers_never_lose_an_update(needs_postgres: None) ->
     pairs = _fresh_pairs(world, N_LABELS)
     labels_before = PairLabel.objects.filter(pair__document__corpus=world.corpus).count()
     g0 = ScoringState.objects.get_or_create(corpus=world.corpus)[0].generation
-    jobs: queue.Queue[int | None] = queue.Queue()
+    # Recompute tasks (a corpus id) and their follow-ups (the reweighted schemes:
+    # ("follow-up", id)), as a broker would hold them.
+    jobs: queue.Queue[int | tuple[str, int] | None] = queue.Queue()
     errors: list[BaseException] = []
 
     def worker() -> None:
         try:
-            while (corpus_id := jobs.get()) is not None:
+            while (job := jobs.get()) is not None:
                 try:
-                    scoring.run_scheduled(corpus_id)
+                    if isinstance(job, tuple):
+                        scoring.run_follow_up(job[1])
+                    else:
+                        scoring.run_scheduled(job)
                 except BaseException as exc:
                     errors.append(exc)
                 finally:
@@ -162,7 +167,9 @@ def test_racing_labels_and_workers_never_lose_an_update(needs_postgres: None) ->
         finally:
             connection.close()
 
-    with mock.patch.object(scoring, "_enqueue", lambda cid, countdown: jobs.put(cid)):
+    with mock.patch.object(scoring, "_enqueue", lambda cid, countdown: jobs.put(cid)), \
+            mock.patch.object(scoring, "_enqueue_follow_up",
+                              lambda cid, countdown: jobs.put(("follow-up", cid))):
         workers = [threading.Thread(target=worker) for _ in range(2)]
         for t in workers:
             t.start()
@@ -192,3 +199,5 @@ def test_racing_labels_and_workers_never_lose_an_update(needs_postgres: None) ->
     newest = runs[-1]
     assert newest.generation == max(r.generation for r in runs) <= g0 + N_LABELS
     assert newest.n_labels == labels_before + N_LABELS
+    # Its follow-up ran too: no scheme of it is left behind the labels it scored.
+    assert not scoring.behind(newest)
