@@ -110,6 +110,7 @@ def document_relation_item(qid: int, doc: DocView, head: EntityView, tail: Entit
 
     return {
         "id": qid, "doc_id": doc.doc_id, "title": doc.title, "document_level": True,
+        "schema": schema_name,
         "sentences": [{"index": i, "begin": b, "end": e, "text": doc.text[b:e],
                        "evidence": i in cited} for i, (b, e, _) in enumerate(doc.sentences)],
         "head": {"name": head.name, "type": head.type, "mentions": mentions(head)},

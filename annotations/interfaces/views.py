@@ -42,6 +42,7 @@ from annotations.models import (
 )
 from kbpo.core import security
 from kbpo.core.models import Corpus, Document
+from kbpo.core.schemas import TAC_KBP
 from submissions.models import (
     MentionPair,
     RelationInstance,
@@ -52,6 +53,7 @@ from submissions.models import (
 
 from . import taskdata
 from .candidates import MentionSpan, document_pairs
+from .caps import relation_cap
 from .document_items import document_relation_item, is_document_level
 from .intake import (
     IntakeError,
@@ -189,10 +191,12 @@ def task_data(kind: str, questions: list[Question]) -> dict:
 
 def _render_task(request: HttpRequest, kind: str, data: dict, config: dict, *,
                  status: int = 200, csp: str = TASK_PAGE_CSP) -> HttpResponse:
+    # Document-level questions (DocRED) name their schema; the others are TAC KBP's.
+    schema = next((q["schema"] for q in data.get("questions", ()) if "schema" in q), TAC_KBP)
     # The page stops the relation checkboxes at the intake's cap (intake refuses more).
-    config = {"kind": kind, "max_relations": settings.KBPO_MAX_RELATIONS_PER_ANSWER, **config}
+    config = {"kind": kind, "max_relations": relation_cap(schema), **config}
     template, script = TEMPLATES[kind], SCRIPTS[kind]
-    if any(q.get("document_level") for q in data.get("questions", ())):
+    if schema != TAC_KBP:
         template, script = DOCUMENT_RELATION
     response = render(request, template, {
         "kind": kind, "kind_label": TaskKind(kind).label, "task_data": data,
