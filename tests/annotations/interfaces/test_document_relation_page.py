@@ -94,3 +94,21 @@ def test_a_tac_relation_is_no_answer_on_a_docred_pair(client) -> None:
     assert response.status_code == 400
     assert response.json()["field"] == "answers[0].choices"
     assert not PagePost.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_try_page_on_a_docred_corpus_shows_document_questions(client) -> None:
+    from submissions.models import Submission
+
+    hit = docred_relation_hit()
+    response = client.get("/annotate/try/relation/?seed=1")
+    assert response.status_code == 200
+    # the system is private: its pairs are not shown, the built-in example is
+    assert "document_level" not in task_data(response)["questions"][0]
+    Submission.objects.filter(pk=hit.submission_id).update(public=True)
+    data = task_data(client.get("/annotate/try/relation/?seed=1"))
+    assert data["source"] == "corpus redocred"
+    assert {q["head"]["name"] for q in data["questions"]} == {"Ada Byron", "London"}
+    cited = {q["head"]["name"]: [s["evidence"] for s in q["sentences"]]
+             for q in data["questions"]}
+    assert cited == {"Ada Byron": [False, True], "London": [False, False]}
