@@ -118,3 +118,17 @@ def test_usable_by_tapping_at_390px(browser, live_server) -> None:
         assert stored("A3") == [["P22"], ["P36"]]
     finally:
         context.close()
+
+
+def test_phone_buttons_show_no_stray_shortcut_text(browser, live_server) -> None:
+    """The footer's shortcuts are hidden on a phone: Submit read "Submit +" (the "+"
+    between Ctrl and Enter stayed)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True)
+    page = context.new_page()
+    try:
+        page.goto(task_url(live_server, docred_relation_hit()))
+        page.wait_for_selector(".option")
+        assert page.locator("#submit-btn").inner_text().strip() == "Submit"
+    finally:
+        context.close()
