@@ -20,8 +20,11 @@ def is_document_level(pair: MentionPair) -> bool:
 
 def _entity(pair: MentionPair, begin: int, end: int) -> taskdata.EntityView:
     # A pair's spans are its entities' anchors, unique within the document.
-    entity = DocumentEntity.objects.get(document_id=pair.document_id, anchor_begin=begin,
-                                        anchor_end=end)
+    entity = DocumentEntity.objects.filter(document_id=pair.document_id, anchor_begin=begin,
+                                           anchor_end=end).first()
+    if entity is None:  # the page says the task is misconfigured (views.hit_task)
+        raise ValueError(f"pair {pair.pk}: no entity of {pair.document.doc_id} is anchored "
+                         f"at {begin}-{end}")
     return taskdata.EntityView(entity.name, entity.type,
                                [(b, e) for _, b, e in entity.mention_spans()])
 

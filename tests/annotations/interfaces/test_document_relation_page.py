@@ -112,3 +112,15 @@ def test_the_try_page_on_a_docred_corpus_shows_document_questions(client) -> Non
     cited = {q["head"]["name"]: [s["evidence"] for s in q["sentences"]]
              for q in data["questions"]}
     assert cited == {"Ada Byron": [False, True], "London": [False, False]}
+
+
+@pytest.mark.django_db
+def test_a_pair_without_its_entities_is_a_misconfigured_task(client) -> None:
+    from kbpo.core.models import DocumentEntity
+
+    hit = docred_relation_hit()
+    DocumentEntity.objects.filter(document__doc_id="Ada_Byron_a_life", index=3).delete()
+    response = client.get(page_url(hit, assignmentId="A1", hitId=hit.external_id,
+                                   workerId="W1", turkSubmitTo=SANDBOX))
+    assert response.status_code == 500
+    assert "no entity of Ada_Byron_a_life is anchored" in response.content.decode()
