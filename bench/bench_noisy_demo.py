@@ -1,7 +1,7 @@
 """End to end on the demo world with a noisy crowd: joint intervals against truth.json.
 
 Usage: python bench/bench_noisy_demo.py [--seeds 1 2 3] [--docs 120] [--systems 6]
-       [--error 0.2] [--world docred --source dev_revised.json]
+       [--error 0.2] [--world docred-tac --source dev_revised.json]
 
 For each seed, in a fresh temporary directory (SQLite, Celery eager: DATABASE_URL and
 CELERY_BROKER_URL are overridden for the child process), runs `manage.py demo
@@ -17,8 +17,9 @@ and truth (`_miss_summary`). --calibration compares the stored soft labels with 
 (bench/noisy_calibration.py); each seed salts its world's sample draws (KBPO_SAMPLE_SALT);
 --keep DIR keeps each seed's world and database, --json FILE writes every seed's result
 (per-system records included); --rescore with --keep scores the kept worlds again with
-the current code (a paired before/after). --world docred builds the world from a DocRED /
-Re-DocRED file instead (real text: about three quarters of the pairs hold no relation).
+the current code (a paired before/after). --world docred-tac builds the world from a
+DocRED / Re-DocRED file mapped to TAC KBP instead (real text: about three quarters of
+the pairs hold no relation).
 Slow: a few minutes per seed at the defaults.
 """
 
@@ -127,8 +128,8 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float,
     from kbpo.demo.management.commands.demo import against_truth
 
     world = out / "world"
-    tag = "docred" if world_kind == "docred" else "demo"
-    extra = {"world": world_kind, "source": source} if world_kind == "docred" else {}
+    tag = "docred-tac" if world_kind == "docred-tac" else "demo"
+    extra = {"world": world_kind, "source": source} if world_kind == "docred-tac" else {}
     counter = {"fits": 0, "at_limit": 0}
     _count_em_rounds(counter)  # the demo's own fits: labels at answer time, the soft refit
     with open(os.devnull, "w") as quiet:
@@ -160,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=120)
     parser.add_argument("--systems", type=int, default=6)
     parser.add_argument("--error", type=float, default=0.2)
-    parser.add_argument("--world", choices=["synthetic", "docred"], default="synthetic")
-    parser.add_argument("--source", type=Path, help="docred: the DocRED / Re-DocRED JSON file")
+    parser.add_argument("--world", choices=["synthetic", "docred-tac"],
+                        default="synthetic")
+    parser.add_argument("--source", type=Path, help="docred-tac: the DocRED / Re-DocRED JSON file")
     parser.add_argument("--calibration", action="store_true",
                         help="also compare the stored soft labels with the gold "
                              "(bench/noisy_calibration.py)")
@@ -176,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rescore and not args.keep and not args.child:
         parser.error("--rescore needs --keep DIR")
-    if args.world == "docred" and (args.source is None or not args.source.is_file()):
-        parser.error("--world docred needs --source FILE")
+    if args.world == "docred-tac" and (args.source is None or not args.source.is_file()):
+        parser.error("--world docred-tac needs --source FILE")
     source = args.source.resolve() if args.source else None
     if args.child:
         res = _one(args.child, args.docs, args.systems, args.seed, args.error, args.world,

@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kbpo.core.schemas import RelationSchema, get_schema
 from submissions.models import Submission
 
 from . import leaderboard as lb
@@ -197,6 +198,8 @@ class ScoreRunInfoSerializer(serializers.Serializer):
 
 class PredicateSerializer(serializers.Serializer):
     predicate = serializers.CharField()
+    label = serializers.CharField(help_text="The relation schema's readable name of the "
+                                  "predicate (DocRED: 'father' for P22).")
     instances = serializers.IntegerField(help_text="Predictions with this predicate.")
     draws = serializers.IntegerField()
     labelled = serializers.IntegerField(help_text="Draws with a crowd label.")
@@ -247,6 +250,8 @@ class HistorySerializer(serializers.Serializer):
 class SampleSerializer(serializers.Serializer):
     instance = serializers.IntegerField()
     predicate = serializers.CharField()
+    predicate_label = serializers.CharField(help_text="The schema's readable name of the "
+                                            "predicate.")
     subject = serializers.CharField()
     object = serializers.CharField()
     sentence = serializers.CharField()
@@ -285,7 +290,7 @@ class ProgressSerializer(serializers.Serializer):
 
 def predicate_dicts(sub: Submission, confidence: float,
                     scores: dict[str, SystemScore] | None = None) -> list[dict[str, Any]]:
-    return [{"predicate": p.predicate, "instances": p.instances, "draws": p.draws,
+    return [{"predicate": p.predicate, "label": p.label, "instances": p.instances, "draws": p.draws,
              "labelled": p.labelled, "correct": p.correct,
              "precision": {"estimate": p.precision, "lo": p.lo, "hi": p.hi,
                            "exact": is_exact(p.lo, p.hi)},
@@ -381,11 +386,12 @@ class HistoryAPIView(_SubmissionAPIView):
                                            "points": points}).data)
 
 
-def _sample_dict(s: report.Sample) -> dict[str, Any]:
+def _sample_dict(s: report.Sample, schema: RelationSchema) -> dict[str, Any]:
     inst, pair = s.instance, s.instance.pair
     text = pair.document.text
     verdict = s.verdict
     return {"instance": inst.pk, "predicate": inst.predicate,
+            "predicate_label": schema.label(inst.predicate),
             "subject": text[pair.subject_begin:pair.subject_end],
             "object": text[pair.object_begin:pair.object_end],
             "sentence": "".join(seg for seg, _ in s.segments),
@@ -422,7 +428,8 @@ class SamplesAPIView(_SubmissionAPIView):
             "submission": sub.pk, "verdict": verdict, "count": paginator.count,
             "page": page.number, "pages": paginator.num_pages,
             "next": page.next_page_number() if page.has_next() else None,
-            "results": [_sample_dict(s) for s in report.samples(list(page.object_list))],
+            "results": [_sample_dict(s, get_schema(sub.corpus.schema))
+                        for s in report.samples(list(page.object_list))],
         }).data)
 
 

@@ -27,6 +27,7 @@ from annotations.models import (
 )
 from annotations.quality import accuracy
 from kbpo.core.schema import NO_RELATION
+from kbpo.core.schemas import get_schema
 from submissions.models import RelationInstance, Submission
 
 from .core.intervals import wilson, z_value
@@ -273,6 +274,7 @@ class PredicateRow:
     # those the ones the label confirms: what a system without draws of its own has.
     labelled_instances: int = 0
     correct_instances: int = 0
+    label: str = ""  # the schema's readable name (DocRED's "father" for P22)
 
 
 def _exhaustive_found(sub: Submission) -> tuple[Counter, Counter]:
@@ -338,6 +340,7 @@ def per_predicate(sub: Submission, confidence: float = 0.9,
     counts = stored_exhaustive_found(scores) if scores else None
     total, found = counts if counts is not None else _exhaustive_found(sub)
     out = []
+    schema = get_schema(sub.corpus.schema)
     # Predicates the submission never predicted still have a recall (0 of their truth).
     for predicate in sorted(set(instances) | set(total),
                             key=lambda p: (-instances.get(p, 0), -total[p], p)):
@@ -345,7 +348,8 @@ def per_predicate(sub: Submission, confidence: float = 0.9,
                            labelled[predicate], correct[predicate],
                            exhaustive=total[predicate], found=found[predicate],
                            labelled_instances=labelled_instances[predicate],
-                           correct_instances=correct_instances[predicate])
+                           correct_instances=correct_instances[predicate],
+                           label=schema.label(predicate))
         if row.labelled:
             row.precision = row.correct / row.labelled
             lo, hi = wilson(np.array([row.precision]), np.array([row.labelled]), z)

@@ -391,11 +391,13 @@ def submission_predicates_csv(request: HttpRequest, pk: int) -> HttpResponse:
     resp = HttpResponse(content_type="text/csv; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="predicates-{sub.pk}.csv"'
     writer = csv.writer(resp)
+    # `label` last: readers that index the columns keep working.
     writer.writerow(["predicate", "instances", "draws", "labelled", "correct", "precision",
                      "precision_lo", "precision_hi", "exhaustive", "found", "recall",
-                     "recall_lo", "recall_hi"])
+                     "recall_lo", "recall_hi", "label"])
     for p in report.per_predicate(sub, confidence, scores):
         writer.writerow([_cell(p.predicate), p.instances, p.draws, p.labelled, p.correct,
                          _num(p.precision), *snapshot.csv_ends(p.lo, p.hi), p.exhaustive,
-                         p.found, _num(p.recall), *snapshot.csv_ends(p.r_lo, p.r_hi)])
+                         p.found, _num(p.recall), *snapshot.csv_ends(p.r_lo, p.r_hi),
+                         _cell(p.label)])
     return resp

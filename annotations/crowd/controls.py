@@ -25,8 +25,10 @@ from annotations.models import (
     Question,
     TaskKind,
 )
+from kbpo.core.models import Corpus
 from submissions.models import MentionPair
 
+from ..interfaces.caps import relation_cap
 from ..quality.aggregation import NO_RELATION
 
 
@@ -76,8 +78,8 @@ def control_pool(corpus_id: int) -> list[tuple[int, list[str]]]:
                           "object_begin", "object_end").order_by("pk"))
     known = ((pk, sorted(gold.get(tuple(key), ())) or [NO_RELATION]) for pk, *key in pairs)
     # A pair with more true relations than an answer may mark: no answer could be right.
-    return [(pk, answer) for pk, answer in known
-            if len(answer) <= settings.KBPO_MAX_RELATIONS_PER_ANSWER]
+    cap = relation_cap(Corpus.objects.get(pk=corpus_id).schema)
+    return [(pk, answer) for pk, answer in known if len(answer) <= cap]
 
 
 def add_controls(hit: Hit, chosen: list[tuple[int, list[str]]],

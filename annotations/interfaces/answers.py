@@ -11,13 +11,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from annotations.models import Hit, Question, TaskKind
 from kbpo.core.schema import ENTITY_TYPES, NO_RELATION, predicates_for
-from kbpo.core.schemas import DOCRED, get_schema
+from kbpo.core.schemas import DOCRED, TAC_KBP, get_schema
 
 from .candidates import document_pairs
+from .caps import relation_cap
 
 # A coarse cap on one answer's `extra`, before its question is known; each kind's schema
 # (`_check_extra_schema`) then allows only the fields its page sends, so an anonymous
@@ -209,14 +208,13 @@ def _check_relation_extra(answer: AnswerIn, where: str) -> None:
 
 
 def _check_relation_choices(choices: tuple[str, ...] | list[str], allowed: set[str],
-                            where: str) -> None:
+                            where: str, cap: int) -> None:
     bad = [c for c in choices if c not in allowed]
     if bad:
         raise IntakeError(f"{where}: {bad[0]!r} is not an option for this pair "
                           f"(allowed: {', '.join(sorted(allowed))})", where)
     if NO_RELATION in choices and len(choices) > 1:
         raise IntakeError(f"{where}: 'no_relation' cannot be combined with a relation", where)
-    cap = settings.KBPO_MAX_RELATIONS_PER_ANSWER
     if len(set(choices)) > cap:
         # Ticking every box would make an answer "right" on every pair.
         raise IntakeError(f"{where}: {len(set(choices))} relations are marked for one pair; "
@@ -347,7 +345,7 @@ def check_exhaustive_answer(question: Question, answer: AnswerIn, where: str) ->
             raise IntakeError(f"{at}.choices: expected a non-empty list of relation names",
                               f"{at}.choices")
         allowed = {*predicates_for(pair.subject.type, pair.object.type), NO_RELATION}
-        _check_relation_choices(choices, allowed, f"{at}.choices")
+        _check_relation_choices(choices, allowed, f"{at}.choices", relation_cap(TAC_KBP))
     missing = [k for k in candidates if k not in seen]
     if missing:
         (sb, se), (ob, oe) = missing[0]
@@ -363,5 +361,5 @@ def check_choices(question: Question, answer: AnswerIn, where: str) -> None:
         check_exhaustive_answer(question, answer, where.removesuffix(".choices"))
         return
     allowed = allowed_choices(question)
-    _check_relation_choices(answer.choices, allowed, where)
+    _check_relation_choices(answer.choices, allowed, where, relation_cap(question.corpus.schema))
     _check_relation_extra(answer, where.removesuffix(".choices"))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kbpo.core.corpus import split_text
 from kbpo.core.schema import DESCRIPTIONS, NO_RELATION, predicates_for, slot
+from kbpo.core.schemas import TAC_KBP, RelationSchema, get_schema
 
 from .candidates import CandidatePair, MentionSpan, pairs_from_mentions
 
@@ -67,6 +68,55 @@ def relation_options(subject_type: str, object_type: str) -> list[dict[str, str]
                 "description": "None of the relations above is stated in this sentence.",
                 "example": ""})
     return out
+
+
+def schema_options(schema: RelationSchema, head_type: str,
+                   tail_type: str) -> list[dict[str, object]]:
+    """The relation choices of a pair on the corpus's schema, then "no relation".
+
+    TAC KBP offers only the relations its types can hold (the intake refuses others).
+    Other schemas offer every relation: those the pair's types usually take first
+    (`candidate`), the rest after them, in schema order, for the page's search box."""
+    if schema.name == TAC_KBP:
+        return [{**o, "candidate": True} for o in relation_options(head_type, tail_type)]
+    usual = {r.id for r in schema.candidates(head_type, tail_type)}
+    ordered = sorted(schema.relations.values(), key=lambda r: r.id not in usual)
+    out: list[dict[str, object]] = [
+        {"value": r.id, "label": r.label, "description": r.definition, "example": r.example,
+         "candidate": r.id in usual} for r in ordered]
+    out.append({"value": NO_RELATION, "label": "none of these", "candidate": True,
+                "description": "The document states none of these relations from X to Y.",
+                "example": ""})
+    return out
+
+
+@dataclass(frozen=True)
+class EntityView:
+    """A document-level entity: its name, type and every mention (character offsets)."""
+
+    name: str
+    type: str
+    mentions: list[tuple[int, int]]
+
+
+def document_relation_item(qid: int, doc: DocView, head: EntityView, tail: EntityView,
+                           evidence: Sequence[int] = (), schema_name: str = "docred") -> dict:
+    """One document-level question: the whole document, every mention of the head (X)
+    and of the tail (Y), the sentences a system cited as evidence, the relations."""
+    cited = set(evidence)
+
+    def mentions(entity: EntityView) -> list[dict]:
+        return [{"begin": b, "end": e, "text": doc.text[b:e]} for b, e in sorted(entity.mentions)]
+
+    return {
+        "id": qid, "doc_id": doc.doc_id, "title": doc.title, "document_level": True,
+        "schema": schema_name,
+        "sentences": [{"index": i, "begin": b, "end": e, "text": doc.text[b:e],
+                       "evidence": i in cited} for i, (b, e, _) in enumerate(doc.sentences)],
+        "head": {"name": head.name, "type": head.type, "mentions": mentions(head)},
+        "tail": {"name": tail.name, "type": tail.type, "mentions": mentions(tail)},
+        "options": schema_options(get_schema(schema_name), head.type, tail.type),
+    }
 
 
 def _mention(doc: DocView, begin: int, end: int, type_: str,

@@ -42,6 +42,7 @@ from annotations.models import (
 )
 from kbpo.core import security
 from kbpo.core.models import Corpus, Document
+from kbpo.core.schemas import TAC_KBP
 from submissions.models import (
     MentionPair,
     RelationInstance,
@@ -52,6 +53,8 @@ from submissions.models import (
 
 from . import taskdata
 from .candidates import MentionSpan, document_pairs
+from .caps import relation_cap
+from .document_items import document_relation_item, is_document_level
 from .intake import (
     IntakeError,
     from_page,
@@ -73,6 +76,8 @@ _CSP_BASE = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src '
 TASK_PAGE_CSP = f"{_CSP_BASE}; frame-ancestors 'self' {' '.join(MTURK_WORKER_HOSTS)}"
 TRY_PAGE_CSP = f"{_CSP_BASE}; frame-ancestors 'none'"
 
+# A relation HIT on document-level pairs (DocRED) has a page of its own.
+DOCUMENT_RELATION = ("annotations/relation_document.html", "js/annotate-relation-document.js")
 TEMPLATES = {TaskKind.RELATION: "annotations/relation.html",
              TaskKind.ENTITY: "annotations/entity.html",
              TaskKind.EXHAUSTIVE: "annotations/exhaustive.html"}
@@ -149,9 +154,13 @@ def relation_items(questions: list[Question], among: QuerySet | None = None,
             raise ValueError(f"relation question {q.pk} has no mention pair")
         if pair.document_id not in views:
             views[pair.document_id] = taskdata.DocView.from_document(pair.document)
+        qid = q.pk if ids is None else ids[n]
+        if is_document_level(pair):
+            out.append(document_relation_item(qid, q, views[pair.document_id], among))
+            continue
         sub = q.requested_by_id
         out.append(taskdata.relation_item(
-            q.pk if ids is None else ids[n], views[pair.document_id],
+            qid, views[pair.document_id],
             (pair.subject_begin, pair.subject_end, pair.subject_type),
             (pair.object_begin, pair.object_end, pair.object_type),
             _entity_info(sub, pair, pair.subject_begin, pair.subject_end, among),
@@ -182,11 +191,16 @@ def task_data(kind: str, questions: list[Question]) -> dict:
 
 def _render_task(request: HttpRequest, kind: str, data: dict, config: dict, *,
                  status: int = 200, csp: str = TASK_PAGE_CSP) -> HttpResponse:
+    # Document-level questions (DocRED) name their schema; the others are TAC KBP's.
+    schema = next((q["schema"] for q in data.get("questions", ()) if "schema" in q), TAC_KBP)
     # The page stops the relation checkboxes at the intake's cap (intake refuses more).
-    config = {"kind": kind, "max_relations": settings.KBPO_MAX_RELATIONS_PER_ANSWER, **config}
-    response = render(request, TEMPLATES[kind], {
+    config = {"kind": kind, "max_relations": relation_cap(schema), **config}
+    template, script = TEMPLATES[kind], SCRIPTS[kind]
+    if schema != TAC_KBP:
+        template, script = DOCUMENT_RELATION
+    response = render(request, template, {
         "kind": kind, "kind_label": TaskKind(kind).label, "task_data": data,
-        "task_config": config, "script": SCRIPTS[kind], "mode": config["mode"],
+        "task_config": config, "script": script, "mode": config["mode"],
         "max_relations": config["max_relations"],
         "message": config.get("message", "")}, status=status)
     response["Content-Security-Policy"] = csp
@@ -257,7 +271,8 @@ def hit_task(request: HttpRequest, key: str) -> HttpResponse:
         config.update(mode="closed", message=f"This HIT is {hit.get_state_display()} and "
                                              "takes no more answers.")
     questions = [hq.question for hq in hit.items.select_related(
-        "question__pair__document", "question__pair__sentence", "question__document")
+        "question__pair__document__corpus", "question__pair__sentence",
+        "question__document")
         .order_by("position", "pk")]  # intake.page_order
     if preview:  # also once the HIT is closed
         # Anyone on MTurk may preview any HIT: a preview shows one question, so walking

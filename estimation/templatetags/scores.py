@@ -8,9 +8,22 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from kbpo.core.schemas import get_schema
+
 from ..models import EXACT_NOTE, interval_ends, is_exact
 
 register = template.Library()
+
+
+@register.filter
+def relation_label(predicate: str, schema_name: str) -> str:
+    """The schema's readable name of a relation when its id does not say it already
+    (DocRED's `P22` → 'father'; TAC KBP's `per:spouse` → '')."""
+    try:
+        label = get_schema(schema_name).label(predicate)
+    except KeyError:
+        return ""
+    return "" if label.replace(" ", "_") in predicate else label
 
 
 def _number(value: object) -> bool:

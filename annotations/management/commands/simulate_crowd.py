@@ -26,6 +26,7 @@ from annotations.crowd.simulation import (
     make_pool,
     simulate_answer,
 )
+from annotations.interfaces.caps import relation_cap
 from annotations.interfaces.intake import (
     AnswerIn,
     IntakeError,
@@ -119,7 +120,8 @@ class Command(BaseCommand):
         open_hits = (hits.annotate(n=Count("assignments")).filter(n__lt=F("max_assignments"))
                      .order_by("pk"))
         for hit in open_hits:
-            items = list(hit.items.select_related("question__pair__document").order_by("position"))
+            items = list(hit.items.select_related("question__pair__document", "question__corpus")
+                         .order_by("position"))
             done = set(Response.objects.filter(question__in=[i.question for i in items])
                        .values_list("worker__external_id", flat=True))
             done |= set(hit.assignments.values_list("worker__external_id", flat=True))
@@ -127,7 +129,7 @@ class Command(BaseCommand):
             for sim in assign_workers(pool, need, seed, hit.pk * 100 + round_no, exclude=done):
                 answers = [AnswerIn(i.question_id, tuple(simulate_answer(
                     sim, truth_for(key, i.question), sorted(allowed_choices(i.question)),
-                    seed, i.question_id, settings.KBPO_MAX_RELATIONS_PER_ANSWER)))
+                    seed, i.question_id, relation_cap(i.question.corpus.schema))))
                     for i in items]
                 worker = worker_for(Backend.SIMULATED, sim.worker_id)
                 try:

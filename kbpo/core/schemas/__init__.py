@@ -58,6 +58,8 @@ class RelationSchema:
     unit: str
     entity_types: dict[str, str]
     relations: dict[str, Relation]
+    # Relations one crowd answer may mark for one pair; None: KBPO_MAX_RELATIONS_PER_ANSWER.
+    max_relations_per_answer: int | None = None
 
     def is_relation(self, relation_id: str) -> bool:
         return relation_id in self.relations
@@ -112,7 +114,8 @@ def _docred_schema() -> RelationSchema:
                               tuple(r["head_types"]), tuple(r["tail_types"]),
                               r["example_head"], r["example_tail"])
             for r in data["relations"]}
-    return RelationSchema(DOCRED, data["title"], ENTITY_PAIR, dict(data["entity_types"]), rels)
+    return RelationSchema(DOCRED, data["title"], ENTITY_PAIR, dict(data["entity_types"]), rels,
+                          data["max_relations_per_answer"])
 
 
 _BUILDERS = {TAC_KBP: _tac_schema, DOCRED: _docred_schema}

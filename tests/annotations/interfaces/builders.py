@@ -81,3 +81,42 @@ def annotator(name: str = "anna"):
     user = make_user(name)
     user.user_permissions.add(Permission.objects.get(codename="annotate_locally"))
     return user
+
+
+def docred_relation_hit(backend: str = Backend.MTURK,
+                        external_id: str | None = "HIT-DOCRED-1") -> Hit:
+    """Two document-level questions on a DocRED corpus (tests/core/test_docred_load.DOCS):
+    Ada Byron (X) → Lord Byron (Y), PER-PER, predicted P22 with evidence sentence 1 (index
+    from 0); London (X) → England (Y), LOC-LOC, predicted P17 without evidence."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from kbpo.core.docred_load import load_docred_corpus
+    from kbpo.core.models import Corpus, DocumentEntity
+    from submissions.models import InstanceEvidence, MentionPair
+    from tests.core.test_docred_load import DOCS
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "dev.json"
+        path.write_text(json.dumps(DOCS))
+        load_docred_corpus("redocred", path)
+    corpus = Corpus.objects.get(tag="redocred")
+    ents = {e.index: e for e in DocumentEntity.objects.filter(document__doc_id="Ada_Byron_a_life")}
+
+    def pair(h: int, t: int) -> MentionPair:
+        head, tail = ents[h], ents[t]
+        return MentionPair.objects.create(
+            document=head.document, sentence=head.document.sentences.first(),
+            subject_begin=head.anchor_begin, subject_end=head.anchor_end,
+            object_begin=tail.anchor_begin, object_end=tail.anchor_end,
+            subject_type=head.type, object_type=tail.type)
+
+    father, country = pair(0, 3), pair(2, 4)
+    sub = make_submission(corpus, [(father, "P22"), (country, "P17")])
+    InstanceEvidence.objects.create(instance=sub.instances.get(pair=father), sentences=[1])
+    hit = make_hit(corpus, [father, country], backend=backend, submission=sub)
+    if external_id:
+        hit.external_id = external_id
+        hit.save(update_fields=["external_id"])
+    return hit

@@ -16,6 +16,7 @@ from estimation import leaderboard as lb
 from kbpo.core import jobs
 from kbpo.core.models import Corpus, Profile
 from kbpo.demo.world import docred as docred_world
+from kbpo.demo.world import docred_native
 from kbpo.demo.world import generate as demo_world
 from submissions.models import State, Submission
 from submissions.services import create_submission
@@ -33,6 +34,7 @@ class _Operator:
     is_authenticated = True
     pk = None
 # States in which a submission is still moving through ingestion and sampling.
+WORLDS = ["synthetic", "docred", "docred-tac"]
 PIPELINE_BUSY = (State.UPLOADED, State.VALIDATING, State.INGESTED, State.PLANNING)
 
 
@@ -74,21 +76,24 @@ class Command(BaseCommand):
     help = ("Run the whole KBPO loop on a demo world: migrate, generate the world (unless "
             "already there; --world docred builds it from a Re-DocRED file given with "
             "--source), load its corpus as 'demo' (or 'docred'), build the exhaustive "
-            "sample from gold, "
+            "sample from gold (a DocRED corpus: import the file's labels as complete gold), "
             "create the accounts 'demo' (researcher) and 'admin' (operator), submit every "
             "demo system, let the simulated crowd answer, and compute the scores. "
             "Development only; safe to re-run.")
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--world", choices=["synthetic", "docred"], default="synthetic",
+        parser.add_argument("--world", choices=WORLDS, default="synthetic",
                             help="synthetic: the generated news world (corpus 'demo'); "
-                                 "docred: real Wikipedia text from a Re-DocRED file given "
-                                 "with --source (corpus 'docred')")
+                                 "docred: a Re-DocRED file given with --source as a DocRED "
+                                 "corpus with its 96 relations, systems in the DocRED "
+                                 "result format (corpus 'docred'); docred-tac: the same "
+                                 "text mapped to TAC KBP (corpus 'docred-tac')")
         parser.add_argument("--source", type=Path, default=None,
                             help="docred: the DocRED / Re-DocRED JSON file "
                                  "(e.g. dev_revised.json); read, never copied")
         parser.add_argument("--out", type=Path, default=None,
-                            help="world directory (default demo/ or demo-docred/)")
+                            help="world directory (default demo/, demo-docred/ or "
+                                 "demo-docred-tac/)")
         parser.add_argument("--docs", type=int, default=None,
                             help="documents (default 300 synthetic, 150 docred)")
         parser.add_argument("--systems", type=int, default=6)
@@ -110,19 +115,21 @@ class Command(BaseCommand):
         if settings.PRODUCTION:
             raise CommandError("the demo creates accounts with known passwords: it refuses "
                                "to run with KBPO_ENV=production")
-        docred = opts["world"] == "docred"
+        world = str(opts["world"])
+        docred = world != "synthetic"  # real text from a DocRED file
         source = Path(str(opts["source"])) if opts["source"] else None
         if docred and (source is None or not source.is_file()):
-            raise CommandError("--world docred needs --source FILE, a DocRED / Re-DocRED JSON "
-                               "file such as dev_revised.json")
-        out = Path(str(opts["out"] or ("demo-docred" if docred else "demo")))
-        tag = "docred" if docred else "demo"
+            raise CommandError(f"--world {world} needs --source FILE, a DocRED / Re-DocRED "
+                               "JSON file such as dev_revised.json")
+        tag = {"synthetic": "demo", "docred": "docred", "docred-tac": "docred-tac"}[world]
+        out = Path(str(opts["out"] or ("demo" if tag == "demo" else f"demo-{tag}")))
         opts["docs"] = opts["docs"] or (150 if docred else 300)
         if not 0 <= float(opts["crowd_error"]) < 1:  # type: ignore[arg-type]
             raise CommandError(f"--crowd-error {opts['crowd_error']}: expected a rate in [0, 1)")
         params = {k: opts[k] for k in ("docs", "systems", "seed")}
         if docred:
             params["source"] = str(source.resolve())  # type: ignore[union-attr]
+            params["world"] = world  # a directory of the other kind is regenerated
         self._step("Applying database migrations")
         call_command("migrate", verbosity=0)
 
@@ -133,9 +140,10 @@ class Command(BaseCommand):
             self._step(f"Generating the {opts['world']} demo world in {out}/ "
                        f"({params['docs']} documents, {params['systems']} systems)")
             if docred:
+                make = docred_native.generate if world == "docred" else docred_world.generate
                 try:
-                    docred_world.generate(source, out, params["docs"], params["systems"],
-                                          params["seed"], demo_world.stderr_progress)
+                    make(source, out, params["docs"], params["systems"],  # type: ignore[arg-type]
+                         params["seed"], demo_world.stderr_progress)
                 except ValueError as exc:
                     raise CommandError(str(exc)) from None
             else:
@@ -147,7 +155,10 @@ class Command(BaseCommand):
         # score recomputation; held here, they are served by the one explicit run below
         # instead of hundreds of runs in eager mode (which ignores the debounce).
         with jobs.coalesced():
-            self._load_and_run(out, params, opts, tag, docred)
+            if world == "docred":
+                self._load_and_run_native(out, params, opts, tag)
+            else:
+                self._load_and_run(out, params, opts, tag, docred)
             if not opts["skip_systems"]:
                 self._step("Computing joint scores for every system")
                 call_command("recompute_scores", corpus=tag, stdout=self.stdout)
@@ -159,6 +170,39 @@ class Command(BaseCommand):
             "\nThe demo is ready.\n"
             f"  researcher: demo / {DEMO_PASSWORD}\n"
             f"  operator:   admin / {DEMO_PASSWORD}  (Django admin at /admin/)\n"))
+
+    def _load_and_run_native(self, out: Path, params: dict, opts: dict, tag: str) -> None:
+        """The DocRED-native world: the documents as a DocRED corpus, their labels as
+        complete gold, systems in the DocRED result format, labels over all 96 relations."""
+        docs = str(out / "docs.json")
+        self._step(f"Loading the DocRED corpus '{tag}' (96 relations, document-level facts)")
+        call_command("load_corpus", docs, tag=tag, format="docred", quiet_progress=True,
+                     description="Wikipedia introductions from Re-DocRED, on DocRED's own "
+                                 "schema (KBPO DocRED demo)")
+        self._step("Importing the file's labels as complete gold (recall is DocRED recall)")
+        call_command("import_gold", docs, format="docred", corpus=tag, stdout=self.stdout)
+        owner = self._accounts()
+        if opts["skip_systems"]:
+            return
+        corpus = Corpus.objects.get(tag=tag)
+        self._submit_systems(out, corpus, owner, pattern="docred_sys_*.json")
+        self._wait_for(corpus, PIPELINE_BUSY, int(opts["wait"]))
+        self._step("The simulated crowd answers every open question")
+        call_command("simulate_crowd", gold=docs, corpus=tag, seed=params["seed"],
+                     error_rate=float(opts["crowd_error"]), stdout=self.stdout)
+
+    def _accounts(self) -> User:
+        """The demo researcher, the operator, and the systems' owner."""
+        self._step("Creating demo accounts")
+        researcher = self._user("demo", "demo@kbpo.local", staff=False)
+        Profile.objects.get_or_create(user=researcher, defaults={"affiliation": "Demo Lab"})
+        self._user("admin", "admin@kbpo.local", staff=True)
+        owner, _ = User.objects.get_or_create(username=SYSTEMS_OWNER,
+                                              defaults={"email": "systems@kbpo.local"})
+        if owner.has_usable_password():
+            owner.set_unusable_password()
+            owner.save()
+        return owner
 
     def _load_and_run(self, out: Path, params: dict, opts: dict, tag: str,
                       docred: bool) -> None:
@@ -177,15 +221,7 @@ class Command(BaseCommand):
             call_command("import_gold", str(out / "gold.jsonl"), format="kbpo", corpus=tag,
                          only_planned=True, stdout=self.stdout)
 
-        self._step("Creating demo accounts")
-        researcher = self._user("demo", "demo@kbpo.local", staff=False)
-        Profile.objects.get_or_create(user=researcher, defaults={"affiliation": "Demo Lab"})
-        self._user("admin", "admin@kbpo.local", staff=True)
-        owner, _ = User.objects.get_or_create(username=SYSTEMS_OWNER,
-                                              defaults={"email": "systems@kbpo.local"})
-        if owner.has_usable_password():
-            owner.set_unusable_password()
-            owner.save()
+        owner = self._accounts()
         if not opts["skip_systems"]:
             corpus = Corpus.objects.get(tag=tag)
             # Real-text systems write a few invalid lines, as real systems do.
@@ -199,10 +235,11 @@ class Command(BaseCommand):
                          stdout=self.stdout)
 
     def _submit_systems(self, out: Path, corpus: Corpus, owner: User,
-                        drop_invalid: bool = False) -> None:
+                        drop_invalid: bool = False, pattern: str = "*.kb") -> None:
         index = json.loads((out / "systems" / "index.json").read_text())
         roles = {s["name"]: s for s in index["systems"]}
-        kbs = sorted((out / "systems").glob("*.kb"))
+        # A TAC KB file or a DocRED result file: the upload recognises which.
+        kbs = sorted((out / "systems").glob(pattern))
         self._step(f"Submitting {len(kbs)} demo systems (ingestion, then sampling)")
         for kb in kbs:
             name = kb.stem
