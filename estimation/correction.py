@@ -281,13 +281,19 @@ class PendingFit:
             arrays[f"priors{k}"] = p.priors
             if p.stratum_shares is not None:
                 arrays[f"shares{k}"] = p.stratum_shares
+            if p.offered is not None:
+                arrays[f"offered{k}"] = p.offered
         # The model's setting too: a fit of another model (an upgrade that changed the
         # shrinkage) is refitted rather than reused.
         arrays["type_shrink"] = np.asarray(p0.type_shrink, dtype=float)
+        arrays["model"] = np.asarray(FIT_MODEL)
         np.savez(buf, **arrays)
         return buf.getvalue()
 
 
+# The crowd model's version in stored fits: 2 added false yes per worker and relation
+# (`rates.false_yes_rates`); a fit stored by an older model is refitted.
+FIT_MODEL = 2
 # Per corpus, the stored parameters as last parsed: (digest of their bytes, replicates,
 # parameters), so that a run parses them (and on Postgres reads them) only when changed.
 _PARSED: Kept[int, tuple[str, int, list[OneCoinParams]]] = Kept(2)
@@ -319,7 +325,8 @@ def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
             ) -> list[OneCoinParams]:
     out: list[OneCoinParams] = []
     with np.load(io.BytesIO(payload)) as z:
-        if "type_shrink" in z and float(z["type_shrink"]) == SOFT_TYPE_SHRINK:
+        if ("type_shrink" in z and float(z["type_shrink"]) == SOFT_TYPE_SHRINK
+                and "model" in z and int(z["model"]) == FIT_MODEL):
             for k in range(replicates):
                 if f"priors{k}" not in z:
                     out = []
@@ -329,9 +336,9 @@ def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
                     rates.append(z[f"rate{k}_{len(rates)}"])
                 out.append(OneCoinParams(list(categories), tuple(rates), z[f"priors{k}"],
                                          z.get(f"shares{k}", None), none_index,
-                                         SOFT_TYPE_SHRINK))
+                                         SOFT_TYPE_SHRINK, z.get(f"offered{k}", None)))
     for p in out:  # kept: shared with later runs
-        for a in (*p.rates, p.priors, p.stratum_shares):
+        for a in (*p.rates, p.priors, p.stratum_shares, p.offered):
             if a is not None:
                 a.flags.writeable = False
     return out
