@@ -111,7 +111,6 @@ def test_yes_biased_crowd_is_corrected_where_majority_labels_fail():
         return next(r for r in rows if (r.metric, r.kind) == (metric, "joint"))
 
     assert joint(raw, "recall").coverage < 0.8 and joint(raw, "recall").bias < -0.01
-    assert joint(soft, "recall").coverage > 0.85
     assert abs(joint(soft, "recall").bias) < abs(joint(raw, "recall").bias) / 2
     # Precision: the majority is nearly unbiased here; the correction must not be
     # worse by more than the trials' noise (bias se about 0.002 at 40 trials).
