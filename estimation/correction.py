@@ -38,7 +38,7 @@ from django.db import connection
 from django.db.models import CharField, F, Func, TextField
 from django.db.models.functions import Cast
 
-from annotations.models import Question, Response, TaskKind
+from annotations.models import CrowdWorker, Question, Response, TaskKind
 from annotations.quality.accuracy import Decoder, RelationAnswers
 from annotations.quality.aggregation import (
     NO_RELATION,
@@ -59,7 +59,7 @@ from annotations.quality.label_table import (
     label_table,
 )
 from annotations.quality.label_table import forget as forget_labels
-from annotations.quality.rates import with_unseen_workers
+from annotations.quality.rates import weak_relations, with_unseen_workers, yes_cells
 from annotations.quality.workers import offered, pair_types
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
@@ -474,6 +474,23 @@ def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams]
     return replicate_rows(corpus_id if connection.vendor == "postgresql" else None, key,
                           cats, [p.priors for p in params], pair_of, label_signs, compute,
                           codes)
+
+
+def crowd_weak_spots(corpus: Corpus) -> list[dict]:
+    """The relations the crowd says where they do not hold, and the workers most biased
+    on each (`rates.weak_relations`), under the corpus's stored fit (its first
+    replicate); [] before a fit with false-yes rates per worker and relation."""
+    row = CorrectionFit.objects.filter(corpus=corpus).first()
+    params = [] if row is None else _parsed(bytes(row.params), list(row.categories),
+                                            row.none_index, 1)
+    fp = yes_cells(params[0].rates) if params else None
+    if fp is None:
+        return []
+    ans = _answers(corpus)
+    names = dict(CrowdWorker.objects.filter(pk__in=ans.wids).values_list("pk", "external_id"))
+    answered = np.bincount(ans.workers, minlength=len(ans.wids)) > 0
+    return weak_relations(fp, params[0].categories, params[0].none_index,
+                          [names.get(w, str(w)) for w in ans.wids], answered)
 
 
 def _answers_and_controls(corpus: Corpus) -> tuple[_Answers, dict[int, str]]:

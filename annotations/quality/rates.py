@@ -431,3 +431,33 @@ def none_loglik(fp: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.
     p_none = np.maximum(1.0 - offered_sum[workers, offered.of(items)], MIN_NONE)
     term = np.where(said_none, np.log(p_none), np.log(fp[workers, np.where(said_none, 0, obs)]))
     return np.bincount(items, weights=term, minlength=n_i)
+
+
+# A relation is "weak" (the report names it) when the crowd names it on at least this
+# share of the pairs holding none that offer it; a worker is biased on it when their
+# own rate is at least ``BIASED_RATE`` and the relation's median worker's.
+WEAK_RATE = 0.1
+BIASED_RATE = 0.2
+
+
+def weak_relations(fp: np.ndarray, categories: Sequence, nc: int, worker_names: Sequence,
+                   answered: np.ndarray, top: int = 5, top_workers: int = 5) -> list[dict]:
+    """The relations the crowd says most where they do not hold (false-yes rate per
+    worker and relation, `false_yes_rates`; ``answered``: workers with answers), with
+    the workers most biased on each: [{relation, false_yes, workers: [{worker,
+    false_yes}]}], worst first."""
+    seen = np.flatnonzero(answered[: len(fp)])
+    if not len(seen):
+        return []
+    median = np.median(fp[seen], axis=0)
+    out = []
+    for r in np.argsort(-median, kind="stable")[:top]:
+        if r == nc or median[r] < WEAK_RATE:
+            continue
+        rates = fp[seen, r]
+        biased = seen[rates >= max(BIASED_RATE, float(median[r]))]
+        biased = biased[np.argsort(-fp[biased, r], kind="stable")][:top_workers]
+        out.append({"relation": categories[r], "false_yes": round(float(median[r]), 3),
+                    "workers": [{"worker": worker_names[w], "false_yes":
+                                 round(float(fp[w, r]), 3)} for w in biased]})
+    return out

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from annotations.quality.rates import Offered, false_yes_rates
+from annotations.quality.rates import Offered, false_yes_rates, weak_relations
 from estimation.validation import crowd
 
 N_REL = 12
@@ -67,3 +67,20 @@ def test_random_errors_give_no_relation_its_own_rate():
     pool, fp, _ = _biased(2, attractive=0, n=800)
     honest = ~pool.spammer
     assert float(fp[honest].std(axis=0).mean()) < 0.018
+
+
+def test_the_report_names_the_attractive_relations_and_their_biased_workers():
+    """`weak_relations` on the fitted rates: the two attractive relations (0, 1) and no
+    other; the workers it names on each are those the simulation made most biased."""
+    pool, fp, said = _biased(1, attractive=2)
+    cats = [-1, *range(N_REL)]
+    full = np.hstack([np.zeros((len(fp), 1)), fp])
+    names = [f"w{w}" for w in range(len(fp))]
+    weak = weak_relations(full, cats, 0, names, np.ones(len(fp), dtype=bool))
+    assert sorted(w["relation"] for w in weak) == [0, 1]
+    for entry in weak:
+        r = entry["relation"]
+        named = [int(w["worker"][1:]) for w in entry["workers"]]
+        assert named, entry
+        # Everyone named is above the relation's median true rate.
+        assert (said[named, r] > np.median(said[~pool.spammer, r])).all(), entry
