@@ -476,21 +476,16 @@ def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams]
                           codes)
 
 
-def crowd_weak_spots(corpus: Corpus) -> list[dict]:
+def _weak_spots(params: OneCoinParams, wids: list[int]) -> list[dict]:
     """The relations the crowd says where they do not hold, and the workers most biased
-    on each (`rates.weak_relations`), under the corpus's stored fit (its first
-    replicate); [] before a fit with false-yes rates per worker and relation."""
-    row = CorrectionFit.objects.filter(corpus=corpus).first()
-    params = [] if row is None else _parsed(bytes(row.params), list(row.categories),
-                                            row.none_index, 1)
-    fp = yes_cells(params[0].rates) if params else None
+    on each (`rates.weak_relations`), under a fit's parameters; [] for a fit without
+    false-yes rates per worker and relation."""
+    fp = yes_cells(params.rates)
     if fp is None:
         return []
-    ans = _answers(corpus)
-    names = dict(CrowdWorker.objects.filter(pk__in=ans.wids).values_list("pk", "external_id"))
-    answered = np.bincount(ans.workers, minlength=len(ans.wids)) > 0
-    return weak_relations(fp, params[0].categories, params[0].none_index,
-                          [names.get(w, str(w)) for w in ans.wids], answered)
+    names = dict(CrowdWorker.objects.filter(pk__in=wids).values_list("pk", "external_id"))
+    return weak_relations(fp, params.categories, params.none_index,
+                          [names.get(w, str(w)) for w in wids], np.ones(len(wids), bool))
 
 
 def _answers_and_controls(corpus: Corpus) -> tuple[_Answers, dict[int, str]]:
@@ -523,14 +518,15 @@ def relation_answers(corpus: Corpus) -> RelationAnswers:
 
 def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int],
                           read: list[RelationAnswers] | None = None,
-                          labels: LabelTable | None = None
+                          labels: LabelTable | None = None, weak: list | None = None
                           ) -> tuple[list[SoftLabels], PendingFit | None]:
     """Soft labels of the corpus's labelled pairs under ``replicates`` bootstrap
     replicates of the model's parameters (fewer than 2, or no answers: none), and the
     refitted parameters to store when they were refitted (else None);
     ``codes``: predicate name → the estimators' code. ``read``: a list that receives
     the relation answers read, if they were (e.g. for `crowd_accuracy`). ``labels``:
-    the corpus's labels if already read (`label_table`)."""
+    the corpus's labels if already read (`label_table`). ``weak``: a list that receives
+    the fit's weak relations (`_weak_spots`), for the report's crowd section."""
     if replicates < 2:
         return [], None
     ans, controls = _answers_and_controls(corpus)
@@ -559,6 +555,8 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     if stored:
         # Stored parameters: only each replicate's E-step on the current answers.
         assert stored_fit is not None
+        if weak is not None:
+            weak.append(_weak_spots(stored[0], ans.wids))
         return _stored_rows(corpus.pk, stored_fit, stored, ans, n_options, strata, known,
                             rows, pair_of, codes), None
     # Seeded from the answers' shape, not from database ids: the same answers give the
@@ -579,6 +577,8 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
                                 none=NO_RELATION, fits=fits)
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
         if len(fits) == replicates else None
+    if weak is not None and fits:
+        weak.append(_weak_spots(fits[0], ans.wids))
     if pending is not None and connection.vendor == "postgresql":
         _warm(corpus, pending, ans, n_options, strata, known, rows, pair_of, codes)
     return [soft_rows(cats, post[rows], priors, own[rows], pair_of, codes)

@@ -55,7 +55,7 @@ from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
 from .core.noise import correction_variance, widen
 from .core.points import PointPlan
 from .core.recall import exhaustive_hits
-from .correction import crowd_weak_spots, forget_answers, relation_answers
+from .correction import forget_answers, relation_answers
 from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache, system_name
 from .data import forget as forget_kept
 from .lease import LeaseKeeper, lease_seconds
@@ -412,7 +412,7 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                 answers = relation_answers(corpus)
             run.crowd = {**crowd_accuracy(corpus.pk, confidence, answers,
                                           data.extra.get("labels")).as_dict(),
-                         "weak_relations": crowd_weak_spots(corpus)}
+                         "weak_relations": data.extra.get("weak_relations") or []}
         _store_cache(data)
         ids = [s.pk for s in data.submissions]
         n_draws = int(sum(len(d) for d in data.draws.values()))

@@ -333,6 +333,11 @@ def with_unseen_workers(params: Fit, n_workers: int, seed: Sequence[int]) -> Fit
 # exposures, at most ``YES_MAX_SHRINK``.
 YES_MIN_SHRINK = 20.0
 YES_MAX_SHRINK = 1e4
+# The crowd's rate over every relation has a Beta prior of this mean and this many
+# exposures: with a handful of answers (a new corpus) "these pairs hold none and every
+# worker names the same relation on them" must not explain as much as "it holds".
+YES_PRIOR_RATE = 0.05
+YES_PRIOR_EXPOSURES = 100.0
 # P(answer none | none) never below this (a worker whose cells sum past 1).
 MIN_NONE = 1e-3
 
@@ -385,7 +390,8 @@ def false_yes_rates(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray,
     exposed = by_stratum @ table
     if 0 <= nc < n_c:
         said[:, nc] = 0.0
-    crowd = (said.sum() + 1.0) / (exposed.sum() + 20.0)
+    crowd = ((said.sum() + YES_PRIOR_RATE * YES_PRIOR_EXPOSURES)
+             / (exposed.sum() + YES_PRIOR_EXPOSURES))
     # The relation's rate, shrunk towards the crowd's.
     x_r, n_r = said.sum(axis=0), exposed.sum(axis=0)
     s_r = _eb_strength(x_r, n_r, np.full(n_c, crowd))
