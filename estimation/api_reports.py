@@ -163,6 +163,19 @@ class ControlsSerializer(serializers.Serializer):
         "to a question under test is right. null: the run predates this figure.")
 
 
+class BiasedWorkerSerializer(serializers.Serializer):
+    worker = serializers.CharField(help_text="The worker's external id.")
+    false_yes = serializers.FloatField(help_text="Their rate of naming the relation where "
+                                       "it does not hold.")
+
+
+class WeakRelationSerializer(serializers.Serializer):
+    relation = serializers.CharField()
+    false_yes = serializers.FloatField(help_text="The median worker's rate of naming it "
+                                       "where it does not hold.")
+    workers = BiasedWorkerSerializer(many=True)
+
+
 class CrowdSerializer(serializers.Serializer):
     agreement = ShareSerializer(help_text="Share of answers equal to their pair's aggregated "
                                 "label: agreement with the crowd, not accuracy.")
@@ -184,6 +197,11 @@ class CrowdSerializer(serializers.Serializer):
     differs_from_majority = serializers.IntegerField(
         help_text="Labelled pairs whose stored label is not their majority vote.")
     soft_labels = serializers.BooleanField(help_text="Scores use soft labels.")
+    weak_relations = WeakRelationSerializer(
+        many=True, required=False, help_text="Relations the crowd names on at least 10% "
+        "of the pairs holding none that offer them (median worker, under the crowd "
+        "model's false-yes rates per worker and relation), worst first, with the workers "
+        "most biased on each. Absent: the run predates this figure.")
 
 
 class ScoreRunInfoSerializer(serializers.Serializer):

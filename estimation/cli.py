@@ -140,7 +140,7 @@ def _validate(args: argparse.Namespace) -> int:
         for name, spec in UNCORRECTED.items():
             print(f"{name:11s} {spec.description} [only when named]")
         for name, spec in OPEN.items():
-            print(f"{name:11s} {spec.description} [only when named: open, issue 38]")
+            print(f"{name:11s} {spec.description} [only when named: open]")
         return 0
     names = args.scenario or list(SCENARIOS)
     known = {**SCENARIOS, **UNCORRECTED, **OPEN}

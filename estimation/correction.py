@@ -38,7 +38,7 @@ from django.db import connection
 from django.db.models import CharField, F, Func, TextField
 from django.db.models.functions import Cast
 
-from annotations.models import Question, Response, TaskKind
+from annotations.models import CrowdWorker, Question, Response, TaskKind
 from annotations.quality.accuracy import Decoder, RelationAnswers
 from annotations.quality.aggregation import (
     NO_RELATION,
@@ -59,7 +59,7 @@ from annotations.quality.label_table import (
     label_table,
 )
 from annotations.quality.label_table import forget as forget_labels
-from annotations.quality.rates import with_unseen_workers
+from annotations.quality.rates import weak_relations, with_unseen_workers, yes_cells
 from annotations.quality.workers import offered, pair_types
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
@@ -281,13 +281,19 @@ class PendingFit:
             arrays[f"priors{k}"] = p.priors
             if p.stratum_shares is not None:
                 arrays[f"shares{k}"] = p.stratum_shares
+            if p.offered is not None:
+                arrays[f"offered{k}"] = p.offered
         # The model's setting too: a fit of another model (an upgrade that changed the
         # shrinkage) is refitted rather than reused.
         arrays["type_shrink"] = np.asarray(p0.type_shrink, dtype=float)
+        arrays["model"] = np.asarray(FIT_MODEL)
         np.savez(buf, **arrays)
         return buf.getvalue()
 
 
+# The crowd model's version in stored fits: 2 added false yes per worker and relation
+# (`rates.false_yes_rates`); a fit stored by an older model is refitted.
+FIT_MODEL = 2
 # Per corpus, the stored parameters as last parsed: (digest of their bytes, replicates,
 # parameters), so that a run parses them (and on Postgres reads them) only when changed.
 _PARSED: Kept[int, tuple[str, int, list[OneCoinParams]]] = Kept(2)
@@ -319,7 +325,8 @@ def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
             ) -> list[OneCoinParams]:
     out: list[OneCoinParams] = []
     with np.load(io.BytesIO(payload)) as z:
-        if "type_shrink" in z and float(z["type_shrink"]) == SOFT_TYPE_SHRINK:
+        if ("type_shrink" in z and float(z["type_shrink"]) == SOFT_TYPE_SHRINK
+                and "model" in z and int(z["model"]) == FIT_MODEL):
             for k in range(replicates):
                 if f"priors{k}" not in z:
                     out = []
@@ -329,9 +336,9 @@ def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
                     rates.append(z[f"rate{k}_{len(rates)}"])
                 out.append(OneCoinParams(list(categories), tuple(rates), z[f"priors{k}"],
                                          z.get(f"shares{k}", None), none_index,
-                                         SOFT_TYPE_SHRINK))
+                                         SOFT_TYPE_SHRINK, z.get(f"offered{k}", None)))
     for p in out:  # kept: shared with later runs
-        for a in (*p.rates, p.priors, p.stratum_shares):
+        for a in (*p.rates, p.priors, p.stratum_shares, p.offered):
             if a is not None:
                 a.flags.writeable = False
     return out
@@ -469,6 +476,18 @@ def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams]
                           codes)
 
 
+def _weak_spots(params: OneCoinParams, wids: list[int]) -> list[dict]:
+    """The relations the crowd says where they do not hold, and the workers most biased
+    on each (`rates.weak_relations`), under a fit's parameters; [] for a fit without
+    false-yes rates per worker and relation."""
+    fp = yes_cells(params.rates)
+    if fp is None:
+        return []
+    names = dict(CrowdWorker.objects.filter(pk__in=wids).values_list("pk", "external_id"))
+    return weak_relations(fp, params.categories, params.none_index,
+                          [names.get(w, str(w)) for w in wids], np.ones(len(wids), bool))
+
+
 def _answers_and_controls(corpus: Corpus) -> tuple[_Answers, dict[int, str]]:
     """The corpus's relation answers (`_answers`) and the known answer key of each
     control question among them."""
@@ -499,14 +518,15 @@ def relation_answers(corpus: Corpus) -> RelationAnswers:
 
 def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, int],
                           read: list[RelationAnswers] | None = None,
-                          labels: LabelTable | None = None
+                          labels: LabelTable | None = None, weak: list | None = None
                           ) -> tuple[list[SoftLabels], PendingFit | None]:
     """Soft labels of the corpus's labelled pairs under ``replicates`` bootstrap
     replicates of the model's parameters (fewer than 2, or no answers: none), and the
     refitted parameters to store when they were refitted (else None);
     ``codes``: predicate name → the estimators' code. ``read``: a list that receives
     the relation answers read, if they were (e.g. for `crowd_accuracy`). ``labels``:
-    the corpus's labels if already read (`label_table`)."""
+    the corpus's labels if already read (`label_table`). ``weak``: a list that receives
+    the fit's weak relations (`_weak_spots`), for the report's crowd section."""
     if replicates < 2:
         return [], None
     ans, controls = _answers_and_controls(corpus)
@@ -535,6 +555,8 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     if stored:
         # Stored parameters: only each replicate's E-step on the current answers.
         assert stored_fit is not None
+        if weak is not None:
+            weak.append(_weak_spots(stored[0], ans.wids))
         return _stored_rows(corpus.pk, stored_fit, stored, ans, n_options, strata, known,
                             rows, pair_of, codes), None
     # Seeded from the answers' shape, not from database ids: the same answers give the
@@ -555,6 +577,8 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
                                 none=NO_RELATION, fits=fits)
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
         if len(fits) == replicates else None
+    if weak is not None and fits:
+        weak.append(_weak_spots(fits[0], ans.wids))
     if pending is not None and connection.vendor == "postgresql":
         _warm(corpus, pending, ans, n_options, strata, known, rows, pair_of, codes)
     return [soft_rows(cats, post[rows], priors, own[rows], pair_of, codes)

@@ -389,10 +389,11 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
     replicates: list[SoftLabels] = []
     refitted = None  # replicate parameters to store (estimation/correction.py)
     answers: list = []  # the relation answers, if the replicates read them
+    weak: list = []  # the fit's weak relations (the report's crowd section)
     if soft is not None and len(soft.pairs):
         replicates, refitted = soft_label_replicates(
             corpus, settings.KBPO_SOFT_LABEL_BOOTSTRAP, PREDICATE_CODE, read=answers,
-            labels=labels)
+            labels=labels, weak=weak)
     return CorpusData(
         corpus=corpus, submissions=submissions, population=population,
         draws=draws,
@@ -403,6 +404,7 @@ def load_corpus_data(corpus: Corpus, only: Iterable[int] | None = None,
         soft=soft, soft_replicates=replicates,
         extra={"instance_cache": loaded.pending, "correction_fit": refitted,
                "answers": answers[0] if answers else None, "labels": labels,
+               "weak_relations": weak[0] if weak else [],
                "reloaded": loaded.reloaded,
                "hot": loaded.arrays is None})
 

@@ -337,8 +337,10 @@ def _load(corpus: Corpus, confidence: float, full: bool) -> tuple[CorpusData, di
         answers = data.extra.get("answers")
         if answers is None:
             answers = relation_answers(corpus)
-        crowd = crowd_accuracy(corpus.pk, confidence, answers,
-                               data.extra.get("labels")).as_dict()
+        crowd = {**crowd_accuracy(corpus.pk, confidence, answers,
+                                  data.extra.get("labels")).as_dict(),
+                 # from the fit the soft labels used (the correction's)
+                 "weak_relations": data.extra.get("weak_relations") or []}
     _store_cache(data)
     return data, crowd
 

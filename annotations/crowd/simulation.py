@@ -17,7 +17,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kbpo.core.docred_docs import DocredProblem, parse_document
@@ -33,6 +33,10 @@ class SimWorker:
     worker_id: str
     accuracy: float
     spammer: bool
+    # Per relation (`load_confusion`): P(naming it on a pair holding none whose question
+    # offers it) and P(answering none on a pair holding it). Empty: the plain coin.
+    yes: dict[str, float] = field(default_factory=dict, hash=False)
+    miss: dict[str, float] = field(default_factory=dict, hash=False)
 
 
 def make_pool(n_workers: int, error_rate: float, seed: int,
@@ -139,10 +143,66 @@ def simulate_answer(worker: SimWorker, truth: frozenset[str], options: list[str]
     choices = sorted(set(options) | {NO_RELATION})
     if worker.spammer:
         return [rng.choice(choices)]
+    # The worker's own confusion first; a rate of 0 draws nothing, so a worker without
+    # one answers exactly as before.
+    if truth == {NO_RELATION}:
+        for r in choices:
+            if worker.yes.get(r, 0.0) > 0 and rng.random() < worker.yes[r]:
+                return [r]
+    else:
+        kept = [t for t in sorted(truth)
+                if not (worker.miss.get(t, 0.0) > 0 and rng.random() < worker.miss[t])]
+        if len(kept) < len(truth):
+            return kept[:cap] or [NO_RELATION]
     if rng.random() < worker.accuracy:
         return sorted(truth)[:cap]
     wrong = [c for c in choices if c not in truth]
     return [rng.choice(wrong)] if wrong else sorted(truth)
+
+
+class ConfusionProblem(ValueError):
+    """A --confusion file that is not of the documented form."""
+
+
+def load_confusion(path: Path, pool: list[SimWorker]) -> list[SimWorker]:
+    """``pool`` with each honest worker's confusion from a JSON file of the form
+    ``{"default": {"yes": {relation: rate}, "miss": {relation: rate}},
+    "workers": {worker_id: {"yes": {...}, "miss": {...}}}}`` (every key optional): a
+    worker listed takes its own rates over the default's, relation by relation.
+    Spammers keep answering at random (docs/operators/crowd.md)."""
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfusionProblem(f"--confusion {path}: {exc}") from exc
+    if not isinstance(spec, dict) or set(spec) - {"default", "workers"}:
+        raise ConfusionProblem(f"--confusion {path}: expected an object with 'default' "
+                               "and/or 'workers'")
+    ids = {w.worker_id for w in pool}
+    workers = spec.get("workers", {})
+    if not isinstance(workers, dict) or set(workers) - ids:
+        raise ConfusionProblem(f"--confusion {path}: 'workers' must map worker ids of the "
+                               f"pool ({min(ids)}..{max(ids)}) to rates")
+
+    def rates(entry: object, where: str) -> dict[str, dict[str, float]]:
+        if not isinstance(entry, dict) or set(entry) - {"yes", "miss"}:
+            raise ConfusionProblem(f"--confusion {path}: {where}: expected 'yes'/'miss'")
+        out = {}
+        for kind in ("yes", "miss"):
+            table = entry.get(kind, {})
+            if not isinstance(table, dict) or not all(
+                    isinstance(v, int | float) and 0 <= v <= 1 for v in table.values()):
+                raise ConfusionProblem(f"--confusion {path}: {where}.{kind}: relation → "
+                                       "rate in [0, 1]")
+            out[kind] = {str(k): float(v) for k, v in table.items()}
+        return out
+
+    base = rates(spec.get("default", {}), "default")
+    out = []
+    for w in pool:
+        own = rates(workers.get(w.worker_id, {}), w.worker_id)
+        out.append(w if w.spammer else replace(
+            w, yes={**base["yes"], **own["yes"]}, miss={**base["miss"], **own["miss"]}))
+    return out
 
 
 def assign_workers(pool: list[SimWorker], k: int, seed: int, question_id: int,

@@ -235,6 +235,7 @@ class OneCoinParams:
     stratum_shares: np.ndarray | None  # (strata, categories) shares per stratum, or None
     none_index: int                # column of `none`; −1: the symmetric coin
     type_shrink: float = LABEL_TYPE_SHRINK  # the fit's (a replicate refits with it)
+    offered: np.ndarray | None = None  # (strata × categories) relations offered (`Offered`)
 
 
 def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
@@ -332,6 +333,9 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     shares = None
     # Who answered what is fixed during EM: its sparse matrices are built once.
     inc = rate_models.Incidence(items, workers, obs, nc, n_i, n_w) if nc >= 0 else None
+    # Strata give each question's offered relations, hence false yes per relation.
+    offered = None if nc < 0 or strata is None else rate_models.Offered.seen(
+        strata, items, obs, {i: index[c] for i, c in known.items()}, n_c, nc)
     iterations = 0
     delta = 0.0
     for it in range(1, max_iter + 1):
@@ -347,9 +351,9 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
             rates = (rate_models.coin_rates(post, items, workers, obs, n_w, alpha, beta),)
         else:
             rates = rate_models.lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta,
-                                    type_shrink, inc)
+                                               type_shrink, inc, offered)
         new_post = _e_step(rates, priors, shares, strata, items, workers, obs, k_opt, nc,
-                           n_i, n_c, inc, post)
+                           n_i, n_c, inc, post, offered)
         new_post[ctrl] = ctrl_post[ctrl]
         delta = float(np.abs(new_post - post).max()) if n_i else 0.0
         post = new_post
@@ -363,7 +367,8 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     if nc >= 0:
         result.specificity, result.sensitivity, result.miss_rate = rates[:3]
     if rates:
-        result.params = OneCoinParams(cats, rates, priors, shares, nc, type_shrink)
+        result.params = OneCoinParams(cats, rates, priors, shares, nc, type_shrink,
+                                      None if offered is None else offered.table)
     return result
 
 
@@ -371,10 +376,11 @@ def _e_step(rates: tuple[np.ndarray, ...], priors: np.ndarray, shares: np.ndarra
             strata: np.ndarray | None, items: np.ndarray, workers: np.ndarray,
             obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int, n_c: int,
             inc: rate_models.Incidence | None = None,
-            counted: np.ndarray | None = None) -> np.ndarray:
+            counted: np.ndarray | None = None,
+            offered: rate_models.Offered | None = None) -> np.ndarray:
     """Each item's posterior over the categories given the rates and class shares
     (``counted``: the posterior the rates' cells were counted with, left out per pair
-    under BLIND_SPOT_LOO)."""
+    under BLIND_SPOT_LOO; ``offered``: the relations each item offered)."""
     log_prior = np.log(priors)[None, :]
     if shares is not None and strata is not None and n_i:
         log_prior = np.log(_stratum_priors(priors, shares, strata))
@@ -382,7 +388,7 @@ def _e_step(rates: tuple[np.ndarray, ...], priors: np.ndarray, shares: np.ndarra
         log_lik = rate_models.coin_loglik(rates[0], items, workers, obs, k_opt, n_i, n_c)
     else:
         log_lik = rate_models.lopsided_loglik(rates, items, workers, obs, k_opt, nc, n_i, n_c,
-                                              inc, counted)
+                                              inc, counted, offered)
     return _softmax(log_prior + log_lik)
 
 
@@ -459,10 +465,11 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
     k_opt = np.broadcast_to(np.asarray(n_c if n_options is None else n_options, float),
                             (n_items,)).astype(float)
     strata = None if strata is None else np.asarray(strata, dtype=np.int64)
-    args = (params.rates, params.priors, params.stratum_shares, strata, items, workers, obs,
-            k_opt, params.none_index, n_items, n_c)
-    post = _e_step(*args)
-    if len(params.rates) > 4 and n_items:
+    offered = None if params.offered is None else rate_models.Offered(
+        np.zeros(n_items, np.int64) if strata is None else strata, params.offered)
+    post = _e_step(params.rates, params.priors, params.stratum_shares, strata, items, workers,
+                   obs, k_opt, params.none_index, n_items, n_c, offered=offered)
+    if rate_models.has_cells(params.rates) and n_items:
         # Leave-one-out cells: the pairs' own shares the cells were counted with are not
         # stored, so they are solved for (the fit's posterior is the fixed point of
         # this map on the fit's own answers; it starts from the plain posterior).

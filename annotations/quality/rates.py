@@ -26,6 +26,17 @@ BLIND_SPOT_LOO = -2.0
 LOO_MIN_SHARE = 1e-4
 
 
+# The lopsided rates' tuple: (specificity, sensitivity, miss, per type), then under
+# BLIND_SPOT_LOO the cells (missed, seen, s_w, mixture), then with offered sets the
+# false-yes rates per worker and relation (`false_yes_rates`), last.
+def has_cells(rates: tuple[np.ndarray, ...]) -> bool:
+    return len(rates) >= 8
+
+
+def yes_cells(rates: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    return rates[-1] if len(rates) in (5, 9) else None
+
+
 def coin_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
                 n_w: int, alpha: float, beta: float) -> np.ndarray:
     right = np.bincount(workers, weights=post[items, obs], minlength=n_w)
@@ -79,8 +90,13 @@ class Incidence:
 def lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
                     obs: np.ndarray, nc: int, n_w: int, alpha: float,
                     beta: float, shrink: float,
-                    inc: Incidence | None = None) -> tuple[np.ndarray, ...]:
+                    inc: Incidence | None = None,
+                    offered: Offered | None = None) -> tuple[np.ndarray, ...]:
+    """The rates from the posteriors; with ``offered``, the false-yes rates per worker
+    and relation appended (`false_yes_rates`)."""
     p_none = post[items, nc]
+    yes = () if offered is None else (
+        false_yes_rates(p_none, items, workers, obs, nc, n_w, offered),)
     said_none = obs == nc
     neg = np.bincount(workers, weights=p_none, minlength=n_w)
     neg_right = np.bincount(workers, weights=p_none * said_none, minlength=n_w)
@@ -102,12 +118,12 @@ def lopsided_rates(post: np.ndarray, items: np.ndarray, workers: np.ndarray,
         if shrink == BLIND_SPOT_LOO:
             cells = (missed, seen, s_w, np.array([b, pi]))
             return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6), miss,
-                    np.clip(per_type, 1e-6, 1 - 1e-6), *cells)
+                    np.clip(per_type, 1e-6, 1 - 1e-6), *cells, *yes)
     else:
         per_type = (((inc.worker_nones @ post) + shrink * miss[:, None])
                     / ((inc.by_worker @ post) + shrink))
     return (np.clip(spec, 1e-6, 1 - 1e-6), np.clip(sens, 1e-6, 1 - 1e-6), miss,
-            np.clip(per_type, 1e-6, 1 - 1e-6))
+            np.clip(per_type, 1e-6, 1 - 1e-6), *yes)
 
 
 def blind_spot_rates(missed: np.ndarray, seen: np.ndarray, nc: int, alpha: float,
@@ -215,10 +231,12 @@ def loo_cell_terms(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np
 def lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: np.ndarray,
                      obs: np.ndarray, k_opt: np.ndarray, nc: int, n_i: int,
                      n_c: int, inc: Incidence | None = None,
-                     post: np.ndarray | None = None) -> np.ndarray:
+                     post: np.ndarray | None = None,
+                     offered: Offered | None = None) -> np.ndarray:
     """(items × categories) log P(item's answers | truth c). With the cells of
     `BLIND_SPOT_LOO` in ``rates``, ``post`` is the posterior the cells were counted with
-    and each answer's miss rate leaves its own pair out (`loo_cell_terms`)."""
+    and each answer's miss rate leaves its own pair out (`loo_cell_terms`). With
+    false-yes rates in ``rates`` and ``offered``, truth none is `none_loglik`'s."""
     spec, sens, miss = (r[workers] for r in rates[:3])
     per_type = rates[3]
     n_w = per_type.shape[0]
@@ -232,10 +250,14 @@ def lopsided_loglik(rates: tuple[np.ndarray, ...], items: np.ndarray, workers: n
     inc = inc or Incidence(items, workers, obs, nc, n_i, n_w)
     out = (np.asarray(inc.item_nones @ np.log(per_type))
            + np.asarray(inc.item_rels @ np.log1p(-per_type)))
-    if len(rates) > 4:
+    if has_cells(rates):
         out += loo_cell_terms(rates, items, workers, said_none, post, nc, inc)
     out += np.bincount(items, weights=np.where(rel, off, 0.0), minlength=n_i)[:, None]
     np.add.at(out, (items[rel], obs[rel]), np.log(rho[rel]) - off[rel])
+    fp = yes_cells(rates)
+    if fp is not None and offered is not None:
+        out[:, nc] = none_loglik(fp, items, workers, obs, nc, n_i, offered)
+        return out
     # Truth = none: none → spec; any relation → (1 − spec)/(K − 1).
     neg = np.where(said_none, np.log(spec), np.log1p(-spec) - np.log(np.maximum(k - 1, 1)))
     out[:, nc] = np.bincount(items, weights=neg, minlength=n_i)
@@ -255,9 +277,10 @@ def unseen_worker_rates(rates: tuple[np.ndarray, ...], like: np.ndarray,
     pulled back to that rate by it). Elsewhere the whole row is copied.
     """
     like = np.asarray(like, dtype=np.int64)
-    if len(rates) <= 4:
+    if not has_cells(rates):
         return tuple(np.concatenate([r, r[like]]) for r in rates)
-    spec, sens, miss, per_type, missed, seen, s_w, mix = rates
+    spec, sens, miss, per_type, missed, seen, s_w, mix = rates[:8]
+    yes = tuple(np.concatenate([r, r[like]]) for r in rates[8:])
     s = s_w[like]
     empty = np.zeros((len(like), per_type.shape[1]))
     rows = np.repeat(s[:, None], per_type.shape[1], axis=1)
@@ -270,7 +293,7 @@ def unseen_worker_rates(rates: tuple[np.ndarray, ...], like: np.ndarray,
             np.concatenate([miss, miss[like]]),
             np.concatenate([per_type, np.clip(rows, 1e-6, 1 - 1e-6)]),
             np.concatenate([missed, empty]), np.concatenate([seen, empty]),
-            np.concatenate([s_w, s]), mix)
+            np.concatenate([s_w, s]), mix, *yes)
 
 
 class _Fitted(Protocol):
@@ -298,3 +321,149 @@ def with_unseen_workers(params: Fit, n_workers: int, seed: Sequence[int]) -> Fit
                        for w in range(n_fit, n_workers)], dtype=np.int64)
     return replace(params, rates=unseen_worker_rates(  # type: ignore[type-var]
         params.rates, like, params.none_index))
+
+
+# ---- false "yes" per worker and relation ---------------------------------------------
+
+# A (worker, relation) cell's false-yes rate is shrunk towards the relation's rate
+# times the worker's propensity (`false_yes_rates`), and each relation's towards the
+# crowd's, by Beta priors whose strength is fitted (empirical Bayes, `_eb_strength`):
+# strong where the cells scatter no more than their counts explain (random errors),
+# weak where workers differ on a relation (a yes-bias). At least this many pseudo-
+# exposures, at most ``YES_MAX_SHRINK``.
+YES_MIN_SHRINK = 20.0
+YES_MAX_SHRINK = 1e4
+# The crowd's rate over every relation has a Beta prior of this mean and this many
+# exposures: with a handful of answers (a new corpus) "these pairs hold none and every
+# worker names the same relation on them" must not explain as much as "it holds".
+YES_PRIOR_RATE = 0.05
+YES_PRIOR_EXPOSURES = 100.0
+# P(answer none | none) never below this (a worker whose cells sum past 1).
+MIN_NONE = 1e-3
+
+
+class Offered:
+    """Which relations each question offered: its stratum (a pair type decides the
+    relations) and, per stratum, a 0/1 row over the categories (none's column 0)."""
+
+    def __init__(self, strata: np.ndarray, table: np.ndarray) -> None:
+        self.strata, self.table = strata, table
+
+    @classmethod
+    def seen(cls, strata: np.ndarray, items: np.ndarray, obs: np.ndarray,
+             truth: dict[int, int], n_c: int, nc: int) -> Offered:
+        """The relations offered per stratum, read off the answers (and known truths)
+        given in it: a relation nobody in a stratum ever named adds no false yes there."""
+        st = np.asarray(strata, np.int64)
+        table = np.zeros((int(st.max()) + 1 if len(st) else 1, n_c))
+        table[st[items], obs] = 1.0
+        for i, c in truth.items():
+            table[st[i], c] = 1.0
+        if 0 <= nc < n_c:
+            table[:, nc] = 0.0
+        return cls(st, table)
+
+    def of(self, items: np.ndarray) -> np.ndarray:
+        """Each item's row of `rows` (a stratum beyond the table: all offered)."""
+        return np.minimum(self.strata[items], len(self.table))
+
+    def rows(self) -> np.ndarray:
+        """The table with an "everything offered" row last."""
+        every = (self.table.sum(axis=0) > 0).astype(float)
+        return np.vstack([self.table, every[None, :]])
+
+
+def false_yes_rates(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray,
+                    obs: np.ndarray, nc: int, n_w: int, offered: Offered) -> np.ndarray:
+    """(workers × categories) P(worker names relation r | the pair holds none and its
+    question offers r), each answer weighted by its pair's P(none) (``p_none`` per
+    answer): the cell's names of r over its exposures to r, shrunk (`YES_SHRINK`)
+    towards the worker's rate over all relations and the relation's over all workers.
+    """
+    table = offered.rows()
+    n_s, n_c = table.shape
+    rel = obs != nc
+    said = np.bincount(workers[rel] * n_c + obs[rel], weights=p_none[rel],
+                       minlength=n_w * n_c).reshape(n_w, n_c).astype(float)
+    by_stratum = np.bincount(workers * n_s + offered.of(items), weights=p_none,
+                             minlength=n_w * n_s).reshape(n_w, n_s)
+    exposed = by_stratum @ table
+    if 0 <= nc < n_c:
+        said[:, nc] = 0.0
+    crowd = ((said.sum() + YES_PRIOR_RATE * YES_PRIOR_EXPOSURES)
+             / (exposed.sum() + YES_PRIOR_EXPOSURES))
+    # The relation's rate, shrunk towards the crowd's.
+    x_r, n_r = said.sum(axis=0), exposed.sum(axis=0)
+    s_r = _eb_strength(x_r, n_r, np.full(n_c, crowd))
+    relation = (x_r + s_r * crowd) / (n_r + s_r)
+    # The worker's propensity: names over the names its exposures would give at the
+    # relations' rates (a spammer's is high, an honest worker's near 1).
+    expect = exposed @ relation
+    worker = (said.sum(axis=1) + 0.5) / (expect + 0.5)
+    prior = np.clip(worker[:, None] * relation[None, :], 1e-6, 0.99)
+    s_c = np.array([_eb_strength(said[:, r], exposed[:, r], prior[:, r])
+                    for r in range(n_c)])
+    out = (said + s_c * prior) / (exposed + s_c)
+    return np.clip(out, 1e-6, 1 - 1e-3)
+
+
+def _eb_strength(x: np.ndarray, n: np.ndarray, m: np.ndarray) -> float:
+    """Pseudo-exposures of a Beta prior with means ``m`` for rates x/n: its variance τ²
+    by moments, E Σ n(x/n − m)² = τ² Σ n + Σ m(1 − m), and strength m̄(1 − m̄)/τ² − 1.
+    No spread (the most shrinkage) unless the scatter beats its noise by 3 sd of a
+    χ²/k: by chance, a few of many relations would look spread, and a cell fitted
+    from few exposures counts its own pair (its rate follows the pair's posterior)."""
+    total = float(n.sum())
+    seen = n > 0
+    k = int(seen.sum())
+    if total <= 0 or k < 2:
+        return YES_MAX_SHRINK
+    dev = float((n[seen] * (x[seen] / n[seen] - m[seen]) ** 2).sum())
+    noise = float((m[seen] * (1 - m[seen])).sum())
+    var = (dev - noise) / total
+    mean = float((n * m).sum()) / total
+    if dev <= noise * (1 + 3 * np.sqrt(2 / k)):
+        return YES_MAX_SHRINK
+    return float(np.clip(mean * (1 - mean) / var - 1, YES_MIN_SHRINK, YES_MAX_SHRINK))
+
+
+def none_loglik(fp: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
+                nc: int, n_i: int, offered: Offered) -> np.ndarray:
+    """(items,) log P(item's answers | it holds none): a named relation r at the cell's
+    rate fp[w, r], none at 1 − Σ fp[w, r] over the relations its question offered."""
+    table = offered.rows()
+    offered_sum = fp @ table.T  # (workers × strata)
+    said_none = obs == nc
+    p_none = np.maximum(1.0 - offered_sum[workers, offered.of(items)], MIN_NONE)
+    term = np.where(said_none, np.log(p_none), np.log(fp[workers, np.where(said_none, 0, obs)]))
+    return np.bincount(items, weights=term, minlength=n_i)
+
+
+# A relation is "weak" (the report names it) when the crowd names it on at least this
+# share of the pairs holding none that offer it; a worker is biased on it when their
+# own rate is at least ``BIASED_RATE`` and the relation's median worker's.
+WEAK_RATE = 0.1
+BIASED_RATE = 0.2
+
+
+def weak_relations(fp: np.ndarray, categories: Sequence, nc: int, worker_names: Sequence,
+                   answered: np.ndarray, top: int = 5, top_workers: int = 5) -> list[dict]:
+    """The relations the crowd says most where they do not hold (false-yes rate per
+    worker and relation, `false_yes_rates`; ``answered``: workers with answers), with
+    the workers most biased on each: [{relation, false_yes, workers: [{worker,
+    false_yes}]}], worst first."""
+    seen = np.flatnonzero(answered[: len(fp)])
+    if not len(seen):
+        return []
+    median = np.median(fp[seen], axis=0)
+    out = []
+    for r in np.argsort(-median, kind="stable")[:top]:
+        if r == nc or median[r] < WEAK_RATE:
+            continue
+        rates = fp[seen, r]
+        biased = seen[rates >= max(BIASED_RATE, float(median[r]))]
+        biased = biased[np.argsort(-fp[biased, r], kind="stable")][:top_workers]
+        out.append({"relation": categories[r], "false_yes": round(float(median[r]), 3),
+                    "workers": [{"worker": worker_names[w], "false_yes":
+                                 round(float(fp[w, r]), 3)} for w in biased]})
+    return out

@@ -13,7 +13,6 @@ from estimation.cli import main
 from estimation.core import SCHEMES, scheme_weights
 from estimation.validation import (
     NOISY,
-    OPEN,
     SCENARIOS,
     UNCORRECTED,
     passed,
@@ -94,17 +93,28 @@ def test_uncorrected_noisy_crowd_fails_the_checks():
     assert joint_p.bias < -0.02
 
 
-def test_yes_biased_crowd_fails_the_checks_with_majority_labels():
+def test_yes_biased_crowd_is_corrected_where_majority_labels_fail():
     """Two attractive relations said on 20-60% of the pairs holding none, per worker
     (issue 38): majority labels miss joint recall's truth and the checks see it
-    (measured: coverage 0.58, bias −0.019 on 40 trials). Its corrected twin,
-    `crowd_attr`, still fails too (the model has one false-positive rate per worker):
-    docs/internals/crowd-bias.md."""
-    run = run_scenario(OPEN["crowd_attr_raw"].small(), NOISY_TRIALS, seed=0)
-    rows = summarise(run)
-    assert not passed(rows)
-    joint_r = next(r for r in rows if (r.metric, r.kind) == ("recall", "joint"))
-    assert joint_r.coverage < 0.8 and joint_r.bias < -0.01
+    (measured: coverage 0.58, bias −0.019 on 40 trials); the soft labels of the model
+    with false-yes rates per worker and relation pass the battery's checks, and are
+    closer to the truth than the majority on both joint metrics (measured at seed 3:
+    recall −0.0050 against −0.0190, precision +0.0041 against +0.0034 — within one
+    standard error of each other; docs/internals/crowd-bias.md §7)."""
+    raw = summarise(run_scenario(UNCORRECTED["crowd_attr_raw"].small(), NOISY_TRIALS, seed=0))
+    soft_run = run_scenario(NOISY["crowd_attr"].small(), NOISY_TRIALS, seed=0)
+    soft = summarise(soft_run)
+    assert not passed(raw)
+    assert passed(soft), verdict(soft, soft_run)
+
+    def joint(rows: list, metric: str):
+        return next(r for r in rows if (r.metric, r.kind) == (metric, "joint"))
+
+    assert joint(raw, "recall").coverage < 0.8 and joint(raw, "recall").bias < -0.01
+    assert abs(joint(soft, "recall").bias) < abs(joint(raw, "recall").bias) / 2
+    # Precision: the majority is nearly unbiased here; the correction must not be
+    # worse by more than the trials' noise (bias se about 0.002 at 40 trials).
+    assert abs(joint(soft, "precision").bias) < abs(joint(raw, "precision").bias) + 0.005
 
 
 def test_reference_scheme_probabilities_by_hand():

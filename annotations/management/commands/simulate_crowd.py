@@ -23,6 +23,7 @@ from annotations.crowd.live import truth_for
 from annotations.crowd.simulation import (
     GoldKey,
     assign_workers,
+    load_confusion,
     make_pool,
     simulate_answer,
 )
@@ -67,6 +68,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--corpus", default=None, help="only HITs of this corpus tag")
         parser.add_argument("--max-rounds", type=int, default=20)
+        parser.add_argument("--confusion", type=Path, default=None,
+                            help="JSON file of per-worker, per-relation rates: false yes "
+                                 "on pairs holding none, misses (docs/operators/crowd.md)")
 
     def handle(self, *args: object, **opts: object) -> None:
         gold = Path(str(opts["gold"]))
@@ -76,6 +80,8 @@ class Command(BaseCommand):
             key = GoldKey.load(gold)
             pool = make_pool(int(opts["workers"]), float(opts["error_rate"]),  # type: ignore[arg-type]
                              int(opts["seed"]), float(opts["spammers"]))  # type: ignore[arg-type]
+            if opts["confusion"] is not None:
+                pool = load_confusion(Path(str(opts["confusion"])), pool)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         seed = int(opts["seed"])  # type: ignore[arg-type]

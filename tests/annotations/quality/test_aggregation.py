@@ -322,7 +322,9 @@ def test_soft_fit_does_not_inflate_p_pair_true() -> None:
     true pairs (measured +29 of ~720 over 6 seeds, every seed positive). The soft labels'
     fit (SOFT_TYPE_SHRINK: each type blind or seen) finds no blind spots in these random
     errors and removes that excess as one miss rate per worker did (measured −12 and
-    −14, per-seed spread about 10, so a mean's standard error about 4)."""
+    −14, per-seed spread about 10, so a mean's standard error about 4). With false-yes
+    rates per worker and relation (`rates.false_yes_rates`): sharp +27, soft −16 (seeds
+    0–5: −20, −26, +1, −16, −11, −28)."""
     excess = {LABEL_TYPE_SHRINK: [], SOFT_TYPE_SHRINK: []}
     for seed in range(6):
         items, workers, answers, truth, stratum, known, k = _typed_crowd(seed)
@@ -400,7 +402,7 @@ def test_soft_fit_is_the_mixture_and_replicates_keep_it(monkeypatch) -> None:
     assert per_type.shape == (20, len(fit.categories))
     assert ((per_type > 0) & (per_type < 1)).all()
     assert fit.params.type_shrink == SOFT_TYPE_SHRINK == aggregation.BLIND_SPOT_LOO
-    assert len(fit.params.rates) == 8 and fit.converged
+    assert len(fit.params.rates) == 9 and fit.converged  # cells, then false yes
     again = coin_posterior(fit.params, items, workers, answers, n, n_options=k, known=known,
                            strata=stratum)
     np.testing.assert_allclose(again, fit.posterior, atol=1e-5)

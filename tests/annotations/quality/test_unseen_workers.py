@@ -50,7 +50,7 @@ def test_an_unseen_worker_copies_a_fitted_worker_with_empty_cells() -> None:
     params = fit.params
     assert with_unseen_workers(params, FITTED, (1, 0)) is params  # nobody new
     wide = with_unseen_workers(params, FITTED + 5, (1, 0))
-    spec, sens, miss, per_type, missed, seen, s_w, mix = wide.rates
+    spec, sens, miss, per_type, missed, seen, s_w, mix = wide.rates[:8]
     assert all(len(r) == FITTED + 5 for r in wide.rates[:7])
     assert np.array_equal(mix, params.rates[7])
     for r_new, r_old in zip(wide.rates[:7], params.rates[:7], strict=True):

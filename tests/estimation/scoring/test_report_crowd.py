@@ -197,7 +197,8 @@ def test_the_run_stores_the_crowd_section_the_page_and_api_show(world: World,
     settings.KBPO_SOFT_LABELS = False
     _crowd(world)
     run = scoring.recompute(world.corpus)
-    assert run.crowd == _live(world, run.confidence)
+    # No fitted false-yes rates with hard labels: no weak relations.
+    assert run.crowd == {**_live(world, run.confidence), "weak_relations": []}
     assert ScoreRun.objects.get(pk=run.pk).crowd == run.crowd  # survives the JSON column
     assert _scores(world.a.pk)["crowd"] == {**run.crowd, "soft_labels": False}
     # Page and API read the run, not the corpus: a figure only the run holds shows.
@@ -228,7 +229,7 @@ def test_the_quality_pass_leads_to_a_current_crowd_section(
         worker_quality_task()
     after = _scores(world.a.pk)["crowd"]
     assert after != before
-    assert after == {**_live(world), "soft_labels": False}
+    assert after == {**_live(world), "soft_labels": False, "weak_relations": []}
     html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
     assert f'<span class="score">{100 * after["accuracy"]["estimate"]:.0f}%</span>' in html
     # A pass over the same answers refits the same posteriors: it asks for nothing.
@@ -261,7 +262,7 @@ def test_answers_arriving_lead_to_a_current_crowd_section(
         labels.aggregate([q.pk])
     assert PairLabel.objects.filter(pair=world.pairs["work"], question=q).exists()
     crowd = _scores(world.a.pk)["crowd"]
-    assert crowd == {**_live(world), "soft_labels": False}
+    assert crowd == {**_live(world), "soft_labels": False, "weak_relations": []}
     assert crowd["agreement"]["answers"] == 3 and crowd["agreement"]["workers"] == 3
     assert crowd["agreement"]["estimate"] == pytest.approx(2 / 3)
 
@@ -372,3 +373,24 @@ def test_a_run_from_before_the_reweighted_figure_says_not_available(world: World
     api = Client().get(reverse("api-submission-scores", args=[world.a.pk])).json()
     assert api["crowd"]["controls"]["reweighted"] is None
     assert api["crowd"]["controls"]["accuracy"]["answers"] == 6  # the rest as stored
+
+
+@pytest.mark.django_db
+def test_weak_relations_and_biased_workers_on_the_page_and_api(world: World,
+                                                               settings) -> None:
+    """The run names the relations the crowd says where they do not hold and the
+    workers biased on them (the stored fit's false-yes rates per worker and relation),
+    and the page and API show what the run stored."""
+    _crowd(world)
+    settings.KBPO_SOFT_LABELS = True
+    settings.KBPO_SOFT_LABEL_BOOTSTRAP = 4
+    run = scoring.recompute(world.corpus)
+    # Nobody said a relation on a pair holding none: no weak relation.
+    assert run.crowd["weak_relations"] == []
+    weak = [{"relation": "per:spouse", "false_yes": 0.31,
+             "workers": [{"worker": "b", "false_yes": 0.52}]}]
+    ScoreRun.objects.filter(pk=run.pk).update(crowd={**run.crowd, "weak_relations": weak})
+    assert _scores(world.a.pk)["crowd"]["weak_relations"] == weak
+    html = Client().get(reverse("submission-evaluation", args=[world.a.pk])).content.decode()
+    assert "<strong>per:spouse</strong> named on 31" in html
+    assert "<code>b</code> 52" in html
