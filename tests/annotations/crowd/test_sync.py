@@ -45,8 +45,10 @@ def test_a_page_post_for_work_in_progress_keeps_waiting(
     hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
     fake.returns_accepted = True
     aid = fake.worker_accepts(hit.external_id, "AWORKER1")
+    asked = len(fake.calls_of("ListAssignmentsForHIT"))
     assert crowd.post(hit, "AWORKER1", aid, choices(hit)) == 200
-    assert len(fake.calls_of("GetAssignment")) == 1  # asked, and told "Accepted"
+    # The post's check reads the HIT's assignments (one call per HIT), told "Accepted".
+    assert len(fake.calls_of("ListAssignmentsForHIT")) == asked + 1
     assert PagePost.objects.get(assignment_external_id=aid).state == PagePostState.WAITING
     assert not Assignment.objects.exists()
 
