@@ -18,7 +18,7 @@ from annotations.models import (
     Refusal,
 )
 from estimation import planning
-from tests.annotations.crowd.helpers import answer, small_world, system
+from tests.annotations.crowd.helpers import add_control, answer, small_world, system
 
 pytestmark = pytest.mark.django_db
 TRUTH = {"GPE": ["per:place_of_birth"], "PER": ["per:spouse"],
@@ -51,12 +51,15 @@ def work(hit: Hit, capture, *workers: tuple[str, dict]) -> None:
 
 def test_review_rejects_clear_spam_with_a_reason_and_approves_the_rest(
         hit, django_capture_on_commit_callbacks) -> None:
+    """Spam is rejected on evidence: it misses the HIT's control question (a known
+    answer, per:place_of_birth for the GPE pair) and contradicts every other label."""
+    add_control(hit)
     work(hit, django_capture_on_commit_callbacks,
          ("good1", TRUTH), ("spam", WRONG), ("good2", TRUTH))
     states = dict(Assignment.objects.values_list("worker__external_id", "state"))
     assert states == {"good1": "approved", "good2": "approved", "spam": "rejected"}
     spam = Assignment.objects.get(worker__external_id="spam")
-    assert spam.paid == 0 and "contradicted the answer most other workers gave" in spam.feedback
+    assert spam.paid == 0 and "the known answer is per:place_of_birth" in spam.feedback
     assert review.review_hit(hit.pk) == (0, 0)  # reviewed once
 
 
