@@ -122,7 +122,8 @@ def test_an_ingestion_whose_worker_is_killed_completes_once_a_worker_is_back(
 
         _wait_for("the re-driven ingestion", done, 120)
         took = time.monotonic() - back
-        assert sub.state == "ingested", (sub.state, sub.error)
+        # Ingested; the worker may already have moved it on to planning its sample.
+        assert sub.state in ("ingested", "planning", "annotating"), (sub.state, sub.error)
         assert sub.n_relations == 8 and sub.redrives == 1
         assert "the worker validating it stopped" in " ".join(
             sub.events.values_list("message", flat=True))
