@@ -48,6 +48,7 @@ import cProfile
 import io
 import json
 import os
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -184,9 +185,9 @@ class Crowd:
         top = self._top("annotations_hit")
         copy(raw, "annotations_hit",
              ["corpus_id", "kind", "backend", "state", "max_assignments", "reward",
-              "cost_estimate", "hit_type_id", "post_error", "created_at"],
+              "cost_estimate", "hit_type_id", "post_error", "created_at", "url_key"],
              ((self.corpus_id, "relation", "simulated", "complete", k, "0.50", "0.00", "", "",
-               now) for _ in range(n_hits)))
+               now, secrets.token_urlsafe(24)) for _ in range(n_hits)))
         hits = self._new_ids("annotations_hit", top)
         # k distinct workers per hit (of the first pool); a newcomer takes a first seat.
         crew = np.argsort(self.rng.random((n_hits, self.WORKERS)), axis=1)[:, :k]
