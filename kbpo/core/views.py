@@ -96,9 +96,28 @@ class PasswordResetView(auth_views.PasswordResetView):
 @login_required
 def profile(request: HttpRequest) -> HttpResponse:
     prof, _ = Profile.objects.get_or_create(user=request.user)
+    old_email = request.user.email
     form = ProfileForm(request.POST or None, instance=prof, user=request.user)
     if request.method == "POST" and form.is_valid():
         form.save()
+        # A confirmed account could otherwise move to any address it likes: the new
+        # one must be confirmed before the next upload, as at sign-up.
+        if (request.user.email.casefold() != old_email.casefold()
+                and not request.user.is_superuser):
+            Profile.objects.filter(user=request.user).update(email_confirmed=False)
+            # the resend throttle: address changes must not become a mail cannon
+            if security.take(f"confirm-resend:{request.user.pk}",
+                             settings.KBPO_PASSWORD_RESET_RATE_PER_ACCOUNT,
+                             settings.KBPO_PASSWORD_RESET_RATE_WINDOW).allowed:
+                accounts.send_confirmation(request, request.user)
+                messages.success(request, "Profile saved. We sent a confirmation link "
+                                          f"to {request.user.email}: open it before "
+                                          "your next upload.")
+            else:
+                messages.warning(request, "Profile saved. Too many confirmation mails "
+                                          "were sent lately: ask for a new link here "
+                                          "later, and open it before your next upload.")
+            return redirect("profile")
         messages.success(request, "Profile saved.")
         return redirect("profile")
     return render(request, "kbpo/profile.html", {

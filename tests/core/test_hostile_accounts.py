@@ -1,7 +1,7 @@
 """Issue 41, hostile use of the accounts: sign-ups and password resets are throttled
 per address (and resets per account), the login lockout counts per account as well as
-per address, every 429 says when to come back (Retry-After), and a new account must
-confirm its address before it may upload."""
+per address, every 429 says when to come back (Retry-After), and a new account (or a
+changed address) must be confirmed before it may upload."""
 
 from __future__ import annotations
 
@@ -112,6 +112,23 @@ def test_a_link_for_an_old_address_confirms_nothing(client) -> None:
     User.objects.filter(username="puppet2").update(email="elsewhere@example.org")
     client.get(link)
     assert not Profile.objects.get(user__username="puppet2").email_confirmed
+
+
+def test_a_changed_address_must_be_confirmed_again(client) -> None:
+    """Confirming once and then moving to another address would make confirmation prove
+    nothing: the new address gets its own link and uploads wait for it."""
+    user = User.objects.create_user("moved", "moved@example.org", PASSWORD)
+    client.force_login(user)
+    profile = {"first_name": "", "last_name": "", "affiliation": "", "homepage": ""}
+    client.post(reverse("profile"), {**profile, "email": "MOVED@example.org"})  # same one
+    assert _upload(client).status_code == 400 and not mail.outbox
+    client.post(reverse("profile"), {**profile, "email": "new@example.org"})
+    (message,) = mail.outbox
+    assert message.to == ["new@example.org"]
+    assert _upload(client).status_code == 403
+    link = re.search(r"(/accounts/confirm/\S+)", message.body).group(1)
+    assert client.get(link).status_code == 302
+    assert _upload(client).status_code == 400  # field errors, not the confirmation gate
 
 
 def test_accounts_not_made_by_sign_up_may_upload(client, monkeypatch) -> None:
