@@ -30,7 +30,7 @@ from decimal import Decimal
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotations.crowd import posting
@@ -189,20 +189,27 @@ class RedriveResult:
 def redrive_planning() -> RedriveResult:
     """Re-plan what stopped moving; nothing stays in planning for ever.
 
-    * `ingested` submissions whose planning never started, and `planning` ones whose
-      planner died (rows locked by a live planner are skipped), are re-planned; after
-      KBPO_SUBMISSION_MAX_ATTEMPTS re-drives a planning submission is marked failed;
+    * `ingested` submissions whose planning never started (for
+      KBPO_CROWD_REDRIVE_AFTER seconds), and `planning` ones whose planner died, are
+      re-planned. A live planner holds its submission's row while it draws and opens
+      questions, and a dead one's lock went with its session, so a `planning` row that
+      nobody holds (SKIP LOCKED) for KBPO_SUBMISSION_LOST_AFTER seconds lost its
+      planner. After KBPO_SUBMISSION_MAX_ATTEMPTS re-drives a planning submission is
+      marked failed;
     * `annotating` submissions with HITs still pending (budget raised, MTurk back) are
       re-planned, which posts what now fits.
     """
-    cutoff = timezone.now() - dt.timedelta(seconds=settings.KBPO_CROWD_REDRIVE_AFTER)
+    now = timezone.now()
+    cutoff = now - dt.timedelta(seconds=settings.KBPO_CROWD_REDRIVE_AFTER)
+    waiting = Q(state=State.INGESTED, state_changed_at__lt=cutoff)
+    lost = Q(state=State.PLANNING, state_changed_at__lt=now - dt.timedelta(
+        seconds=settings.KBPO_SUBMISSION_LOST_AFTER))
     out = RedriveResult()
-    stuck = Submission.objects.filter(state__in=(State.INGESTED, State.PLANNING),
-                                      state_changed_at__lt=cutoff).values_list("pk", flat=True)
+    stuck = Submission.objects.filter(waiting | lost).values_list("pk", flat=True)
     for pk in list(stuck):
         with transaction.atomic():
             sub = (Submission.objects.select_for_update(skip_locked=True)
-                   .filter(pk=pk, state__in=(State.INGESTED, State.PLANNING)).first())
+                   .filter(waiting | lost, pk=pk).first())
             if sub is None:
                 continue
             if sub.state == State.PLANNING and \

@@ -58,6 +58,8 @@ def _schedule_redrive(sender: object, **kwargs: object) -> None:
 @worker_ready.connect
 def _redrive_on_start(**kwargs: object) -> None:
     """A worker back after a crash re-drives the recomputation a dead one held, beat or
-    not: once that run's lease has expired."""
+    not: once that run's lease has expired; and its planning (see redrive_planning)."""
     if settings.KBPO_REDRIVE_ON_WORKER_START:
         redrive_scores.apply_async(countdown=scoring.lease_seconds() + 1)
+        # and the planning a dead planner left, once it counts as lost
+        redrive_planning_task.apply_async(countdown=settings.KBPO_SUBMISSION_LOST_AFTER + 1)
