@@ -79,6 +79,50 @@ def needs_postgres() -> None:
         pytest.skip("needs Postgres (set DATABASE_URL); SQLite cannot run this test")
 
 
+@contextmanager
+def held_in_another_connection(monkeypatch: pytest.MonkeyPatch, owner: object, name: str,
+                               work: Callable[[], object]) -> Iterator[list[object]]:
+    """Run work() in a thread (its own DB connection) and hold it inside owner.name, with
+    whatever locks work took so far, for the body of the block; the body runs with a 3 s
+    lock_timeout, so a lock it would wait on fails the test instead of hanging it. Yields
+    the list work()'s result lands in once the block has released it."""
+    import threading
+
+    from django.db import connection, connections
+
+    inside, release = threading.Event(), threading.Event()
+    real = getattr(owner, name)
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        inside.set()
+        assert release.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, held)
+    results: list[object] = []
+
+    def run() -> None:
+        try:
+            results.append(work())
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        assert inside.wait(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '3s'")
+        try:
+            yield results
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = 0")
+    finally:
+        release.set()
+        thread.join(60)
+
+
 # --- Celery -----------------------------------------------------------------------
 
 

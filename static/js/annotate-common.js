@@ -174,11 +174,98 @@
     }
   });
 
+  /** One question at a time, as the relation pages ask them: time on each question, the
+   * dots, the progress line, prev/next, arrow keys and Enter, and the payload. The page
+   * passes show() (redraw after moving), keys(key) (its own keys; true when handled),
+   * extra(i) (the answer's "extra") and unanswered (the hint when Enter comes too early). */
+  function questionSteps(questions, answers, opts) {
+    let current = 0;
+    let shownAt = performance.now();
+    const byId = (id) => document.getElementById(id);
+    const answered = (i) => answers[i].choices.size > 0;
+    const allAnswered = () => answers.every((a, i) => answered(i));
+
+    function tick() {
+      const now = performance.now();
+      answers[current].seconds += (now - shownAt) / 1000;
+      shownAt = now;
+    }
+
+    function go(i) {
+      if (i < 0 || i >= questions.length) return;
+      tick();
+      current = i;
+      opts.show();
+    }
+
+    function next() {
+      if (!answered(current)) {
+        setStatus(opts.unanswered, "error");
+        return;
+      }
+      setStatus("");
+      const todo = answers.findIndex((a, i) => i > current && !answered(i));
+      if (current < questions.length - 1) go(todo >= 0 ? todo : current + 1);
+      else if (allAnswered()) submitBtn.focus();
+    }
+
+    function renderDots() {
+      const nav = byId("dots");
+      nav.replaceChildren();
+      if (questions.length < 2) return;
+      questions.forEach((q, i) => {
+        nav.append(el("button", {type: "button", class: "dot" + (answered(i) ? " done" : "") +
+          (i === current ? " current" : ""), "aria-label": "Question " + (i + 1) +
+          (answered(i) ? " (answered)" : ""), "aria-current": i === current ? "step" : null,
+          onclick: () => go(i)}, String(i + 1)));
+      });
+    }
+
+    function renderProgress() {
+      const done = answers.filter((a, i) => answered(i)).length;
+      byId("progress").textContent = "Question " + (current + 1) + " of " + questions.length +
+        " · " + done + " answered";
+      byId("prev-btn").disabled = current === 0;
+      byId("next-btn").disabled = !answered(current) || current === questions.length - 1;
+      setReady(allAnswered(), "Answer every question first (" + done + " of " + questions.length + " done)");
+    }
+
+    document.addEventListener("keydown", (event) => {
+      if (isTyping(event) || event.ctrlKey || event.metaKey || event.altKey) return;
+      const key = event.key;
+      if (opts.keys(key)) { /* the page's own key */ }
+      else if (key === "ArrowLeft") go(current - 1);
+      else if (key === "ArrowRight") { if (answered(current)) go(current + 1); }
+      else if (key === "Enter") {
+        // Enter on a link or a non-option button keeps its own meaning.
+        const t = event.target;
+        if (t && (t.tagName === "BUTTON" || t.tagName === "A") && !t.classList.contains("option")) return;
+        next();
+      } else return;
+      event.preventDefault();
+    });
+    byId("prev-btn").addEventListener("click", () => go(current - 1));
+    byId("next-btn").addEventListener("click", next);
+
+    payloadFn = () => {
+      tick();
+      return questions.map((q, i) => ({
+        question: q.id,
+        choices: Array.from(answers[i].choices).sort(),
+        extra: opts.extra(i),
+        seconds: Math.round(answers[i].seconds * 10) / 10,
+      }));
+    };
+
+    return {get current() { return current; }, answered, go, renderDots, renderProgress};
+  }
+
   if (cfg.mode === "preview") setStatus("Preview — accept the HIT to answer.");
   setReady(false);
 
   window.KBPO = {
     cfg, data, el, setStatus, setReady, isTyping, wikiUrl, submit, toggleChoice, capped,
+    questionSteps,
     canAnswer: cfg.mode !== "closed",
     elapsed: () => (performance.now() - startedAt) / 1000,
     onPayload: (fn) => { payloadFn = fn; },

@@ -8,19 +8,20 @@
   const questions = K.data.questions;
   const NONE = "no_relation";
   const answers = questions.map(() => ({choices: new Set(), seconds: 0}));
-  let current = 0;
-  let shownAt = performance.now();
   let showAll = false;
   const $ = (id) => document.getElementById(id);
   const filterBox = $("rel-filter");
-
-  function answered(i) { return answers[i].choices.size > 0; }
-  function allAnswered() { return answers.every((a, i) => answered(i)); }
-  function tick() {
-    const now = performance.now();
-    answers[current].seconds += (now - shownAt) / 1000;
-    shownAt = now;
-  }
+  const steps = K.questionSteps(questions, answers, {
+    show: () => {
+      filterBox.value = "";
+      render();
+      window.scrollTo(0, 0);
+    },
+    keys,
+    unanswered: "Choose a relation or “none of these” first.",
+    // The same answer as a sentence-level relation question: nothing to check here.
+    extra: () => ({subject_ok: true, object_ok: true, link_ok: null}),
+  });
 
   /** Text of [begin, end) with its marks; a mark inside another is nested in it (DocRED
    * mentions nest: "Byron" inside "Ada Byron"), one crossing another's end is dropped. */
@@ -85,7 +86,7 @@
   /** The options on screen, in order: the search results, or the usual relations (and
    * all the others once asked for); chosen ones always; "none of these" last. */
   function visible(q) {
-    const chosen = answers[current].choices;
+    const chosen = answers[steps.current].choices;
     const ws = words();
     const rels = q.options.filter((o) => o.value !== NONE);
     const anyUsual = rels.some((o) => o.candidate);
@@ -95,7 +96,7 @@
   }
 
   function optionButton(opt, key) {
-    const a = answers[current];
+    const a = answers[steps.current];
     const none = opt.value === NONE;
     return el("button", {
       type: "button", role: "checkbox", class: "option" + (none ? " option-none" : ""),
@@ -128,71 +129,34 @@
           : group === "usual" ? "Usual for " + q.head.type + " → " + q.tail.type
             : "Other relations"));
       }
-      if (none && !ws.length && !showAll && rels.some((o) => !o.candidate && !answers[current].choices.has(o.value))) {
+      if (none && !ws.length && !showAll && rels.some((o) => !o.candidate && !answers[steps.current].choices.has(o.value))) {
         box.append(el("button", {type: "button", class: "button button-small button-secondary show-all",
           onclick: () => { showAll = true; render(); }},
         "Show all " + rels.length + " relations ", el("kbd", {}, "A")));
       }
       box.append(optionButton(opt, none ? "0" : (++n <= 9 ? String(n) : "")));
     }
-    const labels = q.options.filter((o) => answers[current].choices.has(o.value)).map((o) => o.label);
+    const labels = q.options.filter((o) => answers[steps.current].choices.has(o.value)).map((o) => o.label);
     $("chosen").textContent = labels.length ? "Your answer: " + labels.join(", ") : "";
   }
 
-  function renderDots() {
-    const nav = $("dots");
-    nav.replaceChildren();
-    if (questions.length < 2) return;
-    questions.forEach((q, i) => {
-      nav.append(el("button", {type: "button", class: "dot" + (answered(i) ? " done" : "") +
-        (i === current ? " current" : ""), "aria-label": "Question " + (i + 1) +
-        (answered(i) ? " (answered)" : ""), "aria-current": i === current ? "step" : null,
-        onclick: () => go(i)}, String(i + 1)));
-    });
-  }
-
   function render() {
-    const q = questions[current];
+    const q = questions[steps.current];
     renderDocument(q);
     $("pair-summary").replaceChildren("Which relation does the document state from ",
       entityLabel(q.head, "m-subj", "X"), " to ", entityLabel(q.tail, "m-obj", "Y"), "?");
     renderOptions(q);
-    renderDots();
-    const done = answers.filter((a, i) => answered(i)).length;
-    $("progress").textContent = "Question " + (current + 1) + " of " + questions.length +
-      " · " + done + " answered";
-    $("prev-btn").disabled = current === 0;
-    $("next-btn").disabled = !answered(current) || current === questions.length - 1;
+    steps.renderDots();
     filterBox.disabled = !K.canAnswer;
-    K.setReady(allAnswered(), "Answer every question first (" + done + " of " + questions.length + " done)");
+    steps.renderProgress();
   }
 
   function toggle(value) {
     if (!K.canAnswer) return;
-    if (!K.toggleChoice(answers[current].choices, value, NONE)) return;  // at the cap
+    if (!K.toggleChoice(answers[steps.current].choices, value, NONE)) return;  // at the cap
     render();
     const btn = document.querySelector('.option[data-value="' + value + '"]');
     if (btn && document.activeElement !== filterBox) btn.focus();
-  }
-
-  function go(i) {
-    if (i < 0 || i >= questions.length) return;
-    tick();
-    current = i;
-    filterBox.value = "";
-    render();
-    window.scrollTo(0, 0);
-  }
-
-  function next() {
-    if (!answered(current)) {
-      K.setStatus("Choose a relation or “none of these” first.", "error");
-      return;
-    }
-    K.setStatus("");
-    const todo = answers.findIndex((a, i) => i > current && !answered(i));
-    if (current < questions.length - 1) go(todo >= 0 ? todo : current + 1);
-    else if (allAnswered()) $("submit-btn").focus();
   }
 
   function moveFocus(step) {
@@ -204,59 +168,38 @@
     else if (to < opts.length) opts[to].focus();
   }
 
-  filterBox.addEventListener("input", () => renderOptions(questions[current]));
+  filterBox.addEventListener("input", () => renderOptions(questions[steps.current]));
   filterBox.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {
       filterBox.value = "";
-      renderOptions(questions[current]);
+      renderOptions(questions[steps.current]);
       filterBox.blur();
     } else if (event.key === "ArrowDown") {
       moveFocus(1);
     } else if (event.key === "Enter" && !event.ctrlKey && !event.metaKey) {
       // The best match: the first listed relation, chosen; the search is done.
-      const first = visible(questions[current]).find((o) => o.value !== NONE);
+      const first = visible(questions[steps.current]).find((o) => o.value !== NONE);
       if (!words().length || !first) return;
       filterBox.value = "";
       filterBox.blur();
-      if (!answers[current].choices.has(first.value)) toggle(first.value);
-      else renderOptions(questions[current]);
+      if (!answers[steps.current].choices.has(first.value)) toggle(first.value);
+      else renderOptions(questions[steps.current]);
     } else return;
     event.preventDefault();
     event.stopPropagation();
   });
 
-  document.addEventListener("keydown", (event) => {
-    if (K.isTyping(event) || event.ctrlKey || event.metaKey || event.altKey) return;
-    const key = event.key;
-    const numbered = visible(questions[current]).filter((o) => o.value !== NONE).slice(0, 9);
+  function keys(key) {
+    const numbered = visible(questions[steps.current]).filter((o) => o.value !== NONE).slice(0, 9);
     if (/^[1-9]$/.test(key) && Number(key) <= numbered.length) toggle(numbered[Number(key) - 1].value);
     else if (key === "0" || key === "n" || key === "N") toggle(NONE);
     else if (key === "/" || key === "f" || key === "F") { if (K.canAnswer) filterBox.focus(); }
-    else if (key === "a" || key === "A") { showAll = !showAll; renderOptions(questions[current]); }
+    else if (key === "a" || key === "A") { showAll = !showAll; renderOptions(questions[steps.current]); }
     else if (key === "ArrowDown" || key === "j") moveFocus(1);
     else if (key === "ArrowUp" || key === "k") moveFocus(-1);
-    else if (key === "ArrowLeft") go(current - 1);
-    else if (key === "ArrowRight") { if (answered(current)) go(current + 1); }
-    else if (key === "Enter") {
-      const t = event.target;
-      if (t && (t.tagName === "BUTTON" || t.tagName === "A") && !t.classList.contains("option")) return;
-      next();
-    } else return;
-    event.preventDefault();
-  });
+    else return false;
+    return true;
+  }
 
-  $("prev-btn").addEventListener("click", () => go(current - 1));
-  $("next-btn").addEventListener("click", next);
-
-  K.onPayload(() => {
-    tick();
-    // The same answer as a sentence-level relation question: nothing to check here.
-    return questions.map((q, i) => ({
-      question: q.id,
-      choices: Array.from(answers[i].choices).sort(),
-      extra: {subject_ok: true, object_ok: true, link_ok: null},
-      seconds: Math.round(answers[i].seconds * 10) / 10,
-    }));
-  });
   render();
 })();

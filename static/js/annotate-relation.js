@@ -12,19 +12,15 @@
     link_ok: (q.subject.link || q.object.link) ? true : null,
     seconds: 0,
   }));
-  let current = 0;
-  let shownAt = performance.now();
+  const steps = K.questionSteps(questions, answers, {
+    show: render,
+    keys,
+    unanswered: "Choose a relation or “no relation” first.",
+    extra: (i) => ({subject_ok: answers[i].subject_ok, object_ok: answers[i].object_ok,
+      link_ok: answers[i].link_ok}),
+  });
 
   const $ = (id) => document.getElementById(id);
-
-  function answered(i) { return answers[i].choices.size > 0; }
-  function allAnswered() { return answers.every((a, i) => answered(i)); }
-
-  function tick() {
-    const now = performance.now();
-    answers[current].seconds += (now - shownAt) / 1000;
-    shownAt = now;
-  }
 
   function mark(cls, tag, text) {
     return el("span", {class: cls}, text, el("span", {class: "m-tag", "aria-hidden": "true"}, tag));
@@ -64,7 +60,7 @@
   }
 
   function renderOptions(q) {
-    const a = answers[current];
+    const a = answers[steps.current];
     const box = $("options");
     box.replaceChildren();
     let n = 0;
@@ -92,7 +88,7 @@
   }
 
   function renderChecks(q) {
-    const a = answers[current];
+    const a = answers[steps.current];
     const box = $("checks");
     box.replaceChildren();
     const items = [];
@@ -117,59 +113,24 @@
     if (items.length) box.append(el("h3", {}, "Optional checks — untick what is wrong"), ...items);
   }
 
-  function renderDots() {
-    const nav = $("dots");
-    nav.replaceChildren();
-    if (questions.length < 2) return;
-    questions.forEach((q, i) => {
-      nav.append(el("button", {type: "button", class: "dot" + (answered(i) ? " done" : "") +
-        (i === current ? " current" : ""), "aria-label": "Question " + (i + 1) +
-        (answered(i) ? " (answered)" : ""), "aria-current": i === current ? "step" : null,
-        onclick: () => go(i)}, String(i + 1)));
-    });
-  }
-
   function render() {
-    const q = questions[current];
+    const q = questions[steps.current];
     renderContext(q);
     $("pair-summary").replaceChildren("Which relation does the highlighted sentence state between ",
       mentionLabel(q.subject, "m-subj"), " and ", mentionLabel(q.object, "m-obj"), "?");
     renderOptions(q);
     renderChecks(q);
-    renderDots();
-    const done = answers.filter((a, i) => answered(i)).length;
-    $("progress").textContent = "Question " + (current + 1) + " of " + questions.length +
-      " · " + done + " answered";
-    $("prev-btn").disabled = current === 0;
-    $("next-btn").disabled = !answered(current) || current === questions.length - 1;
-    K.setReady(allAnswered(), "Answer every question first (" + done + " of " + questions.length + " done)");
+    steps.renderDots();
+    steps.renderProgress();
   }
 
   function toggle(value) {
     if (!K.canAnswer) return;
-    const c = answers[current].choices;
+    const c = answers[steps.current].choices;
     if (!K.toggleChoice(c, value, NONE)) return;  // at the cap: the status line says so
     render();
     const btn = document.querySelector('.option[data-value="' + value + '"]');
     if (btn) btn.focus();
-  }
-
-  function go(i) {
-    if (i < 0 || i >= questions.length) return;
-    tick();
-    current = i;
-    render();
-  }
-
-  function next() {
-    if (!answered(current)) {
-      K.setStatus("Choose a relation or “no relation” first.", "error");
-      return;
-    }
-    K.setStatus("");
-    const todo = answers.findIndex((a, i) => i > current && !answered(i));
-    if (current < questions.length - 1) go(todo >= 0 ? todo : current + 1);
-    else if (allAnswered()) document.getElementById("submit-btn").focus();
   }
 
   function toggleCheck(id) {
@@ -177,38 +138,16 @@
     if (box && !box.disabled) { box.checked = !box.checked; box.dispatchEvent(new Event("change")); }
   }
 
-  document.addEventListener("keydown", (event) => {
-    if (K.isTyping(event) || event.ctrlKey || event.metaKey || event.altKey) return;
-    const key = event.key;
-    const q = questions[current];
-    const rels = q.options.filter((o) => o.value !== NONE);
+  function keys(key) {
+    const rels = questions[steps.current].options.filter((o) => o.value !== NONE);
     if (/^[1-9]$/.test(key) && Number(key) <= rels.length) toggle(rels[Number(key) - 1].value);
     else if (key === "0" || key === "n" || key === "N") toggle(NONE);
     else if (key === "s" || key === "S") toggleCheck("chk-subject_ok");
     else if (key === "o" || key === "O") toggleCheck("chk-object_ok");
     else if (key === "l" || key === "L") toggleCheck("chk-link_ok");
-    else if (key === "ArrowLeft") go(current - 1);
-    else if (key === "ArrowRight") { if (answered(current)) go(current + 1); }
-    else if (key === "Enter") {
-      const t = event.target;
-      if (t && (t.tagName === "BUTTON" || t.tagName === "A") && !t.classList.contains("option")) return;
-      next();
-    } else return;
-    event.preventDefault();
-  });
+    else return false;
+    return true;
+  }
 
-  $("prev-btn").addEventListener("click", () => go(current - 1));
-  $("next-btn").addEventListener("click", next);
-
-  K.onPayload(() => {
-    tick();
-    return questions.map((q, i) => ({
-      question: q.id,
-      choices: Array.from(answers[i].choices).sort(),
-      extra: {subject_ok: answers[i].subject_ok, object_ok: answers[i].object_ok,
-        link_ok: answers[i].link_ok},
-      seconds: Math.round(answers[i].seconds * 10) / 10,
-    }));
-  });
   render();
 })();

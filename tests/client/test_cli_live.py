@@ -19,7 +19,6 @@ import sys
 import threading
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
@@ -28,7 +27,7 @@ from annotations.models import PairLabel, SampleDraw
 from estimation import scoring
 from submissions.models import State, Submission
 from tests import ROOT
-from tests.estimation.scoring.scoring_demo import draw, exhaustive, label_from_gold, load_demo
+from tests.estimation.scoring.scoring_demo import draw, label_from_gold, scored_demo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "a-long-passphrase-for-grace-42"
@@ -40,14 +39,7 @@ WAIT = 120  # seconds: a bound on waiting for the client, never the check itself
 def world(tmp_path: Path, settings, no_planning) -> dict:
     settings.MEDIA_ROOT = tmp_path / "media"
     owner = User.objects.create_user("demo-systems")
-    demo = load_demo(tmp_path / "world", owner, docs=20, systems=3, seed=11, tag="demo")
-    Submission.objects.filter(corpus=demo.corpus).update(state=State.SCORING)
-    exhaustive(demo, 0.5, seed=3)
-    rng = np.random.default_rng(5)
-    for sub in demo.submissions.values():
-        draw(sub, 40, rng)
-    label_from_gold(demo)
-    scoring.recompute(demo.corpus)
+    demo, rng = scored_demo(tmp_path / "world", owner, docs=20, systems=3, draws=40)
     User.objects.create_user("grace", "grace@example.org", PASSWORD)
     kbs = sorted((demo.out / "systems").glob("*.kb"))
     files = {}

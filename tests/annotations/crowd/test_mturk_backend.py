@@ -25,6 +25,7 @@ from estimation import planning
 from submissions.models import State
 from tests.annotations.crowd.fake_mturk import EXTERNAL_QUESTION_NS, FakeMTurk
 from tests.annotations.crowd.helpers import small_world, system
+from tests.conftest import held_in_another_connection
 from tests.factories import AFTER_CROWD, make_hit
 
 pytestmark = pytest.mark.django_db
@@ -316,10 +317,6 @@ def test_a_slow_mturk_call_locks_neither_the_hit_nor_the_worker(
     """Paying a bonus calls MTurk inside the bonus's transaction; FOR UPDATE with
     select_related also locked the HIT's and the worker's rows for that network call, so
     the worker's next answer (an assignment referencing both) waited at COMMIT."""
-    import threading
-
-    from django.db import connection, connections
-
     _, hit = posted
     for w in ("AWORKER1", "AWORKER2", "AWORKER3"):  # complete: reviewed and approved
         fake.worker_submits(hit.external_id, w, answers_json(hit, truth))
@@ -327,40 +324,12 @@ def test_a_slow_mturk_call_locks_neither_the_hit_nor_the_worker(
     a = Assignment.objects.order_by("pk").first()
     bonus = review.grant_bonus(a, Decimal("0.25"), "Thorough work")
     Bonus.objects.filter(pk=bonus.pk).update(paid_at=None)  # paid again below, held
-    inside, release = threading.Event(), threading.Event()
-    real = mturk.send_bonus
-
-    def slow_send_bonus(*args, **kwargs):
-        inside.set()
-        assert release.wait(60)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(mturk, "send_bonus", slow_send_bonus)
-    paid: list[object] = []
-
-    def pay() -> None:
-        try:
-            paid.append(review.pay_bonus(bonus.pk))
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=pay)
-    thread.start()
-    try:
-        assert inside.wait(30)
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '3s'")
-        try:
-            # Another worker's answer to the HIT, and this worker's answer to another.
-            other = type(a.worker).objects.create(backend=a.worker.backend,
-                                                  external_id="AWORKER9")
-            Assignment.objects.create(hit=hit, worker=other, external_id="NEXT-1")
-            Assignment.objects.create(hit=make_hit(hit.corpus, [], backend=hit.backend),
-                                      worker=a.worker, external_id="NEXT-2")
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("SET lock_timeout = 0")
-    finally:
-        release.set()
-        thread.join(60)
+    with held_in_another_connection(monkeypatch, mturk, "send_bonus",
+                                    lambda: review.pay_bonus(bonus.pk)) as paid:
+        # Another worker's answer to the HIT, and this worker's answer to another.
+        other = type(a.worker).objects.create(backend=a.worker.backend,
+                                              external_id="AWORKER9")
+        Assignment.objects.create(hit=hit, worker=other, external_id="NEXT-1")
+        Assignment.objects.create(hit=make_hit(hit.corpus, [], backend=hit.backend),
+                                  worker=a.worker, external_id="NEXT-2")
     assert paid == [True]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from tests.estimation.scoring.scoring_world import World, build_world
@@ -39,3 +41,19 @@ def scored(world: World) -> World:
     label(world.pairs["work"], "per:employee_or_member_of")
     scoring.recompute(world.corpus)
     return world
+
+
+@pytest.fixture
+def page() -> Iterator[object]:
+    """A Chromium page at 1280 x 900, for the researcher-path browser tests."""
+    from tests.chromium import launched_chromium
+
+    with launched_chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        pg = context.new_page()
+        pg.set_default_timeout(20_000)
+        try:
+            yield pg
+        finally:
+            pg.goto("about:blank")  # stop a page's polling before the server stops
+            context.close()

@@ -113,6 +113,24 @@ def load_demo(out: Path, owner: User, docs: int = 60, systems: int = 5, seed: in
     return DemoDB(corpus, out, subs, truth, GoldKey.load(out / "gold.jsonl"))
 
 
+def scored_demo(out: Path, owner: User, docs: int, systems: int,
+                draws: int) -> tuple[DemoDB, np.random.Generator]:
+    """The world of the researcher-path tests (browser and client): corpus "demo", every
+    system scoring, half the documents exhaustively annotated, `draws` draws a system
+    labelled from gold, and one run. Returns the world and the draws' generator."""
+    from estimation import scoring
+
+    demo = load_demo(out, owner, docs=docs, systems=systems, seed=11, tag="demo")
+    Submission.objects.filter(corpus=demo.corpus).update(state=State.SCORING)
+    exhaustive(demo, 0.5, seed=3)
+    rng = np.random.default_rng(5)
+    for sub in demo.submissions.values():
+        draw(sub, draws, rng)
+    label_from_gold(demo)
+    scoring.recompute(demo.corpus)
+    return demo, rng
+
+
 def instance_rows(sub: Submission) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(instance ids, predicate codes, subject entity ids) of a submission."""
     rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk")

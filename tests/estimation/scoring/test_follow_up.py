@@ -6,11 +6,14 @@ the follow-up every number equals a run that estimated every scheme at once."""
 
 from __future__ import annotations
 
+import threading
 from unittest import mock
 
 import pytest
+from django.db import connections
 from django.test import Client, TestCase
 from django.urls import reverse
+from django.utils import timezone
 
 from estimation import scoring, snapshot
 from estimation.models import BoardSnapshot, ScoreRun, ScoringState, SystemScore
@@ -18,6 +21,7 @@ from tests.estimation.scoring.scoring_world import World
 from tests.estimation.scoring.test_incremental import World as RandomWorld
 from tests.estimation.scoring.test_incremental import _scores
 from tests.estimation.scoring.test_report_crowd import _crowd
+from tests.estimation.scoring.test_scoring_recovery import WAIT, _wait_for
 
 REWEIGHTED = ("predicate", "entity", "entity_relation")
 
@@ -194,3 +198,55 @@ def test_a_live_run_copies_the_carried_boards_as_they_would_render() -> None:
     assert len(copied) == 4 * 2 * 3
     snapshot.write_snapshots(run)  # every board rendered from the rows read back
     assert _boards(run) == copied
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_follow_up_renews_its_lease_while_it_runs(needs_postgres: None, settings) -> None:
+    """A follow-up takes longer than one lease on a large corpus; without renewal its
+    lease lapsed mid-run and a second delivery took the corpus, the two runs overlapping.
+    Held inside the reweighted schemes past three leases, it must still hold the lease."""
+    settings.KBPO_SCORE_LEASE_SECONDS = 0.6  # renewed every 0.2 s
+    world = RandomWorld()
+    world.label(25)
+    cid = world.corpus.pk
+    _live(cid)
+    world.label(10)
+    run, _ = _live(cid)
+    inside, release = threading.Event(), threading.Event()
+    real = scoring.complete_reweighted
+
+    def held(*args, **kwargs):  # type: ignore[no-untyped-def]
+        inside.set()
+        assert release.wait(WAIT), "the test never released the follow-up"
+        return real(*args, **kwargs)
+
+    outcome: list[object] = []
+
+    def follow_up() -> None:
+        try:
+            outcome.append(scoring.run_follow_up(cid).status)
+        except Exception as exc:
+            outcome.append(exc)
+        finally:
+            connections.close_all()
+
+    with mock.patch.object(scoring, "complete_reweighted", held), \
+            mock.patch.object(scoring, "_enqueue_follow_up"):
+        thread = threading.Thread(target=follow_up)
+        thread.start()
+        try:
+            assert inside.wait(WAIT)
+            first = ScoringState.objects.get(corpus_id=cid).lease_until
+            assert first is not None
+            # Three leases later it is still held, its end moved on.
+            _wait_for("renewals", lambda: (
+                ScoringState.objects.get(corpus_id=cid).lease_until
+                > first + timezone.timedelta(seconds=1.8)), timeout=WAIT / 2)
+            assert timezone.now() > first  # the lease it started with is over
+            assert scoring.run_follow_up(cid).status == "busy"
+        finally:
+            release.set()
+            thread.join(WAIT)
+    assert outcome == ["complete"]
+    assert ScoringState.objects.get(corpus_id=cid).lease_until is None
+    assert not scoring.behind(ScoreRun.objects.get(pk=run.pk))

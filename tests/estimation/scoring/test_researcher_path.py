@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
@@ -17,8 +15,7 @@ from django.db.models import F
 from estimation import scoring
 from estimation.models import ScoreRun
 from submissions.models import State, Submission
-from tests.chromium import launched_chromium
-from tests.estimation.scoring.scoring_demo import draw, exhaustive, label_from_gold, load_demo
+from tests.estimation.scoring.scoring_demo import draw, label_from_gold, scored_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 RUN_ID = "r" * 200  # a long token: the submission page must wrap it, not widen
@@ -34,30 +31,10 @@ CLIPPED = """svgs => svgs.flatMap(svg => {
 
 
 @pytest.fixture
-def page() -> Iterator[object]:
-    with launched_chromium() as browser:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        pg = context.new_page()
-        pg.set_default_timeout(20_000)
-        try:
-            yield pg
-        finally:
-            pg.goto("about:blank")
-            context.close()
-
-
-@pytest.fixture
 def world(tmp_path: Path, settings) -> dict:
     settings.MEDIA_ROOT = tmp_path / "media"
     owner = User.objects.create_user("demo-systems")
-    demo = load_demo(tmp_path / "world", owner, docs=30, systems=4, seed=11, tag="demo")
-    Submission.objects.filter(corpus=demo.corpus).update(state=State.SCORING)
-    exhaustive(demo, 0.5, seed=3)
-    rng = np.random.default_rng(5)
-    for sub in demo.submissions.values():
-        draw(sub, 60, rng)
-    label_from_gold(demo)
-    scoring.recompute(demo.corpus)
+    demo, rng = scored_demo(tmp_path / "world", owner, docs=30, systems=4, draws=60)
     # The researcher's file: one of the world's systems under a very long run id.
     kb = sorted((demo.out / "systems").glob("*.kb"))[0].read_text().splitlines()
     upload = tmp_path / "my-system.kb"

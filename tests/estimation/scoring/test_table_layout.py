@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 from django.contrib.auth.models import User
 
-from estimation import scoring
-from submissions.models import State, Submission
-from tests.chromium import launched_chromium
-from tests.estimation.scoring.scoring_demo import draw, exhaustive, label_from_gold, load_demo
+from submissions.models import Submission
+from tests.estimation.scoring.scoring_demo import scored_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PASSWORD = "a-long-passphrase-for-tables-7"
@@ -42,30 +38,10 @@ BROKEN_WORDS = """() => {
 
 
 @pytest.fixture
-def page() -> Iterator[object]:
-    with launched_chromium() as browser:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        pg = context.new_page()
-        pg.set_default_timeout(20_000)
-        try:
-            yield pg
-        finally:
-            pg.goto("about:blank")
-            context.close()
-
-
-@pytest.fixture
 def scored(tmp_path: Path, settings) -> dict[str, Submission]:
     settings.MEDIA_ROOT = tmp_path / "media"
     owner = User.objects.create_user("grace", password=PASSWORD, is_staff=True)
-    demo = load_demo(tmp_path / "world", owner, docs=30, systems=4, seed=11, tag="demo")
-    Submission.objects.filter(corpus=demo.corpus).update(state=State.SCORING)
-    exhaustive(demo, 0.5, seed=3)
-    rng = np.random.default_rng(5)
-    for sub in demo.submissions.values():
-        draw(sub, 60, rng)
-    label_from_gold(demo)
-    scoring.recompute(demo.corpus)
+    demo, _ = scored_demo(tmp_path / "world", owner, docs=30, systems=4, draws=60)
     return demo.submissions
 
 
