@@ -117,3 +117,71 @@ def distinct_precision(P: sp.spmatrix, right: sp.spmatrix, n: np.ndarray,
     PS = P[:, drawn]
     pi = inclusion_probability(PS, n)
     return ht_ratio(right[:, drawn], PS, pi, PS, n)
+
+
+def variance_bound(p: np.ndarray, q_old: np.ndarray, h: np.ndarray, labelled: np.ndarray,
+                   n: int, grid: int = 401) -> float:
+    """Worst case over the unlabelled pairs' labels of the Hájek precision variance of a
+    system once it has ``n`` draws of its own (the planner's bound, §12).
+
+    ``p``: the system's P(u) over its pairs; ``q_old``: Π_j (1 − P_j(u))^{n_j} over the
+    draws already made; ``h`` its share of correct mass where ``labelled``. The design
+    variance is bounded by Σ_u a_u (f_u − t)², a_u = (q_u/π_u) p_u², t = Σ_u p_u f_u
+    (the fixed-n term, negative, is dropped). Replacing f² by f ≥ f² bounds it by a
+    function linear in the free f for fixed t, maximised by the greedy fractional rule
+    (f = 1 on the largest a/p first when t < ½, on the smallest when t > ½); the
+    maximum over t is taken on a grid of ``grid`` points over [L, L + U].
+    """
+    q = q_old * (1.0 - np.minimum(p, _P_MAX)) ** n
+    pi = 1.0 - q
+    if np.any((pi <= 0) & (p > 0)):
+        return np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(p > 0, q / pi * p * p, 0.0)
+    lab = np.asarray(labelled, bool)
+    known1, known2 = float(a[lab] @ h[lab]), float(a[lab] @ (h[lab] ** 2))
+    low, A = float(p[lab] @ h[lab]), float(a.sum())
+    free = ~lab & (p > 0)
+    pf, af = p[free], a[free]
+    order = np.argsort(-(af / pf), kind="stable")
+    cp = np.concatenate([[0.0], np.cumsum(pf[order])])
+    ca = np.concatenate([[0.0], np.cumsum(af[order])])
+    s = np.linspace(0.0, cp[-1], grid)  # free mass labelled right
+    greedy_hi = np.interp(s, cp, ca)  # largest a/p first
+    greedy_lo = ca[-1] - np.interp(cp[-1] - s, cp, ca)  # smallest a/p first
+    t = low + s
+    best = np.where(t < 0.5, greedy_hi, greedy_lo)
+    v = known2 + best - 2 * t * (known1 + best) + t * t * A
+    return float(max(v.max(), 0.0))
+
+
+def plan_distinct(p: np.ndarray, q_old: np.ndarray, h: np.ndarray, labelled: np.ndarray,
+                  target_variance: float, halfwidth: float, n_max: int = 100_000) -> int:
+    """Smallest own n for a new system under the distinct-pairs estimator (a sketch, §12).
+
+    n = 0 when the unlabelled mass U already meets the target width (U ≤ 2h); else the
+    smaller of the variance bound's n and the n after which E[U] ≤ h/10 (label
+    (almost) all of a small system), as the joint planner does (§5).
+    """
+    lab = np.asarray(labelled, bool)
+    free = ~lab & (p > 0)
+    if p[free].sum() <= 2 * halfwidth:
+        return 0
+
+    def smallest(ok) -> int:
+        if ok(0):
+            return 0
+        hi = 1
+        while not ok(hi):
+            if hi >= n_max:
+                return n_max
+            hi = min(2 * hi, n_max)
+        lo = hi // 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        return hi
+
+    by_var = smallest(lambda n: variance_bound(p, q_old, h, lab, n) <= target_variance)
+    by_bounds = smallest(lambda n: float(p[free] @ (1 - p[free]) ** n) <= halfwidth / 10)
+    return min(by_var, by_bounds)
