@@ -24,7 +24,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_distinct import Z, ht_interval, pair_matrices
 
 from estimation.core import intervals as ci
-from estimation.core.distinct import distinct_precision, plan_distinct
+from estimation.core.distinct import (
+    distinct_precision,
+    ht_ratio,
+    inclusion_probability,
+    plan_distinct,
+)
 from estimation.validation.battery import SCENARIOS
 from estimation.validation.worlds import make_world
 
@@ -94,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         sc = SCENARIOS[name]
         world = make_world(sc.world, np.random.default_rng(sc.world_seed))
         P, R, truth = pair_matrices(world)
+        pool = np.flatnonzero(np.asarray((P > 0).sum(axis=0)).ravel() > 0)
+        pool_true = pool[world.label[pool] >= 0]
+        nu_truth = np.asarray((P[:, pool_true] > 0).sum(axis=1)).ravel() / len(pool_true)
         start = time.perf_counter()
         res = []
         for t in range(args.orders):
@@ -103,8 +111,16 @@ def main(argv: list[str] | None = None) -> int:
             draws_on = np.asarray((P[:, alld] > 0).sum(axis=1)).ravel().astype(float)
             e, lo, hi = ht_interval(est, var, P, R, lab, n, draws_on)
             nlo, nhi = ci.normal(est, var, Z)
-            res.append((after, n, e, lo, hi, nlo, nhi))
-        after, n, e, lo, hi, nlo, nhi = (np.array(x) for x in zip(*res, strict=True))
+            # ν_i, system i's share of the pool's true pairs: HT ratio over the drawn
+            # true pairs (one relation per true pair in these worlds, so κ = 1).
+            yt = lab[world.label[lab] >= 0]
+            pi = inclusion_probability(P[:, yt], n)
+            G = (P[:, yt] > 0).astype(float)
+            nu, nu_var, _ = ht_ratio(G, np.ones((1, len(yt))), pi, P[:, yt], n)
+            nu_lo, nu_hi = ci.normal(nu, nu_var, Z)
+            res.append((after, n, e, lo, hi, nlo, nhi, nu, nu_lo, nu_hi))
+        after, n, e, lo, hi, nlo, nhi, nu, nu_lo, nu_hi = (
+            np.array(x) for x in zip(*res, strict=True))
         T = args.orders
         cov = (lo <= truth + 1e-9) & (truth - 1e-9 <= hi)
         ncov = (nlo <= truth + 1e-9) & (truth - 1e-9 <= nhi)
@@ -122,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{ncov.mean():.3f}); min system {cov.mean(axis=0).min():.3f}; bias "
               f"{np.nanmean(e.mean(axis=0) - truth):+.4f}, worst system "
               f"{np.nanmax(np.abs(e.mean(axis=0) - truth)):.4f}")
+        nu_cov = (nu_lo <= nu_truth + 1e-9) & (nu_truth - 1e-9 <= nu_hi)
+        print(f"HT ν (share of the pool's true pairs): coverage {nu_cov.mean():.3f} ±"
+              f"{nu_cov.mean(axis=1).std(ddof=1) / np.sqrt(T):.3f}, min system "
+              f"{nu_cov.mean(axis=0).min():.3f}; bias {np.mean(nu.mean(axis=0) - nu_truth):+.4f}"
+              f", worst {np.max(np.abs(nu.mean(axis=0) - nu_truth)):.4f}")
         print(f"half-width: median {np.median(half):.3f}, 99th pct {np.percentile(half, 99):.3f}"
               f", max {half.max():.3f}; share over target+10% ({1.1 * Z * np.sqrt(TARGET):.3f})"
               f": {(half > 1.1 * Z * np.sqrt(TARGET)).mean():.3f}")
