@@ -2,7 +2,7 @@
 (docs/internals/estimation.md §12): the planner sketch ``plan_distinct``, which counts
 only new labels (a draw on a labelled pair is free) through the inclusion probabilities.
 
-    python bench/bench_distinct_arrival.py [--scenario paper ...] [--orders 50] [--seed 0]
+    python bench/bench_distinct_arrival.py [--scenario paper|simulate ...] [--orders 50] [--seed 0]
         [--max-jump 0]
 
 Target: the variance of 500 simple draws, 0.25/500 (half-width 0.037 at 90%), as §8.
@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_distinct import Z, ht_interval, pair_matrices
 
+from estimation import simulate
 from estimation.core import intervals as ci
 from estimation.core.distinct import (
     distinct_precision,
@@ -96,8 +97,11 @@ def main(argv: list[str] | None = None) -> int:
                          "than the target (up to 4 rounds)")
     args = ap.parse_args(argv)
     for name in args.scenario or ["paper"]:
-        sc = SCENARIOS[name]
-        world = make_world(sc.world, np.random.default_rng(sc.world_seed))
+        if name == "simulate":  # the §8 world (`simulate --systems 40 --seed 1`)
+            world = simulate.make_world(np.random.default_rng(1), n_systems=40)
+        else:
+            sc = SCENARIOS[name]
+            world = make_world(sc.world, np.random.default_rng(sc.world_seed))
         P, R, truth = pair_matrices(world)
         pool = np.flatnonzero(np.asarray((P > 0).sum(axis=0)).ravel() > 0)
         pool_true = pool[world.label[pool] >= 0]
