@@ -72,6 +72,13 @@ def ht_interval(est, var, P, R, drawn, n, draws_on):
         nstar = np.where(var > 0, est * (1 - est) / var, draws_on)
         size = np.minimum(nstar, draws_on / np.maximum(1 - judged, 1e-9))
     lo, hi = ci.wilson(np.nan_to_num(est), size, Z)
+    # A handful of unlabelled pairs (Kish count < 10): the sure bounds alone, as §4.1
+    # (a novel 82-pair system with 271 draws covered 0.854 without this rule).
+    free = P.multiply(1 - lab[None, :]).tocsr()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kish = (1 - judged) ** 2 / np.asarray(free.multiply(free).sum(axis=1)).ravel()
+    few = kish < 10
+    lo, hi = np.where(few, 0.0, lo), np.where(few, 1.0, hi)
     lo, hi = np.maximum(lo, known), np.minimum(hi, 1 - (judged - known))
     empty = lo > hi
     lo, hi = np.where(empty, known, lo), np.where(empty, 1 - (judged - known), hi)
