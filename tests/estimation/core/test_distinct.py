@@ -5,7 +5,7 @@ of the first (95% of its pairs), one disjoint from the rest, and a 6-pair one co
 from the first. The exact design variance of an HT total is computed in the test from
 the exact joint non-inclusion Π_j (1 − P_j(u) − P_j(v))^{n_j}, not from the code under
 test. Tolerances come from the trial count T: a mean over T trials has standard error
-sd/√T; a coverage has standard error √(c(1 − c)/T).
+sd/√T; coverage bands are tests/stat_checks.py's (0.90 ± 0.031 at T = 1,000).
 """
 
 import numpy as np
@@ -18,6 +18,7 @@ from estimation.core.distinct import (
     ht_variance,
     inclusion_probability,
 )
+from tests.stat_checks import assert_coverage
 
 T = 1000
 K = 300
@@ -121,9 +122,8 @@ def test_precision_is_unbiased_and_covers(design, trials):
     ratio = var.mean(axis=0) / est.var(axis=0)
     assert np.all(np.abs(ratio[:4] - 1) <= 4 * np.sqrt(2 / T) + 0.05), ratio
     cover = np.abs(est - truth) <= 1.645 * np.sqrt(var) + 1e-12
-    c = cover.mean(axis=0)
-    band = 4 * np.sqrt(0.09 / T)
-    assert np.all(np.abs(c[:4] - 0.90) <= band + 0.01), c
+    for i in range(4):  # the tiny system is exact in most trials: no coverage to test
+        assert_coverage(f"distinct HT precision, system {i}", cover[:, i])
 
 
 def test_joint_estimator_of_the_same_draws_is_noisier(design):
