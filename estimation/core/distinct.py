@@ -1,0 +1,187 @@
+"""Horvitz–Thompson over the distinct drawn pairs (docs/internals/estimation.md §12).
+
+Each system j draws ``n_j`` pairs i.i.d. with replacement from ``P_j``. A pair u is
+in the union S of all draws with probability
+
+    π_u = 1 − Π_j (1 − P_j(u))^{n_j}
+
+and a total ``T = Σ_u y_u`` is estimated by ``T̂ = Σ_{u∈S} y_u / π_u``: unbiased
+wherever ``π_u > 0`` on the support of y, each labelled pair counted once however
+many draws landed on it.
+
+Variance. With ``q_u = 1 − π_u``, the joint non-inclusion is exact,
+``P(u ∉ S, v ∉ S) = Π_j (1 − P_j(u) − P_j(v))^{n_j}``, so
+
+    Δ_uv = Cov(1[u∈S], 1[v∈S]) = q_u q_v (Π_j (1 − c_j(u, v))^{n_j} − 1),
+    c_j(u, v) = P_j(u) P_j(v) / ((1 − P_j(u)) (1 − P_j(v))).
+
+To first order in ``c`` (a product of two pairs' probabilities: below 1e-4 for
+every system of 100 pairs or more) ``Δ_uv ≈ −q_u q_v Σ_j n_j c_j(u, v)``, which is
+separable in u and v. The unbiased HT variance estimator
+
+    V̂ = Σ_{u∈S} q_u (y_u/π_u)² + Σ_{u≠v∈S} Δ_uv/π_uv · y_u y_v / (π_u π_v)
+
+with ``π_uv ≈ π_u π_v`` in the second term (the same order) becomes
+
+    V̂ = Σ_{u∈S} q_u (y_u/π_u)² − Σ_j n_j [(Σ_{u∈S} r_ju)² − Σ_{u∈S} r_ju²],
+    r_ju = q_u P_j(u) y_u / ((1 − P_j(u)) π_u²),
+
+computed for many totals at once in O(nnz) with one sparse product. For small
+``n_j P_j`` it reduces to the with-replacement (Hansen–Hurwitz) variance
+``(E_P[(y/P)²] − T²)/n``: the second term is what fixing each ``n_j`` subtracts.
+
+Precision is the self-normalised (Hájek) ratio of two such totals,
+``π̂_i = Σ_S P_i h_i/π / Σ_S P_i/π``, with the linearised variance of the
+residuals ``P_i (h_i − π̂_i)``, as the joint estimator does (§3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+# A pair with P_j(u) = 1 (a one-pair system) is surely drawn once n_j > 0.
+_P_MAX = 1.0 - 1e-15
+
+
+def _csr(x: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
+    return x.tocsr() if sp.issparse(x) else sp.csr_matrix(np.atleast_2d(np.asarray(x, float)))
+
+
+def inclusion_probability(P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
+    """π_u = 1 − Π_j (1 − P_j(u))^{n_j} for every column u of ``P`` (systems × pairs)."""
+    P = _csr(P)
+    n = np.asarray(n, dtype=float)
+    logq = P.copy()
+    logq.data = np.log1p(-np.minimum(logq.data, _P_MAX))
+    return -np.expm1(np.asarray(logq.T @ n).ravel())
+
+
+def ht_total(Y: sp.spmatrix | np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """T̂ = Σ_{u∈S} y_u / π_u per row of ``Y`` (totals × sampled pairs S)."""
+    Y = _csr(Y)
+    return np.asarray(Y @ (1.0 / pi)).ravel()
+
+
+def ht_variance(Y: sp.spmatrix | np.ndarray, pi: np.ndarray,
+                P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
+    """V̂ of ``ht_total`` per row of ``Y``; ``P`` (systems × S) and ``n`` are the design.
+
+    Clipped at 0 (the HT variance estimator of a random-size design can go below).
+    """
+    Y, P = _csr(Y), _csr(P)
+    n = np.asarray(n, dtype=float)
+    q = 1.0 - pi
+    t = Y.multiply(1.0 / pi[None, :]).tocsr()  # y_u / π_u
+    diag = np.asarray(t.multiply(t).multiply(q[None, :]).sum(axis=1)).ravel()
+    R = Y.multiply((q / (pi * pi))[None, :]).tocsr()  # q_u y_u / π_u², per total
+    odds = P.copy()
+    odds.data = odds.data / (1.0 - np.minimum(odds.data, _P_MAX))  # P_j / (1 − P_j)
+    cross = np.asarray((R @ odds.T).todense())  # (totals × systems): Σ_u r_ju
+    self_sq = np.asarray((R.multiply(R) @ odds.multiply(odds).T).todense())  # Σ_u r_ju²
+    return np.maximum(diag - (cross * cross - self_sq) @ n, 0.0)
+
+
+def ht_ratio(Y: sp.spmatrix | np.ndarray, X: sp.spmatrix | np.ndarray, pi: np.ndarray,
+             P: sp.spmatrix | np.ndarray, n: np.ndarray,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hájek ratio ``T̂_Y / T̂_X`` per row, its linearised variance, and ``T̂_X``.
+
+    ``X`` is (rows × S) or one row shared by all (e.g. the relations per true pair for
+    recall's ν). A row whose ``T̂_X`` is 0 (nothing of it sampled) gets NaN.
+    """
+    Y = _csr(Y)
+    X = _csr(X)
+    if X.shape[0] == 1 and Y.shape[0] > 1:
+        X = sp.csr_matrix(np.ones((Y.shape[0], 1))) @ X
+    ty, tx = ht_total(Y, pi), ht_total(X, pi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = np.where(tx > 0, ty / tx, np.nan)
+        resid = (Y - X.multiply(np.nan_to_num(est)[:, None])).tocsr()
+        var = np.where(tx > 0, ht_variance(resid, pi, P, n) / (tx * tx), np.nan)
+    return est, var, tx
+
+
+def distinct_precision(P: sp.spmatrix, right: sp.spmatrix, n: np.ndarray,
+                       drawn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision of every system from the distinct drawn pairs, each labelled pair once.
+
+    ``P`` (systems × pairs): P_i(u), the sampling distributions (also the design);
+    ``right`` (same shape): P_i(u) h_i(u), the correct mass, known at drawn pairs;
+    ``n``: draws per system; ``drawn``: the column ids of the distinct drawn pairs.
+    Returns the Hájek estimate, its variance, and the estimated mass ``Σ_S P_i/π``
+    (its expectation is 1; NaN estimates where no drawn pair is the system's).
+    """
+    P, right = _csr(P), _csr(right)
+    drawn = np.unique(np.asarray(drawn, dtype=np.int64))
+    PS = P[:, drawn]
+    pi = inclusion_probability(PS, n)
+    return ht_ratio(right[:, drawn], PS, pi, PS, n)
+
+
+def variance_bound(p: np.ndarray, q_old: np.ndarray, h: np.ndarray, labelled: np.ndarray,
+                   n: int, grid: int = 401) -> float:
+    """Worst case over the unlabelled pairs' labels of the Hájek precision variance of a
+    system once it has ``n`` draws of its own (the planner's bound, §12).
+
+    ``p``: the system's P(u) over its pairs; ``q_old``: Π_j (1 − P_j(u))^{n_j} over the
+    draws already made; ``h`` its share of correct mass where ``labelled``. The design
+    variance is bounded by Σ_u a_u (f_u − t)², a_u = (q_u/π_u) p_u², t = Σ_u p_u f_u
+    (the fixed-n term, negative, is dropped). Replacing f² by f ≥ f² bounds it by a
+    function linear in the free f for fixed t, maximised by the greedy fractional rule
+    (f = 1 on the largest a/p first when t < ½, on the smallest when t > ½); the
+    maximum over t is taken on a grid of ``grid`` points over [L, L + U].
+    """
+    q = q_old * (1.0 - np.minimum(p, _P_MAX)) ** n
+    pi = 1.0 - q
+    if np.any((pi <= 0) & (p > 0)):
+        return np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(p > 0, q / pi * p * p, 0.0)
+    lab = np.asarray(labelled, bool)
+    known1, known2 = float(a[lab] @ h[lab]), float(a[lab] @ (h[lab] ** 2))
+    low, A = float(p[lab] @ h[lab]), float(a.sum())
+    free = ~lab & (p > 0)
+    pf, af = p[free], a[free]
+    order = np.argsort(-(af / pf), kind="stable")
+    cp = np.concatenate([[0.0], np.cumsum(pf[order])])
+    ca = np.concatenate([[0.0], np.cumsum(af[order])])
+    s = np.linspace(0.0, cp[-1], grid)  # free mass labelled right
+    greedy_hi = np.interp(s, cp, ca)  # largest a/p first
+    greedy_lo = ca[-1] - np.interp(cp[-1] - s, cp, ca)  # smallest a/p first
+    t = low + s
+    best = np.where(t < 0.5, greedy_hi, greedy_lo)
+    v = known2 + best - 2 * t * (known1 + best) + t * t * A
+    return float(max(v.max(), 0.0))
+
+
+def plan_distinct(p: np.ndarray, q_old: np.ndarray, h: np.ndarray, labelled: np.ndarray,
+                  target_variance: float, halfwidth: float, n_max: int = 100_000) -> int:
+    """Smallest own n for a new system under the distinct-pairs estimator (a sketch, §12).
+
+    n = 0 when the unlabelled mass U already meets the target width (U ≤ 2h); else the
+    smaller of the variance bound's n and the n after which E[U] ≤ h/10 (label
+    (almost) all of a small system), as the joint planner does (§5).
+    """
+    lab = np.asarray(labelled, bool)
+    free = ~lab & (p > 0)
+    if p[free].sum() <= 2 * halfwidth:
+        return 0
+
+    def smallest(ok) -> int:
+        if ok(0):
+            return 0
+        hi = 1
+        while not ok(hi):
+            if hi >= n_max:
+                return n_max
+            hi = min(2 * hi, n_max)
+        lo = hi // 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+        return hi
+
+    by_var = smallest(lambda n: variance_bound(p, q_old, h, lab, n) <= target_variance)
+    by_bounds = smallest(lambda n: float(p[free] @ (1 - p[free]) ** n) <= halfwidth / 10)
+    return min(by_var, by_bounds)
