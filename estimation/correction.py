@@ -241,7 +241,7 @@ def _answers(corpus: Corpus) -> _Answers:
         # In the same snapshot as the answers; a question gone meanwhile has no types,
         # as `offered` treats one it cannot find.
         found = pair_types(new)
-        seen.types.update((q, found.get(q, (None, None))) for q in new)
+        seen.types.update((q, found.get(q, (None, None, None))) for q in new)
     if connection.vendor == "postgresql":
         for a in (seen.items, seen.workers, seen.pks, seen.key_ids):
             a.flags.writeable = False  # shared with later reads

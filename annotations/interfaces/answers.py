@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from annotations.models import Hit, Question, TaskKind
 from kbpo.core.schema import ENTITY_TYPES, NO_RELATION, predicates_for
-from kbpo.core.schemas import DOCRED, TAC_KBP, get_schema
+from kbpo.core.schemas import TAC_KBP, offered_relations
 
 from .candidates import document_pairs
 from .caps import relation_cap
@@ -180,9 +180,8 @@ def allowed_choices(question: Question) -> set[str]:
     relations to offer first (DocRED relates whatever the text supports)."""
     pair = question.pair
     assert pair is not None
-    if question.corpus.schema == DOCRED:
-        return {*get_schema(DOCRED).relations, NO_RELATION}
-    return {*predicates_for(pair.subject_type, pair.object_type), NO_RELATION}
+    return {*offered_relations(question.corpus.schema, pair.subject_type, pair.object_type),
+            NO_RELATION}
 
 
 DONE = "done"

@@ -27,7 +27,7 @@ from annotations.models import (
     TaskKind,
 )
 from annotations.signals import labels_changed
-from kbpo.core.schema import predicates_for
+from kbpo.core.schemas import offered_relations
 
 from . import aggregation
 
@@ -220,18 +220,21 @@ def in_ids(ids: list[int]) -> list[int] | RawSQL:
     return ids
 
 
-def pair_types(qids: list[int]) -> dict[int, tuple[str, str]]:
-    """The (subject, object) types of each question's pair, by question id; a question
-    the database lacks is left out. Fixed once the question exists (a pair's types are
-    set when it is ingested), so a caller may keep them."""
-    return {pk: (s, o) for pk, s, o in Question.objects.filter(pk__in=in_ids(qids))
-            .values_list("pk", "pair__subject_type", "pair__object_type")}
+def pair_types(qids: list[int]) -> dict[int, tuple[str, str, str]]:
+    """The (subject type, object type, corpus schema) of each question's pair, by
+    question id; a question the database lacks is left out. Fixed once the question
+    exists (a pair's types are set when it is ingested, a corpus's schema when it is
+    made), so a caller may keep them."""
+    return {pk: (s, o, schema) for pk, s, o, schema in
+            Question.objects.filter(pk__in=in_ids(qids))
+            .values_list("pk", "pair__subject_type", "pair__object_type", "corpus__schema")}
 
 
 def offered(qids: list[int], types: Mapping[int, tuple] | None = None,
             strata_of: dict[tuple, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per item, how many answers its question offered (the relations its pair's types
-    allow, and no_relation), and its stratum: items with the same pair types share one.
+    """Per item, how many answers its question offered (`offered_relations` of its
+    corpus's schema and pair types, and no_relation: 97 on DocRED, whatever the types),
+    and its stratum: items with the same pair types share one.
 
     A wrong answer is spread over the offered answers, not over every answer seen on
     the corpus (which would make one odd answer look far less likely than it is); the
@@ -245,10 +248,11 @@ def offered(qids: list[int], types: Mapping[int, tuple] | None = None,
         types = pair_types(qids)
     # Strata numbered in the order the questions first show them.
     strata_of = {} if strata_of is None else strata_of
-    strata = np.fromiter((strata_of.setdefault(types.get(q, (None, None)), len(strata_of))
+    strata = np.fromiter((strata_of.setdefault(types.get(q, (None, None, None)),
+                                               len(strata_of))
                           for q in qids), np.int64, len(qids))
-    sizes = np.asarray([len(predicates_for(*t)) + 1 if t[0] else 2 for t in strata_of],
-                       dtype=float)
+    sizes = np.asarray([len(offered_relations(t[2], t[0], t[1])) + 1 if t[0] else 2
+                        for t in strata_of], dtype=float)
     return (sizes[strata] if len(strata) else np.zeros(0)), strata
 
 

@@ -121,6 +121,16 @@ def _docred_schema() -> RelationSchema:
 _BUILDERS = {TAC_KBP: _tac_schema, DOCRED: _docred_schema}
 
 
+def offered_relations(schema_name: str, head_type: str, tail_type: str) -> list[str]:
+    """The relations a relation question offers for a pair of these types (no_relation
+    aside): on TAC KBP the pair's canonical predicates; on DocRED every relation of the
+    schema, whatever the types (they only order the list: DocRED relates whatever the
+    text supports)."""
+    if schema_name == DOCRED:
+        return list(get_schema(DOCRED).relations)
+    return tac.predicates_for(head_type, tail_type)
+
+
 @functools.cache
 def get_schema(name: str) -> RelationSchema:
     """The built-in schema called `name`; KeyError naming the known ones otherwise."""
