@@ -34,3 +34,31 @@ def test_offered_answers_and_strata_per_question() -> None:
     assert len(set(k.tolist())) > 2  # the types really differ in what they allow
     empty_k, empty_strata = offered([])
     assert len(empty_k) == 0 and len(empty_strata) == 0
+
+
+@pytest.mark.django_db
+def test_a_docred_question_offers_every_relation_whatever_its_types() -> None:
+    """The DocRED page offers all 96 relations and none for any pair; the model counted
+    TAC's predicates for the pair's types instead (1 answer for LOC-LOC, which leaves a
+    wrong answer no probability at all). A DocRED PER-ORG pair is a stratum of its own,
+    apart from a TAC corpus's PER-ORG pairs."""
+    from kbpo.core.models import Corpus
+    from kbpo.core.schemas import DOCRED, get_schema
+
+    tac = make_corpus("lt-offered-tac")
+    docred = make_corpus("lt-offered-docred")
+    Corpus.objects.filter(pk=docred.pk).update(schema=DOCRED)
+    qs = []
+    for corpus, (head, tail), types in (
+            (tac, (("Tom King", 1), ("Acme", 0)), ("PER", "ORG")),
+            (docred, (("Tom King", 1), ("Acme", 0)), ("PER", "ORG")),
+            (docred, (("Ada Byron", 0), ("London", 0)), ("LOC", "LOC"))):
+        doc = corpus.documents.get(doc_id="D1")
+        pair = make_pair(doc, span(doc, *head), types[0], span(doc, *tail), types[1])
+        qs.append(Question.objects.create(corpus=corpus, kind=TaskKind.RELATION, pair=pair,
+                                          state=QuestionState.COMPLETE).pk)
+    k, strata = offered(qs)
+    everything = len(get_schema(DOCRED).relations) + 1
+    assert everything == 97
+    assert k.tolist() == [len(predicates_for("PER", "ORG")) + 1, everything, everything]
+    assert strata.tolist() == [0, 1, 2]
