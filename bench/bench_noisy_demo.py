@@ -92,11 +92,11 @@ def _miss_summary(records: dict[tuple[str, str], list[dict]]) -> None:
 def _count_em_rounds(counter: dict[str, int]) -> None:
     """Wrap the one-coin fit (once) to count fits that used every allowed round: EM that
     did not converge. workers.py and the bootstrap call it through the module, the soft
-    labels' refit (estimation/correction.py) by its imported name."""
+    labels' refit (estimation/crowd_model.py) by its imported name."""
     import inspect
 
     from annotations.quality import aggregation
-    from estimation import correction
+    from estimation import crowd_model
 
     fit = aggregation.one_coin
     default = inspect.signature(fit).parameters["max_iter"].default
@@ -107,7 +107,7 @@ def _count_em_rounds(counter: dict[str, int]) -> None:
         counter["at_limit"] += result.iterations >= kwargs.get("max_iter", default)
         return result
 
-    aggregation.one_coin = correction.one_coin = counted
+    aggregation.one_coin = crowd_model.one_coin = counted
 
 
 def _one(out: Path, docs: int, systems: int, seed: int, error: float,
