@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from . import intervals as ci
 from .estimators import Estimates, estimate
 from .evidence import Evidence
-from .importance import at_pairs, per_draw_variance
+from .importance import ImportanceResult, at_pairs, per_draw_variance
 from .population import Population
 from .precision import LabelState, precision
 from .recall import Clusters, exhaustive_membership, recall_instance
@@ -74,6 +74,17 @@ class Comparison:
     differences: dict[str, Difference]
 
 
+def _ratio_terms(joint: ImportanceResult, s: int) -> np.ndarray:
+    """System s's per-draw precision terms over U, as its joint estimate's variance
+    counts them: e = (r − π̂ z)/mass for the ratio π̂ = Σ r/Σ z."""
+    r = np.asarray(joint.r[s].toarray()).ravel()
+    mass = float(joint.mass[s])
+    if joint.z is None or joint.ratio is None or not mass > 0:
+        return r
+    z = np.asarray(joint.z[s].toarray()).ravel()
+    return (r - float(joint.ratio[s]) * z) / mass
+
+
 class _Linear:
     """Linearised variance of c·(P_A, R_A, P_B, R_B) for the two systems."""
 
@@ -87,8 +98,10 @@ class _Linear:
         _, joint, w = precision(pop, ev, scheme, draw_scheme, pf, z, "wilson_design",
                                 LabelState(pop, ev))
         self.cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
-        # Per-draw precision terms over U for the two systems, and their weights w_sj.
-        self.r = [np.asarray(joint.r[s].toarray()).ravel() for s in pair]
+        # Per-draw precision terms over U for the two systems, and their weights w_sj:
+        # the reported estimate's, the ratio Σ r/Σ z linearised, (r − π̂ z)/mass
+        # (`precision._self_normalised`; the plain sum's r alone where no mass landed).
+        self.r = [_ratio_terms(joint, s) for s in pair]
         self.w = [w[s] for s in pair]
         n0 = len(ev.y_pairs)
         self.has_y = n0 > 0
