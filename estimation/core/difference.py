@@ -26,7 +26,8 @@ with the same directional distances for P and R.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -314,4 +315,42 @@ def compare(pop: Population, ev: Evidence, a: int, b: int, draw_scheme: str = "i
     return Comparison(scheme, confidence, a, b, res, out)
 
 
-__all__ = ["Comparison", "Difference", "compare"]
+def with_correction(cmp: Comparison, replicates: Sequence[Mapping[tuple[str, str, str],
+                                                                   np.ndarray]]
+                    ) -> Comparison:
+    """The differences widened by the noise correction's own uncertainty, as the
+    leaderboard widens each system's interval (`noise.widen`): ``replicates`` are the
+    point estimates under each replicate's soft labels (`noise.replicate_estimates`).
+
+    The variance added is that of A − B over the replicates, not the sum of the two
+    systems' own: a replicate's soft labels move both systems, mostly alike (a pair
+    both predict), so the two separate variances would overstate the difference's.
+    Each side keeps its shape: half-width h becomes √(h² + z² v). Fewer than two
+    replicates: unchanged.
+    """
+    if len(replicates) < 2:
+        return cmp
+    z = ci.z_value(cmp.confidence)
+    out = {}
+    for metric, d in cmp.differences.items():
+        key = (cmp.scheme, metric, "joint")
+        vals = np.array([[r[key][cmp.a], r[key][cmp.b]] for r in replicates if key in r],
+                        dtype=float)
+        ok = np.isfinite(vals).all(axis=1) if len(vals) else np.zeros(0, bool)
+        if d.estimate is None or ok.sum() < 2:
+            out[metric] = d
+            continue
+        v = float(np.var(vals[ok, 0] - vals[ok, 1], ddof=1))
+        v_sep = float(np.var(vals[ok, 0], ddof=1) + np.var(vals[ok, 1], ddof=1))
+        extra = z * z * v
+        lo = max(d.estimate - np.sqrt((d.estimate - d.lo) ** 2 + extra), -1.0)
+        hi = min(d.estimate + np.sqrt((d.hi - d.estimate) ** 2 + extra), 1.0)
+        out[metric] = Difference(d.estimate, float(lo), float(hi),
+                                 None if d.paired_sd is None else
+                                 float(np.sqrt(d.paired_sd ** 2 + v)),
+                                 None if d.separate_sd is None else
+                                 float(np.sqrt(d.separate_sd ** 2 + v_sep)), d.correlation)
+    return replace(cmp, differences=out)
+
+
+__all__ = ["Comparison", "Difference", "compare", "with_correction"]
