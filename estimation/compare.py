@@ -18,7 +18,7 @@ from .core.intervals import rounded_outward
 from .core.noise import replicate_estimates
 from .core.points import PointPlan
 from .data import load_corpus_data, system_name
-from .leaderboard import shown
+from .leaderboard import reliability, shown
 from .models import METRICS, ScoreRun, ScoringState, SystemScore, is_exact
 
 CACHE_SECONDS = 300
@@ -175,8 +175,8 @@ def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_sc
         diffs[m] = {"estimate": _num(d.estimate), "lo": lo, "hi": hi,
                     "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
                     "better": {1: "a", -1: "b", 0: None}[d.verdict]}
-    return {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
-            "a": systems[0], "b": systems[1], "difference": diffs}
+    return {"corpus": corpus.tag, "scheme": scheme, **reliability(scheme, draw_scheme),
+            "confidence": confidence, "a": systems[0], "b": systems[1], "difference": diffs}
 
 
 def _nan(x: float) -> float | None:

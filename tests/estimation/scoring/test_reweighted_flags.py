@@ -44,3 +44,13 @@ def test_reweighted_schemes_are_flagged_and_the_draw_schemes_are_not(scored: Wor
 def test_the_flags_follow_the_runs_draw_scheme() -> None:
     assert lb.reliability("entity", "entity") == {"reweighted": False, "reliable": True}
     assert lb.reliability("instance", "entity") == {"reweighted": True, "reliable": False}
+
+
+@pytest.mark.django_db
+def test_a_comparison_under_a_reweighted_scheme_is_flagged(scored: World) -> None:
+    tag, pks = scored.corpus.tag, {"a": scored.a.pk, "b": scored.b.pk}
+    for scheme, flagged in (("instance", False), ("predicate", True)):
+        body = _get("api-compare", tag, scheme=scheme, **pks).json()
+        assert (body["reweighted"], body["reliable"]) == (flagged, not flagged)
+        page = _get("compare", tag, scheme=scheme, **pks).content.decode()
+        assert ('id="reweighted-note"' in page) is flagged
