@@ -1,7 +1,7 @@
 """End to end on the demo world with a noisy crowd: joint intervals against truth.json.
 
 Usage: python bench/bench_noisy_demo.py [--seeds 1 2 3] [--docs 120] [--systems 6]
-       [--error 0.2] [--world docred-tac --source dev_revised.json]
+       [--error 0.2] [--world docred-tac --source dev_revised.json] [--confusion F.json]
 
 For each seed, in a fresh temporary directory (SQLite, Celery eager: DATABASE_URL and
 CELERY_BROKER_URL are overridden for the child process), runs `manage.py demo
@@ -92,11 +92,11 @@ def _miss_summary(records: dict[tuple[str, str], list[dict]]) -> None:
 def _count_em_rounds(counter: dict[str, int]) -> None:
     """Wrap the one-coin fit (once) to count fits that used every allowed round: EM that
     did not converge. workers.py and the bootstrap call it through the module, the soft
-    labels' refit (estimation/correction.py) by its imported name."""
+    labels' refit (estimation/crowd_model.py) by its imported name."""
     import inspect
 
     from annotations.quality import aggregation
-    from estimation import correction
+    from estimation import crowd_model
 
     fit = aggregation.one_coin
     default = inspect.signature(fit).parameters["max_iter"].default
@@ -107,12 +107,12 @@ def _count_em_rounds(counter: dict[str, int]) -> None:
         counter["at_limit"] += result.iterations >= kwargs.get("max_iter", default)
         return result
 
-    aggregation.one_coin = correction.one_coin = counted
+    aggregation.one_coin = crowd_model.one_coin = counted
 
 
 def _one(out: Path, docs: int, systems: int, seed: int, error: float,
          world_kind: str, source: Path | None, calibrate: bool = False,
-         rescore: bool = False) -> dict:
+         rescore: bool = False, confusion: Path | None = None) -> dict:
     """In the child: run the demo (``rescore``: keep the world and database already in
     ``out``), then score with hard and soft labels."""
     sys.path.insert(0, str(ROOT))
@@ -134,6 +134,8 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float,
     _count_em_rounds(counter)  # the demo's own fits: labels at answer time, the soft refit
     with open(os.devnull, "w") as quiet:
         if not rescore:
+            if confusion is not None:
+                extra["confusion"] = confusion
             call_command("demo", out=str(world), docs=docs, systems=systems, seed=seed,
                          crowd_error=error, stdout=quiet, stderr=quiet, **extra)
         corpus = Corpus.objects.get(tag=tag)
@@ -173,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --keep: score the worlds and databases kept there by an "
                              "earlier run again with the current code (paired before/after)")
     parser.add_argument("--json", type=Path, help="write every seed's result to this file")
+    parser.add_argument("--confusion", type=Path,
+                        help="the crowd's per-worker, per-relation false yes and miss rates "
+                             "(simulate_crowd --confusion, docs/operators/crowd.md)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -183,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     source = args.source.resolve() if args.source else None
     if args.child:
         res = _one(args.child, args.docs, args.systems, args.seed, args.error, args.world,
-                   source, args.calibration, args.rescore)
+                   source, args.calibration, args.rescore, args.confusion)
         (args.child / "result.json").write_text(json.dumps(res))
         return 0
     print(f"{args.world} demo world: {args.docs} documents, {args.systems} systems, crowd error "
@@ -209,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
                             "--error", str(args.error), "--world", args.world,
                             *(["--source", str(source)] if source else []),
                             *(["--calibration"] if args.calibration else []),
-                            *(["--rescore"] if args.rescore else [])],
+                            *(["--rescore"] if args.rescore else []),
+                            *(["--confusion", str(args.confusion.resolve())]
+                              if args.confusion else [])],
                            env=env, check=True, cwd=tmp)
             res = json.loads((tmp / "result.json").read_text())
         everything[seed] = res

@@ -110,6 +110,11 @@ class SchemeScoresSerializer(MetricsSerializer):
     updating = serializers.BooleanField(
         help_text="true: from an earlier label generation than the run's draw scheme; "
                   "being recomputed.")
+    reweighted = serializers.BooleanField(
+        help_text="true: reweighted from the draw scheme's draws.")
+    reliable = serializers.BooleanField(
+        help_text="false for reweighted figures: not headline figures; their intervals can "
+                  "miss more often than they say and are not corrected for a biased crowd.")
     correction = CorrectionSerializer(
         allow_null=True, help_text="How far the crowd-noise correction (soft labels) moved "
         "each joint score; null when the run used hard labels.")
@@ -374,6 +379,7 @@ class ScoresAPIView(_SubmissionAPIView):
             "cost_usd": str(first.cost_usd.quantize(Decimal("0.01"))) if first else None,
             "control_cost_usd": str(report.control_cost(sub)),
             "schemes": [{"scheme": s, **scheme_scores(scores[s]), **stamp(scores[s]),
+                         **lb.reliability(s, scores[s].run.draw_scheme),
                          "correction": correction(scores[s])}
                         for s in lb.BOARD_SCHEMES if s in scores],
             "predicates": predicate_dicts(sub, confidence, scores),

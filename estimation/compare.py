@@ -13,10 +13,12 @@ from django.db.models import Q
 from kbpo.core.models import Corpus
 from submissions.models import ACTIVE_STATES, Submission
 
-from .core.difference import compare
+from .core.difference import compare, with_correction
 from .core.intervals import rounded_outward
+from .core.noise import replicate_estimates
+from .core.points import PointPlan
 from .data import load_corpus_data, system_name
-from .leaderboard import shown
+from .leaderboard import reliability, shown
 from .models import METRICS, ScoreRun, ScoringState, SystemScore, is_exact
 
 CACHE_SECONDS = 300
@@ -146,7 +148,15 @@ def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_sc
     except KeyError:  # withdrawn between the visibility check and the load
         raise CompareError("a", "one of the two submissions is no longer active; "
                                 "reload the page.", status=404) from None
-    res = compare(pop, data.evidence(), ia, ib, draw_scheme, scheme, confidence)
+    ev, plan = data.evidence_and_plan(draw_scheme)
+    res = compare(pop, ev, ia, ib, draw_scheme, scheme, confidence)
+    if len(data.soft_replicates) >= 2:
+        # The correction's uncertainty, as the board's intervals carry it (scoring.py),
+        # but of the difference itself: each replicate moves both systems.
+        plan = plan if plan is not None else PointPlan(pop, ev, draw_scheme)
+        res = with_correction(res, [
+            replicate_estimates(pop, ev, soft, draw_scheme, [scheme], confidence, plan)
+            for soft in data.soft_replicates])
     block = res.estimates.results[scheme]
     # Each system's figures as the leaderboard shows them: its stored row of `run` (the
     # same labels; the row also carries the correction's variance).
@@ -165,8 +175,8 @@ def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_sc
         diffs[m] = {"estimate": _num(d.estimate), "lo": lo, "hi": hi,
                     "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
                     "better": {1: "a", -1: "b", 0: None}[d.verdict]}
-    return {"corpus": corpus.tag, "scheme": scheme, "confidence": confidence,
-            "a": systems[0], "b": systems[1], "difference": diffs}
+    return {"corpus": corpus.tag, "scheme": scheme, **reliability(scheme, draw_scheme),
+            "confidence": confidence, "a": systems[0], "b": systems[1], "difference": diffs}
 
 
 def _nan(x: float) -> float | None:

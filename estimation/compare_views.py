@@ -109,6 +109,11 @@ class DiffsSerializer(serializers.Serializer):
 class CompareSerializer(serializers.Serializer):
     corpus = serializers.CharField()
     scheme = serializers.CharField()
+    reweighted = serializers.BooleanField(
+        help_text="true: the scheme's figures are reweighted from the draw scheme's draws.")
+    reliable = serializers.BooleanField(
+        help_text="false for reweighted figures: not headline figures; their intervals "
+                  "(and so the difference's) can miss more often than they say.")
     confidence = serializers.FloatField()
     a = CompareSystemSerializer()
     b = CompareSystemSerializer()

@@ -41,7 +41,6 @@ from django.db.models.functions import Cast
 from annotations.models import CrowdWorker, Question, Response, TaskKind
 from annotations.quality.accuracy import Decoder, RelationAnswers
 from annotations.quality.aggregation import (
-    NO_RELATION,
     SOFT_TYPE_SHRINK,
     OneCoinParams,
     answer_key,
@@ -49,8 +48,6 @@ from annotations.quality.aggregation import (
     category_codes,
     coin_posterior,
     item_priors,
-    one_coin,
-    parameter_replicates,
 )
 from annotations.quality.label_table import (
     LabelTable,
@@ -64,9 +61,10 @@ from annotations.quality.workers import offered, pair_types
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 
-from .core.noise import SoftLabels, data_seed
+from .core.noise import SoftLabels
 from .correction_rows import answer_sums, mix, replicate_rows, rows_key, soft_rows
 from .correction_rows import forget as forget_rows
+from .crowd_model import fit_crowd
 from .models import CorrectionFit
 
 
@@ -559,22 +557,10 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
             weak.append(_weak_spots(stored[0], ans.wids))
         return _stored_rows(corpus.pk, stored_fit, stored, ans, n_options, strata, known,
                             rows, pair_of, codes), None
-    # Seeded from the answers' shape, not from database ids: the same answers give the
-    # same intervals wherever their rows were numbered (another database, a test order).
-    codes_of = {a: i for i, a in enumerate(sorted(set(answers)))}
-    rng = np.random.default_rng(data_seed(items, workers,
-                                          np.asarray([codes_of[a] for a in answers])))
-    fit = one_coin(items, workers, answers, len(qids), n_workers, n_options=n_options,
-                   known=known or None, none=NO_RELATION, strata=strata,
-                   type_shrink=SOFT_TYPE_SHRINK)
+    model = fit_crowd(items, workers, answers, len(qids), n_workers, n_options=n_options,
+                      strata=strata, known=known, replicates=replicates)
+    fit, reps, fits = model.fit, model.replicates, model.params
     cats = fit.categories  # replicates keep them: an answer a replicate lacks stays known
-    is_ctrl = np.zeros(len(qids), dtype=bool)
-    is_ctrl[list(known)] = True
-    groups = [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)]
-    fits: list[OneCoinParams] = []
-    reps = parameter_replicates(fit, items, workers, answers, n_workers, groups, replicates,
-                                rng, n_options=n_options, known=known, strata=strata,
-                                none=NO_RELATION, fits=fits)
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
         if len(fits) == replicates else None
     if weak is not None and fits:

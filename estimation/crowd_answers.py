@@ -1,68 +1,81 @@
 """Crowd answers in a CLI problem (``python -m estimation estimate``): the crowd model
 fitted on them, soft labels and the correction's uncertainty, without Django.
 
-The same fit as the quality pass and the battery's crowd (the lopsided one-coin model,
-`annotations.quality.aggregation.one_coin`), anchored by the control questions; the
-soft labels replace the answered pairs' hard labels, and the parameters' bootstrap
-widens every interval (docs/internals/noisy-crowds.md §2).
+The model is the service's, through the same function (`crowd_model.fit_crowd`): false
+yes per worker and relation on the relations each pair type offers, miss rates per
+worker and relation, class shares per pair type, anchored by the control questions
+(docs/internals/crowd-bias.md §7). The soft labels replace the answered pairs' hard
+labels, and the parameters' bootstrap widens every interval
+(docs/internals/noisy-crowds.md §2).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from annotations.quality.aggregation import one_coin, parameter_replicates
+from annotations.quality.aggregation import NO_RELATION as NONE_KEY
+from annotations.quality.aggregation import item_priors
 
 from .core import estimate
 from .core.estimators import Estimates
 from .core.noise import (
+    SoftLabels,
     correction_variance,
-    from_posterior,
     self_consistent,
     widen,
     with_soft_labels,
 )
-from .core.problem import NO_RELATION, CrowdAnswers, Problem, results_json
+from .core.problem import NO_RELATION, Problem, results_json
 from .core.schemes import SCHEMES
+from .correction_rows import soft_rows
+from .crowd_model import CrowdFit, fit_crowd
 
 REPLICATES = 8  # the parameters' bootstrap, as in production
 
 
-def _categories(crowd: CrowdAnswers) -> list[int]:
-    return [NO_RELATION, *range(crowd.n_predicates)]
+def crowd_soft_labels(problem: Problem, replicates: int = REPLICATES
+                      ) -> tuple[SoftLabels, list[SoftLabels], CrowdFit]:
+    """The answered pairs' soft labels under the fit, under each bootstrap replicate,
+    and the fit itself: the service's model on the problem's answers, as answer keys
+    (relation names, "no_relation")."""
+    crowd = problem.crowd
+    assert crowd is not None
+    def key(code: int) -> str:
+        return NONE_KEY if code == NO_RELATION else crowd.names[code]
+
+    keys = [key(int(a)) for a in crowd.answers]
+    known = {i: key(t) for i, t in crowd.known.items()}
+    n, n_items = len(crowd.pairs), len(crowd.pairs) + len(crowd.truth)
+    model = fit_crowd(crowd.items, crowd.workers, keys, n_items, crowd.n_workers,
+                      n_options=crowd.n_options, strata=crowd.strata, known=known,
+                      replicates=replicates)
+    fit, codes = model.fit, {name: k for k, name in enumerate(crowd.names)}
+    own = item_priors(fit.params, fit.priors, crowd.strata, n_items)
+    main = soft_rows(fit.categories, fit.posterior[:n], fit.priors, own[:n], crowd.pairs,
+                     codes)
+    reps = [soft_rows(fit.categories, post[:n], priors, o[:n], crowd.pairs, codes)
+            for post, priors, o in model.replicates]
+    return main, reps, model
 
 
-def solve_with_crowd(problem: Problem, schemes: list[str] | None = None,
-                     seed: int = 0) -> dict[str, Any]:
+def solve_with_crowd(problem: Problem, schemes: list[str] | None = None) -> dict[str, Any]:
     """`problem.solve` with the answered pairs' labels from the crowd model."""
     crowd = problem.crowd
     assert crowd is not None
     schemes = list(SCHEMES) if schemes is None else list(schemes)
     if problem.scheme not in schemes:
         schemes.insert(0, problem.scheme)
-    cats = _categories(crowd)
-    n_items = len(crowd.pairs) + len(crowd.truth)
-    fit = one_coin(crowd.items, crowd.workers, crowd.answers.tolist(), n_items,
-                   crowd.n_workers, known=crowd.known, categories=cats, none=NO_RELATION)
-    n = len(crowd.pairs)
+    main, soft, model = crowd_soft_labels(problem)
     pop = problem.population
-    ev = with_soft_labels(pop, problem.evidence,
-                          from_posterior(crowd.pairs, cats, fit.posterior[:n], fit.priors))
-    ev = self_consistent(pop, ev)
+    ev = self_consistent(pop, with_soft_labels(pop, problem.evidence, main))
     res: Estimates = estimate(pop, ev, problem.scheme, schemes, problem.confidence)
-    reps = parameter_replicates(fit, crowd.items, crowd.workers, crowd.answers.tolist(),
-                                crowd.n_workers, [np.arange(n), np.arange(n, n_items)],
-                                REPLICATES, np.random.default_rng(seed),
-                                n_options=np.full(n_items, float(len(cats))),
-                                known=crowd.known, strata=None, none=NO_RELATION)
-    soft = [from_posterior(crowd.pairs, cats, post[:n], priors) for post, priors, _ in reps]
     if len(soft) >= 2:
         res = widen(res, correction_variance(pop, ev, soft, problem.scheme, schemes,
                                         problem.confidence),
                     problem.confidence)
     out = results_json(problem, res)
     out["crowd"] = {"answers": len(crowd.answers), "workers": crowd.n_workers,
-                    "controls": len(crowd.truth), "converged": bool(fit.converged)}
+                    "controls": len(crowd.truth), "pair_types": int(crowd.strata.max()) + 1
+                    if len(crowd.strata) else 0,
+                    "converged": bool(model.fit.converged)}
     return out

@@ -126,6 +126,27 @@ def offered_schemes() -> dict[str, str]:
     return {k: v for k, v in BOARD_SCHEMES.items() if k in wanted}
 
 
+# Shown beside a reweighted scheme's figures (leaderboard, report, API): they are
+# estimated from the draw scheme's draws, reweighted, and have not been made sound under
+# a biased crowd (docs/internals/crowd-bias.md §3: instance recall from entity draws
+# covered 0.80–0.83 for a nominal 0.90; reweighted precision intervals were 0.35 wide).
+REWEIGHTED_NOTE = ("Reweighted from the draws of the {draw} scheme: not a headline figure. "
+                   "Its intervals can miss more often than they say (measured coverage "
+                   "0.80–0.83 for a nominal 0.90) and are not corrected for a biased crowd.")
+
+
+def reweighted(scheme: str, draw_scheme: str | None = None) -> bool:
+    """Whether ``scheme``'s figures are reweighted from another scheme's draws (the
+    run's draw scheme; default: the service's)."""
+    return scheme != (draw_scheme or settings.KBPO_SAMPLING_SCHEME)
+
+
+def reliability(scheme: str, draw_scheme: str | None = None) -> dict[str, bool]:
+    """The API's flags of a scheme's figures: reweighted ones are not reliable."""
+    flag = reweighted(scheme, draw_scheme)
+    return {"reweighted": flag, "reliable": not flag}
+
+
 def default_scheme() -> str:
     """The scheme a board shows when none (or a bad one) is asked for."""
     offered = offered_schemes()
@@ -258,6 +279,7 @@ def board_dict(board: Board) -> dict:
         "scheme": board.scheme,
         "sort": board.metric,
         "kind": board.kind,
+        **reliability(board.scheme, run.draw_scheme if run else None),
         "confidence": run.confidence if run else None,
         "run": None if run is None else {
             # Counts over the rows this viewer sees: a private system must not show

@@ -539,7 +539,9 @@ def api_dict(view: View) -> dict[str, Any]:
     run = {**snap.head["run"], "systems": len(systems),
            "draws": sum(d["draws"] + d["pending_draws"] for d in systems)}
     return {"corpus": snap.corpus.tag, "scheme": snap.scheme, "sort": snap.metric,
-            "kind": snap.kind, "confidence": snap.head["confidence"], "run": run,
+            "kind": snap.kind,
+            **lb.reliability(snap.scheme, snap.head["run"].get("draw_scheme")),
+            "confidence": snap.head["confidence"], "run": run,
             "systems": systems}
 
 

@@ -134,9 +134,14 @@ def _render_page(request: HttpRequest, tag: str, scheme: str, metric: str, kind:
             "rows_html": mark_safe(snapshot.rows_html(view))}
     board_html = render_to_string("estimation/_board.html", {
         "corpus": corpus, "recomputing": recomputing, **context}, request)
+    draw_scheme = (snap.head["run"] or {}).get("draw_scheme") if snap is not None else None
+    draw_scheme = draw_scheme or settings.KBPO_SAMPLING_SCHEME
     return render(request, "estimation/leaderboard.html", {
         "corpus": corpus, "board_html": mark_safe(board_html),  # our own escaped rendering
         "notice": notice, "scheme": scheme, "metric": metric, "kind": kind,
+        "draw_scheme": draw_scheme,
+        "reweighted_note": lb.REWEIGHTED_NOTE.format(draw=lb.BOARD_SCHEMES.get(
+            draw_scheme, draw_scheme)) if lb.reweighted(scheme, draw_scheme) else "",
         "schemes": lb.offered_schemes(), "kinds": lb.KINDS,
         **(stored_pages.slotted(("nav", "messages")) if slots else {}),
     }, status=400 if notice else 200)
@@ -229,6 +234,11 @@ class LeaderboardSerializer(serializers.Serializer):
     scheme = serializers.CharField()
     sort = serializers.CharField()
     kind = serializers.CharField()
+    reweighted = serializers.BooleanField(
+        help_text="true: the scheme's figures are reweighted from the draw scheme's draws.")
+    reliable = serializers.BooleanField(
+        help_text="false for reweighted figures: not headline figures; their intervals can "
+                  "miss more often than they say and are not corrected for a biased crowd.")
     confidence = serializers.FloatField(allow_null=True)
     run = RunSerializer(allow_null=True)
     systems = LeaderboardRowSerializer(many=True)
@@ -345,6 +355,7 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
         if s in scores:
             sc = scores[s]
             score_rows.append({"scheme": s, "label": lb.BOARD_SCHEMES[s],
+                               "reweighted": lb.reweighted(s, sc.run.draw_scheme),
                                "generation": sc.reflects(),
                                "updating": sc.reflects() < sc.run.generation, "metrics": [
                 {"name": lb.METRIC_LABELS[m], "joint": sc.interval(m, "joint"),
@@ -358,6 +369,9 @@ def _render_report(request: HttpRequest, pk: int, scheme: str, verdict: str,
         "progress": report.progress(sub), "spend": report.spend(sub),
         "history": report.history(sub, scheme), "scheme": scheme,
         "scheme_label": lb.BOARD_SCHEMES[scheme], "schemes": lb.BOARD_SCHEMES,
+        "reweighted_note": lb.REWEIGHTED_NOTE.format(draw=lb.BOARD_SCHEMES.get(
+            run.draw_scheme, run.draw_scheme))
+        if run is not None and lb.reweighted(scheme, run.draw_scheme) else "",
         "predicates": report.per_predicate(sub, confidence, scores), "page": page,
         "samples": report.samples(list(page.object_list)), "verdict": verdict,
         "verdicts": report.verdict_counts(sub),

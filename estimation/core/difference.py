@@ -26,7 +26,8 @@ with the same directional distances for P and R.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,7 +35,7 @@ import scipy.sparse as sp
 from . import intervals as ci
 from .estimators import Estimates, estimate
 from .evidence import Evidence
-from .importance import at_pairs, per_draw_variance
+from .importance import ImportanceResult, at_pairs, per_draw_variance
 from .population import Population
 from .precision import LabelState, precision
 from .recall import Clusters, exhaustive_membership, recall_instance
@@ -74,6 +75,17 @@ class Comparison:
     differences: dict[str, Difference]
 
 
+def _ratio_terms(joint: ImportanceResult, s: int) -> np.ndarray:
+    """System s's per-draw precision terms over U, as its joint estimate's variance
+    counts them: e = (r − π̂ z)/mass for the ratio π̂ = Σ r/Σ z."""
+    r = np.asarray(joint.r[s].toarray()).ravel()
+    mass = float(joint.mass[s])
+    if joint.z is None or joint.ratio is None or not mass > 0:
+        return r
+    z = np.asarray(joint.z[s].toarray()).ravel()
+    return (r - float(joint.ratio[s]) * z) / mass
+
+
 class _Linear:
     """Linearised variance of c·(P_A, R_A, P_B, R_B) for the two systems."""
 
@@ -87,8 +99,10 @@ class _Linear:
         _, joint, w = precision(pop, ev, scheme, draw_scheme, pf, z, "wilson_design",
                                 LabelState(pop, ev))
         self.cn = sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts
-        # Per-draw precision terms over U for the two systems, and their weights w_sj.
-        self.r = [np.asarray(joint.r[s].toarray()).ravel() for s in pair]
+        # Per-draw precision terms over U for the two systems, and their weights w_sj:
+        # the reported estimate's, the ratio Σ r/Σ z linearised, (r − π̂ z)/mass
+        # (`precision._self_normalised`; the plain sum's r alone where no mass landed).
+        self.r = [_ratio_terms(joint, s) for s in pair]
         self.w = [w[s] for s in pair]
         n0 = len(ev.y_pairs)
         self.has_y = n0 > 0
@@ -301,4 +315,42 @@ def compare(pop: Population, ev: Evidence, a: int, b: int, draw_scheme: str = "i
     return Comparison(scheme, confidence, a, b, res, out)
 
 
-__all__ = ["Comparison", "Difference", "compare"]
+def with_correction(cmp: Comparison, replicates: Sequence[Mapping[tuple[str, str, str],
+                                                                   np.ndarray]]
+                    ) -> Comparison:
+    """The differences widened by the noise correction's own uncertainty, as the
+    leaderboard widens each system's interval (`noise.widen`): ``replicates`` are the
+    point estimates under each replicate's soft labels (`noise.replicate_estimates`).
+
+    The variance added is that of A − B over the replicates, not the sum of the two
+    systems' own: a replicate's soft labels move both systems, mostly alike (a pair
+    both predict), so the two separate variances would overstate the difference's.
+    Each side keeps its shape: half-width h becomes √(h² + z² v). Fewer than two
+    replicates: unchanged.
+    """
+    if len(replicates) < 2:
+        return cmp
+    z = ci.z_value(cmp.confidence)
+    out = {}
+    for metric, d in cmp.differences.items():
+        key = (cmp.scheme, metric, "joint")
+        vals = np.array([[r[key][cmp.a], r[key][cmp.b]] for r in replicates if key in r],
+                        dtype=float)
+        ok = np.isfinite(vals).all(axis=1) if len(vals) else np.zeros(0, bool)
+        if d.estimate is None or ok.sum() < 2:
+            out[metric] = d
+            continue
+        v = float(np.var(vals[ok, 0] - vals[ok, 1], ddof=1))
+        v_sep = float(np.var(vals[ok, 0], ddof=1) + np.var(vals[ok, 1], ddof=1))
+        extra = z * z * v
+        lo = max(d.estimate - np.sqrt((d.estimate - d.lo) ** 2 + extra), -1.0)
+        hi = min(d.estimate + np.sqrt((d.hi - d.estimate) ** 2 + extra), 1.0)
+        out[metric] = Difference(d.estimate, float(lo), float(hi),
+                                 None if d.paired_sd is None else
+                                 float(np.sqrt(d.paired_sd ** 2 + v)),
+                                 None if d.separate_sd is None else
+                                 float(np.sqrt(d.separate_sd ** 2 + v_sep)), d.correlation)
+    return replace(cmp, differences=out)
+
+
+__all__ = ["Comparison", "Difference", "compare", "with_correction"]

@@ -143,6 +143,7 @@ class ImportanceResult(NamedTuple):
     # Σ_j (w_ij²/n_j) Var_{p_j}[(p_i f_i − ratio·p_i)/q_i] / mass² (NaN where mass = 0).
     ratio: np.ndarray | None = None
     ratio_variance: np.ndarray | None = None
+    z: sp.csr_matrix | None = None  # (m × nU) per-draw mass terms p_i / q_i
 
 
 def importance_estimate(
@@ -252,7 +253,8 @@ def importance_estimate(
         e2 = np.maximum(m2 - 2 * k * rz + k * k * z2, 0.0)
         ratio_var = np.where(mass > 0, (coef * per_draw_variance(e1, e2, n).T).sum(axis=1)
                              / (mass * mass), np.nan)
-    return ImportanceResult(est, var, neff, r, m1, kish, landed, mass, ratio, ratio_var)
+    zm = sp.csr_matrix((z, a.indices, a.indptr), shape=a.shape)
+    return ImportanceResult(est, var, neff, r, m1, kish, landed, mass, ratio, ratio_var, zm)
 
 
 class _Positions:

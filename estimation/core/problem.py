@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,11 @@ class CrowdAnswers:
     truth: np.ndarray  # (n_controls,) known relation code of each control question
     n_workers: int
     n_predicates: int
+    # Per question: its pair type (numbered as the questions first show them; one type
+    # when the problem names none) and how many answers it offered (relations and none).
+    strata: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n_options: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    names: list[str] = field(default_factory=list)  # predicate name of each code
 
     @property
     def known(self) -> dict[int, int]:
@@ -103,7 +108,7 @@ def load_problem(data: Any) -> Problem:
     if not isinstance(data, dict):
         raise ProblemError("problem: expected a JSON object")
     known = {"scheme", "systems", "draws", "labels", "exhaustive", "confidence", "answers",
-             "controls"}
+             "controls", "pair_types", "offered"}
     extra = sorted(set(data) - known)
     if extra:
         raise ProblemError(
@@ -217,8 +222,8 @@ def load_problem(data: Any) -> Problem:
         np.array([doc_codes(d) for d in docs], dtype=np.int64) if docs else None,
     )
     subjects_given = any(isinstance(x, list) and len(x) >= 3 for x in exhaustive)
-    if crowd is not None:  # every relation the problem names is a category
-        crowd = replace(crowd, n_predicates=len(preds.ids))
+    if crowd is not None:  # every relation the problem names has its code
+        crowd = replace(crowd, n_predicates=len(preds.ids), names=list(preds.ids))
     return Problem(scheme, float(confidence), pop, evidence, subjects_given, crowd)
 
 
@@ -240,39 +245,83 @@ def _votes(value: Any, where: str, workers: _Codes, preds: _Codes) -> list[tuple
 
 def _crowd_answers(data: dict, pairs: _Codes, preds: _Codes) -> CrowdAnswers | None:
     """"answers": {pair_key: [[worker_id, relation], ...]}, "controls": [{"answers":
-    [...], "truth": relation}, ...]; None when the problem has no answers."""
+    [...], "truth": relation(, "pair_type": type)}, ...], "pair_types": {pair_key:
+    type}, "offered": {type: [relation, ...]}; None when the problem has no answers."""
     answers, controls = data.get("answers"), data.get("controls", [])
     if answers is None:
-        if controls:
-            raise ProblemError("controls: given without answers")
+        for name in ("controls", "pair_types", "offered"):
+            if data.get(name):
+                raise ProblemError(f"{name}: given without answers")
         return None
     if not isinstance(answers, dict):
         raise ProblemError(f"answers: expected an object {{pair_key: [{ANSWER_SHAPE}, ...]}}")
     if not isinstance(controls, list):
         raise ProblemError("controls: expected a list of {answers, truth}")
-    workers = _Codes()
-    items, who, said, pair_codes, truth = [], [], [], [], []
+    types = data.get("pair_types", {})
+    if not isinstance(types, dict):
+        raise ProblemError("pair_types: expected an object {pair_key: type}")
+    for key, t in types.items():
+        if key not in answers:
+            raise ProblemError(f"pair_types.{key}: pair_key has no answers")
+        _nonempty_str(t, f"pair_types.{key}", "type")
+    workers, strata = _Codes(), _Codes()
+    items, who, said, pair_codes, truth, of_type = [], [], [], [], [], []
     for q, (key, votes) in enumerate(answers.items()):
         if key not in pairs.ids:
             raise ProblemError(f"answers.{key}: pair_key is not among the systems' instances")
         pair_codes.append(pairs.ids[key])
+        of_type.append(strata(types.get(key, "")))
         for w, a in _votes(votes, f"answers.{key}", workers, preds):
             items.append(q)
             who.append(w)
             said.append(a)
     for k, c in enumerate(controls):
         where = f"controls[{k}]"
-        if not isinstance(c, dict) or set(c) != {"answers", "truth"}:
-            raise ProblemError(f"{where}: expected an object with answers and truth")
+        if not isinstance(c, dict) or not {"answers", "truth"} <= set(c) <= {
+                "answers", "truth", "pair_type"}:
+            raise ProblemError(f"{where}: expected an object with answers, truth "
+                               "(and pair_type)")
         t = _nonempty_str(c["truth"], f"{where}.truth", "predicate or 'no_relation'")
         truth.append(NO_RELATION if t == "no_relation" else preds(t))
+        of_type.append(strata(_nonempty_str(c["pair_type"], f"{where}.pair_type", "type")
+                              if "pair_type" in c else ""))
         for w, a in _votes(c["answers"], f"{where}.answers", workers, preds):
             items.append(len(answers) + k)
             who.append(w)
             said.append(a)
+    st = np.array(of_type, np.int64)
     return CrowdAnswers(np.array(pair_codes, np.int64), np.array(items, np.int64),
                         np.array(who, np.int64), np.array(said, np.int64),
-                        np.array(truth, np.int64), len(workers.ids), len(preds.ids))
+                        np.array(truth, np.int64), len(workers.ids), len(preds.ids), st,
+                        _options(data.get("offered", {}), strata, st, np.array(items, np.int64),
+                                 np.array(said, np.int64), truth, preds))
+
+
+def _options(offered: Any, strata: _Codes, st: np.ndarray, items: np.ndarray,
+             said: np.ndarray, truth: list[int], preds: _Codes) -> np.ndarray:
+    """Answers offered per question: its type's relations and none. A type's relations
+    are its "offered" list, else those its questions' answers and truths name."""
+    if not isinstance(offered, dict):
+        raise ProblemError("offered: expected an object {type: [predicate, ...]}")
+    named: list[set[int]] = [set() for _ in strata.ids]
+    for q, a in zip(items, said, strict=True):
+        named[st[q]].add(int(a))
+    n = len(st) - len(truth)
+    for k, t in enumerate(truth):
+        named[st[n + k]].add(t)
+    sizes = np.array([len(s - {NO_RELATION}) + 1 for s in named], float)
+    for t, rels in offered.items():
+        where = f"offered.{t}"
+        if t not in strata.ids:
+            raise ProblemError(f"{where}: no answered pair or control is of that type")
+        if not isinstance(rels, list) or not rels:
+            raise ProblemError(f"{where}: expected a non-empty list of predicates")
+        for i, r in enumerate(rels):
+            if _nonempty_str(r, f"{where}[{i}]", "predicate") == "no_relation":
+                raise ProblemError(f"{where}[{i}]: list the relations only (none is "
+                                   "always offered)")
+        sizes[strata.ids[t]] = len(set(rels)) + 1
+    return sizes[st] if len(st) else np.zeros(0)
 
 
 def _num(x: float) -> float | None:

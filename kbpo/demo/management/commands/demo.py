@@ -102,6 +102,9 @@ class Command(BaseCommand):
                             help="mean error rate of the simulated crowd's honest workers "
                                  "(default 0.05, a careful crowd; 0.2 tests the noise "
                                  "correction, KBPO_SOFT_LABELS)")
+        parser.add_argument("--confusion", type=Path, default=None,
+                            help="simulate_crowd's --confusion: per-worker, per-relation "
+                                 "false yes and miss rates (docs/operators/crowd.md)")
         parser.add_argument("--skip-systems", action="store_true",
                             help="stop after the corpus, the exhaustive sample and accounts")
         parser.add_argument("--wait", type=int, default=600,
@@ -189,7 +192,8 @@ class Command(BaseCommand):
         self._wait_for(corpus, PIPELINE_BUSY, int(opts["wait"]))
         self._step("The simulated crowd answers every open question")
         call_command("simulate_crowd", gold=docs, corpus=tag, seed=params["seed"],
-                     error_rate=float(opts["crowd_error"]), stdout=self.stdout)
+                     error_rate=float(opts["crowd_error"]), stdout=self.stdout,
+                     **_confusion(opts))
 
     def _accounts(self) -> User:
         """The demo researcher, the operator, and the systems' owner."""
@@ -232,7 +236,7 @@ class Command(BaseCommand):
             # are then about 99% right, so the demo's scores sit close to truth.json.
             call_command("simulate_crowd", gold=str(out / "gold.jsonl"), corpus=tag,
                          seed=params["seed"], error_rate=float(opts["crowd_error"]),
-                         stdout=self.stdout)
+                         stdout=self.stdout, **_confusion(opts))
 
     def _submit_systems(self, out: Path, corpus: Corpus, owner: User,
                         drop_invalid: bool = False, pattern: str = "*.kb") -> None:
@@ -311,3 +315,8 @@ class Command(BaseCommand):
             user.is_staff = user.is_superuser = staff
             user.save()
         return user
+
+
+def _confusion(opts: dict) -> dict[str, str]:
+    """simulate_crowd's --confusion when given."""
+    return {} if opts.get("confusion") is None else {"confusion": str(opts["confusion"])}
