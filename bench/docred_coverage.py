@@ -69,7 +69,7 @@ CAP = 3  # relations an answer may mark on a DocRED page (docred.json)
 CONTROL_SHARE = 0.09  # KBPO_CONTROL_SHARE
 BOOTSTRAP = 8  # KBPO_SOFT_LABEL_BOOTSTRAP
 WORKERS = 20
-CROWD = {"error": 0.1, "spammers": 0.1}  # --error, --spammers
+CROWD = {"error": 0.1, "spammers": 0.1, "hard": False}  # --error, --spammers, --hard
 
 
 @dataclass
@@ -180,9 +180,12 @@ def trial(w: World, seed: int, draws_per: int, exhaustive_docs: int, options: st
         m = np.isin(g_d, keep_docs)
         g_p, g_r, g_s, g_d = g_p[m], g_r[m], g_s[m], g_d[m]
     ev = prepare_evidence(w.pop, draws, np.asarray(lp), np.asarray(lr), g_p, g_r, g_s, g_d)
-    ev = self_consistent(w.pop, with_soft_labels(w.pop, ev, soft))
-    res = estimate(w.pop, ev, "instance", ["instance"])
-    res = widen(res, correction_variance(w.pop, ev, rep_soft, "instance", ["instance"]))
+    if CROWD["hard"]:
+        res = estimate(w.pop, ev, "instance", ["instance"])
+    else:
+        ev = self_consistent(w.pop, with_soft_labels(w.pop, ev, soft))
+        res = estimate(w.pop, ev, "instance", ["instance"])
+        res = widen(res, correction_variance(w.pop, ev, rep_soft, "instance", ["instance"]))
     out = {"labels": n_lab, "answers": len(answers)}
     for metric in ("precision", "recall"):
         for kind in ("joint", "simple"):
@@ -233,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--options", choices=("tac", "all"), default="tac")
     ap.add_argument("--error", type=float, default=0.1, help="honest workers' error rate")
     ap.add_argument("--spammers", type=float, default=0.1, help="share of spammers")
+    ap.add_argument("--hard", action="store_true",
+                    help="no correction: the labels alone (with --error 0, the truth)")
     args = ap.parse_args(argv)
-    CROWD.update(error=args.error, spammers=args.spammers)
+    CROWD.update(error=args.error, spammers=args.spammers, hard=args.hard)
     if not args.source.is_file():
         print(f"skipped: {args.source} is absent (a Re-DocRED or DocRED file is needed)")
         return 0
@@ -264,7 +269,7 @@ def report(rec: dict, args: argparse.Namespace) -> None:
     ex = f"{args.exhaustive_docs} exhaustive docs" if args.exhaustive_docs else "all docs gold"
     print(f"\n{len(rec[('recall', 'joint')])} seeds, {args.docs} docs, {args.draws} draws a "
           f"system, {ex}, options {args.options}, crowd error {args.error} spammers "
-          f"{args.spammers}; instance scheme")
+          f"{args.spammers}{', hard labels' if args.hard else ''}; instance scheme")
     print(f"{'metric':18s} {'cover':>6s} {'bias':>8s} {'MAE':>6s} {'width':>6s}  "
           "per system: signed error (coverage)")
     for key in (("precision", "joint"), ("recall", "joint"),
