@@ -99,3 +99,24 @@ def test_one_relation_per_pair_is_unchanged() -> None:
     np.testing.assert_array_equal(ev.relations_per_true(np.arange(4)), 1.0)
     # a = 1/q: den = 3·7/3 + 2·7/2 + 7 = 21, A's numerator 7 + 7.
     np.testing.assert_allclose(_joint(pop, ev).estimate, [14 / 21, 1.0], rtol=1e-12)
+
+
+def test_certain_soft_labels_give_the_hard_interval_when_a_system_names_two() -> None:
+    """ν̂'s variance takes a²g² per pair: with a system naming both true relations of a
+    pair, c_i²/q² = 4/q², not c_i/q² (certain soft labels were read as the latter,
+    narrowing joint recall where systems find several facts of one pair)."""
+    systems = {"A": ([0, 1, 4], [1, 3, 6]), "B": ([0, 0, 1, 2, 3, 5], [1, 2, 3, 5, 4, 7])}
+    labels = ([0, 0, 1, 2, 3, 4, 5], [1, 2, 3, -1, 4, 6, 8])
+    pop = Population()
+    for name, (pairs, preds) in systems.items():
+        pop.add_system(name, np.array(pairs), np.array(preds))
+    draws = {"A": np.array([0, 1, 4, 0]), "B": np.array([0, 0, 1, 2, 3, 5, 1])}
+    gold = ([0, 0, 1, 3, 4, 5, 6], [1, 2, 3, 4, 6, 8, 9], [0, 0, 1, 2, 3, 4, 5])
+    ev = prepare_evidence(pop, draws, np.array(labels[0]), np.array(labels[1]),
+                          np.array(gold[0]), np.array(gold[1]), exhaustive_docs=np.array(gold[2]))
+    hard = _joint(pop, ev)
+    certain = SoftLabels(np.array(labels[0]), np.array(labels[1]), np.ones(len(labels[0])))
+    soft = _joint(pop, with_soft_labels(pop, ev, certain))
+    assert 0 < hard.estimate[1] < 1 and hard.hi[1] - hard.lo[1] > 0.01
+    for end in ("estimate", "lo", "hi"):
+        np.testing.assert_allclose(getattr(soft, end), getattr(hard, end), rtol=1e-9)
