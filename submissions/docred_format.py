@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from kbpo.core.jsonlist import Where
+from kbpo.core.jsonstream import Flawed
 from kbpo.core.schemas import RelationSchema
 
 from .kbformat import Report, clip, open_stream
@@ -29,8 +30,10 @@ DOCRED = "docred"
 FORMATS = (TAC_KB, DOCRED)
 FIELDS = ("title", "h_idx", "t_idx", "r")
 # A JSON list whose first element is an object (or an empty list): no TAC KB file
-# starts so (its first line is a run id).
+# starts so (its first line is a run id). A JSON object is no TAC KB file either: read
+# as DocRED, it is refused at upload with what to change (`check_upload`).
 _JSON_LIST = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\[\s*[{\]]")
+_JSON_OBJECT = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\{\s*\"")
 
 
 def sniff(fh: IO[bytes]) -> str:
@@ -44,7 +47,18 @@ def sniff(fh: IO[bytes]) -> str:
         head = b""
     finally:
         fh.seek(0)
-    return DOCRED if _JSON_LIST.match(head) else TAC_KB
+    return DOCRED if _JSON_LIST.match(head) or _JSON_OBJECT.match(head) else TAC_KB
+
+
+def _is_object(fh: IO[bytes]) -> bool:
+    fh.seek(0)
+    stream, _ = open_stream(fh)
+    try:
+        return bool(_JSON_OBJECT.match(stream.read(4096)))
+    except (OSError, EOFError):
+        return False
+    finally:
+        fh.seek(0)
 
 
 def format_problem(found: str, declared: str | None, schema_name: str, corpus_tag: str
@@ -107,7 +121,7 @@ def _loose(text: str) -> str:
     return " ".join(text.replace("_", " ").split()).casefold()
 
 
-@dataclass
+@dataclass(slots=True)
 class Prediction:
     number: int  # position in the list, from 1
     doc: DocView
@@ -126,6 +140,8 @@ def check_prediction(number: int, where: Where, item: object, corpus: CorpusView
     """One prediction checked: the Prediction, or (code, message) of its first error."""
     p = where.path
     at = f" (line {where.line}, column {where.column})"
+    if isinstance(item, Flawed):
+        return ("MALFORMED_PREDICTION", f"{p}{at}: {item.problem}")
     if not isinstance(item, dict):
         return ("MALFORMED_PREDICTION", f"{p}{at}: expected an object {{\"title\", \"h_idx\", "
                                         f"\"t_idx\", \"r\"}}, got {type(item).__name__}")
@@ -189,7 +205,6 @@ def check_predictions(items: Iterable[tuple[Where, object]], corpus: CorpusView,
     """Every valid prediction, duplicates merged (first position kept, evidence joined),
     and the number read; problems go to `report`, predictions in `drop` are left out."""
     kept: dict[tuple[int, int, int, str], Prediction] = {}
-    first: dict[tuple[int, int, int, str], Where] = {}
     n = 0
     for n, (where, item) in enumerate(items, start=1):
         if n in drop:
@@ -197,17 +212,23 @@ def check_predictions(items: Iterable[tuple[Where, object]], corpus: CorpusView,
         checked = check_prediction(n, where, item, corpus, schema)
         if isinstance(checked, tuple):
             report.add(n, *checked)
+            if report.error_lines_full:
+                # More invalid predictions than even drop-invalid accepts: the file is
+                # refused whatever follows, so a file of junk costs its first ones only.
+                report.add(n, "TOO_MANY_ERRORS", f"validation stopped at {where.path}: more "
+                           f"than {report.max_error_lines - 1:,} predictions have errors",
+                           always=True)
+                break
             continue
         key = (checked.doc.pk, checked.h, checked.t, checked.r)
         if key in kept:
             kept[key].evidence |= checked.evidence
             report.add(n, "DUPLICATE_PREDICTION",
                        f"{where.path} (line {where.line}, column {where.column}) repeats "
-                       f"{first[key].path} ({clip(checked.doc.title)}, h_idx {checked.h}, "
+                       f"[{kept[key].number - 1}] ({clip(checked.doc.title)}, h_idx {checked.h}, "
                        f"t_idx {checked.t}, {checked.r}); merged")
             continue
         kept[key] = checked
-        first[key] = where
     return list(kept.values()), n
 
 
@@ -218,4 +239,9 @@ def check_upload(fh: IO[bytes], check: object, schema_name: str, corpus_tag: str
     found = sniff(fh)
     if found == DOCRED and hasattr(check, "run_id"):
         check.run_id = ""
+    if found == DOCRED and _is_object(fh):
+        return ("The file is one JSON object {...}; a DocRED result file is a JSON list "
+                "[{\"title\": ..., \"h_idx\": ..., \"t_idx\": ..., \"r\": ...}, ...], as "
+                "the official DocRED evaluation reads it. If your predictions are under a "
+                "key of the object, write that list alone (docs/researchers/docred.md).")
     return format_problem(found, declared or None, schema_name, corpus_tag)

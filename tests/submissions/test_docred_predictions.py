@@ -177,10 +177,10 @@ def test_duplicates_are_merged_with_a_warning(tmp_path: Path, user: User,
 
 @pytest.mark.parametrize(("data", "message"), [
     (b'[{"title": "x", "h_idx": 0,\n "t_idx": 1 "r": "P17"}]',
-     "line 2, column 13: [0]: not valid JSON (Expecting ',' delimiter) at line 2, column 13"),
+     "[0]: not valid JSON (Expecting ',' delimiter) at line 2, column 13"),
     (b'[{"title": "x"}', "the file ends early"),
     (b"[]", "the file contains no valid prediction"),
-    (b'[{"title": "\xff"}]', "byte 12 (line 1) is not UTF-8"),
+    (b'[{"title": "\xff"}]', "byte 12 (line 1, column 13, in [0]) is not UTF-8"),
 ])
 def test_whole_file_problems_reject_it_even_with_drop_invalid(
         tmp_path: Path, user: User, docred: Corpus, data: bytes, message: str) -> None:
