@@ -95,6 +95,7 @@ class _Text:
         self.buf = ""
         self.eof = False
         self.read_bytes = 0
+        self.bad: int | None = None  # the offset of the first byte that is not UTF-8
         self.index = 0  # elements begun, for the messages of errors found while reading
         self.mark, self.line, self.column = 0, 1, 1  # a known position in `buf`
 
@@ -120,7 +121,14 @@ class _Text:
         return 0
 
     def more(self, at_least: int = 0) -> bool:
-        """Read about max(chunk, at_least) more bytes; False at the end of the stream."""
+        """Read about max(chunk, at_least) more bytes; False at the end of the stream.
+        Raises the error of a byte that is not UTF-8 once the text before it is used up:
+        the message then names the element it is in."""
+        if self.bad is not None:
+            line, column = self.where(len(self.buf), commit=False)
+            raise StreamError("MALFORMED_JSON", f"byte {self.bad:,} (line {line}, column "
+                              f"{column}, {self._place()}) is not UTF-8; save the file as UTF-8",
+                              line, column, max(self.index, 0))
         if self.eof:
             return False
         want = max(self.chunk, at_least)
@@ -133,39 +141,36 @@ class _Text:
                 raise StreamError("GZIP_CORRUPT", f"the gzip data is corrupt or truncated "
                                   f"near line {line} ({exc}); re-create it with "
                                   "`gzip -c result.json > result.json.gz`", line, column,
-                                  self.index) from None
+                                  max(self.index, 0)) from None
             if not data:
                 self.eof = True
                 self._decode(b"", final=True)
-                return got > 0
+                return got > 0 or self.bad is not None
             got += len(data)
             self.read_bytes += len(data)
             if self.read_bytes > self.max_bytes:
                 line, column = self.where(len(self.buf), commit=False)
                 raise StreamError("FILE_TOO_LARGE", f"the file is larger than "
                                   f"{self.max_bytes:,} bytes uncompressed (limit reached "
-                                  f"in [{self.index}], near line {line})", line, column,
-                                  self.index)
+                                  f"{self._place()}, near line {line})", line, column,
+                                  max(self.index, 0))
             self._decode(data)
+            if self.bad is not None:
+                return True
         return True
+
+    def _place(self) -> str:
+        return f"in [{self.index}]" if self.index >= 0 else "after the list"
 
     def _decode(self, data: bytes, final: bool = False) -> None:
         pending = self.decoder.getstate()[0]
         try:
             self.buf += self.decoder.decode(data, final)
         except UnicodeDecodeError as exc:
-            whole = pending + data
-            before = whole[:exc.start].decode("utf-8", "replace")
-            line, column = self.where(len(self.buf), commit=False)
-            if "\n" in before:
-                line += before.count("\n")
-                column = len(before) - before.rindex("\n")
-            else:
-                column += len(before)
-            offset = self.read_bytes - len(data) - len(pending) + exc.start
-            raise StreamError("MALFORMED_JSON", f"byte {offset:,} (line {line}, column "
-                              f"{column}, in [{self.index}]) is not UTF-8; save the file "
-                              "as UTF-8", line, column, self.index) from None
+            # Keep the text before the bad byte; `more` raises when it is needed.
+            whole, offset = pending + data, self.read_bytes - len(data) - len(pending)
+            self.buf += whole[:exc.start].decode("utf-8-sig" if offset == 0 else "utf-8")
+            self.bad = offset + exc.start
 
     def skip_ws(self, pos: int) -> int:
         """The offset of the next non-blank character, reading on as needed; len(buf)
@@ -196,10 +201,10 @@ def stream_list(stream: IO[bytes], *, max_bytes: int, max_items: int, max_item_c
                           f"{line}, column {column}; the list itself must be the whole "
                           "file", line, column)
     pos = text.skip_ws(pos + 1)
+    index = 0
     if pos < len(text.buf) and text.buf[pos] == "]":
         pos += 1
     else:
-        index = 0
         while True:
             text.index = index
             if index >= max_items:
@@ -214,6 +219,7 @@ def stream_list(stream: IO[bytes], *, max_bytes: int, max_items: int, max_item_c
                 value, strict.problem = Flawed(strict.problem), ""
             yield Where(f"[{index}]", line, column), value
             index += 1
+            text.index = index
             pos = text.skip_ws(pos)
             if pos < len(text.buf) and text.buf[pos] == ",":
                 pos = text.skip_ws(pos + 1)
@@ -225,11 +231,12 @@ def stream_list(stream: IO[bytes], *, max_bytes: int, max_items: int, max_item_c
             ended = "" if pos < len(text.buf) else " (the file ends early: truncated?)"
             raise StreamError("MALFORMED_JSON", f"after [{index - 1}]: expected ',' or ']' "
                               f"at line {eline}, column {ecol}{ended}", eline, ecol, index)
+    text.index = -1  # past the list
     pos = text.skip_ws(pos)
     if pos < len(text.buf):
         eline, ecol = text.where(pos, commit=False)
         raise StreamError("MALFORMED_JSON", f"text after the end of the list at line "
-                          f"{eline}, column {ecol}", eline, ecol, text.index + 1)
+                          f"{eline}, column {ecol}", eline, ecol, index)
 
 
 def _element(text: _Text, strict: _Strict, start: int, index: int, max_chars: int,
