@@ -221,3 +221,22 @@ def test_docred_uploads_take_the_tac_byte_cap_and_rate_limits(docred: Corpus, us
     resp = upload(client, result(GOOD[1:]), name="over")
     assert resp.status_code == 429, resp.content
     assert "submissions allowed on corpus redocred in 24 hours" in resp.json()["detail"]
+
+
+@pytest.mark.parametrize(("data", "code"), [
+    (gzip.compress(b"[" + b"{}," * 2_000_000 + b"{}]"), "TOO_MANY_PREDICTIONS"),
+    (json.dumps([dict(GOOD[0], evidence=["DEEP"])]).replace('"DEEP"', "[" * 5000 + "]" * 5000)
+     .encode(), "MALFORMED_JSON"),
+    (result([dict(GOOD[0], score=float("nan"))]), "MALFORMED_PREDICTION"),
+])
+@pytest.mark.django_db(transaction=True)
+def test_the_api_answers_a_hostile_file_with_422_and_its_report(
+        docred: Corpus, user: User, settings, data: bytes, code: str) -> None:
+    """Committed for real, so validation runs inside the request (no worker): the answer
+    is the rejected submission, never a 500 or a `failed` one."""
+    settings.KBPO_SUBMISSION_MAX_PREDICTIONS = 1_000
+    resp = upload(api(user), data)
+    assert resp.status_code == 422, resp.content
+    body = resp.json()
+    assert body["state"] == "rejected"
+    assert code in {p["code"] for p in body["report"]}, body["report"]
