@@ -477,7 +477,8 @@ _TRUST = [
           ("if index >= max_items:", "if index > max_items:")),
     _edit("docred_no_prediction_length_cap", "one DocRED prediction may be any length (a "
           "50 MB string is read whole)", "limits", T_DOCRED_HOSTILE, "kbpo/core/jsonstream.py",
-          ("    if end - start > max_chars:\n", "    if end - start > max_chars * 10**9:\n")),
+          ("if self.offset - self.mark > self.max_item:",
+           "if self.offset - self.mark > self.max_item * 10**9:")),
     # Validation: text at the offsets (the rules themselves are _RULES below).
     _edit("same_text_casefold", "a mention's quoted text matches case-insensitively",
           "validation", T_VALIDATION, "submissions/kbformat.py",

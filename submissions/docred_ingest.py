@@ -66,7 +66,7 @@ class DocredIngestor:
                     stream_list(stream, what="prediction",
                                 max_bytes=settings.KBPO_SUBMISSION_MAX_BYTES,
                                 max_items=settings.KBPO_SUBMISSION_MAX_PREDICTIONS,
-                                max_item_chars=settings.KBPO_SUBMISSION_MAX_LINE_BYTES),
+                                max_item_bytes=settings.KBPO_SUBMISSION_MAX_LINE_BYTES),
                     view, corpus.relation_schema, self.report, self.drop)
         except StreamError as exc:
             self.read = max(self.read, exc.index)

@@ -1,288 +1,294 @@
-"""Reading a JSON list element by element from a byte stream, with bounded work and
-memory: what an upload of a JSON list (a DocRED result file) goes through.
+"""Reading a JSON list element by element from a byte stream with ijson (yajl), with
+bounded work and memory: what an upload of a JSON list (a DocRED result file) goes
+through.
 
-`jsonlist.iter_list` parses text already in memory; `stream_list` reads the stream in
-chunks, decodes UTF-8 incrementally and hands each element to the standard decoder
-as soon as the text holds all of it. It holds at most one element (and a chunk)
-beyond what it has read, so the caps say what a file can cost:
+ijson's C parser reads the stream in chunks and hands out its events; the elements of
+the top-level list are built from them here, one at a time. The file object ijson
+reads from (`_Counted`) counts what it hands over, so the caps say what a file can cost:
 
 - `max_bytes`: decompressed bytes read at most (a gzip bomb stops there);
 - `max_items`: elements read at most; element `max_items + 1` stops the file (a small
   gzip holds millions of tiny elements, and checking costs per element);
-- `max_item_chars`: characters of one element's JSON text at most (a 50 MB string is
-  refused once its first `max_item_chars` characters are buffered, not read whole).
+- `max_item_bytes`: bytes of one element at most. ijson does not say where an element
+  starts, so this is checked at each read: once more than `max_item_bytes` bytes have
+  been read since the last complete element, the element being read is longer (one
+  up to two chunks longer can get through). A 50 MB string is refused after
+  `max_item_bytes` and a chunk, not read whole;
+- nesting: at most `MAX_DEPTH` levels (ijson's own `items` would cost memory quadratic
+  in the depth).
 
 A whole-file problem raises `StreamError`, whose `code` names it (`MALFORMED_JSON`,
 `FILE_TOO_LARGE`, `GZIP_CORRUPT`, `EMPTY_FILE`, `TOO_MANY_ITEMS`, `ITEM_TOO_LONG`) and
-whose message gives the element (`[12]`), the line and the column. An element that
-parses but is not strict JSON (a repeated key, NaN or Infinity) is yielded as a
+whose message gives the element (`[12]`) and, for a syntax error, the byte, line and
+column where the parser stopped. yajl is strict: NaN, Infinity and bytes that are not
+UTF-8 are syntax errors of the file. An element with a repeated key is yielded as a
 `Flawed` value: the caller reports it as that element's problem. Django-free.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import IO
 
-from .jsonlist import JsonListError, Where
+import ijson
 
 CHUNK = 1 << 16
-_WS = re.compile(r"[ \t\r\n]*")
-# A decoding error this close to the end of the buffered text may only mean the element
-# goes on in the next chunk (a literal, a number or a \u escape cut in two).
-_SLACK = 16
+MAX_DEPTH = 64
+_BOM = b"\xef\xbb\xbf"
+_BLANK = b" \t\r\n"
+_CONSTANT = re.compile(rb"NaN|Inf")
 
 
-class StreamError(JsonListError):
+class StreamError(ValueError):
     """A problem with the file as a whole; `code` says which."""
 
-    def __init__(self, code: str, message: str, line: int = 1, column: int = 1,
-                 index: int = 0) -> None:
-        super().__init__(message, line, column)
+    def __init__(self, code: str, message: str, index: int = 0) -> None:
+        super().__init__(message)
         self.code = code
         self.index = index  # elements read before it (its position is index + 1)
 
 
 @dataclass(frozen=True)
 class Flawed:
-    """An element that Python's json module reads but that is not strict JSON."""
+    """An element that parses but that strict JSON forbids (a repeated key)."""
 
     problem: str
 
 
-class _Strict:
-    """The decoder of one element, noting what strict JSON forbids."""
+class _Counted:
+    """The stream as ijson reads it: bytes and lines counted, the caps applied, gzip
+    errors named, a leading BOM left out, the last chunk kept for error positions."""
 
-    def __init__(self) -> None:
-        self.problem = ""
-        self.decoder = json.JSONDecoder(object_pairs_hook=self._object,
-                                        parse_constant=self._constant)
-
-    def _object(self, pairs: list[tuple[str, object]]) -> dict[str, object]:
-        obj = dict(pairs)
-        if len(obj) != len(pairs) and not self.problem:
-            seen: set[str] = set()
-            key = ""
-            for key, _ in pairs:
-                if key in seen:
-                    break
-                seen.add(key)
-            self.problem = (f"the key {json.dumps(key)[:80]} appears twice in one object; "
-                            "JSON readers disagree on which value counts: keep one")
-        return obj
-
-    def _constant(self, name: str) -> float:
-        if not self.problem:
-            self.problem = (f"{name} is not a JSON value (Python's json.dump writes it for "
-                            "a float that is not a number): write a number or null")
-        return float(name)
-
-
-class _Text:
-    """The decoded text of a byte stream, read on demand, with line and column of any
-    offset at or after the last one asked (elements come in order)."""
-
-    def __init__(self, stream: IO[bytes], max_bytes: int, chunk: int) -> None:
+    def __init__(self, stream: IO[bytes], max_bytes: int, max_item: int, what: str,
+                 chunk: int) -> None:
         self.stream = stream
-        self.max_bytes = max_bytes
         self.chunk = chunk
-        self.decoder = codecs.getincrementaldecoder("utf-8-sig")("strict")
-        self.buf = ""
-        self.eof = False
-        self.read_bytes = 0
-        self.bad: int | None = None  # the offset of the first byte that is not UTF-8
-        self.index = 0  # elements begun, for the messages of errors found while reading
-        self.mark, self.line, self.column = 0, 1, 1  # a known position in `buf`
+        self.max_bytes = max_bytes
+        self.max_item = max_item
+        self.what = what
+        self.pending, self.pending_at = b"", 0  # read by `head`, not yet parsed
+        self.offset = 0  # bytes of the file read (the BOM included)
+        self.mark = 0  # `offset` when the last element was complete
+        self.index = 0  # the element being read; -1 past the list
+        self.last, self.last_at = b"", 0  # the last chunk and its offset
+        self.tail = b""  # the end of the chunk before it
+        self.lines, self.line_at = 1, 0  # lines before `last`; offset of its line start
 
-    def where(self, offset: int, commit: bool = True) -> tuple[int, int]:
-        """(line, column), 1-based, of `buf[offset]`."""
-        newlines = self.buf.count("\n", self.mark, offset)
-        if newlines:
-            line = self.line + newlines
-            column = offset - self.buf.rindex("\n", self.mark, offset)
+    def place(self, prefix: str = "") -> str:
+        return f"{prefix}[{self.index}]" if self.index >= 0 else "after the list"
+
+    def _raw(self, size: int) -> bytes:
+        try:
+            data = self.stream.read(size)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise StreamError("GZIP_CORRUPT", f"the gzip data is corrupt or truncated near "
+                              f"byte {self.offset:,} ({self.place()}: {exc}); re-create it "
+                              "with `gzip -c result.json > result.json.gz`",
+                              max(self.index, 0)) from None
+        self.offset += len(data)
+        if self.offset > self.max_bytes:
+            raise StreamError("FILE_TOO_LARGE", f"the file is larger than "
+                              f"{self.max_bytes:,} bytes uncompressed (limit reached "
+                              f"{self.place('in ')})", max(self.index, 0))
+        return data
+
+    def head(self) -> bytes:
+        """The first non-blank byte (BOM left out), b"" for a blank file; what was read
+        is handed to the parser first."""
+        while True:
+            data = self._raw(self.chunk)
+            ended = not data
+            if self.offset == len(data) and data[:1] == b"\xef":
+                while len(data) < 3 and (more := self._raw(3 - len(data))):
+                    data += more
+                if data.startswith(_BOM):
+                    data, self.pending_at = data[3:], 3
+            text = data.lstrip(_BLANK)
+            if text or ended:
+                self.pending = data
+                return text[:1]
+            if (nl := data.rfind(b"\n")) >= 0:  # only blanks so far: counted, not kept
+                self.lines += data.count(b"\n")
+                self.line_at = self.offset - len(data) + nl + 1
+            self.pending_at = self.offset
+
+    def read(self, size: int) -> bytes:
+        if not size:  # ijson's first call, to see whether the stream gives bytes
+            return b""
+        if self.pending:
+            data, at, self.pending = self.pending, self.pending_at, b""
         else:
-            line, column = self.line, self.column + offset - self.mark
-        if commit:
-            self.mark, self.line, self.column = offset, line, column
-        return line, column
+            # No element was complete since `mark`: the one being read holds all the
+            # bytes read since.
+            if self.offset - self.mark > self.max_item:
+                raise StreamError("ITEM_TOO_LONG", f"{self.place()}: the {self.what} is "
+                                  f"longer than {self.max_item:,} bytes, the limit (each "
+                                  f"{self.what} is one short object: is a key or a string "
+                                  "much longer than it should be?)", max(self.index, 0))
+            data = self._raw(size)
+            at = self.offset - len(data)
+        self.tail = self.last[-16:]
+        self.lines += self.last.count(b"\n")
+        nl = self.last.rfind(b"\n")
+        if nl >= 0:
+            self.line_at = self.last_at + nl + 1
+        self.last, self.last_at = data, at
+        return data
 
-    def drop_before(self, offset: int) -> int:
-        """Forget the text before `offset` (read and parsed); the new offset of it."""
-        if offset < max(self.chunk, len(self.buf) // 2):
-            return offset
-        self.where(offset)
-        self.buf = self.buf[offset:]
-        self.mark = 0
-        return 0
+    def where(self, off: int) -> str:
+        """Byte, line and column of offset `off` of the last chunk."""
+        line = self.lines + self.last.count(b"\n", 0, off)
+        nl = self.last.rfind(b"\n", 0, off)
+        start = self.last_at + nl + 1 if nl >= 0 else self.line_at
+        at = self.last_at + off
+        return f"byte {at:,} (line {line}, column {at - start + 1}"
 
-    def more(self, at_least: int = 0) -> bool:
-        """Read about max(chunk, at_least) more bytes; False at the end of the stream.
-        Raises the error of a byte that is not UTF-8 once the text before it is used up:
-        the message then names the element it is in."""
-        if self.bad is not None:
-            line, column = self.where(len(self.buf), commit=False)
-            raise StreamError("MALFORMED_JSON", f"byte {self.bad:,} (line {line}, column "
-                              f"{column}, {self._place()}) is not UTF-8; save the file as UTF-8",
-                              line, column, max(self.index, 0))
-        if self.eof:
-            return False
-        want = max(self.chunk, at_least)
-        got = 0
-        while got < want:
-            try:
-                data = self.stream.read(min(want - got, 1 << 20))
-            except (OSError, EOFError, zlib.error) as exc:
-                line, column = self.where(len(self.buf), commit=False)
-                raise StreamError("GZIP_CORRUPT", f"the gzip data is corrupt or truncated "
-                                  f"near line {line} ({exc}); re-create it with "
-                                  "`gzip -c result.json > result.json.gz`", line, column,
-                                  max(self.index, 0)) from None
-            if not data:
-                self.eof = True
-                self._decode(b"", final=True)
-                return got > 0 or self.bad is not None
-            got += len(data)
-            self.read_bytes += len(data)
-            if self.read_bytes > self.max_bytes:
-                line, column = self.where(len(self.buf), commit=False)
-                raise StreamError("FILE_TOO_LARGE", f"the file is larger than "
-                                  f"{self.max_bytes:,} bytes uncompressed (limit reached "
-                                  f"{self._place()}, near line {line})", line, column,
-                                  max(self.index, 0))
-            self._decode(data)
-            if self.bad is not None:
-                return True
-        return True
-
-    def _place(self) -> str:
-        return f"in [{self.index}]" if self.index >= 0 else "after the list"
-
-    def _decode(self, data: bytes, final: bool = False) -> None:
-        pending = self.decoder.getstate()[0]
-        try:
-            self.buf += self.decoder.decode(data, final)
-        except UnicodeDecodeError as exc:
-            # Keep the text before the bad byte; `more` raises when it is needed.
-            whole, offset = pending + data, self.read_bytes - len(data) - len(pending)
-            self.buf += whole[:exc.start].decode("utf-8-sig" if offset == 0 else "utf-8")
-            self.bad = offset + exc.start
-
-    def skip_ws(self, pos: int) -> int:
-        """The offset of the next non-blank character, reading on as needed; len(buf)
-        at the end of the stream."""
-        while True:
-            pos = _WS.match(self.buf, pos).end()  # type: ignore[union-attr]
-            if pos < len(self.buf) or not self.more():
-                return pos
-            pos = self.drop_before(pos)
+    def syntax(self, exc: Exception) -> StreamError:
+        """The StreamError of a yajl error, placed where the parser stopped."""
+        raw = exc.args[0] if exc.args else b""
+        msg = raw if isinstance(raw, bytes) else str(raw).encode("utf-8", "replace")
+        lines = msg.split(b"\n")
+        what = lines[0].decode("utf-8", "replace").split(": ", 1)[-1].rstrip(".")
+        snippet = lines[1] if len(lines) > 1 else b""
+        index = max(self.index, 0)
+        if what == "trailing garbage":
+            return StreamError("MALFORMED_JSON", "text after the end of the list: the list "
+                               "must be the whole file", index)
+        if not snippet.strip():
+            return StreamError("MALFORMED_JSON", f"{self.place()}: not valid JSON ({what}) "
+                               "at the end of the file (the file ends early: truncated?)",
+                               index)
+        off = _offset(snippet, self.last)
+        if off is None:
+            return StreamError("MALFORMED_JSON", f"{self.place()}: not valid JSON ({what}) "
+                               f"between bytes {self.last_at:,} and {self.offset:,}", index)
+        if "UTF8" in what or (what == "invalid char in json text" and
+                              _first_bad_utf8(self.last, off) is not None):
+            bad = _first_bad_utf8(self.last, off)
+            if bad is not None:
+                return StreamError("MALFORMED_JSON", f"{self.where(bad)}, in "
+                                   f"{self.place()}) is not UTF-8; save the file as UTF-8",
+                                   index)
+        place = self.where(off)
+        if _CONSTANT.search(self.tail + self.last, max(0, off + len(self.tail) - 10),
+                            off + len(self.tail) + 4):
+            return StreamError("MALFORMED_JSON", f"{self.place()}: NaN or Infinity near "
+                               f"{place}) is not a JSON value (Python's json.dump writes it "
+                               "for a float that is not a number): write a number or null",
+                               index)
+        return StreamError("MALFORMED_JSON", f"{self.place()}: not valid JSON ({what}) "
+                           f"near {place})", index)
 
 
-def stream_list(stream: IO[bytes], *, max_bytes: int, max_items: int, max_item_chars: int,
-                what: str = "element", chunk: int = CHUNK
-                ) -> Iterator[tuple[Where, object]]:
-    """Each element of the JSON list in `stream` (decompressed bytes), with where it
-    starts; `Flawed` for an element with a repeated key, NaN or Infinity. Raises
-    StreamError for the first whole-file problem (module docstring)."""
-    text = _Text(stream, max_bytes, chunk)
-    strict = _Strict()
-    pos = text.skip_ws(0)
-    if pos >= len(text.buf):
+def _offset(snippet: bytes, chunk: bytes) -> int | None:
+    """The offset in `chunk` of yajl's error, from the excerpt its message shows: the
+    character at column 40 of the excerpt (chunk[offset - 30:offset + 30], newlines as
+    spaces, after 10 spaces, or after 40 - offset spaces when offset < 30)."""
+    text = chunk.translate(_NEWLINES)
+    for off in range(min(30, len(text) + 1)):
+        if snippet == b" " * (40 - off) + text[:off + 30]:
+            return off
+    found = text.find(snippet[10:])
+    return None if found < 0 else found + 30
+
+
+_NEWLINES = bytes.maketrans(b"\r\n", b"  ")
+
+
+def _first_bad_utf8(chunk: bytes, off: int) -> int | None:
+    """The offset of the first byte of `chunk[:off + 4]` that is not UTF-8 (a character
+    cut at either end of the chunk is not counted)."""
+    start = 0
+    while start < min(3, len(chunk)) and 0x80 <= chunk[start] < 0xC0:
+        start += 1
+    try:
+        chunk[start:off + 4].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data":
+            return start + exc.start
+    return None
+
+
+def stream_list(stream: IO[bytes], *, max_bytes: int, max_items: int, max_item_bytes: int,
+                what: str = "element", chunk: int = CHUNK) -> Iterator[tuple[str, object]]:
+    """Each element of the JSON list in `stream` (decompressed bytes) with its path
+    (`[12]`); `Flawed` for an element with a repeated key. Raises StreamError for the
+    first whole-file problem (module docstring)."""
+    counted = _Counted(stream, max_bytes, max_item_bytes, what, chunk)
+    first = counted.head()
+    if not first:
         raise StreamError("EMPTY_FILE", "the file is empty: expected a JSON list [...]")
-    if text.buf[pos] != "[":
-        line, column = text.where(pos)
-        kind = "an object {...}" if text.buf[pos] == "{" else "no list"
+    if first != b"[":
+        kind = "an object {...}" if first == b"{" else "no list"
         raise StreamError("MALFORMED_JSON", f"expected a JSON list of {what}s "
-                          f"([{{...}}, {{...}}]), but the file starts with {kind} at line "
-                          f"{line}, column {column}; the list itself must be the whole "
-                          "file", line, column)
-    pos = text.skip_ws(pos + 1)
+                          f"([{{...}}, {{...}}]), but the file starts with {kind}; the "
+                          "list itself must be the whole file")
+    # (use_float would make yajl refuse integers past 64 bits: floats come as Decimal.)
+    events = ijson.basic_parse(counted, buf_size=chunk)
+    try:
+        yield from _elements(events, counted, max_items)
+    except ijson.JSONError as exc:
+        raise counted.syntax(exc) from None
+
+
+def _elements(events: Iterator[tuple[str, object]], counted: _Counted, max_items: int
+              ) -> Iterator[tuple[str, object]]:
+    """The list's elements built from ijson's events, with depth and count capped."""
+    next(events)  # the list's start_array (`head` saw the "[")
+    stack: list[dict[str, object] | list[object]] = []
+    keys: list[str] = []
+    flaw = ""
     index = 0
-    if pos < len(text.buf) and text.buf[pos] == "]":
-        pos += 1
+    for event, value in events:
+        if event == "map_key":
+            assert isinstance(value, str)
+            if value in stack[-1] and not flaw:
+                flaw = (f"the key {json.dumps(value)[:80]} appears twice in one object; JSON "
+                        "readers disagree on which value counts: keep one")
+            keys[-1] = value
+            continue
+        if event == "start_map" or event == "start_array":
+            if len(stack) >= MAX_DEPTH:
+                raise StreamError("MALFORMED_JSON", f"[{index}]: nested too deeply (more "
+                                  f"than {MAX_DEPTH} lists or objects inside each other); "
+                                  f"each {counted.what} is a flat object", index)
+            new: dict[str, object] | list[object] = {} if event == "start_map" else []
+            if stack:
+                _put(stack[-1], keys[-1], new)
+            stack.append(new)
+            keys.append("")
+            continue
+        if event == "end_map" or event == "end_array":
+            if not stack:  # the end of the list
+                counted.index = -1
+                continue
+            value = stack.pop()
+            keys.pop()
+            if stack:
+                continue
+        else:
+            if type(value) is Decimal:
+                value = float(value)
+            if stack:
+                _put(stack[-1], keys[-1], value)
+                continue
+        if index >= max_items:
+            raise StreamError("TOO_MANY_ITEMS", f"[{index}]: the file has more than "
+                              f"{max_items:,} {counted.what}s, the limit", index)
+        counted.mark = counted.offset
+        yield f"[{index}]", Flawed(flaw) if flaw else value
+        flaw = ""
+        index += 1
+        counted.index = index
+
+
+def _put(container: dict[str, object] | list[object], key: str, value: object) -> None:
+    if isinstance(container, list):
+        container.append(value)
     else:
-        while True:
-            text.index = index
-            if index >= max_items:
-                line, column = text.where(pos)
-                raise StreamError("TOO_MANY_ITEMS", f"[{index}] (line {line}, column "
-                                  f"{column}): the file has more than {max_items:,} "
-                                  f"{what}s, the limit", line, column, index)
-            pos = text.drop_before(pos)
-            line, column = text.where(pos)
-            value, pos = _element(text, strict, pos, index, max_item_chars, what)
-            if strict.problem:
-                value, strict.problem = Flawed(strict.problem), ""
-            yield Where(f"[{index}]", line, column), value
-            index += 1
-            text.index = index
-            pos = text.skip_ws(pos)
-            if pos < len(text.buf) and text.buf[pos] == ",":
-                pos = text.skip_ws(pos + 1)
-                continue
-            if pos < len(text.buf) and text.buf[pos] == "]":
-                pos += 1
-                break
-            eline, ecol = text.where(pos, commit=False)
-            ended = "" if pos < len(text.buf) else " (the file ends early: truncated?)"
-            raise StreamError("MALFORMED_JSON", f"after [{index - 1}]: expected ',' or ']' "
-                              f"at line {eline}, column {ecol}{ended}", eline, ecol, index)
-    text.index = -1  # past the list
-    pos = text.skip_ws(pos)
-    if pos < len(text.buf):
-        eline, ecol = text.where(pos, commit=False)
-        raise StreamError("MALFORMED_JSON", f"text after the end of the list at line "
-                          f"{eline}, column {ecol}", eline, ecol, index)
-
-
-def _element(text: _Text, strict: _Strict, start: int, index: int, max_chars: int,
-             what: str) -> tuple[object, int]:
-    """The element starting at `start` and the offset after it, reading on until the
-    buffered text holds all of it (the buffer at least doubles each time, so an
-    element costs a bounded number of decoding attempts)."""
-    while True:
-        try:
-            value, end = strict.decoder.raw_decode(text.buf, start)
-        except json.JSONDecodeError as exc:
-            cut = exc.msg.startswith("Unterminated string") or \
-                exc.pos >= len(text.buf) - _SLACK
-            if cut and not text.eof:
-                _check_size(text, start, len(text.buf), index, max_chars, what)
-                text.more(len(text.buf) - start)
-                strict.problem = ""
-                continue
-            eline, ecol = text.where(exc.pos, commit=False)
-            ended = (" (the file ends early: truncated?)" if text.eof and (
-                exc.msg.startswith("Unterminated string")
-                or not text.buf[exc.pos:].strip()) else "")
-            raise StreamError("MALFORMED_JSON", f"[{index}]: not valid JSON ({exc.msg}) at "
-                              f"line {eline}, column {ecol}{ended}", eline, ecol,
-                              index) from None
-        except RecursionError:
-            line, column = text.where(start, commit=False)
-            raise StreamError("MALFORMED_JSON", f"[{index}] (line {line}, column {column}): "
-                              f"nested too deeply (lists or objects inside each other "
-                              f"hundreds of levels down); each {what} is a flat object",
-                              line, column, index) from None
-        if end == len(text.buf) and not text.eof:
-            # A number may go on in the next chunk: read on and parse again.
-            _check_size(text, start, end, index, max_chars, what)
-            if text.more():
-                strict.problem = ""
-                continue
-        _check_size(text, start, end, index, max_chars, what)
-        return value, end
-
-
-def _check_size(text: _Text, start: int, end: int, index: int, max_chars: int,
-                what: str) -> None:
-    if end - start > max_chars:
-        line, column = text.where(start, commit=False)
-        raise StreamError("ITEM_TOO_LONG", f"[{index}] (line {line}, column {column}): the "
-                          f"{what} is longer than {max_chars:,} characters, the limit "
-                          f"(each {what} is one short object: is a key or a string much "
-                          "longer than it should be?)", line, column, index)
+        container[key] = value
