@@ -238,19 +238,22 @@ def stream_list(stream: IO[bytes], *, max_bytes: int, max_items: int, max_item_b
 
 def _elements(events: Iterator[tuple[str, object]], counted: _Counted, max_items: int
               ) -> Iterator[tuple[str, object]]:
-    """The list's elements built from ijson's events, with depth and count capped."""
+    """The list's elements built from ijson's events, with depth and count capped. The
+    container being filled and its key are locals (the hot path); `stack` holds the
+    containers around it with their keys."""
     next(events)  # the list's start_array (`head` saw the "[")
-    stack: list[dict[str, object] | list[object]] = []
-    keys: list[str] = []
+    stack: list[tuple[object, str]] = []
+    top: dict[str, object] | list[object] | None = None
+    key = ""
     flaw = ""
     index = 0
     for event, value in events:
         if event == "map_key":
-            assert isinstance(value, str)
-            if value in stack[-1] and not flaw:
+            assert isinstance(value, str) and isinstance(top, dict)
+            if value in top and not flaw:
                 flaw = (f"the key {json.dumps(value)[:80]} appears twice in one object; JSON "
                         "readers disagree on which value counts: keep one")
-            keys[-1] = value
+            key = value
             continue
         if event == "start_map" or event == "start_array":
             if len(stack) >= MAX_DEPTH:
@@ -258,24 +261,29 @@ def _elements(events: Iterator[tuple[str, object]], counted: _Counted, max_items
                                   f"than {MAX_DEPTH} lists or objects inside each other); "
                                   f"each {counted.what} is a flat object", index)
             new: dict[str, object] | list[object] = {} if event == "start_map" else []
-            if stack:
-                _put(stack[-1], keys[-1], new)
-            stack.append(new)
-            keys.append("")
+            if type(top) is dict:
+                top[key] = new
+            elif top is not None:
+                top.append(new)
+            stack.append((top, key))
+            top = new
             continue
         if event == "end_map" or event == "end_array":
-            if not stack:  # the end of the list
+            if top is None:  # the end of the list
                 counted.index = -1
                 continue
-            value = stack.pop()
-            keys.pop()
-            if stack:
+            value = top
+            top, key = stack.pop()  # type: ignore[assignment]
+            if top is not None:
                 continue
         else:
             if type(value) is Decimal:
                 value = float(value)
-            if stack:
-                _put(stack[-1], keys[-1], value)
+            if type(top) is dict:
+                top[key] = value
+                continue
+            if top is not None:
+                top.append(value)
                 continue
         if index >= max_items:
             raise StreamError("TOO_MANY_ITEMS", f"[{index}]: the file has more than "
@@ -285,10 +293,3 @@ def _elements(events: Iterator[tuple[str, object]], counted: _Counted, max_items
         flaw = ""
         index += 1
         counted.index = index
-
-
-def _put(container: dict[str, object] | list[object], key: str, value: object) -> None:
-    if isinstance(container, list):
-        container.append(value)
-    else:
-        container[key] = value
