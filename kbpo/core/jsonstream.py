@@ -74,6 +74,7 @@ class _Counted:
         self.pending, self.pending_at = b"", 0  # read by `head`, not yet parsed
         self.offset = 0  # bytes of the file read (the BOM included)
         self.mark = 0  # `offset` when the last element was complete
+        self.content = True  # a chunk read since `mark` was not all blanks
         self.index = 0  # the element being read; -1 past the list
         self.last, self.last_at = b"", 0  # the last chunk and its offset
         self.tail = b""  # the end of the chunk before it
@@ -129,9 +130,14 @@ class _Counted:
                 raise StreamError("ITEM_TOO_LONG", f"{self.place()}: the {self.what} is "
                                   f"longer than {self.max_item:,} bytes, the limit (each "
                                   f"{self.what} is one short object: is a key or a string "
-                                  "much longer than it should be?)", max(self.index, 0))
+                                  "much longer than it should be?)" if self.content else
+                                  f"{self.place()}: more than {self.max_item:,} bytes of "
+                                  f"blanks (spaces, newlines) and no end of the {self.what}, "
+                                  "the limit of one: remove the run of blanks",
+                                  max(self.index, 0))
             data = self._raw(size)
             at = self.offset - len(data)
+            self.content = self.content or bool(data.strip(_BLANK))
         self.tail = self.last[-16:]
         self.lines += self.last.count(b"\n")
         nl = self.last.rfind(b"\n")
@@ -288,7 +294,7 @@ def _elements(events: Iterator[tuple[str, object]], counted: _Counted, max_items
         if index >= max_items:
             raise StreamError("TOO_MANY_ITEMS", f"[{index}]: the file has more than "
                               f"{max_items:,} {counted.what}s, the limit", index)
-        counted.mark = counted.offset
+        counted.mark, counted.content = counted.offset, False
         yield f"[{index}]", Flawed(flaw) if flaw else value
         flaw = ""
         index += 1

@@ -100,6 +100,10 @@ def test_the_element_cap_holds_within_a_chunk(chunk: int) -> None:
             self.read_bytes += size
             return (b'["' if self.read_bytes == size else b"").ljust(size, b"x")
 
+    exc = error(b"[1," + b" " * (100 + 3 * chunk) + b"2]", chunk, max_item_bytes=100)
+    assert str(exc) == "[1]: more than 100 bytes of blanks (spaces, newlines) and no end " \
+                       "of the element, the limit of one: remove the run of blanks"
+
     stream = Endless()
     with pytest.raises(StreamError, match="longer than 100,000 bytes"):
         list(stream_list(stream, chunk=chunk, **LIMITS))  # type: ignore[arg-type]
