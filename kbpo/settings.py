@@ -410,6 +410,9 @@ KBPO_SUBMISSION_MAX_LINE_BYTES = env_int("KBPO_SUBMISSION_MAX_LINE_BYTES", 100_0
 # Lines read at most (blank ones too): checking costs per line, and a small gzip can
 # hold tens of millions of them. Line MAX_LINES + 1 refuses the file (TOO_MANY_LINES).
 KBPO_SUBMISSION_MAX_LINES = env_int("KBPO_SUBMISSION_MAX_LINES", 3_000_000)
+# The same for a DocRED result file: predictions read at most (TOO_MANY_PREDICTIONS);
+# each prediction's JSON text is held to MAX_LINE_BYTES characters (PREDICTION_TOO_LONG).
+KBPO_SUBMISSION_MAX_PREDICTIONS = env_int("KBPO_SUBMISSION_MAX_PREDICTIONS", 1_000_000)
 # Uploads per user and corpus: within any 24 hours, and in total (rejected ones don't count).
 KBPO_SUBMISSION_DAILY_LIMIT = env_int("KBPO_SUBMISSION_DAILY_LIMIT", 5)
 KBPO_SUBMISSION_TOTAL_LIMIT = env_int("KBPO_SUBMISSION_TOTAL_LIMIT", 100)

@@ -316,6 +316,8 @@ T_PROGRESS = "tests/estimation/scoring/test_progress_json.py"
 T_SUBMISSIONS_API = "tests/submissions/test_pages_api.py"
 T_SECURITY = "tests/core/test_security.py"
 T_VALIDATION = "tests/submissions/test_validation.py"
+T_DOCRED = "tests/submissions/test_docred_predictions.py"
+T_DOCRED_HOSTILE = "tests/submissions/test_docred_hostile.py"
 
 _TRUST = [
     # Answer confirmation: MTurk must confirm the worker, the HIT and a finished status.
@@ -460,6 +462,23 @@ _TRUST = [
           "trusted proxy configured", "limits", T_SECURITY, "kbpo/core/security.py",
           ("proxies = settings.KBPO_TRUSTED_PROXY_COUNT",
            "proxies = max(1, settings.KBPO_TRUSTED_PROXY_COUNT)")),
+    # DocRED result files: the prediction rules, and the stream's caps.
+    _edit("docred_self_relation_accepted", "a DocRED prediction with h_idx = t_idx is taken",
+          "validation", T_DOCRED, "submissions/docred_format.py",
+          ("    if h == t:\n", "    if h == t and h < 0:\n")),
+    _edit("docred_entity_index_off_by_one", "h_idx/t_idx may equal the document's entity count",
+          "validation", T_DOCRED, "submissions/docred_format.py",
+          ("if not 0 <= value < doc.n_entities:", "if not 0 <= value <= doc.n_entities:")),
+    _edit("docred_unknown_relation_accepted", "a DocRED relation id outside the schema is taken",
+          "validation", T_DOCRED, "submissions/docred_format.py",
+          ("    if not schema.is_relation(r):\n", "    if not r:\n")),
+    _edit("docred_prediction_cap_one_late", "a DocRED file may hold MAX_PREDICTIONS + 1",
+          "limits", T_DOCRED_HOSTILE, "kbpo/core/jsonstream.py",
+          ("if index >= max_items:", "if index > max_items:")),
+    _edit("docred_no_prediction_length_cap", "one DocRED prediction may be any length (a "
+          "50 MB string is read whole)", "limits", T_DOCRED_HOSTILE, "kbpo/core/jsonstream.py",
+          ("if self.offset - self.mark > self.max_item:",
+           "if self.offset - self.mark > self.max_item * 10**9:")),
     # Validation: text at the offsets (the rules themselves are _RULES below).
     _edit("same_text_casefold", "a mention's quoted text matches case-insensitively",
           "validation", T_VALIDATION, "submissions/kbformat.py",
@@ -468,9 +487,9 @@ _TRUST = [
 ]
 
 
-# Every rule of the TAC upload format, switched off one at a time: the problem is never
-# recorded (Report.add) nor refused at upload (inspect_upload). The DocRED format gets its
-# rules here once it has an upload path.
+# Every rule of the upload formats (TAC KB and DocRED result files share the codes),
+# switched off one at a time: the problem is never recorded (Report.add) nor refused at
+# upload (inspect_upload).
 _RULE_TESTS = {
     "GZIP_TRAILING_BYTES": "tests/submissions/test_gzip_trailing.py",
     "UNSUPPORTED_ARCHIVE": "tests/submissions/test_archives.py",
@@ -482,6 +501,10 @@ _RULE_TESTS = {
     "BAD_LINK": "tests/submissions/test_hostile_uploads.py",
     "TOO_MANY_ERRORS": "tests/submissions/test_hostile_uploads.py",
     "TOO_MANY_LINES": "tests/submissions/test_hostile_uploads.py",
+    **dict.fromkeys(("MALFORMED_JSON", "MALFORMED_PREDICTION", "UNKNOWN_TITLE",
+                     "ENTITY_INDEX_OUT_OF_RANGE", "SELF_RELATION", "UNKNOWN_RELATION",
+                     "BAD_EVIDENCE", "DUPLICATE_PREDICTION"), T_DOCRED),
+    **dict.fromkeys(("TOO_MANY_PREDICTIONS", "PREDICTION_TOO_LONG"), T_DOCRED_HOSTILE),
 }
 
 

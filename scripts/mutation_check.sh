@@ -38,8 +38,8 @@
 # Uses DATABASE_URL and CELERY_BROKER_URL like scripts/test.sh (the test database gets
 # a `_mut` suffix; the baseline creates it, the mutations reuse it). An estimator
 # mutation reruns the statistical tests (2–6 minutes each, about 40 minutes for the
-# nine); the other 70 run one or two test files each (6–45 s; about 15 minutes for the
-# 70) on the shared 2-core development container.
+# nine); the other 88 run one or two test files each (6–45 s; about 20 minutes for the
+# 88) on the shared 2-core development container.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec .venv/bin/python scripts/mutation_check.py "$@"

@@ -16,7 +16,6 @@ without the invalid predictions) and must likewise run inside a transaction.
 
 from __future__ import annotations
 
-import zlib
 from collections import Counter
 from typing import Any
 
@@ -24,7 +23,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 
-from kbpo.core.jsonlist import JsonListError, iter_list
+from kbpo.core.jsonstream import StreamError, stream_list
 from kbpo.core.models import Document, DocumentEntity, Sentence
 
 from .docred_format import CorpusView, DocView, Prediction, check_predictions
@@ -38,6 +37,9 @@ from .models import (
     SubmissionEntity,
     SubmissionMention,
 )
+
+# The stream's generic problems, as a DocRED result file's report names them.
+_STREAM_CODES = {"TOO_MANY_ITEMS": "TOO_MANY_PREDICTIONS", "ITEM_TOO_LONG": "PREDICTION_TOO_LONG"}
 
 
 class DocredIngestor:
@@ -53,18 +55,23 @@ class DocredIngestor:
         self.kept = 0
 
     def run(self) -> Outcome:
-        text = self._text()
         corpus = self.sub.corpus
         view = CorpusView.build(
             DocView(pk, doc_id, title, n_sent, n_ent) for pk, doc_id, title, n_sent, n_ent in
             _document_sizes(corpus.pk))
         try:
-            preds, self.read = check_predictions(iter_list(text, "prediction"), view,
-                                                 corpus.relation_schema, self.report,
-                                                 self.drop)
-        except JsonListError as exc:
-            self.report.add(exc.line, "MALFORMED_JSON", f"line {exc.line}, column "
-                                                        f"{exc.column}: {exc}", always=True)
+            with self.sub.file.storage.open(self.sub.file.name, "rb") as fh:
+                stream, _ = open_stream(fh)
+                preds, self.read = check_predictions(
+                    stream_list(stream, what="prediction",
+                                max_bytes=settings.KBPO_SUBMISSION_MAX_BYTES,
+                                max_items=settings.KBPO_SUBMISSION_MAX_PREDICTIONS,
+                                max_item_bytes=settings.KBPO_SUBMISSION_MAX_LINE_BYTES),
+                    view, corpus.relation_schema, self.report, self.drop)
+        except StreamError as exc:
+            self.read = max(self.read, exc.index)
+            self.report.add(exc.index + 1, _STREAM_CODES.get(exc.code, exc.code), str(exc),
+                            always=True)
             raise self._rejected() from None
         self.kept = len(preds)
         if self.report.errors == 0 and not preds:
@@ -79,32 +86,6 @@ class DocredIngestor:
         stats["duplicates_merged"] = self.report.counts.get("DUPLICATE_PREDICTION", 0)
         return Outcome(self.report, stats, self.sub.run_id, n_entities, n_mentions,
                        len(preds))
-
-    def _text(self) -> str:
-        limit = settings.KBPO_SUBMISSION_MAX_BYTES
-        with self.sub.file.storage.open(self.sub.file.name, "rb") as fh:
-            stream, _ = open_stream(fh)
-            try:
-                data = stream.read(limit + 1)
-            except (OSError, EOFError, zlib.error) as exc:
-                self.report.add(1, "GZIP_CORRUPT", f"the gzip data is corrupt or truncated "
-                                                   f"({exc})", always=True)
-                raise self._rejected() from None
-        if len(data) > limit:
-            self.report.add(1, "FILE_TOO_LARGE", f"the file is larger than {limit:,} bytes "
-                                                 "uncompressed", always=True)
-            raise self._rejected()
-        if not data.strip():
-            self.report.add(1, "EMPTY_FILE", "the file is empty", always=True)
-            raise self._rejected()
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            line = data[:exc.start].count(b"\n") + 1
-            self.report.add(line, "MALFORMED_JSON", f"byte {exc.start} (line {line}) is not "
-                                                    "UTF-8; save the file as UTF-8",
-                            always=True)
-            raise self._rejected() from None
 
     def _rejected(self) -> Rejected:
         return Rejected(self.report, self._base_stats(), self.sub.run_id)

@@ -116,9 +116,9 @@ CODES: dict[str, tuple[str, str]] = {
     "TOO_MANY_INVALID_LINES": (ERROR, "Drop-invalid is for a few bad lines among many: fix "
                                       "the file, and check that its document ids are those "
                                       "of the corpus you chose."),
-    # DocRED result files (submissions/docred_format.py; docs/researchers/docred.md): the "line" of
-    # these is the prediction's position in the list, from 1; messages give the JSON
-    # path and the line of the file where it starts.
+    # DocRED result files (docs/researchers/docred.md): "line" is the prediction's position.
+    "TOO_MANY_PREDICTIONS": (ERROR, "Split the file or drop low-confidence predictions."),
+    "PREDICTION_TOO_LONG": (ERROR, "Each prediction is one short object; check its strings."),
     "MALFORMED_JSON": (ERROR, "A DocRED result file is one JSON list of objects "
                               "{\"title\", \"h_idx\", \"t_idx\", \"r\", \"evidence\"?}; "
                               "check it with `python -m json.tool file.json`."),
@@ -566,7 +566,7 @@ def same_text(actual: str, text: str) -> bool:
 # Problems about the file as a whole: dropping lines cannot cure them.
 FILE_CODES = frozenset({"FILE_TOO_LARGE", "GZIP_CORRUPT", "EMPTY_FILE", "MISSING_RUN_ID",
                         "NO_RELATIONS", "TOO_MANY_INVALID_LINES", "TOO_MANY_LINES",
-                        "MALFORMED_JSON"})
+                        "MALFORMED_JSON", "TOO_MANY_PREDICTIONS", "PREDICTION_TOO_LONG"})
 
 
 class Rejected(Exception):

@@ -118,10 +118,10 @@ def test_pairs_meet_the_gold_of_the_same_fact(tmp_path: Path, user: User,
 
 @pytest.mark.parametrize(("pred", "code", "message"), [
     ({"title": "Ada Byron: A Life", "h_idx": 0, "t_idx": 3, "r": "P22"}, "UNKNOWN_TITLE",
-     "[1].title (line 1, column 87): no document of the corpus has the title 'Ada Byron: A "
+     "[1].title: no document of the corpus has the title 'Ada Byron: A "
      "Life'; did you mean 'Ada Byron: a life'?"),
     ({"title": ADA, "h_idx": 0, "t_idx": 6, "r": "P22"}, "ENTITY_INDEX_OUT_OF_RANGE",
-     "[1].t_idx (line 1, column 87): 6 is not an entity of 'Ada Byron: a life', which has 6 "
+     "[1].t_idx: 6 is not an entity of 'Ada Byron: a life', which has 6 "
      "(0 to 5)"),
     ({"title": ADA, "h_idx": 2, "t_idx": 2, "r": "P17"}, "SELF_RELATION",
      "h_idx and t_idx are both 2"),
@@ -129,14 +129,13 @@ def test_pairs_meet_the_gold_of_the_same_fact(tmp_path: Path, user: User,
      "'p22' is not a relation of the DocRED (96 Wikidata relations) schema; did you mean P22 "
      "(father)?"),
     ({"title": ADA, "h_idx": 0, "t_idx": 3, "r": "per:parents"}, "UNKNOWN_RELATION",
-     "[1].r (line 1, column 87): 'per:parents' is not a relation"),
+     "[1].r: 'per:parents' is not a relation"),
     ({"title": ADA, "h_idx": 0, "t_idx": 3, "r": "P22", "evidence": [2]}, "BAD_EVIDENCE",
-     "[1].evidence[0] (line 1, column 87): 2 is not a sentence of 'Ada Byron: a life', which "
+     "[1].evidence[0]: 2 is not a sentence of 'Ada Byron: a life', which "
      "has 2 (0 to 1)"),
     ({"title": ADA, "h_idx": "0", "t_idx": 3, "r": "P22"}, "MALFORMED_PREDICTION",
-     "[1].h_idx (line 1, column 87): expected an integer entity index, got \"'0'\""),
-    ({"title": ADA, "h_idx": 0, "r": "P22"}, "MALFORMED_PREDICTION", "[1] (line 1, column "
-     "87): missing 't_idx'"),
+     "[1].h_idx: expected an integer entity index, got \"'0'\""),
+    ({"title": ADA, "h_idx": 0, "r": "P22"}, "MALFORMED_PREDICTION", "[1]: missing 't_idx'"),
     ([ADA, 0, 3, "P22"], "MALFORMED_PREDICTION", "expected an object"),
 ])
 def test_each_invalid_prediction_is_named_and_drop_invalid_keeps_the_rest(
@@ -153,13 +152,23 @@ def test_each_invalid_prediction_is_named_and_drop_invalid_keeps_the_rest(
     assert kept.dropped[0][:2] == [2, code]
 
 
-def test_positions_name_the_line_of_a_pretty_printed_file(tmp_path: Path, user: User,
-                                                          docred: Corpus) -> None:
+def test_a_syntax_error_names_its_prediction_byte_and_line(tmp_path: Path, user: User,
+                                                           docred: Corpus) -> None:
+    """A prediction's problem names its path (`[3].t_idx`); a syntax error, where the
+    parser stopped, also the byte, line and column (ijson does not say where an element
+    starts)."""
     preds = [*GOOD, {"title": ACME, "h_idx": 0, "t_idx": 9, "r": "P159"}]
     sub = submit_rejected(tmp_path, result(preds, indent=2))
-    text = json.dumps(preds, indent=2)
-    line = text[:text.rindex("{", 0, text.index('"t_idx": 9'))].count("\n") + 1
-    assert f"[3].t_idx (line {line}, column 3)" in sub.report[0]["message"]
+    assert sub.report[0]["message"].startswith("[3].t_idx: 9 is not an entity of")
+    text = json.dumps(preds, indent=2).replace('"t_idx": 9', '"t_idx": 9 9')
+    sub = submit_rejected(tmp_path, text.encode())
+    cut = text.index("9 9") + 2
+    line = text[:cut].count("\n") + 1
+    (problem,) = sub.report
+    assert problem["code"] == "MALFORMED_JSON"
+    assert problem["message"].startswith("[3]: not valid JSON (after key and value, inside "
+                                         "map, I expect ',' or '}') near byte "), problem
+    assert f" (line {line}, column " in problem["message"]
 
 
 def test_duplicates_are_merged_with_a_warning(tmp_path: Path, user: User,
@@ -170,17 +179,17 @@ def test_duplicates_are_merged_with_a_warning(tmp_path: Path, user: User,
     assert (merged.line, merged.evidence.sentences) == (1, [0, 1])
     assert (sub.state, sub.n_relations, sub.n_warnings) == ("ingested", 3, 1)
     assert sub.report[0]["code"] == "DUPLICATE_PREDICTION" and sub.report[0]["line"] == 4
-    assert "[3] (line 1, column" in sub.report[0]["message"] and "repeats [0]" in \
-        sub.report[0]["message"]
+    assert sub.report[0]["message"].startswith("[3] repeats [0]")
     assert sub.stats["duplicates_merged"] == 1
 
 
 @pytest.mark.parametrize(("data", "message"), [
     (b'[{"title": "x", "h_idx": 0,\n "t_idx": 1 "r": "P17"}]',
-     "line 2, column 13: [0]: not valid JSON (Expecting ',' delimiter) at line 2, column 13"),
+     "[0]: not valid JSON (after key and value, inside map, I expect ',' or '}') near byte "
+     "42 (line 2, column 15)"),
     (b'[{"title": "x"}', "the file ends early"),
     (b"[]", "the file contains no valid prediction"),
-    (b'[{"title": "\xff"}]', "byte 12 (line 1) is not UTF-8"),
+    (b'[{"title": "\xff"}]', "byte 12 (line 1, column 13, in [0]) is not UTF-8"),
 ])
 def test_whole_file_problems_reject_it_even_with_drop_invalid(
         tmp_path: Path, user: User, docred: Corpus, data: bytes, message: str) -> None:
