@@ -59,7 +59,9 @@ def test_chunks_cut_anywhere_give_the_in_memory_reading(chunk: int) -> None:
 def test_whole_file_problems_name_the_place(data: bytes, code: str, message: str,
                                             chunk: int) -> None:
     if chunk == 7 and b"N" in data:
-        pytest.skip("the hint needs the constant's bytes in the chunk yajl stops in")
+        # The hint needs the constant's bytes in the chunk yajl stops in: with 7-byte
+        # chunks only the element is certain.
+        message = message.split(":")[0] + ": "
     exc = error(data, chunk)
     assert exc.code == code and message in str(exc), str(exc)
 
