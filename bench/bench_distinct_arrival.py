@@ -7,7 +7,11 @@ only new labels (a draw on a labelled pair is free) through the inclusion probab
 
 Target: the variance of 500 simple draws, 0.25/500 (half-width 0.037 at 90%), as §8.
 Prints the labels after 1, 5, 10, 20, 40 arrivals, the own draws, and the final HT
-precision intervals' coverage and half-widths (truth from the world).
+precision intervals' coverage and half-widths (truth from the world); then joint recall
+θ̂ν̂ + ρ̂ with the HT ν̂ (`distinct_recall`) and F1 (delta method with Cov(P̂, r̂)) over
+an exhaustive sample drawn after the arrivals: the scenario's documents (40 for
+`paper`, without replacement, as the battery) or, for `simulate`, 200 true instances
+i.i.d. (as §8).
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ from estimation.core.distinct import (
     ht_ratio,
     inclusion_probability,
     plan_distinct,
+)
+from estimation.core.distinct_recall import (
+    covered_instances,
+    distinct_recall,
+    precision_nu_covariance,
 )
 from estimation.validation.battery import SCENARIOS
 from estimation.validation.worlds import make_world
@@ -86,12 +95,40 @@ def arrival(world, P, R, rng, max_jump: float, topup: bool):
     return n, np.flatnonzero(labelled), np.concatenate(draws), np.array(after)
 
 
+def exhaustive_sample(world, rng, n_docs: int | None, n0: int = 200):
+    """Ŷ0's pairs and the cluster (0..D−1) of each: all true pairs of ``n_docs`` documents
+    drawn without replacement, or ``n0`` true pairs i.i.d. (each its own cluster)."""
+    true = np.flatnonzero(world.label >= 0)
+    if n_docs is None:
+        return true[rng.integers(0, len(true), n0)], np.arange(n0)
+    docs = rng.choice(world.n_docs, size=n_docs, replace=False)
+    y = true[np.isin(world.doc[true], docs)]
+    return y, np.unique(world.doc[y], return_inverse=True)[1].ravel()
+
+
+def joint_recall_f1(world, P, R, n, lab, p_iv, y, docs):
+    """HT joint recall (estimate, lo, hi) and F1 (estimate, lo, hi) with and without the
+    precision–recall covariance, one relation per true pair (κ = 1)."""
+    kappa = (world.label >= 0).astype(float)
+    found = (R > 0).astype(float)
+    gy = found[:, y].toarray()
+    rec = distinct_recall(P, found, kappa, n, lab, covered_instances(P, n, y), gy, docs)
+    cov = rec.theta * precision_nu_covariance(P, R, found, kappa, n, lab)
+    e, lo, hi = p_iv
+    f1 = ci.f1_delta(e, lo, hi, rec.estimate, rec.lo, rec.hi, Z, cov)
+    f1_nocov = ci.f1_delta(e, lo, hi, rec.estimate, rec.lo, rec.hi, Z, 0.0)
+    return (rec.estimate, rec.lo, rec.hi), f1, f1_nocov[1:]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenario", action="append")
     ap.add_argument("--orders", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-jump", type=float, default=0.0)
+    ap.add_argument("--exhaustive-reps", type=int, default=10,
+                    help="exhaustive samples drawn per arrival order (cheap: recall's "
+                         "coverage is dominated by Ŷ0, which all systems share)")
     ap.add_argument("--topup", action="store_true",
                     help="after a system's draws, draw more while its interval is wider "
                          "than the target (up to 4 rounds)")
@@ -99,10 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.scenario or ["paper"]:
         if name == "simulate":  # the §8 world (`simulate --systems 40 --seed 1`)
             world = simulate.make_world(np.random.default_rng(1), n_systems=40)
+            n_docs = None
         else:
             sc = SCENARIOS[name]
             world = make_world(sc.world, np.random.default_rng(sc.world_seed))
+            n_docs = sc.exhaustive_docs
         P, R, truth = pair_matrices(world)
+        r_truth = np.asarray((R > 0).sum(axis=1)).ravel() / (world.label >= 0).sum()
+        f1_truth = ci.f1_score(truth, r_truth)
         pool = np.flatnonzero(np.asarray((P > 0).sum(axis=0)).ravel() > 0)
         pool_true = pool[world.label[pool] >= 0]
         nu_truth = np.asarray((P[:, pool_true] > 0).sum(axis=1)).ravel() / len(pool_true)
@@ -122,9 +163,16 @@ def main(argv: list[str] | None = None) -> int:
             G = (P[:, yt] > 0).astype(float)
             nu, nu_var, _ = ht_ratio(G, np.ones((1, len(yt))), pi, P[:, yt], n)
             nu_lo, nu_hi = ci.normal(nu, nu_var, Z)
-            res.append((after, n, e, lo, hi, nlo, nhi, nu, nu_lo, nu_hi))
-        after, n, e, lo, hi, nlo, nhi, nu, nu_lo, nu_hi = (
-            np.array(x) for x in zip(*res, strict=True))
+            reps = []
+            for k in range(args.exhaustive_reps):
+                y, docs = exhaustive_sample(
+                    world, np.random.default_rng([args.seed, t, 1, k]), n_docs)
+                rec, f1, f1_nocov = joint_recall_f1(world, P, R, n, lab, (e, lo, hi), y, docs)
+                reps.append((*rec, *f1, *f1_nocov, len(y)))
+            res.append((after, n, e, lo, hi, nlo, nhi, nu, nu_lo, nu_hi,
+                        *(np.array(x) for x in zip(*reps, strict=True))))
+        (after, n, e, lo, hi, nlo, nhi, nu, nu_lo, nu_hi, r, rlo, rhi, f, flo, fhi, f0lo,
+         f0hi, n0) = (np.array(x) for x in zip(*res, strict=True))
         T = args.orders
         cov = (lo <= truth + 1e-9) & (truth - 1e-9 <= hi)
         ncov = (nlo <= truth + 1e-9) & (truth - 1e-9 <= nhi)
@@ -150,7 +198,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"half-width: median {np.median(half):.3f}, 99th pct {np.percentile(half, 99):.3f}"
               f", max {half.max():.3f}; share over target+10% ({1.1 * Z * np.sqrt(TARGET):.3f})"
               f": {(half > 1.1 * Z * np.sqrt(TARGET)).mean():.3f}")
+        report_recall_f1(r, rlo, rhi, r_truth, f, flo, fhi, f0lo, f0hi, f1_truth, n0)
     return 0
+
+
+def report_recall_f1(r, rlo, rhi, r_truth, f, flo, fhi, f0lo, f0hi, f1_truth, n0) -> None:
+    """Coverage pooled over (order, Ŷ0, system) ± se from per-order coverages (orders are
+    the independent unit); min system; bias over all (order, Ŷ0) (arrays T × reps × m)."""
+    T = len(r)
+    print(f"recall and F1: {T} orders × {r.shape[1]} exhaustive samples")
+    for label, est, lo, hi, tr in (("joint recall (HT ν)", r, rlo, rhi, r_truth),
+                                   ("F1 (delta, with Cov)", f, flo, fhi, f1_truth),
+                                   ("F1 without Cov", f, f0lo, f0hi, f1_truth)):
+        c = ci.covers(lo, hi, tr[None, None, :])
+        per_order = c.reshape(T, -1).mean(axis=1)
+        est = est.reshape(-1, est.shape[-1])
+        bias = np.nanmean(est, axis=0) - tr
+        se = np.nanstd(est, axis=0, ddof=1) / np.sqrt(len(est))  # Ŷ0s of an order share draws
+        print(f"HT {label}: coverage {c.mean():.3f} ±{per_order.std(ddof=1) / np.sqrt(T):.3f}"
+              f" (min system {c.mean(axis=(0, 1)).min():.3f}); bias {np.nanmean(bias):+.4f}, worst "
+              f"|bias| − 3 se {np.nanmax(np.abs(bias) - 3 * se):+.4f}; median half-width "
+              f"{np.nanmedian((hi - lo) / 2):.3f}")
+    print(f"Ŷ0: {n0.mean():.0f} true instances on average (min {n0.min()})")
 
 
 if __name__ == "__main__":

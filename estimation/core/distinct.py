@@ -63,23 +63,34 @@ def ht_total(Y: sp.spmatrix | np.ndarray, pi: np.ndarray) -> np.ndarray:
     return np.asarray(Y @ (1.0 / pi)).ravel()
 
 
+def ht_covariance(Ya: sp.spmatrix | np.ndarray, Yb: sp.spmatrix | np.ndarray,
+                  pi: np.ndarray, P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Ĉov of the HT totals of row k of ``Ya`` and row k of ``Yb`` (same sample S), the
+    bilinear form of ``ht_variance`` (not clipped):
+
+        Σ_u q_u a_u b_u/π_u² − Σ_j n_j [(Σ_u ra_ju)(Σ_u rb_ju) − Σ_u ra_ju rb_ju].
+    """
+    Ya, Yb, P = _csr(Ya), _csr(Yb), _csr(P)
+    n = np.asarray(n, dtype=float)
+    q = 1.0 - pi
+    diag = np.asarray(Ya.multiply(Yb).multiply((q / (pi * pi))[None, :]).sum(axis=1)).ravel()
+    w = (q / (pi * pi))[None, :]
+    Ra, Rb = Ya.multiply(w).tocsr(), Yb.multiply(w).tocsr()  # q_u y_u / π_u², per total
+    odds = P.copy()
+    odds.data = odds.data / (1.0 - np.minimum(odds.data, _P_MAX))  # P_j / (1 − P_j)
+    cross_a = np.asarray((Ra @ odds.T).todense())  # (totals × systems): Σ_u r_ju
+    cross_b = np.asarray((Rb @ odds.T).todense())
+    self_ab = np.asarray((Ra.multiply(Rb) @ odds.multiply(odds).T).todense())  # Σ_u r_ju²
+    return diag - (cross_a * cross_b - self_ab) @ n
+
+
 def ht_variance(Y: sp.spmatrix | np.ndarray, pi: np.ndarray,
                 P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
     """V̂ of ``ht_total`` per row of ``Y``; ``P`` (systems × S) and ``n`` are the design.
 
     Clipped at 0 (the HT variance estimator of a random-size design can go below).
     """
-    Y, P = _csr(Y), _csr(P)
-    n = np.asarray(n, dtype=float)
-    q = 1.0 - pi
-    t = Y.multiply(1.0 / pi[None, :]).tocsr()  # y_u / π_u
-    diag = np.asarray(t.multiply(t).multiply(q[None, :]).sum(axis=1)).ravel()
-    R = Y.multiply((q / (pi * pi))[None, :]).tocsr()  # q_u y_u / π_u², per total
-    odds = P.copy()
-    odds.data = odds.data / (1.0 - np.minimum(odds.data, _P_MAX))  # P_j / (1 − P_j)
-    cross = np.asarray((R @ odds.T).todense())  # (totals × systems): Σ_u r_ju
-    self_sq = np.asarray((R.multiply(R) @ odds.multiply(odds).T).todense())  # Σ_u r_ju²
-    return np.maximum(diag - (cross * cross - self_sq) @ n, 0.0)
+    return np.maximum(ht_covariance(Y, Y, pi, P, n), 0.0)
 
 
 def ht_ratio(Y: sp.spmatrix | np.ndarray, X: sp.spmatrix | np.ndarray, pi: np.ndarray,

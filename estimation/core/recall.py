@@ -341,6 +341,73 @@ def pair_true_share(ev: Evidence, b: sp.spmatrix, n: np.ndarray, q: np.ndarray,
     return np.where(soft, reprior(t, crowd, mix), t)
 
 
+def nu_at_edges(nu: np.ndarray, v_nu: np.ndarray, kish: float | np.ndarray, z: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """ν̂'s variance, and its Wilson upper end at the Kish size ``kish``: at 0 or 1 the
+    linearised variance is 0, not its uncertainty, so there it is what Wilson implies."""
+    nu_lo, nu_hi = ci.wilson(nu, np.broadcast_to(np.asarray(kish, float), nu.shape), z)
+    edge = (nu == 0) | (nu == 1)
+    return np.where(edge, np.maximum(v_nu, ((nu_hi - nu_lo) / (2 * z)) ** 2), v_nu), nu_hi
+
+
+def combine_recall(nu: np.ndarray, v_nu: np.ndarray, nu_hi: np.ndarray, n: np.ndarray,
+                   covered: np.ndarray, gy: np.ndarray, clusters: Clusters,
+                   confidence: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """Joint recall r = θ ν + ρ from ν̂ (any estimator of it, independent of Ŷ0, with
+    variance ``v_nu`` and upper end ``nu_hi``) and the exhaustive sample: ``covered``
+    marks Ŷ0's instances on pairs some system with draws predicts, ``gy`` (m × n0)
+    which instances each system found, ``n`` the draws per system.
+
+    Returns (r̂, its variance, lo, hi, θ̂): the log-scale interval with the variance
+    V_D[c_i] + θ² Var ν̂ + Var θ̂ Var ν̂ (docs/internals/estimation.md §3, §4.3).
+    """
+    n0 = gy.shape[1]
+    z = ci.z_value(confidence)
+    cov_f = covered.astype(float)[None, :]
+    theta = float(cov_f.mean())
+    v_theta = clusters.variance(cov_f)[0]
+    size_theta = _design_sizes(
+        np.array([theta]), np.array([v_theta]), clusters.iid_variance(cov_f), n0
+    )
+    # r_i = θ ν_i + ρ_i is the mean over Ŷ0 of y ↦ ν_i on covered pairs, g_i(y)
+    # elsewhere (ρ_i: what system i found outside the sampled region; 0 for every
+    # sampled system, it keeps systems without draws unbiased). One clustered
+    # variance covers θ, ρ and their covariance.
+    contrib = nu[:, None] * cov_f + gy * (1 - cov_f)
+    r = contrib.mean(axis=1)
+    rho = (gy * (1 - cov_f)).mean(axis=1)
+    v_y = clusters.variance(np.nan_to_num(contrib))
+    if theta in (0.0, 1.0):
+        # θ̂ on the edge: its sample variance is 0, not its uncertainty.
+        th_lo, th_hi = ci.wilson(np.array([theta]), size_theta, clusters.quantile(confidence))
+        v_edge = ((th_hi[0] - th_lo[0]) / (2 * z)) ** 2
+        v_y = np.maximum(v_y, np.where(n == 0, 1.0, nu**2) * v_edge)
+    v_theta_f = max(v_theta, 0.0) if np.isfinite(v_theta) else np.inf
+    with np.errstate(invalid="ignore"):  # inf · 0 (θ's variance unknown, ν's 0): NaN
+        var = v_y + theta**2 * v_nu + v_theta_f * v_nu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(var > 0, v_y / var, 1.0)
+    t = clusters.quantile(confidence, share)
+    lo, hi = ci.lognormal(r, var, t)
+    lo = np.where(np.isfinite(var), lo, 0.0)
+    hi = np.where(np.isfinite(var), hi, 1.0)
+    # r = 0: the log scale has no width; bound each factor by its Wilson upper end.
+    # ν's own upper end, not the one at ν̂ = 0: r̂ is also 0 when θ̂ is (no instance of
+    # Ŷ0 on a predicted pair), and then r = θν can be as large as ν (bounding ν by its
+    # end at 0 gave 0 [0, 0.018] for a sample in one document no system found).
+    t_y = clusters.quantile(confidence)
+    nu_hi0 = np.where(np.isfinite(nu_hi), nu_hi, 1.0)
+    _, th_hi0 = ci.wilson(np.array([theta]), size_theta, t_y)
+    rho_size = _design_sizes(
+        rho, clusters.variance(gy * (1 - cov_f)), clusters.iid_variance(gy * (1 - cov_f)), n0
+    )
+    _, rho_hi = ci.wilson(rho, rho_size, t_y)
+    zero = r == 0
+    hi = np.where(zero, np.minimum(1, th_hi0[0] * nu_hi0 + np.where(n == 0, rho_hi, 0)), hi)
+    return r, var, lo, hi, theta
+
+
 def recall_instance(
     pop: Population,
     ev: Evidence,
@@ -368,12 +435,6 @@ def recall_instance(
     covered = np.zeros(n0, dtype=bool)
     if len(drawn):
         covered[known] = np.asarray((pt[drawn][:, ev.y_pairs[known]] > 0).sum(axis=0)).ravel() > 0
-    cov_f = covered.astype(float)[None, :]
-    theta = float(cov_f.mean())
-    v_theta = clusters.variance(cov_f)[0]
-    size_theta = _design_sizes(
-        np.array([theta]), np.array([v_theta]), clusters.iid_variance(cov_f), n0
-    )
 
     # ν_i by the balance heuristic: proposal q = Σ_j (n_j/N) p_j over all draws.
     total = n.sum()
@@ -446,46 +507,8 @@ def recall_instance(
             m2 = m2 + (cn @ (sq @ sp.diags(a2)).T).toarray() - e_a2g
         v_nu = (n[:, None] * per_draw_variance(m1, m2, n)).sum(axis=0) / den_i**2
         kish = den**2 / float(c_tot @ (a * a)) if den > 0 else 0.0
-    # ν̂ at 0 or 1 has no linearised variance; use what its Wilson interval implies.
-    nu_lo, nu_hi = ci.wilson(nu, np.full(m, kish), z)
-    edge = (nu == 0) | (nu == 1)
-    v_nu = np.where(edge, np.maximum(v_nu, ((nu_hi - nu_lo) / (2 * z)) ** 2), v_nu)
-
-    # r_i = θ ν_i + ρ_i is the mean over Ŷ0 of y ↦ ν_i on covered pairs, g_i(y)
-    # elsewhere (ρ_i: what system i found outside the sampled region; 0 for every
-    # sampled system, it keeps systems without draws unbiased). One clustered
-    # variance covers θ, ρ and their covariance.
-    contrib = nu[:, None] * cov_f + gy * (1 - cov_f)
-    r = contrib.mean(axis=1)
-    rho = (gy * (1 - cov_f)).mean(axis=1)
-    v_y = clusters.variance(np.nan_to_num(contrib))
-    if theta in (0.0, 1.0):
-        # θ̂ on the edge: its sample variance is 0, not its uncertainty.
-        th_lo, th_hi = ci.wilson(np.array([theta]), size_theta, clusters.quantile(confidence))
-        v_edge = ((th_hi[0] - th_lo[0]) / (2 * z)) ** 2
-        v_y = np.maximum(v_y, np.where(n == 0, 1.0, nu**2) * v_edge)
-    v_theta_f = max(v_theta, 0.0) if np.isfinite(v_theta) else np.inf
-    with np.errstate(invalid="ignore"):  # inf · 0 (θ's variance unknown, ν's 0): NaN
-        var = v_y + theta**2 * v_nu + v_theta_f * v_nu
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(var > 0, v_y / var, 1.0)
-    t = clusters.quantile(confidence, share)
-    lo, hi = ci.lognormal(r, var, t)
-    lo = np.where(np.isfinite(var), lo, 0.0)
-    hi = np.where(np.isfinite(var), hi, 1.0)
-    # r = 0: the log scale has no width; bound each factor by its Wilson upper end.
-    # ν's own upper end, not the one at ν̂ = 0: r̂ is also 0 when θ̂ is (no instance of
-    # Ŷ0 on a predicted pair), and then r = θν can be as large as ν (bounding ν by its
-    # end at 0 gave 0 [0, 0.018] for a sample in one document no system found).
-    t_y = clusters.quantile(confidence)
-    nu_hi0 = np.where(np.isfinite(nu_hi), nu_hi, 1.0)
-    _, th_hi0 = ci.wilson(np.array([theta]), size_theta, t_y)
-    rho_size = _design_sizes(
-        rho, clusters.variance(gy * (1 - cov_f)), clusters.iid_variance(gy * (1 - cov_f)), n0
-    )
-    _, rho_hi = ci.wilson(rho, rho_size, t_y)
-    zero = r == 0
-    hi = np.where(zero, np.minimum(1, th_hi0[0] * nu_hi0 + np.where(n == 0, rho_hi, 0)), hi)
+    v_nu, nu_hi = nu_at_edges(nu, v_nu, kish, z)
+    r, _, lo, hi, theta = combine_recall(nu, v_nu, nu_hi, n, covered, gy, clusters, confidence)
     # What the former cap min(1, P(i right)/P(pair true)) took from r and widened the
     # upper end by: nothing now that each system's sums lift P(pair true) to its
     # P(i right) (docs/internals/noisy-crowds.md §3 "One calibration per system"); kept in the
