@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import io
 import json
 import os
@@ -124,6 +125,30 @@ def corpus_relations() -> int:
     return n
 
 
+@functools.cache
+def offered_codes() -> tuple[np.ndarray, np.ndarray]:
+    """Per pair type (subject PER, object TYPES[k]): the codes of the relations its
+    question offers (`predicates_for`), padded with -1, and how many. Truths, systems
+    and the crowd name only these: the task page refuses any other answer, and with the
+    crowd naming any of the 26 on every pair the crowd model's two halves disagree on
+    what a pair offered (docs/internals/crowd-bias.md §9)."""
+    from estimation.data import PREDICATES
+    from kbpo.core.schema import predicates_for
+
+    sets = [[PREDICATES.index(p) for p in predicates_for("PER", t)] for t in TYPES]
+    table = np.full((len(sets), max(map(len, sets))), -1, np.int64)
+    for k, codes in enumerate(sets):
+        table[k, :len(codes)] = codes
+    return table, np.array([len(c) for c in sets])
+
+
+def typed_relations(kinds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A relation drawn uniformly among those each pair's type offers (``kinds``: the
+    pairs' type indices, any shape)."""
+    table, sizes = offered_codes()
+    return table[kinds, (rng.random(kinds.shape) * sizes[kinds]).astype(np.int64)]
+
+
 def label_name(code: int) -> str:
     from estimation.data import PREDICATES
 
@@ -135,9 +160,10 @@ class Crowd:
     question per labelled pair, HITs of 10 questions done by `answers` distinct workers
     each (an assignment per worker), one response per worker and question.
 
-    Workers differ in accuracy (60-95%); a wrong answer is another predicate or "no
-    relation". The stored label stays the bench's truth (so the scores do not depend on
-    the crowd); its majority vote and posterior come from the answers.
+    Workers differ in accuracy (60-95%); a wrong answer is another of the relations the
+    pair's type offers (`typed_relations`) or "no relation". The stored label stays the
+    bench's truth (so the scores do not depend on the crowd); its majority vote and
+    posterior come from the answers.
     """
 
     WORKERS = 80
@@ -182,10 +208,11 @@ class Crowd:
         self.raw.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
         return self.raw.fetchone()[0]
 
-    def answer(self, pairs: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, list, list]:
+    def answer(self, pairs: np.ndarray, codes: np.ndarray,
+               kinds: np.ndarray) -> tuple[np.ndarray, list, list]:
         """Questions, hits, assignments and responses for these pairs (true codes, -1
-        none); returns the question ids, each pair's majority vote and posterior."""
-        n_pred = corpus_relations()
+        none; ``kinds``: their types' indices in TYPES); returns the question ids, each
+        pair's majority vote and posterior."""
         raw, now, k = self.raw, self.now, self.answers
         top = self._top("annotations_question")
         copy(raw, "annotations_question",
@@ -219,10 +246,9 @@ class Crowd:
         hit_of = np.arange(len(pairs)) // self.PER_HIT
         who = crew[hit_of]  # (questions × k) worker positions
         right = self.rng.random(who.shape) < self.accuracy[who]
-        wrong = np.where(codes[:, None] < 0,
-                         self.rng.integers(0, n_pred, who.shape),
-                         np.where(self.rng.random(who.shape) < 0.5, -1,
-                                  self.rng.integers(0, n_pred, who.shape)))
+        other = typed_relations(np.repeat(kinds[:, None], k, axis=1), self.rng)
+        wrong = np.where(codes[:, None] < 0, other,
+                         np.where(self.rng.random(who.shape) < 0.5, -1, other))
         given = np.where(right, codes[:, None], wrong)
         copy(raw, "annotations_response",
              ["assignment_id", "question_id", "worker_id", "choices", "extra", "seconds",
@@ -243,17 +269,18 @@ class Crowd:
 
 
 def add_labels(raw, pairs: np.ndarray, truth: np.ndarray, index_of: dict, crowd: Crowd | None,
-               now: str) -> int:
+               now: str, kinds: np.ndarray) -> int:
     """Store the labels of these pairs (the truth), with their crowd answers when
     `crowd` is given; returns the number of answers written."""
-    codes = np.array([truth[index_of[int(p)]] for p in pairs], np.int64)
+    at = np.array([index_of[int(p)] for p in pairs], np.int64)
+    codes = truth[at]
     labels = [json.dumps([label_name(c)]) for c in codes]
     if crowd is None:
         rows = ((int(p), lab, "majority", lab, 1.0, 3, now, "{}", "{}", "{}", None)
                 for p, lab in zip(pairs, labels, strict=True))
         answers = 0
     else:
-        questions, votes, posteriors = crowd.answer(pairs, codes)
+        questions, votes, posteriors = crowd.answer(pairs, codes, kinds[at])
         rows = ((int(p), lab, "lopsided", vote, 1.0, crowd.answers, now, post, "{}", "{}",
                  int(q))
                 for p, lab, vote, post, q in zip(pairs, labels, votes, posteriors, questions,
@@ -301,20 +328,21 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
     per_doc = -(-n_pairs // args.docs)  # the last documents get fewer: n_pairs in all
     if per_doc > MAX_PAIRS_PER_DOC:
         sys.exit(f"at most {MAX_PAIRS_PER_DOC} pairs per document: raise --docs")
-    n_pred = corpus_relations()
-    truth = np.where(rng.random(n_pairs) < 0.3, rng.integers(0, n_pred, n_pairs), -1)
+    corpus_relations()  # checks the codes: TAC KBP's predicates come first
+    doc_of = np.repeat(np.arange(args.docs), per_doc)[:n_pairs]
+    slot = np.tile(np.arange(per_doc), args.docs)[:n_pairs]
+    kinds = slot % len(TYPES)  # each pair's object type, TYPES[k] (its subject: PER)
+    truth = np.where(rng.random(n_pairs) < 0.3, typed_relations(kinds, rng), -1)
     popularity = rng.zipf(1.3, n_pairs).astype(float)
     popularity /= popularity.sum()
     stats = {}
     with transaction.atomic(), connection.cursor() as c:
         raw = c.cursor
-        doc_of = np.repeat(np.arange(args.docs), per_doc)[:n_pairs]
-        slot = np.tile(np.arange(per_doc), args.docs)[:n_pairs]
         copy(raw, "submissions_mentionpair",
              ["document_id", "sentence_id", "subject_begin", "subject_end", "object_begin",
               "object_end", "subject_type", "object_type"],
              ((docs[d].pk, sents[d * SENTENCES + s % SENTENCES].pk, *mention_offsets(s),
-               "PER", TYPES[s % 3]) for d, s in zip(doc_of, slot, strict=True)))
+               "PER", TYPES[k]) for d, s, k in zip(doc_of, slot, kinds, strict=True)))
         c.execute("SELECT id FROM submissions_mentionpair ORDER BY id")
         pair_ids = np.array([r[0] for r in c.fetchall()])
         t = time.monotonic()
@@ -332,7 +360,7 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
             picks = np.unique(np.concatenate([core, private]))
             precise = rng.random(len(picks)) < rng.uniform(0.3, 0.9)
             preds = np.where(precise & (truth[picks] >= 0), truth[picks],
-                             rng.integers(0, n_pred, len(picks)))
+                             typed_relations(kinds[picks], rng))
             copy(raw, "submissions_relationinstance",
                  ["submission_id", "pair_id", "predicate", "subject_entity_id", "confidence",
                   "line"],
@@ -354,7 +382,7 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
 
         index_of = {int(p): i for i, p in enumerate(pair_ids)}
         crowd = Crowd(raw, corpus.pk, args.answers, rng, now) if args.answers else None
-        stats["answers"] = add_labels(raw, labelled, truth, index_of, crowd, now)
+        stats["answers"] = add_labels(raw, labelled, truth, index_of, crowd, now, kinds)
         ex_docs = rng.choice(args.docs, args.exhaustive, replace=False)
         copy(raw, "annotations_exhaustivedocument",
              ["corpus_id", "document_id", "stage", "state", "matched_entity", "created_at"],
@@ -369,7 +397,7 @@ def build(args: argparse.Namespace, rng: np.random.Generator) -> dict:
                               "object_end", "predicate", "subject_entity", "source"], gold)
         c.execute("ANALYZE")
     stats.update(corpus=corpus, pending=drawn_pairs[len(labelled):], truth=truth,
-                 index_of=index_of, crowd=crowd)
+                 index_of=index_of, crowd=crowd, kinds=kinds)
     return stats
 
 
@@ -496,7 +524,8 @@ def main() -> None:
                     data["crowd"].raw = c.cursor
                     data["crowd"].recruit(args.new_workers)
                 answered = add_labels(c.cursor, np.asarray(batch), data["truth"],
-                                      data["index_of"], data["crowd"], timezone.now().isoformat())
+                                      data["index_of"], data["crowd"], timezone.now().isoformat(),
+                                      data["kinds"])
             print(f"batch {b + 1}: +{len(batch)} labels, +{answered} crowd answers")
             # Live (KBPO_SCORE_FOLLOW_UP, the default): the draw scheme, then the queued
             # follow-up's reweighted schemes, timed apart.
