@@ -172,14 +172,15 @@ class PointPlan:
         joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
             * _product_at(self.cpdt, w, rows, cols, at=blocks)  # Σ_j w_ij cpd_ju
         nan = np.zeros(self.m, dtype=bool)
-        a = sp.coo_matrix(pop.stacked(scheme)[:, ev.pairs])
-        qa = _product_at(self.bt, w, a.row, a.col)
-        z = np.divide(a.data, qa, out=np.zeros(len(qa)), where=qa > 0)
-        mass = np.bincount(a.row, weights=z * _product_at(self.cpdt, w, a.row, a.col),
-                           minlength=self.m)
+        # Σ_u p_i(u)/q_i(u) · Σ_j w_ij cpd_ju is the coefficients' sum: p_i(u) is the sum
+        # of p_i(x) over i's instances on u, and every instance on U is judged.
+        mass = np.bincount(rows, weights=joint, minlength=self.m)
         if self.none.any():
             # Systems without draws: no estimate when the others' draws carry little
             # weight (Kish size below MIN_BORROWED) or miss part of their pairs.
+            a = sp.coo_matrix(pop.stacked(scheme)[:, ev.pairs])
+            qa = _product_at(self.bt, w, a.row, a.col)
+            z = np.divide(a.data, qa, out=np.zeros(len(qa)), where=qa > 0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 coef = np.where(n > 0, w * w / n[None, :], 0.0)
             spread = np.bincount(a.row, weights=z * z * _product_at(self.cpdt, coef, a.row,
