@@ -12,6 +12,8 @@ U, so n = 0 when U already meets the target.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from . import intervals as ci
@@ -160,7 +162,7 @@ def _worst_case_by_donor(
     return np.maximum(worst, full)
 
 
-def _smallest(ok, n_max: int) -> int:
+def smallest_n(ok: Callable[[int], bool], n_max: int) -> int:
     """Smallest n in [0, n_max] with ok(n) (ok monotone), n_max if none."""
     if ok(0):
         return 0
@@ -215,9 +217,9 @@ def plan_sample_size(
     problem = _PlanProblem(pop, ev, pop.index_of(name), scheme, bound)
     if problem.unknown <= 2 * halfwidth:
         return 0
-    by_variance = _smallest(lambda n: problem.variance_bound(n) <= target_variance, n_max)
+    by_variance = smallest_n(lambda n: problem.variance_bound(n) <= target_variance, n_max)
     if by_variance == 0:
         return 0
     # E[U'] ≤ h/10 makes U' ≤ 2h (the target width) with probability ≥ 95% (Markov).
-    by_bounds = _smallest(lambda n: problem.unknown_after(n) <= halfwidth / 10, by_variance)
+    by_bounds = smallest_n(lambda n: problem.unknown_after(n) <= halfwidth / 10, by_variance)
     return min(by_variance, by_bounds)

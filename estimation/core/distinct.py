@@ -40,6 +40,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .adaptive import smallest_n
+
 # A pair with P_j(u) = 1 (a one-pair system) is surely drawn once n_j > 0.
 _P_MAX = 1.0 - 1e-15
 
@@ -179,20 +181,8 @@ def plan_distinct(p: np.ndarray, q_old: np.ndarray, h: np.ndarray, labelled: np.
     if p[free].sum() <= 2 * halfwidth:
         return 0
 
-    def smallest(ok) -> int:
-        if ok(0):
-            return 0
-        hi = 1
-        while not ok(hi):
-            if hi >= n_max:
-                return n_max
-            hi = min(2 * hi, n_max)
-        lo = hi // 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        return hi
-
-    by_var = smallest(lambda n: variance_bound(p, q_old, h, lab, n) <= target_variance)
-    by_bounds = smallest(lambda n: float(p[free] @ (1 - p[free]) ** n) <= halfwidth / 10)
+    by_var = smallest_n(lambda n: variance_bound(p, q_old, h, lab, n) <= target_variance,
+                        n_max)
+    by_bounds = smallest_n(lambda n: float(p[free] @ (1 - p[free]) ** n) <= halfwidth / 10,
+                           n_max)
     return min(by_var, by_bounds)

@@ -82,6 +82,14 @@
                  t.tagName === "SELECT" || t.isContentEditable);
   }
 
+  /** Whether Enter on this event's target keeps its own meaning (a link, or a button
+   * that is not an answer option) instead of moving to the next question. */
+  function enterIsOwn(event) {
+    const t = event.target;
+    return Boolean(t && (t.tagName === "BUTTON" || t.tagName === "A") &&
+                   !t.classList.contains("option"));
+  }
+
   function wikiUrl(link) {
     const title = String(link || "").replace(/^Wikipedia:/, "");
     return "https://en.wikipedia.org/wiki/" + encodeURIComponent(title.replace(/ /g, "_"));
@@ -237,9 +245,7 @@
       else if (key === "ArrowLeft") go(current - 1);
       else if (key === "ArrowRight") { if (answered(current)) go(current + 1); }
       else if (key === "Enter") {
-        // Enter on a link or a non-option button keeps its own meaning.
-        const t = event.target;
-        if (t && (t.tagName === "BUTTON" || t.tagName === "A") && !t.classList.contains("option")) return;
+        if (enterIsOwn(event)) return;
         next();
       } else return;
       event.preventDefault();
@@ -264,7 +270,8 @@
   setReady(false);
 
   window.KBPO = {
-    cfg, data, el, setStatus, setReady, isTyping, wikiUrl, submit, toggleChoice, capped,
+    cfg, data, el, setStatus, setReady, isTyping, enterIsOwn, wikiUrl, submit,
+    toggleChoice, capped,
     questionSteps,
     canAnswer: cfg.mode !== "closed",
     elapsed: () => (performance.now() - startedAt) / 1000,

@@ -160,8 +160,7 @@
     else if (key === "ArrowDown" || key === "j" || key === "J") go(current + 1);
     else if (key === "ArrowUp" || key === "k" || key === "K") go(current - 1);
     else if (key === "Enter") {
-      const t = event.target;
-      if (t && (t.tagName === "BUTTON" || t.tagName === "A") && !t.classList.contains("option")) return;
+      if (K.enterIsOwn(event)) return;
       next();
     } else return;
     event.preventDefault();
