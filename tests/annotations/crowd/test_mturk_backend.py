@@ -86,7 +86,10 @@ def test_hit_is_created_with_our_question_and_token(posted, fake) -> None:
     assert root.tag == f"{{{EXTERNAL_QUESTION_NS}}}ExternalQuestion"
     url = root.findtext(f"{{{EXTERNAL_QUESTION_NS}}}ExternalURL")
     assert url == f"{PUBLIC}/annotate/hit/{hit.url_key}/" == backends.task_url(hit)
-    assert fake.external_url(hit.external_id) == url and str(hit.pk) not in hit.url_key
+    # The page is named by the random key alone (32 URL-safe characters, 192 bits), never
+    # by the sequential id (a random key holds the digit of a small id 40% of the time).
+    assert fake.external_url(hit.external_id) == url
+    assert len(hit.url_key) == 32 and hit.url_key != str(hit.pk)
     hit_type = fake.hits[hit.external_id].type
     assert hit_type.reward == Decimal("0.15") and "related" in hit_type.title
     comparators = {r["QualificationTypeId"]: r["Comparator"] for r in hit_type.requirements}
