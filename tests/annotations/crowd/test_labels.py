@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -247,7 +248,9 @@ def test_submission_page_and_admin_show_the_money(client, planned,
     client.force_login(sub.owner)
     page = client.get(reverse("submission-detail", args=[sub.pk])).content.decode()
     assert 'id="crowd-budget"' in page and "$0.45 of $100.00" in page
-    assert "3 mention pairs" in page
+    # The plan's event: its draws (with replacement) cover 1 to 3 of the three pairs,
+    # as the submission's seed falls.
+    assert re.search(r"Sample of \d+ draws over [1-3] mention pairs", page), page
     staff = make_user("op", staff=True)
     staff.is_superuser = True
     staff.save()
