@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import intervals as ci
+from .distinct_estimate import distinct_joint
 from .evidence import (
     ALSO_TRUE_STRIDE,
     NO_RELATION,
@@ -43,6 +44,7 @@ from .schemes import SCHEMES, check_scheme
 
 __all__ = [
     "ALSO_TRUE_STRIDE",
+    "ESTIMATORS",
     "NO_RELATION",
     "PRECISION_METHODS",
     "UNLABELLED",
@@ -61,6 +63,10 @@ __all__ = [
     "prepare_evidence",
     "unreached_mass",
 ]
+
+
+# The joint kind's estimators (docs/internals/estimation.md §3 and §12).
+ESTIMATORS = ("importance", "distinct")
 
 
 @dataclass
@@ -104,15 +110,20 @@ def estimate(
     confidence: float = 0.9,
     precision_method: str = "wilson_design",
     state: LabelState | None = None,
+    estimator: str = "importance",
 ) -> Estimates:
     """Simple and joint precision, recall and F1 with intervals for every system.
 
     draw_scheme: the scheme the draws came from; schemes: the schemes to report
     (default: just the draw scheme), each obtained from the same draws by
     importance reweighting. state: `LabelState(pop, ev)` if made before (e.g. a
-    PointPlan's, `LabelState.for_evidence`): the same numbers.
+    PointPlan's, `LabelState.for_evidence`): the same numbers. estimator: the joint
+    kind's estimator, "importance" (every draw, §3) or "distinct" (each labelled pair
+    once, Horvitz–Thompson, §12; hard labels only).
     """
     check_scheme(draw_scheme)
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
     schemes = [draw_scheme] if schemes is None else [check_scheme(s) for s in schemes]
     z = ci.z_value(confidence)
     m = len(pop)
@@ -126,6 +137,8 @@ def estimate(
     bounds = label_bounds(pop, ev, "instance", state=state)
     terms = pair_terms(pop, ev, state)  # scheme-free; the state's verdicts serve
     shared: dict = {}  # the precision estimates' scheme-free parts, computed once
+    ht = (distinct_joint(pop, ev, draw_scheme, list(schemes), confidence, state)
+          if estimator == "distinct" else None)
     for s in SCHEMES:
         if s not in schemes:
             continue
@@ -140,6 +153,16 @@ def estimate(
             cov["joint"] = np.nan_to_num(precision_recall_cov(joint, w, ev.n, parts))
         else:
             rec = recall_reweighted(ev, s, gy, confidence)
+        if ht is not None:
+            prec = {**prec, "joint": ht.precision[s]}
+            cov["joint"] = ht.cov if s == "instance" else np.zeros(m)
+            if s == "instance" and ht.recall is not None:
+                r = ht.recall
+                undefined = ~np.isfinite(r.estimate)
+                rec = {**rec, "joint": Interval(
+                    np.where(undefined, np.nan, r.estimate),
+                    np.where(undefined, rec["simple"].lo, r.lo),
+                    np.where(undefined, rec["simple"].hi, r.hi))}
         rec = _exact_zero_recall(rec, bounds)
         f1 = {kind: _f1(prec[kind], rec[kind], z, cov[kind]) for kind in ("simple", "joint")}
         result.results[s] = {"precision": prec, "recall": rec, "f1": f1}
