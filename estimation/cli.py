@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         "'reliable': false)",
     )
 
+    est.add_argument(
+        "--estimator", choices=("importance", "distinct"), default="importance",
+        help="the joint estimator: 'importance' (every draw) or 'distinct' (each labelled "
+        "pair once, Horvitz-Thompson; hard labels only, no crowd answers)",
+    )
+
     plan = sub.add_parser("plan", help="adaptive sample size for one system, as JSON")
     plan.add_argument("problem", help="PROBLEM.json ('-' for standard input)")
     plan.add_argument("--system", required=True, help="name of the system to plan for")
@@ -65,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--target-variance", type=float)
     plan.add_argument(
         "--bound", choices=("worst_case", "second_moment"), default="worst_case"
+    )
+    plan.add_argument(
+        "--estimator", choices=("importance", "distinct"), default="importance",
+        help="plan for this joint estimator ('distinct': a draw on a labelled pair is free)",
     )
 
     sim = sub.add_parser(
@@ -218,11 +228,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             wanted = ([problem.scheme] if args.schemes == "draw"
                       else _schemes(args.schemes, "--schemes"))
             if problem.crowd is not None:
+                if args.estimator == "distinct":
+                    raise ProblemError("--estimator distinct takes hard labels; this problem "
+                                       "has crowd answers (use the default estimator)")
                 from .crowd_answers import solve_with_crowd
 
                 result = solve_with_crowd(problem, wanted)
             else:
-                result = solve(problem, wanted)
+                result = solve(problem, wanted, args.estimator)
         else:
             option, value = (("--target-variance", args.target_variance)
                              if args.target_variance is not None
@@ -237,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 None if args.target_variance is not None else args.target_halfwidth,
                 args.target_variance,
                 args.bound,
+                args.estimator,
             )
     except ProblemError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .adaptive import plan_sample_size
+from .distinct_estimate import plan_distinct_size
 from .estimators import (
     NO_RELATION,
     Estimates,
@@ -389,7 +390,8 @@ def scheme_note(problem: Problem, scheme: str) -> dict[str, Any]:
     return note
 
 
-def solve(problem: Problem, schemes: Sequence[str] | None = None) -> dict[str, Any]:
+def solve(problem: Problem, schemes: Sequence[str] | None = None,
+          estimator: str = "importance") -> dict[str, Any]:
     schemes = list(SCHEMES) if schemes is None else list(schemes)
     if problem.scheme not in schemes:
         schemes.insert(0, problem.scheme)
@@ -399,8 +401,11 @@ def solve(problem: Problem, schemes: Sequence[str] | None = None) -> dict[str, A
         problem.scheme,
         schemes,
         problem.confidence,
+        estimator=estimator,
     )
-    return results_json(problem, result)
+    out = results_json(problem, result)
+    out["estimator"] = estimator
+    return out
 
 
 def plan(
@@ -409,9 +414,16 @@ def plan(
     target_halfwidth: float | None = 0.05,
     target_variance: float | None = None,
     bound: str = "worst_case",
+    estimator: str = "importance",
 ) -> dict[str, Any]:
     if system not in problem.population.names:
         raise ProblemError(f"--system: no system named {system!r} in systems")
+    if estimator == "distinct":
+        n = plan_distinct_size(problem.population, problem.evidence, system,
+                               target_halfwidth=target_halfwidth,
+                               target_variance=target_variance,
+                               confidence=problem.confidence, scheme=problem.scheme)
+        return {"system": system, "n": n, "estimator": estimator}
     n = plan_sample_size(
         problem.population,
         problem.evidence,

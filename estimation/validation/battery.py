@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.stats import norm
 
-from ..core import Population, estimate, plan_sample_size, prepare_evidence
+from ..core import Evidence, Population, estimate, plan_sample_size, prepare_evidence
 from ..core import intervals as ci
+from ..core.distinct_estimate import more_draws, plan_distinct_size
 from ..core.schemes import check_scheme
 from . import reference
 from .crowd import CrowdLabeller, CrowdSpec
@@ -43,6 +44,15 @@ class Scenario:
     crowd: CrowdSpec | None = None  # labels from a simulated crowd (validation/noisy.py)
     correct: bool = True  # with a crowd: soft labels (True) or its majority labels
     max_bias: float = MAX_BIAS
+    # The joint kind's estimator ("importance" or "distinct", core ESTIMATORS), and
+    # arrival: every system arrives in a random order and is planned (with the
+    # distinct estimator: topped up while its interval is wider than planned) at
+    # target_variance, as on a live leaderboard (§12); the late systems then too.
+    estimator: str = "importance"
+    arrival: bool = False
+    target_variance: float = 0.25 / 500
+    # Arrival: the largest precision half-width allowed, as a multiple of the target's.
+    halfwidth_slack: float = 1.10
 
     def small(self) -> Scenario:
         """A cheaper version (12 systems, 8,000 pairs) for the test suite."""
@@ -86,6 +96,21 @@ SCENARIOS: dict[str, Scenario] = {
             "6 exhaustive documents of ~37 relations each, strong document effect",
             WorldSpec(pairs_per_doc=150, doc_size_sigma=0.3, doc_effect=0.7),
             exhaustive_docs=6,
+        ),
+        Scenario(
+            "arrival",
+            "40 systems arrive in random order, each planned for the distinct estimator",
+            WorldSpec(), estimator="distinct", arrival=True,
+        ),
+        Scenario(
+            "arrival_heavy",
+            "heavy_tail's world arriving in random order, the distinct estimator",
+            WorldSpec(subject_tail=1.1, disjoint_team=4), estimator="distinct", arrival=True,
+        ),
+        Scenario(
+            "arrival_novel",
+            "novel's world (a disjoint system) arriving in random order, distinct estimator",
+            WorldSpec(late=("novel",)), estimator="distinct", arrival=True,
         ),
         Scenario(
             "perfect",
@@ -168,7 +193,8 @@ def run_scenario(
         pop.add_system(name, pairs, preds, world.subject[pairs])
     m = len(world.systems)
     run = Run(scenario, world, schemes, trials)
-    run.planned = np.zeros((trials, len(world.late)), dtype=np.int64)
+    run.planned = np.zeros((trials, m if scenario.arrival else len(world.late)),
+                           dtype=np.int64)
     run.labels = np.zeros(trials, dtype=np.int64)
     run.controls = np.zeros(trials, dtype=np.int64)
     run.answers = np.zeros(trials, dtype=np.int64)
@@ -184,10 +210,14 @@ def run_scenario(
             crowd = CrowdLabeller(scenario.crowd, world.label, scenario.world.n_predicates,
                                   np.random.default_rng([seed, t, 1]), scenario.correct)
         draws = {world.names[k]: np.zeros(0, np.int64) for k in range(m)}
-        for k in base:
-            draws[world.names[k]] = sampler.draw(k, scenario.draws_per_system, rng)
-        labelled = set(np.concatenate(list(draws.values())).tolist())  # pair ids
-        for j, k in enumerate(world.late):
+        if scenario.arrival:
+            labelled = _arrive(scenario, world, pop, sampler, draws, rng, draw_scheme,
+                               run.planned[t])
+        else:
+            for k in base:
+                draws[world.names[k]] = sampler.draw(k, scenario.draws_per_system, rng)
+            labelled = set(np.concatenate(list(draws.values())).tolist())  # pair ids
+        for j, k in enumerate([] if scenario.arrival else world.late):
             lab = np.array(sorted(labelled), dtype=np.int64)
             if crowd is None:
                 ev = prepare_evidence(pop, draws, lab, world.label[lab])
@@ -214,7 +244,7 @@ def run_scenario(
         else:
             ev = crowd.evidence(pop, draws, lab, *exhaustive)
             run.controls[t], run.answers[t] = crowd.controls, crowd.answers
-        res = estimate(pop, ev, draw_scheme, schemes)
+        res = estimate(pop, ev, draw_scheme, schemes, estimator=scenario.estimator)
         if crowd is not None:
             res = crowd.widen(pop, ev, res, draw_scheme, schemes,
                               np.random.default_rng([seed, t, 2]))
@@ -243,6 +273,38 @@ def run_scenario(
             progress(t + 1, trials)
     run.seconds = time.perf_counter() - start
     return run
+
+
+def _arrive(scenario: Scenario, world: World, pop: Population, sampler: _Sampler,
+            draws: dict[str, np.ndarray], rng: np.random.Generator, draw_scheme: str,
+            planned: np.ndarray) -> set[int]:
+    """Every system in a random order, each sized by the planner of the scenario's
+    estimator at its target variance given the labels so far; with the distinct
+    estimator, topped up (at most 4 rounds) while its interval is wider than planned.
+    Fills ``draws`` and ``planned`` (draws per system); returns the labelled pair ids."""
+    labelled: set[int] = set()
+    halfwidth = ci.z_value(0.9) * float(np.sqrt(scenario.target_variance))
+
+    def evidence() -> Evidence:
+        lab = np.array(sorted(labelled), dtype=np.int64)
+        return prepare_evidence(pop, draws, lab, world.label[lab])
+
+    for k in rng.permutation(len(world.systems)):
+        name = world.names[k]
+        plan = plan_distinct_size if scenario.estimator == "distinct" else plan_sample_size
+        extra = plan(pop, evidence(), name, target_variance=scenario.target_variance,
+                     scheme=draw_scheme)
+        for round_ in range(5):
+            if extra <= 0:
+                break
+            new = sampler.draw(k, extra, rng)
+            draws[name] = np.concatenate([draws[name], new])
+            labelled.update(new.tolist())
+            if scenario.estimator != "distinct" or round_ == 4:
+                break
+            extra = more_draws(pop, evidence(), name, halfwidth, scheme=draw_scheme)
+        planned[k] = len(draws[name])
+    return labelled
 
 
 def _doc_members(world: World) -> list[np.ndarray]:
@@ -345,6 +407,8 @@ def summarise(run: Run) -> list[Row]:
                     row.checks = _checks(
                         row, cov_t, bias_t, bias_k, se_k, trials, z, run.scenario.max_bias
                     )
+                    if run.scenario.arrival and metric == "precision":
+                        row.checks.append(_halfwidth_check(run.scenario, lo, hi))
                 elif s == run.schemes[0] and metric in checked_metrics:
                     row.checks = [("no zero-width interval unless exact", row.zero_width == 0),
                                   _strict_check(row)]
@@ -362,6 +426,16 @@ def _exact_missed(lo: np.ndarray, hi: np.ndarray, truth: np.ndarray, exact: np.n
         a, b = ci.rounded_outward(float(lo[k]), float(hi[k]))
         missed += not (a <= round(float(t[k]), 12) <= b)
     return missed
+
+
+def _halfwidth_check(spec: Scenario, lo: np.ndarray, hi: np.ndarray) -> tuple[str, bool]:
+    """Arrival: every system was planned for the target, so every interval keeps it
+    (up to the slack): the planner's promise, not a coverage statistic."""
+    target = ci.z_value(0.9) * float(np.sqrt(spec.target_variance))
+    widest = float(np.nanmax((hi - lo) / 2))
+    limit = target * spec.halfwidth_slack
+    return (f"widest half-width {widest:.4f} <= {limit:.4f} (target {target:.4f} "
+            f"+{spec.halfwidth_slack - 1:.0%})", widest <= limit + 1e-9)
 
 
 def _strict_check(row: Row) -> tuple[str, bool]:
@@ -454,7 +528,11 @@ def verdict(rows: list[Row], run: Run) -> str:
     """One pass/fail line for a scenario, naming the failed checks."""
     failed = [f"{r.metric}/{r.kind}: {msg}" for r in rows for msg, ok in r.checks if not ok]
     planned = ""
-    if run.planned is not None and run.planned.size:
+    if run.scenario.arrival and run.planned is not None:
+        planned = (f"; mean {np.mean(run.labels):.0f} labels and "
+                   f"{np.mean(run.planned.sum(axis=1)):.0f} draws for "
+                   f"{run.planned.shape[1]} systems")
+    elif run.planned is not None and run.planned.size:
         planned = f"; planner gave the late system median {int(np.median(run.planned))} draws"
     if run.controls is not None and run.controls.any():
         planned += (

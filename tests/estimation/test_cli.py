@@ -211,7 +211,8 @@ def test_simulate_and_bench_name_what_is_accepted(tmp_path, capsys):
         capture_output=True, text=True, check=False, cwd=ROOT)
     assert bench.returncode == 2 and bench.stdout == ""
     known = ", ".join({**SCENARIOS, **UNCORRECTED, **OPEN})
-    assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, perfect, crowd")
+    assert known.startswith("paper, tiny, novel, subset, heavy_tail, clustered, arrival, "
+                            "arrival_heavy, arrival_novel, perfect, crowd")
     assert bench.stderr == f"error: --scenario: unknown scenario 'nope'; expected one of {known}\n"
 
 
@@ -306,3 +307,21 @@ def test_reweighted_schemes_are_flagged_and_entity_recall_says_what_it_is(tmp_pa
                                        enumerate(PROBLEM["exhaustive"])]}
     code, out, err = run(tmp_path, capsys, named, "estimate", "--schemes", "all")
     assert json.loads(out)["scheme_notes"]["entity"]["recall_of"] == "entity"
+
+
+def test_the_distinct_estimator_from_the_command_line(tmp_path, capsys):
+    code, out, err = run(tmp_path, capsys, PROBLEM, "estimate", "--estimator", "distinct")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["estimator"] == "distinct"
+    a = result["systems"][0]
+    # A's pairs are all labelled: exact under either estimator.
+    assert a["precision"]["joint"]["exact"]
+    assert a["precision"]["joint"]["estimate"] == pytest.approx(2 / 3, abs=1e-6)
+    code, out, _ = run(tmp_path, capsys, PROBLEM, "plan", "--system", "B",
+                       "--estimator", "distinct")
+    assert code == 0 and json.loads(out) == {"system": "B", "n": 0, "estimator": "distinct"}
+    crowd = json.loads(json.dumps(PROBLEM))
+    crowd["answers"] = {"p1": [["w1", "per:title"]]}
+    code, _, err = run(tmp_path, capsys, crowd, "estimate", "--estimator", "distinct")
+    assert code == 2 and "--estimator distinct takes hard labels" in err

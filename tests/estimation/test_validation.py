@@ -28,7 +28,12 @@ from estimation.validation.worlds import World
 TRIALS = 100
 
 
-@pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in NOISY])
+# arrival_heavy (the distinct estimator on heavy_tail's world) runs in `validate` only:
+# arrival and arrival_novel cover the same code, and each adds ~15 s here.
+IN_SUITE = [n for n in SCENARIOS if n not in NOISY and n != "arrival_heavy"]
+
+
+@pytest.mark.parametrize("name", IN_SUITE)
 def test_small_scenario_passes(name):
     """12-system version of each scenario, 100 independent trials, seed 0.
 
