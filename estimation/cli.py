@@ -59,8 +59,8 @@ def _parser() -> argparse.ArgumentParser:
 
     est.add_argument(
         "--estimator", choices=("importance", "distinct"), default="importance",
-        help="the joint estimator: 'importance' (every draw) or 'distinct' (each labelled "
-        "pair once, Horvitz-Thompson; hard labels only, no crowd answers)",
+        help="the joint estimator: 'importance' (every draw, the default) or 'distinct' "
+        "(each labelled pair once, Horvitz-Thompson)",
     )
 
     plan = sub.add_parser("plan", help="adaptive sample size for one system, as JSON")
@@ -228,12 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             wanted = ([problem.scheme] if args.schemes == "draw"
                       else _schemes(args.schemes, "--schemes"))
             if problem.crowd is not None:
-                if args.estimator == "distinct":
-                    raise ProblemError("--estimator distinct takes hard labels; this problem "
-                                       "has crowd answers (use the default estimator)")
                 from .crowd_answers import solve_with_crowd
 
-                result = solve_with_crowd(problem, wanted)
+                result = solve_with_crowd(problem, wanted, args.estimator)
             else:
                 result = solve(problem, wanted, args.estimator)
         else:

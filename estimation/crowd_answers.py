@@ -58,7 +58,8 @@ def crowd_soft_labels(problem: Problem, replicates: int = REPLICATES
     return main, reps, model
 
 
-def solve_with_crowd(problem: Problem, schemes: list[str] | None = None) -> dict[str, Any]:
+def solve_with_crowd(problem: Problem, schemes: list[str] | None = None,
+                     estimator: str = "importance") -> dict[str, Any]:
     """`problem.solve` with the answered pairs' labels from the crowd model."""
     crowd = problem.crowd
     assert crowd is not None
@@ -68,12 +69,14 @@ def solve_with_crowd(problem: Problem, schemes: list[str] | None = None) -> dict
     main, soft, model = crowd_soft_labels(problem)
     pop = problem.population
     ev = self_consistent(pop, with_soft_labels(pop, problem.evidence, main))
-    res: Estimates = estimate(pop, ev, problem.scheme, schemes, problem.confidence)
+    res: Estimates = estimate(pop, ev, problem.scheme, schemes, problem.confidence,
+                              estimator=estimator)
     if len(soft) >= 2:
         res = widen(res, correction_variance(pop, ev, soft, problem.scheme, schemes,
-                                        problem.confidence),
+                                             problem.confidence, estimator=estimator),
                     problem.confidence)
     out = results_json(problem, res)
+    out["estimator"] = estimator
     out["crowd"] = {"answers": len(crowd.answers), "workers": crowd.n_workers,
                     "controls": len(crowd.truth), "pair_types": int(crowd.strata.max()) + 1
                     if len(crowd.strata) else 0,

@@ -7,13 +7,15 @@ module gathers their inputs from the service's structures and applies the interv
 rules the joint estimator has (§4): sure bounds, few unlabelled pairs, unreached mass,
 systems that only borrow others' draws.
 
-Hard labels only: with soft labels a pair's truth is a probability and recall's
-weights need the per-system calibration the joint estimator has (recall.py); the
-distinct path refuses them rather than guess (`SoftLabelsError`).
+Soft (crowd-posterior) labels enter as the joint estimator takes them: a pair's
+P(true) re-weighted to the predicting systems' precision (`recall.pair_true_share`),
+each system's right mass lifted to its own P(right) where that is larger, and the
+labels' own Bernoulli spread added to the sampling variance of every HT sum.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,14 +24,17 @@ import scipy.sparse as sp
 from . import intervals as ci
 from .distinct import _P_MAX, ht_covariance, ht_ratio, inclusion_probability, plan_distinct
 from .evidence import UNLABELLED, Evidence, Interval
-from .importance import at_pairs
+from .importance import at_pairs, label_variance_at_pairs
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, apply_bounds, label_bounds
-from .recall import Clusters, combine_recall, exhaustive_hits, nu_at_edges
-
-
-class SoftLabelsError(ValueError):
-    """The distinct estimator was asked to use soft (crowd-posterior) labels."""
+from .recall import (
+    Clusters,
+    combine_recall,
+    exhaustive_hits,
+    nu_at_edges,
+    pair_true_share,
+    predicted_relations,
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,11 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
     y = pf.tocsr()
     x = ps if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs].tocsr()
     est, var, mass = ht_ratio(y, x, pi, ps, n)
+    spread = label_variance_at_pairs(pop, ev, scheme, state=state)
+    if spread is not None:
+        # Soft labels: Σ_S p² c(1 − c)/π², each right mass a Bernoulli mean.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = var + np.where(mass > 0, (spread.tocsr() @ (1.0 / pi**2)) / mass**2, 0.0)
     bounds = label_bounds(pop, ev, scheme, state=state)
     landed = np.asarray((x > 0).astype(float) @ np.asarray(ev.counts.sum(axis=0)).ravel()
                         ).ravel()
@@ -110,6 +120,44 @@ def _covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.ndarray:
     return covered
 
 
+def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
+        pi: np.ndarray, z: float) -> tuple | None:
+    """ν̂_i = Σ_S G_i/π / Σ_S X_i/π over the drawn pairs that may be true, its variance
+    and Wilson upper end, and the sums' pieces (None: no drawn pair may be true).
+
+    G_i(u): the true relations of pair u system i names (soft: their P(right));
+    X_i(u) = max(t κ, G_i): the pair's expected true relations, t its P(true) as joint
+    recall re-weights it (`pair_true_share`), κ its relations if true; lifted to G_i
+    where system i's priors say more than the pair's (one calibration per system, as
+    `recall_instance`). Soft labels add Σ_S Var(G_i − ν X_i)/π² under the labels.
+    """
+    n = ev.n
+    q = np.asarray(ps.T @ (n / max(n.sum(), 1))).ravel()
+    t = pair_true_share(ev, ps, n, q, predicted=predicted_relations(pop, ev.pairs))
+    kappa = ev.relations_per_true(ev.pairs)
+    tk = t * kappa
+    _, g_all = at_pairs(pop, ev, draw_scheme)
+    g_all = g_all.tocsr()
+    may = tk > 0
+    may[np.unique(g_all.indices)] = True
+    cols = np.flatnonzero(may)
+    if not len(cols):
+        return None
+    g = g_all[:, cols].toarray()
+    xk = np.maximum(tk[cols][None, :], g)
+    nu, v_nu, den = ht_ratio(sp.csr_matrix(g), sp.csr_matrix(xk), pi[cols], ps[:, cols], n)
+    if ev.true_prob is not None:
+        e = np.nan_to_num(nu)[:, None]
+        k = kappa[cols][None, :]
+        spread = np.maximum(g - 2 * e * k * g + e * e * k * xk - (g - e * xk) ** 2, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v_nu = v_nu + np.where(den > 0, (spread @ (1.0 / pi[cols] ** 2)) / den**2, 0.0)
+    w = tk[cols] / pi[cols]
+    kish = float(w.sum() ** 2 / (w * w).sum()) if (w > 0).any() else 0.0
+    v_nu, nu_hi = nu_at_edges(nu, v_nu, kish, z)
+    return cols, g, xk, nu, v_nu, nu_hi, den
+
+
 def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: list[str],
                    confidence: float, state: LabelState | None = None) -> DistinctJoint:
     """Joint precision for every scheme in ``schemes`` and, under "instance" (recall's
@@ -118,9 +166,6 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
 
     Reweighted schemes: their masses are the totals, the draw scheme's design gives π.
     """
-    if ev.true_prob is not None:
-        raise SoftLabelsError(
-            "the distinct estimator takes hard labels; soft crowd labels need the joint one")
     m = len(pop)
     z = ci.z_value(confidence)
     state = LabelState(pop, ev) if state is None else state
@@ -133,32 +178,31 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
         out[s] = iv
         if s != "instance" or not len(ev.y_pairs):
             continue
-        # ν: G_i(u) = the true relations of pair u that system i names (its right
-        # instances there), κ(u) = the pair's true relations (0 on a false pair).
-        _, g = at_pairs(pop, ev, draw_scheme)
-        g = g.tocsr()
-        kappa = np.where(ev.label[ev.pairs] >= 0, ev.relations_per_true(ev.pairs), 0.0)
-        true = np.flatnonzero(kappa > 0)
-        if not len(true):
+        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z)
+        if nu_parts is None:
             continue
-        pt = ps[:, true]
-        nu, v_nu, tk = ht_ratio(g[:, true], kappa[true][None, :], pi[true], pt, ev.n)
-        wk = kappa[true] / pi[true]
-        kish = float(wk.sum() ** 2 / (wk * wk).sum())
-        v_nu, nu_hi = nu_at_edges(nu, v_nu, kish, z)
-        gy = exhaustive_hits(pop, ev)
+        cols, g, xk, nu, v_nu, nu_hi, den = nu_parts
         r, _, lo, hi, theta = combine_recall(nu, v_nu, nu_hi, ev.n,
-                                             _covered(pop, ev, draw_scheme), gy,
-                                             Clusters(ev.y_docs), confidence)
+                                             _covered(pop, ev, draw_scheme),
+                                             exhaustive_hits(pop, ev), Clusters(ev.y_docs),
+                                             confidence)
         recall = Interval(r, lo, hi)
-        # Cov(P̂_i, ν̂_i): the HT covariance of the linearised residuals.
+        # Cov(P̂_i, ν̂_i): the HT covariance of the linearised residuals, and with soft
+        # labels the labels' own covariance on the pairs both sums share.
         with np.errstate(divide="ignore", invalid="ignore"):
-            e_p = (y - x.multiply(np.nan_to_num(est)[:, None])).multiply(
-                np.where(mass > 0, 1.0 / mass, 0.0)[:, None]).tocsr()
-            kk = sp.csr_matrix(np.ones((m, 1))) @ sp.csr_matrix(kappa[None, :])
-            e_nu = (g - kk.multiply(np.nan_to_num(nu)[:, None])).multiply(
-                np.where(tk > 0, 1.0 / tk, 0.0)[:, None]).tocsr()
-        cov = np.nan_to_num(theta * ht_covariance(e_p, e_nu, pi, ps, ev.n))
+            inv_m = np.where(mass > 0, 1.0 / mass, 0.0)[:, None]
+            inv_d = np.where(den > 0, 1.0 / den, 0.0)[:, None]
+            # Both over all of S: the fixed-n term sums each residual over its own pairs.
+            e_p = (y - x.multiply(np.nan_to_num(est)[:, None])).multiply(inv_m).tocsr()
+            e_nu = sp.csr_matrix((g - xk * np.nan_to_num(nu)[:, None]) * inv_d).tocoo()
+            e_nu = sp.csr_matrix((e_nu.data, (e_nu.row, cols[e_nu.col])), shape=e_p.shape)
+            c = ht_covariance(e_p, e_nu, pi, ps, ev.n)
+            if ev.true_prob is not None:
+                kappa = ev.relations_per_true(ev.pairs)[cols]
+                yc = y[:, cols].toarray()
+                lab_c = yc * (1 - g - np.nan_to_num(nu)[:, None] * (kappa[None, :] - xk))
+                c = c + (lab_c @ (1.0 / pi[cols] ** 2)) * inv_m[:, 0] * inv_d[:, 0]
+        cov = np.nan_to_num(theta * c)
     return DistinctJoint(out, recall, cov)
 
 
@@ -180,9 +224,6 @@ def plan_distinct_size(pop: Population, ev: Evidence, name: str,
         target_variance = (target_halfwidth / z) ** 2
     elif target_variance <= 0:
         raise ValueError("target_variance must be positive")
-    if ev.true_prob is not None:
-        raise SoftLabelsError(
-            "the distinct planner takes hard labels; soft crowd labels need the joint one")
     k = pop.index_of(name)
     stacked = pop.stacked(scheme).tocsr()
     row = stacked[k]
@@ -198,7 +239,8 @@ def plan_distinct_size(pop: Population, ev: Evidence, name: str,
     # h: the share of the system's mass on a labelled pair that is right.
     inst = pop.instances()
     mine = np.flatnonzero(inst["system"] == k)
-    right = ev.correct(inst["pairs"][mine], inst["predicates"][mine]).astype(float)
+    right = np.asarray(ev.correct(inst["pairs"][mine], inst["predicates"][mine],
+                                  inst["system"][mine]), float)
     probs = pop.instance_probs(scheme)[mine]
     at = np.searchsorted(cols, inst["pairs"][mine])
     h_mass = np.bincount(at, weights=probs * right, minlength=len(cols))
@@ -227,3 +269,28 @@ def more_draws(pop: Population, ev: Evidence, name: str, target_halfwidth: float
     if not np.isfinite(w) or w <= target_halfwidth:
         return 0
     return int(np.ceil(n_k * ((w / target_halfwidth) ** 2 - 1))) + 1
+
+
+def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
+                    schemes: Sequence[str] | None, confidence: float,
+                    points: Mapping[tuple[str, str, str], np.ndarray]
+                    ) -> dict[tuple[str, str, str], np.ndarray]:
+    """The joint kind's point estimates under the distinct estimator, keyed as
+    `PointPlan.estimates` keys them, for the noise correction's replicates: precision and
+    recall from `distinct_joint`, F1 from them; ``points``: the replicate's importance
+    points, whose recall keeps its value where the labels make it surely 0."""
+    schemes = [draw_scheme] if schemes is None else list(schemes)
+    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence)
+    bounds = label_bounds(pop, ev, "instance")
+    zero = bounds.exact & (bounds.known == 0)
+    out = {}
+    for s in schemes:
+        p = ht.precision[s].estimate
+        r = points[(s, "recall", "joint")]
+        if s == "instance" and ht.recall is not None:
+            r = np.where(zero, 0.0, ht.recall.estimate)
+        f1 = ci.f1_score(np.nan_to_num(p), np.nan_to_num(r))
+        out[(s, "precision", "joint")] = p
+        out[(s, "recall", "joint")] = r
+        out[(s, "f1", "joint")] = np.where(np.isnan(p) | np.isnan(r), np.nan, f1)
+    return out

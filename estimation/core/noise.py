@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import intervals as ci
+from .distinct_estimate import distinct_points
 from .evidence import (
     ALSO_TRUE_STRIDE,
     NO_RELATION,
@@ -171,14 +172,15 @@ Key = tuple[str, str, str]  # (scheme, metric, kind)
 
 def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[SoftLabels],
                         draw_scheme: str = "instance", schemes: Sequence[str] | None = None,
-                        confidence: float = 0.9, plan: PointPlan | None = None
-                        ) -> dict[Key, np.ndarray]:
+                        confidence: float = 0.9, plan: PointPlan | None = None,
+                        estimator: str = "importance") -> dict[Key, np.ndarray]:
     """Between-replicate variance of every estimate over replicate soft labels.
 
     ``ev``: the evidence with the fit's soft labels (its ``system_prior`` is where
     each replicate's fixed-point iteration starts; one round moves it most of the way).
     Fewer than 2 replicates: no variance (empty). ``plan``: the `PointPlan` of these
     draws and labels under ``draw_scheme`` if one was made (e.g. for ``ev``'s fixed point).
+    ``estimator``: the joint kind's (`estimate`'s), whose points each replicate gives.
     """
     if len(replicates) < 2:
         return {}
@@ -186,19 +188,23 @@ def correction_variance(pop: Population, ev: Evidence, replicates: Sequence[Soft
     if plan is None or plan.draw_scheme != draw_scheme:
         plan = PointPlan(pop, ev, draw_scheme)
     return between_replicates([replicate_estimates(pop, ev, soft, draw_scheme, schemes,
-                                                   confidence, plan) for soft in replicates])
+                                                   confidence, plan, estimator)
+                               for soft in replicates])
 
 
 def replicate_estimates(pop: Population, ev: Evidence, soft: SoftLabels, draw_scheme: str,
-                        schemes: Sequence[str] | None, confidence: float, plan: PointPlan
-                        ) -> dict[Key, np.ndarray]:
+                        schemes: Sequence[str] | None, confidence: float, plan: PointPlan,
+                        estimator: str = "importance") -> dict[Key, np.ndarray]:
     """One replicate's point estimates (`correction_variance`): its soft labels, one
     fixed-point round of the systems' priors from ``ev``'s, the plan's estimates."""
     rep = with_soft_labels(pop, ev, soft)
     if ev.system_prior is not None:
         rep = self_consistent(pop, rep, draw_scheme, rounds=1, start=ev.system_prior,
                               plan=plan, start_group=ev.group_prior)
-    return plan.estimates(rep, schemes, confidence)
+    points = plan.estimates(rep, schemes, confidence)
+    if estimator == "distinct":
+        points.update(distinct_points(pop, rep, draw_scheme, schemes, confidence, points))
+    return points
 
 
 def between_replicates(estimates: Sequence[dict[Key, np.ndarray]]) -> dict[Key, np.ndarray]:

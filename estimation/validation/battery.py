@@ -247,7 +247,7 @@ def run_scenario(
         res = estimate(pop, ev, draw_scheme, schemes, estimator=scenario.estimator)
         if crowd is not None:
             res = crowd.widen(pop, ev, res, draw_scheme, schemes,
-                              np.random.default_rng([seed, t, 2]))
+                              np.random.default_rng([seed, t, 2]), scenario.estimator)
         for s in schemes:
             for metric in METRICS:
                 for kind in KINDS:

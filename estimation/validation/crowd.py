@@ -325,11 +325,13 @@ class CrowdLabeller:
                 for post, priors, own in reps]
 
     def widen(self, pop: Population, ev: Evidence, res: Estimates, draw_scheme: str,
-              schemes: list[str], rng: np.random.Generator) -> Estimates:
+              schemes: list[str], rng: np.random.Generator,
+              estimator: str = "importance") -> Estimates:
         """``res`` with the correction's uncertainty (the parameters' bootstrap) added."""
         if not self.correct or self.spec.bootstrap < 2:
             return res
-        var = correction_variance(pop, ev, self.replicates(rng), draw_scheme, schemes)
+        var = correction_variance(pop, ev, self.replicates(rng), draw_scheme, schemes,
+                                  estimator=estimator)
         return widen(res, var)
 
     def evidence(self, pop: Population, draws: Mapping[str, np.ndarray], lab: np.ndarray,

@@ -18,9 +18,10 @@ from .worlds import WorldSpec
 NOISY_BIAS = 0.01
 
 
-def _crowd(name: str, description: str, crowd: CrowdSpec, correct: bool = True) -> Scenario:
+def _crowd(name: str, description: str, crowd: CrowdSpec, correct: bool = True,
+           estimator: str = "importance") -> Scenario:
     return Scenario(name, description, WorldSpec(), crowd=crowd, correct=correct,
-                    max_bias=NOISY_BIAS)
+                    max_bias=NOISY_BIAS, estimator=estimator)
 
 
 # A yes-biased crowd (issue 38): two attractive relations (the world's most frequent)
@@ -43,6 +44,10 @@ NOISY: dict[str, Scenario] = {
                CrowdSpec(error_rate=0.2, systematic=True)),
         _crowd("crowd_attr", "two attractive relations said on 20-60% of the pairs "
                "holding none, per worker, 5% other error, 10% spammers; soft labels", ATTRACTIVE),
+        _crowd("crowd20_distinct", "crowd20 with the distinct-pairs estimator (soft labels, "
+               "its own replicates)", CrowdSpec(error_rate=0.2), estimator="distinct"),
+        _crowd("crowd_attr_distinct", "crowd_attr with the distinct-pairs estimator",
+               ATTRACTIVE, estimator="distinct"),
     )
 }
 

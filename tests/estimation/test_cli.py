@@ -321,7 +321,13 @@ def test_the_distinct_estimator_from_the_command_line(tmp_path, capsys):
     code, out, _ = run(tmp_path, capsys, PROBLEM, "plan", "--system", "B",
                        "--estimator", "distinct")
     assert code == 0 and json.loads(out) == {"system": "B", "n": 0, "estimator": "distinct"}
+    # With crowd answers: the soft labels and the correction's replicates, distinct too.
     crowd = json.loads(json.dumps(PROBLEM))
-    crowd["answers"] = {"p1": [["w1", "per:title"]]}
-    code, _, err = run(tmp_path, capsys, crowd, "estimate", "--estimator", "distinct")
-    assert code == 2 and "--estimator distinct takes hard labels" in err
+    crowd["answers"] = {"p1": [["w1", "per:title"], ["w2", "per:title"]],
+                        "p2": [["w1", "no_relation"], ["w2", "per:title"]]}
+    code, out, err = run(tmp_path, capsys, crowd, "estimate", "--estimator", "distinct")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["estimator"] == "distinct" and result["crowd"]["answers"] == 4
+    b = result["systems"][1]["precision"]["joint"]
+    assert 0 <= b["lo"] <= b["estimate"] <= b["hi"] <= 1

@@ -18,12 +18,15 @@ from estimation.core.distinct import (
     plan_distinct,
 )
 from estimation.core.distinct_estimate import (
-    SoftLabelsError,
+    distinct_joint,
     more_draws,
     plan_distinct_size,
 )
-from estimation.core.distinct_recall import covered_instances, distinct_recall
-from estimation.core.noise import from_posterior, with_soft_labels
+from estimation.core.distinct_recall import (
+    covered_instances,
+    distinct_recall,
+    precision_nu_covariance,
+)
 
 N_PAIRS = 400
 
@@ -103,6 +106,11 @@ def test_estimate_gives_the_distinct_formulas_numbers(world):
     np.testing.assert_allclose(got.lo, rec.lo, rtol=1e-12)
     np.testing.assert_allclose(got.hi, rec.hi, rtol=1e-12)
     assert len(y) > len(y_dense) > 0
+    # F1's covariance: θ̂ Ĉov(P̂, ν̂) of the matrices' formula.
+    ht = distinct_joint(pop, ev, "instance", ["instance"], 0.9)
+    want = rec.theta * precision_nu_covariance(P, R, G, kappa, nn, dense)
+    np.testing.assert_allclose(ht.cov, want, rtol=1e-9, atol=1e-15)
+    assert (want > 0).sum() >= 3
     # F1 moves with the precision–recall covariance: positive here, so F1's interval is
     # wider than without it.
     f1 = res.results["instance"]["f1"]["joint"]
@@ -181,15 +189,9 @@ def test_more_draws_only_when_the_interval_is_wider_than_planned(world):
     assert more_draws(pop, ev, "b", 0.01) == 0  # no draws yet: the planner's job
 
 
-def test_soft_labels_and_unknown_estimators_are_refused(world):
+def test_unknown_estimators_are_refused(world):
     pop, systems, label = world
     n = {"a": 30, "b": 0, "dup": 0, "far": 0, "idle": 0}
-    ev, _, lab = _evidence(pop, systems, label, n, np.random.default_rng(7), exhaustive=False)
-    soft = with_soft_labels(pop, ev, from_posterior(lab, [-1, 0, 1, 2, 3],
-                                                    np.full((len(lab), 5), 0.2)))
-    with pytest.raises(SoftLabelsError, match="hard labels"):
-        estimate(pop, soft, estimator="distinct")
-    with pytest.raises(SoftLabelsError, match="hard labels"):
-        plan_distinct_size(pop, soft, "b")
+    ev, _, _ = _evidence(pop, systems, label, n, np.random.default_rng(7), exhaustive=False)
     with pytest.raises(ValueError, match="estimator: expected one of importance, distinct"):
         estimate(pop, ev, estimator="ht")
