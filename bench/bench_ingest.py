@@ -12,6 +12,16 @@ backend when the server is local) and peak RSS of each. The last line compares t
 peaks of the full file and the quarter:
 `ingest N lines X s (CPU ...), peak N Y MB, peak N/4 Z MB, ratio R`.
 The database is migrated first; use a scratch database, not production.
+
+    python bench/bench_ingest.py --format docred [--source dev_revised.json]
+        [--predictions 50000]
+
+DocRED instead (issue 37): times `manage.py load_corpus --format docred` on the source
+(the whole Re-DocRED dev split by default; a fresh corpus, deleted afterwards), writes a
+DocRED result file of `--predictions` distinct valid predictions over its documents,
+then times the upload checks (`inspect_upload` and `check_upload`, what the web form, the
+API and `manage.py submit` run before storing the file) and, in a fresh process, the
+ingestion (every prediction validated, then stored), and prints them.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
 
 SENTENCES_PER_DOC = 24
+REDOCRED_DEV = Path("/work/shared/data/redocred/dev_revised.json")
 
 
 def sentence(d: int, k: int) -> str:
@@ -151,10 +162,18 @@ def main() -> None:
                         help="ingest lines/k for each k (4 must be one: the ratio's base)")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="write cProfile stats of each step to PREFIX-<lines>.prof")
+    parser.add_argument("--format", choices=("tac", "docred"), default="tac")
+    parser.add_argument("--source", type=Path, default=REDOCRED_DEV,
+                        help="--format docred: the DocRED or Re-DocRED file to load")
+    parser.add_argument("--predictions", type=int, default=50_000,
+                        help="--format docred: predictions in the result file")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         ingest_child(args.child, args.profile)
+        return
+    if args.format == "docred":
+        docred_main(args)
         return
 
     import django
@@ -225,6 +244,107 @@ def main() -> None:
           f"{f['db_cpu_seconds']} s), peak {full} "
           f"{f['peak_rss_mb']} MB, peak {quarter} {q['peak_rss_mb']} MB, ratio "
           f"{f['peak_rss_mb'] / q['peak_rss_mb']:.2f}")
+
+
+def write_docred_predictions(source: Path, path: Path, n: int, seed: int = 7) -> int:
+    """`n` distinct valid predictions over the source's documents in the DocRED result
+    format, in a shuffled order: each document's gold facts first (real systems find
+    them), then entity pairs of the same documents with relations of DocRED's schema;
+    evidence the head's first sentence. Returns how many were written (fewer than `n`
+    only when the documents have too few entity pairs)."""
+    import random
+
+    from kbpo.core.schemas import DOCRED, get_schema
+    from kbpo.demo.world.docred_native import gold_facts, read_source
+
+    relations = list(get_schema(DOCRED).relations)
+    _, docs = read_source(source)
+    rng = random.Random(seed)
+    chosen = dict.fromkeys(gold_facts(docs, frozenset(relations)))
+    pairs = [(i, h, t) for i, d in enumerate(docs) for h in range(len(d.entities))
+             for t in range(len(d.entities)) if h != t]
+    tries = 0
+    while len(chosen) < n and tries < 20 * n:
+        tries += 1
+        chosen.setdefault((*rng.choice(pairs), rng.choice(relations)), None)
+    facts = list(chosen)[:n]
+    rng.shuffle(facts)
+    rows = [{"title": docs[i].title, "h_idx": h, "t_idx": t, "r": r,
+             "evidence": [docs[i].entities[h].mentions[0][0]]} for i, h, t, r in facts]
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    return len(rows)
+
+
+def docred_main(args: argparse.Namespace) -> None:
+    if not args.source.is_file():
+        print(f"skipped: {args.source} is absent (a DocRED or Re-DocRED file is needed)")
+        return
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth.models import User
+    from django.core.files import File
+    from django.core.management import call_command
+    from django.db import connection
+
+    from kbpo.core.models import Corpus
+    from submissions.docred_format import check_upload
+    from submissions.kbformat import inspect_upload
+    from submissions.models import Submission
+    from submissions.processing import delete_rows
+
+    call_command("migrate", verbosity=0)
+    OUT.mkdir(parents=True, exist_ok=True)
+    tag = f"bench-docred-{os.getpid()}"
+    t = time.monotonic()
+    proc = subprocess.run([sys.executable, "manage.py", "load_corpus", "--tag", tag,
+                           "--format", "docred", str(args.source), "--quiet-progress"],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+    load_s = time.monotonic() - t
+    if proc.returncode:
+        sys.exit(proc.stderr)
+    try:
+        corpus = Corpus.objects.get(tag=tag)
+        docs = corpus.documents.count()
+        print(f"database: {connection.vendor}")
+        print(f"load_corpus --format docred {args.source.name}: {docs} documents "
+              f"({args.source.stat().st_size / 1e6:.1f} MB) in {load_s:.1f} s wall "
+              f"(the command's process, Django start-up included)")
+        print(f"  its report: {proc.stdout.strip().splitlines()[-1]}")
+        path = OUT / f"docred_{args.predictions}.json"
+        t = time.monotonic()
+        n = write_docred_predictions(args.source, path, args.predictions)
+        print(f"result file: {n:,} predictions, {path.stat().st_size / 1e6:.1f} MB "
+              f"(written in {time.monotonic() - t:.1f} s)")
+        user, _ = User.objects.get_or_create(username="bench")
+        t = time.monotonic()
+        with path.open("rb") as fh:
+            check = inspect_upload(fh, settings.KBPO_SUBMISSION_MAX_BYTES)
+            problem = check.code or check_upload(fh, check, corpus.schema, corpus.tag)
+            checks_s = time.monotonic() - t
+            if problem:
+                sys.exit(f"upload refused: {problem} {check.message}")
+            sub = Submission(owner=user, corpus=corpus, name="bench-docred",
+                             original_name=path.name, file_size=path.stat().st_size)
+            sub.file.save(path.name, File(fh), save=False)
+            sub.save()
+        stored_s = time.monotonic() - t
+        proc = subprocess.run([sys.executable, __file__, "--child", str(sub.pk)],
+                              capture_output=True, text=True, cwd=ROOT, check=False)
+        if proc.returncode:
+            sys.exit(proc.stderr)
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"upload checks {checks_s:.2f} s, stored {stored_s:.2f} s; ingestion "
+              f"(validation + rows) -> {res['outcome']} in {res['seconds']} s (CPU "
+              f"{res['cpu_seconds']} s + Postgres {res['db_cpu_seconds']} s), peak RSS "
+              f"{res['peak_rss_mb']} MB; {res['relations']:,} relations, "
+              f"{res['errors']} errors")
+        delete_rows(sub)
+        sub.file.delete(save=False)
+        sub.delete()
+    finally:
+        Corpus.objects.filter(tag=tag).delete()
 
 
 def _short(n: int) -> str:

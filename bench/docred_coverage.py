@@ -26,14 +26,16 @@ the seed's documents, systems and exact truth), a new crowd and new samples.
   plan draws its second stage among documents naming a first-stage entity, which is
   not simulated here).
 
-``--options tac`` counts each question's offered answers as production's quality pass
-does (annotations.quality.workers.offered: TAC KBP's relations for the pair's types,
-plus none; 1 for a pair of types TAC KBP does not relate); ``--options all``: the 97
-answers a DocRED page accepts.
+``--options all`` (the default) counts each question's offered answers as production's
+quality pass does since commit 017ed84 (annotations.quality.workers.offered: the 97
+answers a DocRED page accepts); ``--options tac`` as it did before (TAC KBP's relations
+for the pair's types, plus none; 1 for a pair of types TAC KBP does not relate).
 
 Reports, instance scheme, joint and simple estimates: coverage of the 90% intervals
-(pooled over seeds and systems, and per system), mean signed error, mean absolute
-error, and each seed's count of joint intervals containing the truth.
+(pooled over seeds and systems, per system, and joint coverage ± its se over seeds),
+mean signed error, mean absolute error, each seed's count of joint intervals containing
+the truth and how many seeds have all but one; and each system's draws, distinct
+pairs, new pairs it pays for, their answers and crowd cost (`costs`).
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from annotations.crowd.mturk.fees import hit_cost
 from annotations.crowd.simulation import NO_RELATION, assign_workers, make_pool, simulate_answer
 from annotations.quality.aggregation import (
     SOFT_TYPE_SHRINK,
@@ -62,13 +66,15 @@ from estimation.core.noise import correction_variance, self_consistent, widen, w
 from estimation.correction_rows import soft_rows
 from kbpo.core.schema import predicates_for
 from kbpo.core.schemas import DOCRED, get_schema
-from kbpo.demo.world.docred_native import choose, gold_facts, make_profiles, read_source
+from kbpo.demo.world.docred_native import read_source, world_facts
 
 SOURCE = Path("/work/shared/data/redocred/dev_revised.json")
 CAP = 3  # relations an answer may mark on a DocRED page (docred.json)
 CONTROL_SHARE = 0.09  # KBPO_CONTROL_SHARE
 BOOTSTRAP = 8  # KBPO_SOFT_LABEL_BOOTSTRAP
 WORKERS = 20
+PER_HIT = 5  # KBPO_QUESTIONS_PER_HIT
+REWARD = Decimal("0.05")  # KBPO_REWARD_PER_QUESTION_USD
 CROWD = {"error": 0.1, "spammers": 0.1, "hard": False}  # --error, --spammers, --hard
 
 
@@ -93,11 +99,8 @@ def build_world(parsed: list, seed: int, n_docs: int, n_systems: int) -> World:
     docs = [parsed[i] for i in chosen]
     relations = get_schema(DOCRED).relations
     code = {r: c for c, r in enumerate(relations)}
-    gold = gold_facts(docs, frozenset(relations))
+    profiles, gold, facts = world_facts(docs, n_systems, seed)
     gold_set = set(gold)
-    easy = np.random.default_rng([seed, 1]).standard_normal(len(gold))
-    profiles = make_profiles(n_systems, seed)
-    facts = [choose(p, k, gold, easy, docs, seed) for k, p in enumerate(profiles)]
     pair_id: dict[tuple[int, int, int], int] = {}
     subj_id: dict[tuple[int, int], int] = {}
     pop = Population()
@@ -186,11 +189,45 @@ def trial(w: World, seed: int, draws_per: int, exhaustive_docs: int, options: st
         ev = self_consistent(w.pop, with_soft_labels(w.pop, ev, soft))
         res = estimate(w.pop, ev, "instance", ["instance"])
         res = widen(res, correction_variance(w.pop, ev, rep_soft, "instance", ["instance"]))
-    out = {"labels": n_lab, "answers": len(answers)}
+    out = {"labels": n_lab, "answers": len(answers),
+           "costs": costs(w.names, draws, lab, np.bincount(it, minlength=len(both)))}
     for metric in ("precision", "recall"):
         for kind in ("joint", "simple"):
             iv = res.results["instance"][metric][kind]
             out[(metric, kind)] = np.stack([iv.estimate, iv.lo, iv.hi], axis=1)
+    return out
+
+
+def costs(names: list[str], draws: dict[str, np.ndarray], lab: np.ndarray,
+          answers: np.ndarray) -> list[tuple[int, int, int, int, Decimal]]:
+    """Per system, in submission order: draws, distinct pairs drawn, new pairs (not
+    drawn by a system before it: those it pays for, as production charges a HIT to the
+    submission that posted it), answers on them and their crowd cost on MTurk.
+
+    As production posts them (crowd.posting): the new questions in HITs of PER_HIT with
+    3 assignments, then HITs of the questions still without a strict majority with one
+    more (twice at most); CONTROL_SHARE of each HIT's questions are controls, paid
+    alike; MTurk's fee per assignment (crowd.mturk.fees).
+    """
+    row = {int(u): k for k, u in enumerate(lab.tolist())}
+    seen: set[int] = set()
+    out = []
+    for name in names:
+        drawn = set(draws[name].tolist())
+        new = sorted(drawn - seen)
+        seen |= drawn
+        got = [int(answers[row[u]]) for u in new]
+        cost = Decimal("0")
+        carry = 0.0
+        for need, assignments in ((1, 3), (4, 1), (5, 1)):
+            asked = [a for a in got if a >= need]
+            for start in range(0, len(asked), PER_HIT):
+                chunk = len(asked[start:start + PER_HIT])
+                carry += chunk * CONTROL_SHARE / (1 - CONTROL_SHARE)
+                controls = int(carry)
+                carry -= controls
+                cost += hit_cost(REWARD * (chunk + controls), assignments)
+        out.append((len(draws[name]), len(drawn), len(new), sum(got), cost))
     return out
 
 
@@ -233,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--systems", type=int, default=6)
     ap.add_argument("--draws", type=int, default=271)
     ap.add_argument("--exhaustive-docs", type=int, default=0)
-    ap.add_argument("--options", choices=("tac", "all"), default="tac")
+    ap.add_argument("--options", choices=("tac", "all"), default="all")
     ap.add_argument("--error", type=float, default=0.1, help="honest workers' error rate")
     ap.add_argument("--spammers", type=float, default=0.1, help="share of spammers")
     ap.add_argument("--hard", action="store_true",
@@ -259,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             rec[key].append((v, t, inside))
             line.append(f"{key[0][0]}/{key[1]} {int(inside.sum())}/{len(t)}")
         rec["names"] = w.names
+        rec["costs"].append(out["costs"])
         print("; ".join(line) + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
     report(rec, args)
     return 0
@@ -266,6 +304,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(rec: dict, args: argparse.Namespace) -> None:
     names = rec["names"]
+    print("\ncosts, mean over seeds (systems charged in order; MTurk fees included):")
+    print(f"{'system':14s} {'draws':>6s} {'distinct':>8s} {'new':>6s} {'answers':>8s} "
+          f"{'cost $':>8s}")
+    for k, name in enumerate(names):
+        per = [c[k] for c in rec["costs"]]
+        print(f"{name:14s} {np.mean([c[0] for c in per]):6.0f} "
+              f"{np.mean([c[1] for c in per]):8.1f} {np.mean([c[2] for c in per]):6.1f} "
+              f"{np.mean([c[3] for c in per]):8.1f} "
+              f"{float(sum(c[4] for c in per)) / len(per):8.2f}")
+    total = [sum(float(c[4]) for c in seed) for seed in rec["costs"]]
+    print(f"{'all':14s} {'':6s} {'':8s} {'':6s} {'':8s} {np.mean(total):8.2f}")
     ex = f"{args.exhaustive_docs} exhaustive docs" if args.exhaustive_docs else "all docs gold"
     print(f"\n{len(rec[('recall', 'joint')])} seeds, {args.docs} docs, {args.draws} draws a "
           f"system, {ex}, options {args.options}, crowd error {args.error} spammers "
@@ -283,6 +332,18 @@ def report(rec: dict, args: argparse.Namespace) -> None:
                         f"({inside[:, k].mean():.2f})" for k, n in enumerate(names))
         print(f"{key[0] + '/' + key[1]:18s} {inside.mean():6.3f} {err.mean():+8.4f} "
               f"{np.abs(err).mean():6.4f} {np.median(v[..., 2] - v[..., 1]):6.3f}  {per}")
+    m = len(names)
+    ok = {key: np.stack([r[2] for r in rec[key]]).sum(axis=1) >= m - 1
+          for key in (("precision", "joint"), ("recall", "joint"))}
+    p_ok, r_ok = ok[("precision", "joint")], ok[("recall", "joint")]
+    print(f"seeds with >= {m - 1}/{m} joint intervals containing the truth: precision "
+          f"{int(p_ok.sum())}, recall {int(r_ok.sum())}, both {int((p_ok & r_ok).sum())} "
+          f"of {len(p_ok)}")
+    for key in (("precision", "joint"), ("recall", "joint")):
+        # (a seed's six intervals share a crowd and samples: the se is over seeds)
+        per_seed = np.stack([r[2] for r in rec[key]]).mean(axis=1)
+        se = per_seed.std(ddof=1) / np.sqrt(len(per_seed)) if len(per_seed) > 1 else np.nan
+        print(f"{key[0]} joint coverage {per_seed.mean():.3f} ± {se:.3f} (se over seeds)")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 
@@ -63,3 +64,14 @@ def test_it_skips_without_the_data_file(tmp_path: Path, capsys: pytest.CaptureFi
                                         ) -> None:
     assert _bench().main(["--source", str(tmp_path / "absent.json"), "--seeds", "2"]) == 0
     assert "skipped" in capsys.readouterr().out
+
+
+def test_costs_charge_each_pair_to_the_first_system_that_draws_it() -> None:
+    bench = _bench()
+    draws = {"a": np.array([0, 1, 1, 2]), "b": np.array([2, 3])}
+    out = bench.costs(["a", "b"], draws, np.array([0, 1, 2, 3]), np.array([3, 4, 5, 3]))
+    # a: pairs 0-2, 12 answers: one HIT of 3 questions x 3 assignments, one of the 2
+    # with a 4th answer, one of the pair with a 5th; $0.05 a question plus MTurk's 20%.
+    # b: pair 3 alone is new (pair 2 is a's), one question x 3 assignments.
+    assert [row[:4] for row in out] == [(4, 3, 3, 12), (2, 2, 1, 3)]
+    assert [row[4] for row in out] == [Decimal("0.72"), Decimal("0.18")]
