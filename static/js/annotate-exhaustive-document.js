@@ -207,7 +207,7 @@
     $("doc-meta").replaceChildren(el("strong", {}, doc.title || doc.doc_id),
       " · " + doc.sentences.length + " sentences · " + ents.length + " entities · this task: " +
       heads.length + " of them as X");
-    $("progress").textContent = done.size + " of " + heads.length + " entities done · " + facts.length + " facts";
+    $("progress").textContent = done.size + "/" + heads.length + " X done · " + facts.length + (facts.length === 1 ? " fact" : " facts");
     K.setReady(done.size === heads.length, "Mark every X done first (" + done.size + " of " + heads.length + ")");
   }
 
@@ -241,8 +241,7 @@
     facts.push(f);
     lastAdded = factKey(f);
     done.delete(head);  // a new fact reopens its X
-    K.setStatus("Added: " + ents[head].name + " — " + byId.get(r).label + " — " + ents[tail].name +
-      ". Find the next Y, or add another relation for this pair.", "ok");
+    K.setStatus("Added: " + ents[head].name + " — " + byId.get(r).label + " — " + ents[tail].name + ".", "ok");
     tail = null;
     relBox.value = "";
     tailBox.value = "";
