@@ -34,6 +34,7 @@ from kbpo.core.docred_load import load_docred_corpus
 from kbpo.core.models import Corpus, DocumentEntity, Sentence
 from submissions.models import Submission
 from submissions.processing import run_ingestion
+from tests.annotations.crowd.test_mturk_backend import fake  # noqa: F401 (fixture)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "docred_facts.json"
 
@@ -173,3 +174,41 @@ def test_a_noisy_crowd_gets_close_to_the_truth(settings) -> None:
     got, want = crowd_gold(corpus), truth(corpus)
     f1 = 2 * len(got & want) / (len(got) + len(want))
     assert f1 >= 0.8, (f1, got ^ want)
+
+
+def _true_facts(doc_id: str) -> set[tuple[int, int, str]]:
+    rec = next(r for r in json.loads(FIXTURE.read_text())
+               if r["title"].replace(" ", "_") == doc_id)
+    return {(x["h"], x["t"], x["r"]) for x in rec["labels"]}
+
+
+@pytest.mark.django_db
+def test_mturk_workers_answer_through_the_fake_requester(
+        fake, settings, django_capture_on_commit_callbacks) -> None:  # noqa: F811
+    """Posted to (fake) MTurk, answered there as the page posts (facts keyed by the
+    page's question number), collected by the sync: the gold is the truth and every
+    worker is approved."""
+    from annotations.crowd import periodic
+
+    settings.KBPO_EXHAUSTIVE_DOCRED_HEADS_PER_HIT = 3
+    load_docred_corpus("dfm", FIXTURE)
+    corpus = Corpus.objects.get(tag="dfm")
+    with django_capture_on_commit_callbacks(execute=True):
+        plan_exhaustive(corpus, 4, 1.0, seed=3)
+    hits = list(Hit.objects.filter(corpus=corpus, kind=TaskKind.EXHAUSTIVE))
+    assert len(hits) == 5 and all(h.external_id and h.state == HitState.POSTED for h in hits)
+    for hit in hits:
+        q = hit.items.get().question
+        facts = sorted(f for f in _true_facts(q.document.doc_id) if f[0] in q.head_entities)
+        payload = {"answers": [{"question": 0, "choices": ["done"], "extra": {
+            "facts": [{"h": h, "t": t, "r": r} for h, t, r in facts]}}]}
+        for w in ("AWORKER1", "AWORKER2", "AWORKER3"):
+            fake.worker_submits(hit.external_id, w, {"answers": json.dumps(payload)})
+    with django_capture_on_commit_callbacks(execute=True):
+        periodic.sync_all()
+    assert set(ExhaustiveDocument.objects.filter(corpus=corpus).values_list(
+        "state", flat=True)) == {"complete"}
+    assert crowd_gold(corpus) == truth(corpus)
+    assert set(Hit.objects.filter(corpus=corpus).values_list("state", flat=True)) == {
+        HitState.COMPLETE}
+    assert {fake.assignment_status(a) for a in fake.assignments} == {"Approved"}
