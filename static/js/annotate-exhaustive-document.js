@@ -70,7 +70,7 @@
 
   function entityLabel(i, cls) {
     const e = ents[i];
-    return el("span", {}, el("span", {class: cls}, e.name), el("span", {class: "type"}, e.type));
+    return el("span", {}, el("span", {class: cls}, nameOf(i)), el("span", {class: "type"}, e.type));
   }
 
   function renderHeads() {
@@ -89,6 +89,14 @@
     const ws = words(tailBox);
     return ents.filter((e) => e.index !== head && ws.every((w) =>
       (e.name + " " + e.type).toLowerCase().includes(w) || mentionTexts(e).some((t) => t.includes(w))));
+  }
+
+  // Two entities of one name (DocRED lists a few twice): told apart by a number.
+  const sameName = new Map();
+  for (const e of ents) sameName.set(e.name, (sameName.get(e.name) || []).concat([e.index]));
+  function nameOf(i) {
+    const twins = sameName.get(ents[i].name);
+    return twins.length > 1 ? ents[i].name + " (" + (twins.indexOf(i) + 1) + ")" : ents[i].name;
   }
 
   const textOf = new Map();
@@ -112,7 +120,7 @@
       box.append(el("button", {type: "button", role: "option", class: "fact-tail",
         "aria-selected": String(e.index === tail), "data-e": e.index, disabled: !K.canAnswer,
         onclick: () => chooseTail(e.index)},
-      e.name, el("span", {class: "type"}, e.type), n ? el("span", {class: "fact-count"}, " · " + n + " added") : ""));
+      nameOf(e.index), el("span", {class: "type"}, e.type), n ? el("span", {class: "fact-count"}, " · " + n + " added") : ""));
     }
     if (!box.children.length) box.append(el("p", {class: "muted"}, "No entity matches “" + tailBox.value.trim() + "”."));
   }
@@ -175,9 +183,9 @@
     facts.forEach((f, i) => {
       const r = byId.get(f.r);
       ol.append(el("li", {class: "fact" + (lastAdded === factKey(f) ? " fact-new" : ""), "data-fact": factKey(f)},
-        el("span", {class: "m-subj"}, ents[f.h].name), " ",
+        el("span", {class: "m-subj"}, nameOf(f.h)), " ",
         el("strong", {}, r ? r.label : f.r), el("span", {class: "opt-id"}, " " + f.r), " ",
-        el("span", {class: "m-obj"}, ents[f.t].name), " ",
+        el("span", {class: "m-obj"}, nameOf(f.t)), " ",
         el("button", {type: "button", class: "button button-small button-secondary fact-remove",
           "aria-label": "Remove: " + ents[f.h].name + " " + (r ? r.label : f.r) + " " + ents[f.t].name,
           disabled: !K.canAnswer, onclick: () => removeFact(i)}, "Remove")));
