@@ -4,7 +4,10 @@
 token-level majority (`annotations.quality.mentions`) → `GoldMention`s → `relations`:
 one exhaustive task over every same-sentence pair of aggregated mentions with
 compatible types (reward per pair) → majority per pair → `GoldRelation`s → `complete`,
-and `labels_changed` so scores are recomputed. Every step is a Celery task that
+and `labels_changed` so scores are recomputed. On a DocRED-schema corpus the entities are
+given: `planned` → one fact question and HIT per group of head entities (`docred_facts`)
+→ majority per fact within each group, once all groups are answered → the document's
+gold, stored as imported DocRED gold is → `complete`. Every step is a Celery task that
 re-reads the database under a row lock, so it is safe to run twice; new HITs are posted
 only after their rows are committed."""
 
