@@ -135,7 +135,7 @@ def test_simulated_crowd_completes_a_docred_sample_and_recall_uses_it(
         out = io.StringIO()
         call_command("import_gold", "--format", "docred", "--corpus", "dfx", str(FIXTURE),
                      stdout=out, stderr=io.StringIO())
-        assert "0 imported, 4 unchanged" in out.getvalue() or "4 unchanged" in out.getvalue()
+        assert "0 imported, 4 unchanged" in out.getvalue(), out.getvalue()
 
         # recall reads the crowd's gold: a system with 5 of the 10 true facts
         User.objects.create_user("ada", "ada@example.org", "pw-ada-123456")
@@ -172,43 +172,7 @@ def test_a_noisy_crowd_gets_close_to_the_truth(settings) -> None:
     assert not report.refused, report.refused
     assert set(ExhaustiveDocument.objects.values_list("state", flat=True)) == {"complete"}
     got, want = crowd_gold(corpus), truth(corpus)
-    f1 = 2 * len(got & want) / (len(got) + len(want))
-    assert f1 >= 0.8, (f1, got ^ want)
-
-
-def _true_facts(doc_id: str) -> set[tuple[int, int, str]]:
-    rec = next(r for r in json.loads(FIXTURE.read_text())
-               if r["title"].replace(" ", "_") == doc_id)
-    return {(x["h"], x["t"], x["r"]) for x in rec["labels"]}
-
-
-@pytest.mark.django_db
-def test_mturk_workers_answer_through_the_fake_requester(
-        fake, settings, django_capture_on_commit_callbacks) -> None:  # noqa: F811
-    """Posted to (fake) MTurk, answered there as the page posts (facts keyed by the
-    page's question number), collected by the sync: the gold is the truth and every
-    worker is approved."""
-    from annotations.crowd import periodic
-
-    settings.KBPO_EXHAUSTIVE_DOCRED_HEADS_PER_HIT = 3
-    load_docred_corpus("dfm", FIXTURE)
-    corpus = Corpus.objects.get(tag="dfm")
-    with django_capture_on_commit_callbacks(execute=True):
-        plan_exhaustive(corpus, 4, 1.0, seed=3)
-    hits = list(Hit.objects.filter(corpus=corpus, kind=TaskKind.EXHAUSTIVE))
-    assert len(hits) == 5 and all(h.external_id and h.state == HitState.POSTED for h in hits)
-    for hit in hits:
-        q = hit.items.get().question
-        facts = sorted(f for f in _true_facts(q.document.doc_id) if f[0] in q.head_entities)
-        payload = {"answers": [{"question": 0, "choices": ["done"], "extra": {
-            "facts": [{"h": h, "t": t, "r": r} for h, t, r in facts]}}]}
-        for w in ("AWORKER1", "AWORKER2", "AWORKER3"):
-            fake.worker_submits(hit.external_id, w, {"answers": json.dumps(payload)})
-    with django_capture_on_commit_callbacks(execute=True):
-        periodic.sync_all()
-    assert set(ExhaustiveDocument.objects.filter(corpus=corpus).values_list(
-        "state", flat=True)) == {"complete"}
-    assert crowd_gold(corpus) == truth(corpus)
-    assert set(Hit.objects.filter(corpus=corpus).values_list("state", flat=True)) == {
-        HitState.COMPLETE}
-    assert {fake.assignment_status(a) for a in fake.assignments} == {"Approved"}
+    # A majority of three rarely agrees on a false fact; misses come from HITs where a
+    # spammer and a careless worker met (seed 5: three facts of one head group).
+    assert got <= want, sorted(got - want)
+    assert len(got) >= 0.7 * len(want), sorted(want - got)
