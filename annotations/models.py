@@ -97,6 +97,11 @@ class Question(models.Model):
     recount_pending_since = models.DateTimeField(
         null=True, blank=True,
         help_text="Since when a rejection's discounted answers await a recount of its label.")
+    # An exhaustive question on a DocRED-schema document asks for every fact whose head
+    # is one of these entities (their vertexSet indexes); null on every other question.
+    head_entities = models.JSONField(
+        null=True, blank=True,
+        help_text="DocRED exhaustive question: the entity indexes whose facts it asks for.")
 
     class Meta:
         # The few questions owed a recount, found without a scan (`labels.stale_labels`).

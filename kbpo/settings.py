@@ -518,6 +518,12 @@ KBPO_SAMPLE_SALT = env_int("KBPO_SAMPLE_SALT", 0)
 # exhaustive-relation tasks per candidate pair (per assignment, rounded to cents).
 KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD", 0.002)
 KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD = env_float("KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD", 0.02)
+# DocRED corpora (annotations/exhaustive/docred_facts.py): a document's entities are split
+# into HITs of at most this many head entities; each HIT pays tokens × the per-token rate
+# (reading) + its ordered entity pairs (heads × other entities) × the per-pair rate below.
+KBPO_EXHAUSTIVE_DOCRED_HEADS_PER_HIT = env_int("KBPO_EXHAUSTIVE_DOCRED_HEADS_PER_HIT", 5)
+KBPO_EXHAUSTIVE_REWARD_PER_ENTITY_PAIR_USD = env_float(
+    "KBPO_EXHAUSTIVE_REWARD_PER_ENTITY_PAIR_USD", 0.005)
 
 # Crowd pipeline (docs/internals/crowd.md): MTurk HIT types, qualifications, confirmation
 # and rejection (kbpo/settings_mturk.py), then periodic work and payments.

@@ -104,6 +104,7 @@ class GoldKey:
         """A DocRED file's labels: each (h, t, r) a relation of the pair (head anchor, tail
         anchor) of the document as `load_corpus --format docred` stores it."""
         relations: dict[PairSpans, set[str]] = {}
+        mentions: dict[str, list[dict]] = {}
         seen: Counter = Counter()
         try:
             for where, rec in iter_list(path.read_text(encoding="utf-8"), "document"):
@@ -118,9 +119,14 @@ class GoldKey:
                                          f"indices h != t in 0..{n - 1} and a relation r")
                     ha, ta = doc.entities[h].anchor, doc.entities[t].anchor
                     relations.setdefault((doc.doc_id, *ha, *ta), set()).add(r)
+                # Every mention of every entity, as the gold import stores them: the
+                # exhaustive simulation knows which documents the file holds.
+                mentions[doc.doc_id] = [
+                    {"span": [b, end], "type": e.type, "entity": f"E{e.index}"}
+                    for e in doc.entities for _, b, end in e.mentions]
         except (JsonListError, DocredProblem, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: {exc}") from exc
-        return cls({k: frozenset(v) for k, v in relations.items()}, {})
+        return cls({k: frozenset(v) for k, v in relations.items()}, mentions)
 
     def truth(self, pair: PairSpans) -> frozenset[str]:
         """The gold predicates of a canonical pair, or {no_relation}."""

@@ -102,11 +102,12 @@ def _sentence_for(sentences: list[tuple[int, int, int]], begin: int, end: int) -
 
 
 def store_document_gold(corpus: Corpus, document: Document, mentions: list[MentionIn],
-                        relations: list[RelationIn]) -> bool:
+                        relations: list[RelationIn], source: str = "import") -> bool:
     """Write one document's gold as complete exhaustive annotation; False if unchanged.
 
     A document already in the two-stage sample keeps its stage (so the sample design
-    is preserved) and its open crowd questions are cancelled.
+    is preserved) and its open crowd questions are cancelled. `source`: `import`, or
+    `crowd` for the DocRED crowd workflow's aggregated facts.
     """
     new_m = {(m.begin, m.end, m.type, m.entity, m.canonical, m.link) for m in mentions}
     new_r = {(r.subject[0], r.subject[1], r.object[0], r.object[1], r.predicate,
@@ -140,7 +141,7 @@ def store_document_gold(corpus: Corpus, document: Document, mentions: list[Menti
         GoldMention.objects.bulk_create(
             GoldMention(document=document, begin=m.begin, end=m.end, type=m.type,
                         entity=m.entity[:300], canonical=m.canonical, link=m.link[:500],
-                        source="import") for m in mentions)
+                        source=source) for m in mentions)
         GoldRelation.objects.bulk_create(
             GoldRelation(document=document, subject_begin=r.subject[0],
                          subject_end=r.subject[1], object_begin=r.object[0],
@@ -148,7 +149,7 @@ def store_document_gold(corpus: Corpus, document: Document, mentions: list[Menti
                          subject_entity=r.subject_entity[:300],
                          sentence_id=_sentence_for(sentences, min(r.subject[0], r.object[0]),
                                                    max(r.subject[1], r.object[1])),
-                         source="import") for r in relations)
+                         source=source) for r in relations)
     return True
 
 

@@ -30,7 +30,9 @@ from .workflow import start_planned
 
 State = ExhaustiveDocument.State
 
-NAME_TYPES = (PER, ORG, GPE)   # entities that are searched "by name" in stage 2
+# Entities that are searched "by name" in stage 2 (LOC: DocRED's places, which TAC KBP
+# calls GPE).
+NAME_TYPES = (PER, ORG, GPE, "LOC")
 MIN_NAME_LENGTH = 3            # shorter names match almost everywhere
 FTS_CHUNK = 100                # names OR-ed into one full-text query
 
@@ -75,7 +77,7 @@ def _rng(seed: int, stage: str) -> random.Random:
 
 
 def seed_entity_names(corpus: Corpus) -> list[str]:
-    """Canonical names of PER/ORG/GPE entities found in the annotated seed documents."""
+    """Canonical names of PER/ORG/GPE (LOC) entities found in the annotated seed documents."""
     rows = GoldMention.objects.filter(
         document__exhaustive__corpus=corpus, document__exhaustive__stage=ExhaustiveStage.SEED,
         document__exhaustive__state__in=[State.RELATIONS, State.COMPLETE],

@@ -31,7 +31,9 @@ from annotations.interfaces.intake import AnswerIn, IntakeError, submit_assignme
 from annotations.models import Backend, Hit, HitState, QuestionState, TaskKind
 from kbpo.core.models import Corpus
 from kbpo.core.schema import ENTITY_TYPES, NO_RELATION
+from kbpo.core.schemas import DOCRED, get_schema
 
+from . import docred_facts
 from .workflow import DOCUMENT_KINDS, exhaustive_candidate_pairs
 
 
@@ -90,6 +92,57 @@ def _well_formed(mentions: list[dict]) -> list[dict]:
             m["canonical"] = m is head
             m["link"] = link
     return mentions
+
+
+def facts_answer(worker: SimWorker, doc_id: str, entities: list[docred_facts.Entity],
+                 heads: list[int], key: GoldKey, relations: list[str], seed: int,
+                 question_id: int) -> list[dict]:
+    """One simulated worker's `facts` for a DocRED head group (deterministic per seed).
+
+    An honest worker lists each true fact of the group's heads with probability equal to
+    their accuracy; otherwise they miss it or give the pair a wrong relation (half and
+    half), the errors people make on a page where they add facts themselves. At their
+    error rate they also add one false fact on a pair holding none (a reversed true
+    pair when there is one). A spammer adds a few random facts."""
+    rng = _rng(seed, worker.worker_id, question_id, "facts")
+    n = len(entities)
+    cap = get_schema(DOCRED).max_relations_per_answer or settings.KBPO_MAX_RELATIONS_PER_ANSWER
+    pairs = [(h, t) for h in heads for t in range(n) if t != h]
+    out: set[tuple[int, int, str]] = set()
+    if worker.spammer:
+        for _ in range(rng.randint(0, 3)):
+            h, t = rng.choice(pairs)
+            out.add((h, t, rng.choice(relations)))
+        return _capped(out, cap)
+    error = 1.0 - worker.accuracy
+    true_pairs = []
+    for h, t in pairs:
+        truth = sorted(key.truth((doc_id, *entities[h].anchor, *entities[t].anchor))
+                       - {NO_RELATION})
+        if truth:
+            true_pairs.append((h, t))
+        for r in truth:
+            if rng.random() < worker.accuracy:
+                out.add((h, t, r))
+            elif rng.random() < 0.5:
+                out.add((h, t, rng.choice([x for x in relations if x not in truth])))
+    if pairs and rng.random() < error:
+        reversed_true = [(t, h) for h, t in true_pairs if t in heads and (t, h) not in true_pairs]
+        h, t = rng.choice(reversed_true) if reversed_true else rng.choice(pairs)
+        out.add((h, t, rng.choice(relations)))
+    return _capped(out, cap)
+
+
+def _capped(facts: set[tuple[int, int, str]], cap: int) -> list[dict]:
+    """The facts as the page sends them, at most `cap` relations per pair (as the page
+    allows)."""
+    per_pair: Counter = Counter()
+    out = []
+    for h, t, r in sorted(facts):
+        per_pair[(h, t)] += 1
+        if per_pair[(h, t)] <= cap:
+            out.append({"h": h, "t": t, "r": r})
+    return out
 
 
 def exhaustive_answer(worker: SimWorker, doc_id: str, pairs: list, key: GoldKey, seed: int,
@@ -176,10 +229,18 @@ def _answer_hit(hit: Hit, key: GoldKey, pool: list[SimWorker], seed: int,
     if gold is None:
         report.refused["document not in the gold file"] += 1
         return False
-    pairs = exhaustive_candidate_pairs(doc) if question.kind == TaskKind.EXHAUSTIVE else []
+    facts = question.head_entities is not None
+    pairs = (exhaustive_candidate_pairs(doc) if question.kind == TaskKind.EXHAUSTIVE
+             and not facts else [])
+    entities = docred_facts.document_entities(doc) if facts else []
+    relations = list(get_schema(doc.corpus.schema).relations) if facts else []
     progressed = False
     for worker in assign_workers(pool, need, seed, question.pk, exclude=done):
-        if question.kind == TaskKind.ENTITY:
+        if facts:
+            extra = {"facts": facts_answer(worker, doc.doc_id, entities,
+                                           list(question.head_entities), key, relations, seed,
+                                           question.pk)}
+        elif question.kind == TaskKind.ENTITY:
             extra = {"mentions": entity_answer(worker, doc.text, gold, seed, question.pk)}
         else:
             extra = {"relations": exhaustive_answer(worker, doc.doc_id, pairs, key, seed,
@@ -198,4 +259,5 @@ def _answer_hit(hit: Hit, key: GoldKey, pool: list[SimWorker], seed: int,
     return progressed
 
 
-__all__ = ["SimulationReport", "entity_answer", "exhaustive_answer", "simulate_exhaustive"]
+__all__ = ["SimulationReport", "entity_answer", "exhaustive_answer", "facts_answer",
+           "simulate_exhaustive"]

@@ -4,7 +4,10 @@
 token-level majority (`annotations.quality.mentions`) → `GoldMention`s → `relations`:
 one exhaustive task over every same-sentence pair of aggregated mentions with
 compatible types (reward per pair) → majority per pair → `GoldRelation`s → `complete`,
-and `labels_changed` so scores are recomputed. Every step is a Celery task that
+and `labels_changed` so scores are recomputed. On a DocRED-schema corpus the entities are
+given: `planned` → one fact question and HIT per group of head entities (`docred_facts`)
+→ majority per fact within each group, once all groups are answered → the document's
+gold, stored as imported DocRED gold is → `complete`. Every step is a Celery task that
 re-reads the database under a row lock, so it is safe to run twice; new HITs are posted
 only after their rows are committed."""
 
@@ -41,6 +44,10 @@ from annotations.signals import labels_changed
 from kbpo.core import jobs
 from kbpo.core.models import Corpus, Document, Sentence
 from kbpo.core.schema import NO_RELATION, predicates_for
+from kbpo.core.schemas import get_schema
+
+from . import docred_facts
+from .gold import store_document_gold
 
 State = ExhaustiveDocument.State
 # Task names (exhaustive/tasks.py): services queue work by name.
@@ -68,6 +75,15 @@ def exhaustive_reward(n_pairs: int) -> Decimal:
     return _dollars(n_pairs * settings.KBPO_EXHAUSTIVE_REWARD_PER_PAIR_USD)
 
 
+def fact_reward(n_tokens: int, n_heads: int, n_entities: int) -> Decimal:
+    """Reward per assignment of a DocRED exhaustive task: the document's tokens × the
+    per-token rate (it is read whole) + the ordered entity pairs it covers (its heads ×
+    the other entities) × the per-entity-pair rate."""
+    return _dollars(n_tokens * settings.KBPO_EXHAUSTIVE_REWARD_PER_TOKEN_USD
+                    + n_heads * max(0, n_entities - 1)
+                    * settings.KBPO_EXHAUSTIVE_REWARD_PER_ENTITY_PAIR_USD)
+
+
 def _new_hit(corpus_id: int, kind: str, question: Question, reward: Decimal) -> Hit:
     k = question.answers_needed
     hit = Hit.objects.create(corpus_id=corpus_id, kind=kind, backend=settings.KBPO_CROWD_BACKEND,
@@ -90,11 +106,13 @@ def create_entity_task(exdoc_id: int) -> int | None:
         if exdoc is None or exdoc.state != State.PLANNED:
             return None
         doc = exdoc.document
-        if Question.objects.filter(document=doc, kind=TaskKind.ENTITY,
+        if Question.objects.filter(document=doc, kind__in=DOCUMENT_KINDS,
                                    state=QuestionState.OPEN).exists():
             return None
         n_tokens = sum(len(t) // 2 for t in Sentence.objects.filter(document=doc)
                        .values_list("tokens", flat=True))
+        if docred_facts.is_document_level(exdoc.corpus):
+            return _create_fact_tasks(exdoc, n_tokens)
         question = Question.objects.create(corpus_id=exdoc.corpus_id, kind=TaskKind.ENTITY,
                                            document=doc,
                                            answers_needed=settings.KBPO_ANSWERS_PER_QUESTION)
@@ -103,6 +121,36 @@ def create_entity_task(exdoc_id: int) -> int | None:
         exdoc.save(update_fields=["state"])
         _enqueue_post(hit.pk)
     return hit.pk
+
+
+def _create_fact_tasks(exdoc: ExhaustiveDocument, n_tokens: int) -> int | None:
+    """A DocRED document (entities given): its gold mentions from the vertexSet (so stage
+    2 can search the seed entities' names at once), then one fact question and HIT per
+    head group (`docred_facts`); the first HIT's id. Fewer than two entities: complete
+    with no facts. Called under the document's row lock."""
+    doc = exdoc.document
+    entities = docred_facts.document_entities(doc)
+    GoldMention.objects.filter(document=doc).delete()
+    GoldMention.objects.bulk_create(
+        GoldMention(document=doc, begin=m.begin, end=m.end, type=m.type, entity=m.entity,
+                    canonical=m.canonical, source="crowd")
+        for m in docred_facts.entity_mentions(entities))
+    groups = docred_facts.head_groups(len(entities))
+    if not groups:
+        _complete_facts(exdoc, entities, set())
+        return None
+    hits = []
+    for heads in groups:
+        question = Question.objects.create(
+            corpus_id=exdoc.corpus_id, kind=TaskKind.EXHAUSTIVE, document=doc,
+            answers_needed=settings.KBPO_ANSWERS_PER_QUESTION, head_entities=heads)
+        hits.append(_new_hit(exdoc.corpus_id, TaskKind.EXHAUSTIVE, question,
+                             fact_reward(n_tokens, len(heads), len(entities))))
+    exdoc.state = State.RELATIONS
+    exdoc.save(update_fields=["state"])
+    for hit in hits:
+        _enqueue_post(hit.pk)
+    return hits[0].pk
 
 
 def start_planned(corpus: Corpus) -> int:
@@ -245,6 +293,8 @@ def complete_document_question(question_id: int) -> str:
             return "document already complete"
         if q.kind == TaskKind.ENTITY:
             return _entities_done(exdoc, q, answers)
+        if q.head_entities is not None:
+            return _facts_done(exdoc)
         return _relations_done(exdoc, answers)
 
 
@@ -283,6 +333,37 @@ def _relations_done(exdoc: ExhaustiveDocument, answers: list[object]) -> str:
                          source="crowd")
             for c, preds in held.items() for p in preds]
     return _complete(exdoc, rows)
+
+
+def _facts_done(exdoc: ExhaustiveDocument) -> str:
+    """A DocRED document's gold once every head group is answered: per group, the facts
+    most of its workers listed; their union is the document's complete gold."""
+    doc = exdoc.document
+    groups = list(Question.objects.filter(document=doc, kind=TaskKind.EXHAUSTIVE,
+                                          head_entities__isnull=False)
+                  .exclude(state=QuestionState.CANCELLED).order_by("pk"))
+    waiting = sum(1 for g in groups if g.state == QuestionState.OPEN)
+    if waiting:
+        return f"waiting for {waiting} of {len(groups)} head groups"
+    entities = docred_facts.document_entities(doc)
+    relations = frozenset(get_schema(exdoc.corpus.schema).relations)
+    facts: set[docred_facts.Fact] = set()
+    for g in groups:
+        facts |= docred_facts.aggregate_facts(g.head_entities, len(entities), relations,
+                                              _answers(g))
+    return _complete_facts(exdoc, entities, facts)
+
+
+def _complete_facts(exdoc: ExhaustiveDocument, entities: list[docred_facts.Entity],
+                    facts: set[docred_facts.Fact]) -> str:
+    """Store a DocRED document's facts as its complete gold, exactly as imported gold
+    is stored (anchors' pairs, every mention), with source `crowd`."""
+    store_document_gold(exdoc.corpus, exdoc.document, docred_facts.entity_mentions(entities),
+                        docred_facts.gold_relations(entities, facts), source="crowd")
+    corpus_id = exdoc.corpus_id
+    transaction.on_commit(lambda: labels_changed.send(sender=ExhaustiveDocument,
+                                                      corpus_id=corpus_id))
+    return f"complete: {len(facts)} true facts"
 
 
 def _complete(exdoc: ExhaustiveDocument, relations: list[GoldRelation]) -> str:

@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 
 from annotations.models import Hit, Question, TaskKind
+from kbpo.core.models import DocumentEntity
 from kbpo.core.schema import ENTITY_TYPES, NO_RELATION, predicates_for
-from kbpo.core.schemas import TAC_KBP, offered_relations
+from kbpo.core.schemas import TAC_KBP, get_schema, offered_relations
 
 from .candidates import document_pairs
 from .caps import relation_cap
@@ -28,6 +29,9 @@ ENTITY_EXTRA_KEYS = frozenset({"mentions"})
 ENTITY_MENTION_KEYS = frozenset({"begin", "end", "type", "entity", "canonical", "link"})
 EXHAUSTIVE_EXTRA_KEYS = frozenset({"relations"})
 EXHAUSTIVE_RELATION_KEYS = frozenset({"subject", "object", "choices"})
+# A DocRED exhaustive page (document-level facts) sends the facts the worker added.
+FACTS_EXTRA_KEYS = frozenset({"facts"})
+FACT_KEYS = frozenset({"h", "t", "r"})
 # MTurk's AssignmentId (botocore's EntityId: 1–64 capital letters and digits). Any
 # other id is made up, and asking MTurk about it fails as a malformed request.
 MTURK_ASSIGNMENT_ID = re.compile(r"[A-Z0-9]{1,64}")
@@ -314,8 +318,74 @@ def check_entity_answer(question: Question, answer: AnswerIn, where: str) -> Non
                               f"{where}.extra.mentions")
 
 
+def check_fact_answer(question: Question, answer: AnswerIn, where: str) -> None:
+    """Validate `extra.facts` of a DocRED exhaustive question: every fact
+    `{"h": head index, "t": tail index, "r": relation id}` has its head among the
+    question's head entities, a tail among the document's other entities and a relation
+    offered for the pair (`offered_relations`); no fact twice, at most the relation cap
+    per pair. An empty list is an answer: no fact has one of these heads."""
+    _check_done(answer, f"{where}.choices")
+    _only_keys(answer.extra, FACTS_EXTRA_KEYS, f"{where}.extra")
+    facts = answer.extra.get("facts")
+    at_list = f"{where}.extra.facts"
+    if not isinstance(facts, list):
+        raise IntakeError(f"{at_list}: expected a list of facts {{\"h\", \"t\", \"r\"}}",
+                          at_list)
+    heads = list(question.head_entities or [])
+    types = dict(DocumentEntity.objects.filter(document_id=question.document_id)
+                 .values_list("index", "type"))
+    n = len(types)
+    schema_name = question.corpus.schema
+    cap = relation_cap(schema_name)
+    if len(facts) > len(heads) * max(0, n - 1) * cap:
+        raise IntakeError(f"{at_list}: {len(facts)} facts, more than this task's "
+                          f"{len(heads)} head entities can have", at_list)
+    schema = get_schema(schema_name)
+    seen: set[tuple[int, int, str]] = set()
+    per_pair: dict[tuple[int, int], int] = {}
+    for j, f in enumerate(facts):
+        at = f"{at_list}[{j}]"
+        if not isinstance(f, dict):
+            raise IntakeError(f"{at}: expected an object {{\"h\", \"t\", \"r\"}}", at)
+        _only_keys(f, FACT_KEYS, at)
+        h, t, r = f.get("h"), f.get("t"), f.get("r")
+        for name, value in (("h", h), ("t", t)):
+            if not _is_int(value):
+                raise IntakeError(f"{at}.{name}: expected an entity index (integer)",
+                                  f"{at}.{name}")
+            if not 0 <= value < n:
+                raise IntakeError(f"{at}.{name}: entity {value} is out of range (the document "
+                                  f"has {n} entities, 0 to {n - 1})", f"{at}.{name}")
+        assert isinstance(h, int) and isinstance(t, int)
+        if h not in heads:
+            raise IntakeError(f"{at}.h: entity {h} is not a head entity of this task (its "
+                              f"heads are {', '.join(map(str, heads))})", f"{at}.h")
+        if h == t:
+            raise IntakeError(f"{at}: h and t are both {h}; a fact relates two different "
+                              "entities", at)
+        if not isinstance(r, str):
+            raise IntakeError(f"{at}.r: expected a relation id such as \"P17\"", f"{at}.r")
+        if r not in offered_relations(schema_name, types[h], types[t]):
+            guess = schema.closest_id(r[:40]) if r.strip() else None
+            hint = f" (did you mean {guess}?)" if guess and guess != r else ""
+            raise IntakeError(f"{at}.r: {r[:40]!r} is not a relation offered for this pair "
+                              f"({types[h]} → {types[t]}) in the {schema.title} schema{hint}",
+                              f"{at}.r")
+        if (h, t, r) in seen:
+            raise IntakeError(f"{at}: the fact ({h}, {t}, {r}) is listed twice", at)
+        seen.add((h, t, r))
+        per_pair[(h, t)] = per_pair.get((h, t), 0) + 1
+        if per_pair[(h, t)] > cap:
+            raise IntakeError(f"{at}: more than {cap} relations for the pair ({h}, {t}); "
+                              f"list at most {cap} (the relations the document states)", at)
+
+
 def check_exhaustive_answer(question: Question, answer: AnswerIn, where: str) -> None:
-    """Validate `extra.relations` against the candidate pairs the page showed."""
+    """Validate `extra.relations` against the candidate pairs the page showed (TAC KBP),
+    or `extra.facts` on a DocRED document (`check_fact_answer`)."""
+    if question.head_entities is not None:
+        check_fact_answer(question, answer, where)
+        return
     _check_done(answer, f"{where}.choices")
     _only_keys(answer.extra, EXHAUSTIVE_EXTRA_KEYS, f"{where}.extra")
     relations = answer.extra.get("relations")

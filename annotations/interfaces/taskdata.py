@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kbpo.core.corpus import split_text
 from kbpo.core.schema import DESCRIPTIONS, NO_RELATION, predicates_for, slot
-from kbpo.core.schemas import TAC_KBP, RelationSchema, get_schema
+from kbpo.core.schemas import TAC_KBP, RelationSchema, get_schema, offered_relations
 
 from .candidates import CandidatePair, MentionSpan, pairs_from_mentions
 
@@ -116,6 +116,42 @@ def document_relation_item(qid: int, doc: DocView, head: EntityView, tail: Entit
         "head": {"name": head.name, "type": head.type, "mentions": mentions(head)},
         "tail": {"name": tail.name, "type": tail.type, "mentions": mentions(tail)},
         "options": schema_options(get_schema(schema_name), head.type, tail.type),
+    }
+
+
+def fact_task_data(qid: int, doc: DocView, entities: Sequence[EntityView],
+                   heads: Sequence[int], schema_name: str = "docred") -> dict:
+    """A DocRED exhaustive question: the whole document, every entity with all its
+    mentions (entity i is `entities[i]`, its vertexSet index), the head entities this
+    task covers, and the relations with their definitions. Per pair of entity types
+    present: the relations usual for them (offered first) and, when the schema offers
+    only some (`offered_relations`), those."""
+    schema = get_schema(schema_name)
+    all_ids = list(schema.relations)
+    kinds = sorted({e.type for e in entities})
+    pairs: dict[str, dict[str, object]] = {}
+    for ht in kinds:
+        for tt in kinds:
+            offered = offered_relations(schema_name, ht, tt)
+            pairs[f"{ht}|{tt}"] = {
+                "usual": [r.id for r in schema.candidates(ht, tt)],
+                "offered": None if offered == all_ids else offered}
+    return {
+        "question": qid, "schema": schema_name,
+        "document": {
+            "doc_id": doc.doc_id, "title": doc.title,
+            "sentences": [{"index": i, "begin": b, "end": e, "text": doc.text[b:e]}
+                          for i, (b, e, _) in enumerate(doc.sentences)],
+            "entities": [{"index": i, "name": ent.name, "type": ent.type,
+                          "mentions": [{"begin": b, "end": e} for b, e in sorted(ent.mentions)
+                                       if e > b]}
+                         for i, ent in enumerate(entities)],
+            "heads": list(heads),
+        },
+        "types": dict(schema.entity_types),
+        "relations": [{"value": r.id, "label": r.label, "description": r.definition,
+                       "example": r.example} for r in schema.relations.values()],
+        "pairs": pairs,
     }
 
 

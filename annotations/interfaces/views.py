@@ -41,7 +41,7 @@ from annotations.models import (
     TaskKind,
 )
 from kbpo.core import security
-from kbpo.core.models import Corpus, Document
+from kbpo.core.models import Corpus, Document, DocumentEntity
 from kbpo.core.schemas import TAC_KBP
 from submissions.models import (
     MentionPair,
@@ -78,6 +78,8 @@ TRY_PAGE_CSP = f"{_CSP_BASE}; frame-ancestors 'none'"
 
 # A relation HIT on document-level pairs (DocRED) has a page of its own.
 DOCUMENT_RELATION = ("annotations/relation_document.html", "js/annotate-relation-document.js")
+# An exhaustive HIT on a DocRED document: facts added one by one for its head entities.
+DOCUMENT_FACTS = ("annotations/exhaustive_document.html", "js/annotate-exhaustive-document.js")
 TEMPLATES = {TaskKind.RELATION: "annotations/relation.html",
              TaskKind.ENTITY: "annotations/entity.html",
              TaskKind.EXHAUSTIVE: "annotations/exhaustive.html"}
@@ -181,6 +183,8 @@ def task_data(kind: str, questions: list[Question]) -> dict:
         raise ValueError("a document task HIT holds exactly one question with a document")
     q = questions[0]
     doc = taskdata.DocView.from_document(q.document)
+    if kind == TaskKind.EXHAUSTIVE and q.head_entities is not None:
+        return _fact_data(q, doc)
     if kind == TaskKind.ENTITY:
         return {"question": q.pk, "document": taskdata.document_data(doc)}
     mentions = [MentionSpan(m.begin, m.end, m.type, m.entity)
@@ -189,15 +193,30 @@ def task_data(kind: str, questions: list[Question]) -> dict:
             "document": taskdata.exhaustive_data(doc, mentions, document_pairs(q.document))}
 
 
+def _fact_data(q: Question, doc: taskdata.DocView) -> dict:
+    """A DocRED exhaustive question: the document's entities, the task's head entities."""
+    rows = list(DocumentEntity.objects.filter(document=q.document).order_by("index"))
+    if [e.index for e in rows] != list(range(len(rows))):
+        raise ValueError(f"{q.document.doc_id}: the entities are not numbered 0 to "
+                         f"{len(rows) - 1}")
+    entities = [taskdata.EntityView(e.name, e.type, [(b, end) for _, b, end in
+                                                     e.mention_spans()]) for e in rows]
+    heads = [h for h in q.head_entities if isinstance(h, int) and 0 <= h < len(rows)]
+    if not heads:
+        raise ValueError(f"question {q.pk} names no entity of {q.document.doc_id} as a head")
+    return taskdata.fact_task_data(q.pk, doc, entities, heads, q.corpus.schema)
+
+
 def _render_task(request: HttpRequest, kind: str, data: dict, config: dict, *,
                  status: int = 200, csp: str = TASK_PAGE_CSP) -> HttpResponse:
     # Document-level questions (DocRED) name their schema; the others are TAC KBP's.
-    schema = next((q["schema"] for q in data.get("questions", ()) if "schema" in q), TAC_KBP)
+    schema = next((q["schema"] for q in data.get("questions", ()) if "schema" in q),
+                  data.get("schema", TAC_KBP))
     # The page stops the relation checkboxes at the intake's cap (intake refuses more).
     config = {"kind": kind, "max_relations": relation_cap(schema), **config}
     template, script = TEMPLATES[kind], SCRIPTS[kind]
     if schema != TAC_KBP:
-        template, script = DOCUMENT_RELATION
+        template, script = DOCUMENT_FACTS if kind == TaskKind.EXHAUSTIVE else DOCUMENT_RELATION
     response = render(request, template, {
         "kind": kind, "kind_label": TaskKind(kind).label, "task_data": data,
         "task_config": config, "script": script, "mode": config["mode"],

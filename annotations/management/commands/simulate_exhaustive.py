@@ -12,14 +12,16 @@ from kbpo.core.models import Corpus
 
 
 class Command(BaseCommand):
-    help = ("Answer the corpus's posted entity and exhaustive-relation HITs (simulated "
-            "backend) with simulated workers reading the gold file, through the normal "
+    help = ("Answer the corpus's posted entity and exhaustive-relation HITs (DocRED: fact "
+            "HITs; simulated backend) with simulated workers reading the gold file, through "
+            "the normal "
             "answer intake, until the exhaustive sample is complete.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--corpus", required=True)
         parser.add_argument("--gold", type=Path, required=True,
-                            help="gold.jsonl of the demo world (docs/reference/demo-world.md)")
+                            help="gold.jsonl of the demo world (docs/reference/demo-world.md), "
+                                 "or the DocRED file a DocRED corpus was loaded from")
         parser.add_argument("--error-rate", type=float, default=0.1)
         parser.add_argument("--workers", type=int, default=10)
         parser.add_argument("--spammers", type=float, default=0.1,

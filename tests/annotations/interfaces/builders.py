@@ -120,3 +120,31 @@ def docred_relation_hit(backend: str = Backend.MTURK,
         hit.external_id = external_id
         hit.save(update_fields=["external_id"])
     return hit
+
+
+def docred_fact_hit(heads: tuple[int, ...] = (0, 1, 2), backend: str = Backend.MTURK,
+                    external_id: str | None = "HIT-DOCRED-FACTS") -> Hit:
+    """A DocRED exhaustive HIT (one head group) on tests/core/test_docred_load.DOCS's
+    first document: 0 Ada Byron PER, 1 1815 TIME, 2 London LOC, 3 Lord Byron PER (also
+    "Byron" inside "Ada Byron"), 4 England LOC, 5 England again (DocRED's duplicate)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from kbpo.core.docred_load import load_docred_corpus
+    from kbpo.core.models import Corpus
+    from tests.core.test_docred_load import DOCS
+
+    if not Corpus.objects.filter(tag="redocred").exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "dev.json"
+            path.write_text(json.dumps(DOCS))
+            load_docred_corpus("redocred", path)
+    doc = Document.objects.get(corpus__tag="redocred", doc_id="Ada_Byron_a_life")
+    hit = Hit.objects.create(corpus=doc.corpus, kind=TaskKind.EXHAUSTIVE, backend=backend,
+                             state=HitState.POSTED, reward=Decimal("1.00"),
+                             external_id=external_id)
+    q = Question.objects.create(corpus=doc.corpus, kind=TaskKind.EXHAUSTIVE, document=doc,
+                                head_entities=list(heads))
+    HitQuestion.objects.create(hit=hit, question=q, position=0)
+    return hit
