@@ -91,6 +91,13 @@ def test_make_demo_site_works_on_sqlite(sqlite_demo: tuple[Path, dict[str, str]]
     assert got["csv rows"] == 2  # both demo systems are on the board
 
 
+def _ctrl_c_default() -> None:
+    """SIGINT's default action in the server: a suite started in the background (`cmd &`
+    in a script) ignores SIGINT, children inherit that, and Python then installs no
+    KeyboardInterrupt handler; the server never saw the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _state(db: Path, name: str) -> str | None:
     with closing(sqlite3.connect(db, timeout=30)) as con:
         row = con.execute("SELECT state FROM submissions_submission WHERE name = ?",
@@ -119,7 +126,8 @@ def test_a_new_upload_is_scored_while_serve_demo_runs(
     server = subprocess.Popen(
         [sys.executable, "manage.py", "serve_demo", f"127.0.0.1:{port}", "--noreload",
          "--world", str(tmp_path / "demo"), "--crowd-pace", "0.05"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        cwd=ROOT, env={**env, "PYTHONFAULTHANDLER": "1"}, stdout=log,
+        stderr=subprocess.STDOUT, preexec_fn=_ctrl_c_default)
     try:
         submit = subprocess.run(
             [sys.executable, "manage.py", "submit", str(new_kb), "--user", "demo",
@@ -135,9 +143,15 @@ def test_a_new_upload_is_scored_while_serve_demo_runs(
     finally:
         server.send_signal(signal.SIGINT)  # Ctrl-C
         try:
-            # Ctrl-C lets a recompute in progress finish (eager Celery): 30 s was not
-            # enough once on a machine running four other jobs.
-            server.wait(timeout=90)
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Still up: every thread's stack into the log (PYTHONFAULTHANDLER), then fail
+            # with it, so that a server that ignores Ctrl-C says where it waits.
+            server.send_signal(signal.SIGABRT)
+            server.wait(timeout=30)
+            log.close()
+            pytest.fail("serve_demo did not stop within 30 s of Ctrl-C:\n"
+                        + (tmp_path / "serve.log").read_text()[-6000:])
         finally:
             if server.poll() is None:
                 server.kill()
