@@ -347,7 +347,7 @@ def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
 
 def _warm(corpus: Corpus, pending: PendingFit, ans: _Answers, n_options: np.ndarray,
           strata: np.ndarray, known: dict[int, str], rows: np.ndarray, pair_of: np.ndarray,
-          codes: Mapping[str, int], sets: list[frozenset[str]]) -> None:
+          codes: Mapping[str, int], sets: list[frozenset[str] | None]) -> None:
     """After a refit: the rows the next run computes under the refitted parameters once
     stored (their E-step on every labelled question, as `_reusable` and `_stored_rows`
     will), kept for it — the refit costs seconds anyway; the next run then computes
@@ -436,7 +436,7 @@ def _question_signs(ans: _Answers, n_options: np.ndarray, strata: np.ndarray) ->
 def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
                  ans: _Answers, n_options: np.ndarray, strata: np.ndarray,
                  known: dict[int, str], rows: np.ndarray, pair_of: np.ndarray,
-                 codes: Mapping[str, int], sets: list[frozenset[str]]) -> list[SoftLabels]:
+                 codes: Mapping[str, int], sets: list[frozenset[str] | None]) -> list[SoftLabels]:
     """Each replicate's soft-label rows of the labels (question index ``rows``, pair
     ``pair_of``) under its stored parameters: an E-step (`coin_posterior`), the control
     answers set. A pair whose label's question, answers, options, stratum and control

@@ -44,7 +44,7 @@ class CrowdFit:
 def fit_crowd(items: np.ndarray, workers: np.ndarray, answers: Sequence[str],
               n_items: int, n_workers: int, *, n_options: np.ndarray, strata: np.ndarray,
               known: dict[int, str], replicates: int,
-              offered: Sequence[Collection[str]] | None = None) -> CrowdFit:
+              offered: Sequence[Collection[str] | None] | None = None) -> CrowdFit:
     """The soft-label model on these answers, and ``replicates`` bootstrap replicates.
 
     ``answers``: answer keys (a relation name, "a|b" for two, `NO_RELATION`);

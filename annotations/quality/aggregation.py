@@ -240,25 +240,28 @@ class OneCoinParams:
 
 
 def within_offered(answers: Sequence, strata: np.ndarray,
-                   offered: Sequence[Collection[str]], none: object) -> np.ndarray:
+                   offered: Sequence[Collection[str] | None], none: object) -> np.ndarray:
     """Per answer, whether it is `none` or names only relations its stratum offered
-    (``strata`` per answer; a stratum beyond ``offered`` offers everything)."""
-    sets = [frozenset(rels) for rels in offered]
+    (``strata`` per answer; a stratum beyond ``offered``, or whose entry is None, offers
+    everything: a question whose pair types are unknown)."""
+    sets = [None if rels is None else frozenset(rels) for rels in offered]
     return np.fromiter(
-        (a == none or s >= len(sets) or set(str(a).split("|")) <= sets[s]
+        (a == none or s >= len(sets) or sets[s] is None
+         or set(str(a).split("|")) <= sets[s]  # type: ignore[operator]
          for a, s in zip(answers, np.asarray(strata, np.int64).tolist(), strict=True)),
         bool, len(answers))
 
 
-def offered_table(offered: Sequence[Collection[str]], categories: Sequence,
+def offered_table(offered: Sequence[Collection[str] | None], categories: Sequence,
                   nc: int) -> np.ndarray:
     """(strata × categories) 1 where the stratum offered every relation the category
-    names (none's column 0), the `rate_models.Offered` table of given offered sets."""
+    names (none's column 0; a None entry offers every one), the `rate_models.Offered`
+    table of given offered sets."""
     table = np.zeros((max(len(offered), 1), max(len(categories), 1)))
     for s, rels in enumerate(offered):
-        rels = frozenset(rels)
+        given = None if rels is None else frozenset(rels)
         for c, cat in enumerate(categories):
-            table[s, c] = float(c != nc and set(str(cat).split("|")) <= rels)
+            table[s, c] = float(c != nc and (given is None or set(str(cat).split("|")) <= given))
     return table
 
 
@@ -272,7 +275,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
              class_pseudocount: float = 0.5, type_shrink: float = LABEL_TYPE_SHRINK,
              max_iter: int = 200,
              tol: float = 1e-7, init: np.ndarray | None = None,
-             offered: Sequence[Collection[str]] | None = None) -> OneCoinResult:
+             offered: Sequence[Collection[str] | None] | None = None) -> OneCoinResult:
     """One-coin Dawid–Skene by EM with priors (maximum a posteriori).
 
     Each worker answers the truth with probability a_w and otherwise one of the
@@ -487,7 +490,7 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
                    known: dict[int, object] | None = None,
                    strata: np.ndarray | None = None,
                    obs: np.ndarray | None = None,
-                   offered: Sequence[Collection[str]] | None = None) -> np.ndarray:
+                   offered: Sequence[Collection[str] | None] | None = None) -> np.ndarray:
     """(items × categories) posterior of these answers under a fit's parameters.
 
     One E-step, no refit: the answers' own noise with the rates held fixed. Worker
@@ -588,7 +591,7 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
                          n_options: np.ndarray, known: dict[int, object] | None,
                          strata: np.ndarray | None, none: object | None,
                          fits: list | None = None,
-                         offered: Sequence[Collection[str]] | None = None
+                         offered: Sequence[Collection[str] | None] | None = None
                          ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(posterior, corpus-wide class shares, each item's shares: `item_priors`) of the
     fitted answers under each of ``replicates`` bootstrap replicates of ``fit``'s

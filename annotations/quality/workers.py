@@ -260,10 +260,11 @@ def offered(qids: list[int], types: Mapping[int, tuple] | None = None,
     return (sizes[strata] if len(strata) else np.zeros(0)), strata
 
 
-def offered_sets(strata_of: Mapping[tuple, int]) -> list[frozenset[str]]:
+def offered_sets(strata_of: Mapping[tuple, int]) -> list[frozenset[str] | None]:
     """Per stratum numbered by `offered` (``strata_of``), the relations its questions
-    offered: the page's options (`offered_relations`); a stratum without types, none."""
-    sets: list[frozenset[str]] = [frozenset()] * len(strata_of)
+    offered: the page's options (`offered_relations`); None for questions whose pair
+    types are unknown (gone from the database), which refuse no answer."""
+    sets: list[frozenset[str] | None] = [None] * len(strata_of)
     for (subject, obj, schema), s in strata_of.items():
         if subject:
             sets[s] = frozenset(offered_relations(schema, subject, obj))
