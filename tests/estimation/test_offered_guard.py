@@ -79,3 +79,18 @@ def test_answers_outside_the_offered_relations_cannot_move_the_estimates() -> No
 
 def _p_relation(model, rows: np.ndarray) -> np.ndarray:
     return 1 - model.fit.posterior[rows, model.fit.categories.index(NO_RELATION)]
+
+
+def test_within_offered_reads_each_answers_stratum() -> None:
+    """An answer is inside when it is none or every relation it names ("a|b") is offered
+    by its own stratum; a stratum marked None (pair types unknown) or beyond the list
+    offers everything."""
+    from annotations.quality.aggregation import offered_table, within_offered
+
+    sets = [frozenset({"a", "b"}), None]
+    answers = [NO_RELATION, "a", "a|b", "c", "a|c", "c", "c"]
+    strata = np.array([0, 0, 0, 0, 0, 1, 2])
+    assert within_offered(answers, strata, sets, NO_RELATION).tolist() == [
+        True, True, True, False, False, True, True]
+    cats = [NO_RELATION, "a", "a|b", "c"]
+    assert offered_table(sets, cats, 0).tolist() == [[0, 1, 1, 0], [0, 1, 1, 1]]
