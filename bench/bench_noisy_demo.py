@@ -144,6 +144,7 @@ def _demo_through_pages(world: Path, docs: int, systems: int, seed: int, error: 
     with FakeMTurk(balance="1000000.00") as fake, override_settings(
             KBPO_CROWD_BACKEND="mturk", MTURK_ENDPOINT_URL=fake.endpoint_url,
             KBPO_PUBLIC_URL="https://kbpo.example.org",
+            EMAIL_BACKEND="kbpo.demo.mail.OneLineBackend",  # as `demo`: "scored" mails
             ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, "testserver"],
             # One simulated crowd behind one address: the per-address limit is for people.
             KBPO_ANSWER_RATE_PER_IP=10**9, KBPO_ANSWER_RATE_PER_WORKER=10**9):
