@@ -2,6 +2,7 @@
 
 Usage: python bench/bench_noisy_demo.py [--seeds 1 2 3] [--docs 120] [--systems 6]
        [--error 0.2] [--world docred-tac --source dev_revised.json] [--confusion F.json]
+       [--pages]
 
 For each seed, in a fresh temporary directory (SQLite, Celery eager: DATABASE_URL and
 CELERY_BROKER_URL are overridden for the child process), runs `manage.py demo
@@ -20,6 +21,12 @@ and truth (`_miss_summary`). --calibration compares the stored soft labels with 
 the current code (a paired before/after). --world docred-tac builds the world from a
 DocRED / Re-DocRED file mapped to TAC KBP instead (real text: about three quarters of
 the pairs hold no relation).
+--pages: the crowd works as on MTurk instead of through the intake directly: the HITs
+are posted to the fake MTurk requester (tests/annotations/crowd/fake_mturk.py) and each
+simulated worker accepts a HIT there, opens its task page, posts the page's answers and
+submits them to MTurk; the periodic sync confirms them (tests/annotations/crowd/
+page_crowd.py). The same workers, pool seed and answers per (worker, question) as the
+direct path; then the quality pass, as `simulate_crowd` ends with.
 Slow: a few minutes per seed at the defaults.
 """
 
@@ -110,9 +117,58 @@ def _count_em_rounds(counter: dict[str, int]) -> None:
     aggregation.one_coin = crowd_model.one_coin = counted
 
 
+def _demo_through_pages(world: Path, docs: int, systems: int, seed: int, error: float,
+                        confusion: Path | None, quiet: object) -> dict:
+    """The synthetic demo world with its crowd on the (fake) MTurk: the world, corpus and
+    exhaustive sample as `demo` builds them, the systems submitted with the MTurk backend
+    (their HITs posted to the fake requester), then the simulated crowd answering through
+    the task pages until no HIT needs answers, then the quality pass."""
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.test.utils import override_settings
+
+    from annotations.crowd.simulation import GoldKey, load_confusion, make_pool
+    from annotations.models import Hit, HitState
+    from annotations.quality.workers import update_worker_quality
+    from kbpo.core import jobs
+    from kbpo.core.models import Corpus
+    from kbpo.demo.management.commands.demo import Command as Demo
+    from tests.annotations.crowd.fake_mturk import FakeMTurk
+    from tests.annotations.crowd.page_crowd import PageCrowd
+
+    # boto3 signs with these; the fake accepts any (no real account is ever reached).
+    os.environ.update(AWS_ACCESS_KEY_ID="AKIDKBPOBENCHKEY", AWS_SECRET_ACCESS_KEY="not-secret",
+                      AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
+                      AWS_EC2_METADATA_DISABLED="true", NO_PROXY="127.0.0.1,localhost")
+    start = time.perf_counter()
+    with FakeMTurk(balance="1000000.00") as fake, override_settings(
+            KBPO_CROWD_BACKEND="mturk", MTURK_ENDPOINT_URL=fake.endpoint_url,
+            KBPO_PUBLIC_URL="https://kbpo.example.org",
+            EMAIL_BACKEND="kbpo.demo.mail.OneLineBackend",  # as `demo`: "scored" mails
+            ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, "testserver"],
+            # One simulated crowd behind one address: the per-address limit is for people.
+            KBPO_ANSWER_RATE_PER_IP=10**9, KBPO_ANSWER_RATE_PER_WORKER=10**9):
+        call_command("demo", out=str(world), docs=docs, systems=systems, seed=seed,
+                     crowd_error=error, skip_systems=True, stdout=quiet, stderr=quiet)
+        corpus = Corpus.objects.get(tag="demo")
+        demo = Demo(stdout=quiet, stderr=quiet)
+        pool = make_pool(20, error, seed, 0.1)  # simulate_crowd's defaults, as `demo` runs it
+        if confusion is not None:
+            pool = load_confusion(confusion, pool)
+        crowd = PageCrowd(fake, GoldKey.load(world / "gold.jsonl"), pool, seed=seed)
+        with jobs.coalesced():  # as `demo`: one recompute at the end, not one per label
+            demo._submit_systems(world, corpus, demo._accounts())
+            rounds = crowd.run(corpus.pk)
+            update_worker_quality(corpus.pk)
+        held = Hit.objects.filter(state=HitState.PENDING).exclude(post_error="").count()
+        open_hits = len(crowd.open_hits(corpus.pk))
+    return {"rounds": rounds, "seconds": time.perf_counter() - start, "held": held,
+            "open_hits": open_hits, **crowd.counts}
+
+
 def _one(out: Path, docs: int, systems: int, seed: int, error: float,
          world_kind: str, source: Path | None, calibrate: bool = False,
-         rescore: bool = False, confusion: Path | None = None) -> dict:
+         rescore: bool = False, confusion: Path | None = None, pages: bool = False) -> dict:
     """In the child: run the demo (``rescore``: keep the world and database already in
     ``out``), then score with hard and soft labels."""
     sys.path.insert(0, str(ROOT))
@@ -133,13 +189,18 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float,
     counter = {"fits": 0, "at_limit": 0}
     _count_em_rounds(counter)  # the demo's own fits: labels at answer time, the soft refit
     with open(os.devnull, "w") as quiet:
-        if not rescore:
+        pages_run = None
+        if pages and not rescore:
+            pages_run = _demo_through_pages(world, docs, systems, seed, error, confusion, quiet)
+        elif not rescore:
             if confusion is not None:
                 extra["confusion"] = confusion
             call_command("demo", out=str(world), docs=docs, systems=systems, seed=seed,
                          crowd_error=error, stdout=quiet, stderr=quiet, **extra)
         corpus = Corpus.objects.get(tag=tag)
         result = {"demo_em": dict(counter)}
+        if pages_run is not None:
+            result["pages"] = pages_run
         if calibrate:
             from noisy_calibration import calibration
 
@@ -178,17 +239,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confusion", type=Path,
                         help="the crowd's per-worker, per-relation false yes and miss rates "
                              "(simulate_crowd --confusion, docs/operators/crowd.md)")
+    parser.add_argument("--pages", action="store_true",
+                        help="the crowd answers through the task pages and the fake MTurk "
+                             "(synthetic world only)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rescore and not args.keep and not args.child:
         parser.error("--rescore needs --keep DIR")
+    if args.pages and args.world != "synthetic":
+        parser.error("--pages runs the synthetic world")
     if args.world == "docred-tac" and (args.source is None or not args.source.is_file()):
         parser.error("--world docred-tac needs --source FILE")
     source = args.source.resolve() if args.source else None
     if args.child:
         res = _one(args.child, args.docs, args.systems, args.seed, args.error, args.world,
-                   source, args.calibration, args.rescore, args.confusion)
+                   source, args.calibration, args.rescore, args.confusion, args.pages)
         (args.child / "result.json").write_text(json.dumps(res))
         return 0
     print(f"{args.world} demo world: {args.docs} documents, {args.systems} systems, crowd error "
@@ -215,12 +281,15 @@ def main(argv: list[str] | None = None) -> int:
                             *(["--source", str(source)] if source else []),
                             *(["--calibration"] if args.calibration else []),
                             *(["--rescore"] if args.rescore else []),
+                            *(["--pages"] if args.pages else []),
                             *(["--confusion", str(args.confusion.resolve())]
                               if args.confusion else [])],
                            env=env, check=True, cwd=tmp)
             res = json.loads((tmp / "result.json").read_text())
         everything[seed] = res
         em = res.pop("demo_em")
+        if "pages" in res:
+            print(f"{seed:>4} pages     {json.dumps(res.pop('pages'))}", flush=True)
         print(f"{seed:>4} demo      one-coin EM fits at the round limit: "
               f"{em['at_limit']}/{em['fits']}", flush=True)
         if "calibration" in res:

@@ -41,6 +41,7 @@ from django.db.models.functions import Cast
 from annotations.models import CrowdWorker, Question, Response, TaskKind
 from annotations.quality.accuracy import Decoder, RelationAnswers
 from annotations.quality.aggregation import (
+    NO_RELATION,
     SOFT_TYPE_SHRINK,
     OneCoinParams,
     answer_key,
@@ -48,6 +49,7 @@ from annotations.quality.aggregation import (
     category_codes,
     coin_posterior,
     item_priors,
+    within_offered,
 )
 from annotations.quality.label_table import (
     LabelTable,
@@ -57,7 +59,7 @@ from annotations.quality.label_table import (
 )
 from annotations.quality.label_table import forget as forget_labels
 from annotations.quality.rates import weak_relations, with_unseen_workers, yes_cells
-from annotations.quality.workers import offered, pair_types
+from annotations.quality.workers import offered, offered_sets, pair_types
 from kbpo.core.kept import Kept
 from kbpo.core.models import Corpus
 
@@ -290,8 +292,9 @@ class PendingFit:
 
 
 # The crowd model's version in stored fits: 2 added false yes per worker and relation
-# (`rates.false_yes_rates`); a fit stored by an older model is refitted.
-FIT_MODEL = 2
+# (`rates.false_yes_rates`), 3 the offered relations from the schema rather than the
+# answers (`workers.offered_sets`); a fit stored by an older model is refitted.
+FIT_MODEL = 3
 # Per corpus, the stored parameters as last parsed: (digest of their bytes, replicates,
 # parameters), so that a run parses them (and on Postgres reads them) only when changed.
 _PARSED: Kept[int, tuple[str, int, list[OneCoinParams]]] = Kept(2)
@@ -344,7 +347,7 @@ def _parsed(payload: bytes, categories: list, none_index: int, replicates: int
 
 def _warm(corpus: Corpus, pending: PendingFit, ans: _Answers, n_options: np.ndarray,
           strata: np.ndarray, known: dict[int, str], rows: np.ndarray, pair_of: np.ndarray,
-          codes: Mapping[str, int]) -> None:
+          codes: Mapping[str, int], sets: list[frozenset[str] | None]) -> None:
     """After a refit: the rows the next run computes under the refitted parameters once
     stored (their E-step on every labelled question, as `_reusable` and `_stored_rows`
     will), kept for it — the refit costs seconds anyway; the next run then computes
@@ -363,7 +366,7 @@ def _warm(corpus: Corpus, pending: PendingFit, ans: _Answers, n_options: np.ndar
     fit.params_digest = digest
     _stored_rows(corpus.pk, fit, [with_unseen_workers(p, len(ans.wids), (base, k))
                                   for k, p in enumerate(params)],
-                 ans, n_options, strata, known, rows, pair_of, codes)
+                 ans, n_options, strata, known, rows, pair_of, codes, sets)
 
 
 def _reusable(fit: CorrectionFit | None, ans: _Answers, replicates: int,
@@ -433,7 +436,7 @@ def _question_signs(ans: _Answers, n_options: np.ndarray, strata: np.ndarray) ->
 def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams],
                  ans: _Answers, n_options: np.ndarray, strata: np.ndarray,
                  known: dict[int, str], rows: np.ndarray, pair_of: np.ndarray,
-                 codes: Mapping[str, int]) -> list[SoftLabels]:
+                 codes: Mapping[str, int], sets: list[frozenset[str] | None]) -> list[SoftLabels]:
     """Each replicate's soft-label rows of the labels (question index ``rows``, pair
     ``pair_of``) under its stored parameters: an E-step (`coin_posterior`), the control
     answers set. A pair whose label's question, answers, options, stratum and control
@@ -456,12 +459,19 @@ def _stored_rows(corpus_id: int, fit: CorrectionFit, params: list[OneCoinParams]
         keep = np.zeros(len(qids), dtype=bool)
         keep[questions] = True
         mask, sub_items = answers_of(ans.items, keep)
-        sub_keys = [ans.keys[j] for j in np.flatnonzero(mask).tolist()]
+        at = np.flatnonzero(mask)
+        sub_keys = [ans.keys[j] for j in at.tolist()]
+        # An answer outside its question's offered relations is left out, as in the fit.
+        inside = within_offered(sub_keys, np.asarray(strata)[questions][sub_items], sets,
+                                NO_RELATION)
+        if not inside.all():
+            at, sub_items = at[inside], sub_items[inside]
+            sub_keys = [k for k, ok in zip(sub_keys, inside.tolist(), strict=True) if ok]
         obs = category_codes(cats, sub_keys)
         sub_known = {int(j): known[int(q)] for j, q in enumerate(questions) if int(q) in known}
         out = []
         for p in params:
-            post = coin_posterior(p, sub_items, ans.workers[mask], sub_keys, len(questions),
+            post = coin_posterior(p, sub_items, ans.workers[at], sub_keys, len(questions),
                                   n_options=np.asarray(n_options, float)[questions],
                                   strata=np.asarray(strata)[questions], obs=obs,
                                   known=sub_known)
@@ -548,6 +558,7 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     # The model behind the stored posteriors (offered answers, shares per pair type,
     # the calibrated miss rates of the quality pass's soft fit).
     n_options, strata = _offered(ans)
+    sets = offered_sets(ans.memo["offered"][1])  # what each pair type's page offered
     stored_fit = _stored_fit(corpus)
     stored = _reusable(stored_fit, ans, replicates, strata, known)
     if stored:
@@ -556,9 +567,9 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
         if weak is not None:
             weak.append(_weak_spots(stored[0], ans.wids))
         return _stored_rows(corpus.pk, stored_fit, stored, ans, n_options, strata, known,
-                            rows, pair_of, codes), None
+                            rows, pair_of, codes, sets), None
     model = fit_crowd(items, workers, answers, len(qids), n_workers, n_options=n_options,
-                      strata=strata, known=known, replicates=replicates)
+                      strata=strata, known=known, replicates=replicates, offered=sets)
     fit, reps, fits = model.fit, model.replicates, model.params
     cats = fit.categories  # replicates keep them: an answer a replicate lacks stays known
     pending = PendingFit(corpus, len(answers), n_workers, ans.digest(len(answers)), fits) \
@@ -566,6 +577,6 @@ def soft_label_replicates(corpus: Corpus, replicates: int, codes: Mapping[str, i
     if weak is not None and fits:
         weak.append(_weak_spots(fits[0], ans.wids))
     if pending is not None and connection.vendor == "postgresql":
-        _warm(corpus, pending, ans, n_options, strata, known, rows, pair_of, codes)
+        _warm(corpus, pending, ans, n_options, strata, known, rows, pair_of, codes, sets)
     return [soft_rows(cats, post[rows], priors, own[rows], pair_of, codes)
             for post, priors, own in reps], pending

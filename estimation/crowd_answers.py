@@ -48,7 +48,7 @@ def crowd_soft_labels(problem: Problem, replicates: int = REPLICATES
     n, n_items = len(crowd.pairs), len(crowd.pairs) + len(crowd.truth)
     model = fit_crowd(crowd.items, crowd.workers, keys, n_items, crowd.n_workers,
                       n_options=crowd.n_options, strata=crowd.strata, known=known,
-                      replicates=replicates)
+                      replicates=replicates, offered=crowd.offered)
     fit, codes = model.fit, {name: k for k, name in enumerate(crowd.names)}
     own = item_priors(fit.params, fit.priors, crowd.strata, n_items)
     main = soft_rows(fit.categories, fit.posterior[:n], fit.priors, own[:n], crowd.pairs,
@@ -80,5 +80,7 @@ def solve_with_crowd(problem: Problem, schemes: list[str] | None = None,
     out["crowd"] = {"answers": len(crowd.answers), "workers": crowd.n_workers,
                     "controls": len(crowd.truth), "pair_types": int(crowd.strata.max()) + 1
                     if len(crowd.strata) else 0,
+                    # Answers naming a relation outside their type's "offered" list.
+                    "refused": model.refused,
                     "converged": bool(model.fit.converged)}
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import krippendorff
@@ -222,6 +222,7 @@ class OneCoinResult:
     miss_rate: np.ndarray | None = None
     params: OneCoinParams | None = None  # the fit's parameters (`coin_posterior`)
     converged: bool = True      # EM's last change below `tol` within `max_iter` rounds
+    refused: int = 0            # answers outside their question's offered set (`offered`)
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,32 @@ class OneCoinParams:
     offered: np.ndarray | None = None  # (strata × categories) relations offered (`Offered`)
 
 
+def within_offered(answers: Sequence, strata: np.ndarray,
+                   offered: Sequence[Collection[str] | None], none: object) -> np.ndarray:
+    """Per answer, whether it is `none` or names only relations its stratum offered
+    (``strata`` per answer; a stratum beyond ``offered``, or whose entry is None, offers
+    everything: a question whose pair types are unknown)."""
+    sets = [None if rels is None else frozenset(rels) for rels in offered]
+    return np.fromiter(
+        (a == none or s >= len(sets) or sets[s] is None
+         or set(str(a).split("|")) <= sets[s]  # type: ignore[operator]
+         for a, s in zip(answers, np.asarray(strata, np.int64).tolist(), strict=True)),
+        bool, len(answers))
+
+
+def offered_table(offered: Sequence[Collection[str] | None], categories: Sequence,
+                  nc: int) -> np.ndarray:
+    """(strata × categories) 1 where the stratum offered every relation the category
+    names (none's column 0; a None entry offers every one), the `rate_models.Offered`
+    table of given offered sets."""
+    table = np.zeros((max(len(offered), 1), max(len(categories), 1)))
+    for s, rels in enumerate(offered):
+        given = None if rels is None else frozenset(rels)
+        for c, cat in enumerate(categories):
+            table[s, c] = float(c != nc and (given is None or set(str(cat).split("|")) <= given))
+    return table
+
+
 def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
              n_items: int | None = None, n_workers: int | None = None, *,
              n_options: np.ndarray | int | None = None,
@@ -247,7 +274,8 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
              prior_accuracy: float = 0.8, prior_strength: float = 4.0,
              class_pseudocount: float = 0.5, type_shrink: float = LABEL_TYPE_SHRINK,
              max_iter: int = 200,
-             tol: float = 1e-7, init: np.ndarray | None = None) -> OneCoinResult:
+             tol: float = 1e-7, init: np.ndarray | None = None,
+             offered: Sequence[Collection[str] | None] | None = None) -> OneCoinResult:
     """One-coin Dawid–Skene by EM with priors (maximum a posteriori).
 
     Each worker answers the truth with probability a_w and otherwise one of the
@@ -285,11 +313,25 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     fit's and converges in a few rounds. `params` holds the fitted rates and shares;
     `coin_posterior(params, ...)` gives the posterior of these or other answers under
     them (on these answers: `posterior` itself).
+
+    `offered` (with `strata` and `none`): per stratum, the relations its questions
+    offered (what the page showed: `kbpo.core.schemas.offered_relations`). The false
+    yes then runs over exactly those, and an answer naming a relation its question did
+    not offer is left out of the fit (`refused` counts them): the intake refuses such
+    answers, so one that got stored anyway says nothing about the crowd. Without it
+    the offered relations are read off the answers given in each stratum.
     """
     items = np.asarray(items, dtype=np.int64)
     workers = np.asarray(workers, dtype=np.int64)
     strata = None if strata is None else np.asarray(strata, dtype=np.int64)
     known = known or {}
+    refused = 0
+    if offered is not None and strata is not None and none is not None:
+        inside = within_offered(answers, strata[items], offered, none)
+        refused = int(len(inside) - inside.sum())
+        if refused:
+            items, workers = items[inside], workers[inside]
+            answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
     cats = sorted(set(answers) | set(known.values())) if categories is None else list(categories)
     index = {c: i for i, c in enumerate(cats)}
     obs = np.fromiter((index[a] for a in answers), np.int64, len(answers))
@@ -319,7 +361,7 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
                          known=known, categories=cats, none=none, strata=strata,
                          strata_shrink=strata_shrink, prior_accuracy=prior_accuracy,
                          prior_strength=prior_strength, class_pseudocount=class_pseudocount,
-                         type_shrink=math.inf, max_iter=max_iter, tol=tol)
+                         type_shrink=math.inf, max_iter=max_iter, tol=tol, offered=offered)
         init, stage = first.posterior, first.iterations
     if init is None:
         post = np.zeros((n_i, n_c))
@@ -334,8 +376,13 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     # Who answered what is fixed during EM: its sparse matrices are built once.
     inc = rate_models.Incidence(items, workers, obs, nc, n_i, n_w) if nc >= 0 else None
     # Strata give each question's offered relations, hence false yes per relation.
-    offered = None if nc < 0 or strata is None else rate_models.Offered.seen(
-        strata, items, obs, {i: index[c] for i, c in known.items()}, n_c, nc)
+    if nc < 0 or strata is None:
+        offered_rows = None
+    elif offered is not None:
+        offered_rows = rate_models.Offered(strata, offered_table(offered, cats, nc))
+    else:
+        offered_rows = rate_models.Offered.seen(
+            strata, items, obs, {i: index[c] for i, c in known.items()}, n_c, nc)
     iterations = 0
     delta = 0.0
     for it in range(1, max_iter + 1):
@@ -351,9 +398,9 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
             rates = (rate_models.coin_rates(post, items, workers, obs, n_w, alpha, beta),)
         else:
             rates = rate_models.lopsided_rates(post, items, workers, obs, nc, n_w, alpha, beta,
-                                               type_shrink, inc, offered)
+                                               type_shrink, inc, offered_rows)
         new_post = _e_step(rates, priors, shares, strata, items, workers, obs, k_opt, nc,
-                           n_i, n_c, inc, post, offered)
+                           n_i, n_c, inc, post, offered_rows)
         new_post[ctrl] = ctrl_post[ctrl]
         delta = float(np.abs(new_post - post).max()) if n_i else 0.0
         post = new_post
@@ -363,12 +410,12 @@ def one_coin(items: np.ndarray, workers: np.ndarray, answers: Sequence,
     right = np.bincount(workers, weights=post[items, obs], minlength=n_w)
     accuracy = np.where(per_worker > 0, right / np.maximum(per_worker, 1), np.nan)
     result = OneCoinResult(cats, post, labels, accuracy, per_worker, priors,
-                           stage + iterations, converged=delta < tol)
+                           stage + iterations, converged=delta < tol, refused=refused)
     if nc >= 0:
         result.specificity, result.sensitivity, result.miss_rate = rates[:3]
     if rates:
         result.params = OneCoinParams(cats, rates, priors, shares, nc, type_shrink,
-                                      None if offered is None else offered.table)
+                                      None if offered_rows is None else offered_rows.table)
     return result
 
 
@@ -442,7 +489,8 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
                    n_options: np.ndarray | int | None = None,
                    known: dict[int, object] | None = None,
                    strata: np.ndarray | None = None,
-                   obs: np.ndarray | None = None) -> np.ndarray:
+                   obs: np.ndarray | None = None,
+                   offered: Sequence[Collection[str] | None] | None = None) -> np.ndarray:
     """(items × categories) posterior of these answers under a fit's parameters.
 
     One E-step, no refit: the answers' own noise with the rates held fixed. Worker
@@ -451,12 +499,20 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
     a fit with shares per stratum needs `strata` (a ValueError without: the corpus-wide
     shares would silently stand in for them). `obs`: each answer's index in the fit's
     categories (`category_codes`), when computed before for fits sharing them.
+    `offered`: as for `one_coin`; answers outside it are left out.
     """
     if params.stratum_shares is not None and strata is None:
         raise ValueError("coin_posterior: the fit has class shares per stratum; pass strata")
     items = np.asarray(items, dtype=np.int64)
     workers = np.asarray(workers, dtype=np.int64)
     cats = params.categories
+    if offered is not None and strata is not None and params.none_index >= 0:
+        inside = within_offered(answers, np.asarray(strata, np.int64)[items], offered,
+                                cats[params.none_index])
+        if not inside.all():
+            items, workers = items[inside], workers[inside]
+            answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+            obs = None if obs is None else np.asarray(obs)[inside]
     if obs is None:
         obs = category_codes(cats, answers)
     elif len(obs) != len(answers):
@@ -534,7 +590,8 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
                          replicates: int, rng: np.random.Generator, *,
                          n_options: np.ndarray, known: dict[int, object] | None,
                          strata: np.ndarray | None, none: object | None,
-                         fits: list | None = None
+                         fits: list | None = None,
+                         offered: Sequence[Collection[str] | None] | None = None
                          ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(posterior, corpus-wide class shares, each item's shares: `item_priors`) of the
     fitted answers under each of ``replicates`` bootstrap replicates of ``fit``'s
@@ -544,9 +601,15 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
     the parameters vary; each question's own answer noise is the posterior's already.
     ``n_options``, ``known`` and ``strata`` are per item, as ``fit`` was fitted with them.
     ``fits``: a list that receives each replicate's refitted parameters
-    (`OneCoinParams`), e.g. to keep them."""
+    (`OneCoinParams`), e.g. to keep them. ``offered``: as ``fit`` was fitted with it
+    (its answers outside are left out here too)."""
     known = known or {}
     answers = list(answers)
+    items, workers = np.asarray(items, np.int64), np.asarray(workers, np.int64)
+    if offered is not None and strata is not None and none is not None:
+        inside = within_offered(answers, np.asarray(strata, np.int64)[items], offered, none)
+        items, workers = items[inside], workers[inside]
+        answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
     n_options = np.asarray(n_options, dtype=float)
     shrink = fit.params.type_shrink if fit.params is not None else LABEL_TYPE_SHRINK
     out = []
@@ -558,7 +621,7 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
                          n_options=n_options[pick], known=rep_known or None,
                          categories=fit.categories, none=none,
                          strata=None if strata is None else strata[pick], tol=1e-4,
-                         init=fit.posterior[pick], type_shrink=shrink)
+                         init=fit.posterior[pick], type_shrink=shrink, offered=offered)
         same = list(refit.params.categories) == list(fit.categories)
         post = coin_posterior(refit.params, items, workers, answers, len(n_options),
                               n_options=n_options, known=known or None, strata=strata,

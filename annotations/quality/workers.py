@@ -48,6 +48,8 @@ class QualityReport:
     reposterior: int = 0      # ... whose posterior the refit moved (soft scores rest on it)
     control_answers: int = 0                                           # answers to controls
     control_right: int = 0                                             # ... equal to the truth
+    # Answers naming a relation their question did not offer: left out of every fit.
+    refused: int = 0
     # Hard labels the pass moved: (pair id, old answer key, new answer key).
     relabelled: list[tuple[int, str, str]] = field(default_factory=list)
 
@@ -102,6 +104,8 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         rows = list(Response.objects.filter(question__corpus_id=cid, counted=True,
                                             question__kind=TaskKind.RELATION)
                     .values_list("question_id", "worker_id", "choices").order_by("pk"))
+        rows, refused, types = _within_offered(rows)
+        report.refused += refused
         if not rows:
             continue
         items, workers, answers, qids, wids = _arrays(rows)
@@ -120,7 +124,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         with transaction.atomic():
             moved, refitted = len(report.relabelled), report.reposterior
             report.soft_labels += _store_labels(items, workers, answers, qids, len(wids),
-                                                report, known)
+                                                report, known, types)
             # The scores rest on the hard labels, soft-label scores and the crowd
             # section stored with each score run on the posteriors: either moving
             # asks for a recompute (debounced; a refit that moved nothing asks none).
@@ -256,6 +260,34 @@ def offered(qids: list[int], types: Mapping[int, tuple] | None = None,
     return (sizes[strata] if len(strata) else np.zeros(0)), strata
 
 
+def offered_sets(strata_of: Mapping[tuple, int]) -> list[frozenset[str] | None]:
+    """Per stratum numbered by `offered` (``strata_of``), the relations its questions
+    offered: the page's options (`offered_relations`); None for questions whose pair
+    types are unknown (gone from the database), which refuse no answer."""
+    sets: list[frozenset[str] | None] = [None] * len(strata_of)
+    for (subject, obj, schema), s in strata_of.items():
+        if subject:
+            sets[s] = frozenset(offered_relations(schema, subject, obj))
+    return sets
+
+
+def _within_offered(rows: list[tuple[int, int, list[str]]]
+                    ) -> tuple[list[tuple[int, int, list[str]]], int, dict[int, tuple]]:
+    """The rows whose answer is none or names only relations its question offered, and
+    how many were not (the intake refuses those; one stored anyway must not reach the
+    model), and the questions' `pair_types`."""
+    types = pair_types(list({q for q, _, _ in rows}))
+    allowed: dict[tuple, frozenset[str]] = {}
+    kept = []
+    for row in rows:
+        t = types.get(row[0], (None, None, None))
+        if t not in allowed:
+            allowed[t] = frozenset(offered_relations(t[2], t[0], t[1])) if t[0] else frozenset()
+        if not t[0] or set(row[2]) - {aggregation.NO_RELATION} <= allowed[t]:
+            kept.append(row)
+    return kept, len(rows) - len(kept), types
+
+
 def _by_name(categories: list, shares: np.ndarray) -> dict[str, float]:
     """Shares per answer name: an answer key naming two relations ("a|b") counts for
     both."""
@@ -268,7 +300,8 @@ def _by_name(categories: list, shares: np.ndarray) -> dict[str, float]:
 
 def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
                  qids: list[int], n_workers: int, report: QualityReport,
-                 known: dict[int, str] | None = None) -> int:
+                 known: dict[int, str] | None = None,
+                 types: Mapping[int, tuple] | None = None) -> int:
     """Fit the lopsided one-coin model, store each label's posterior on it (the
     calibrated fit), and move hard labels to the configured aggregator's answer (the
     sharp fit for `lopsided`).
@@ -276,21 +309,24 @@ def _store_labels(items: np.ndarray, workers: np.ndarray, answers: list[str],
     An answer key holding two relations ("a|b") gives its probability to both.
     Control questions (`known`) anchor the workers' rates; they have no label.
     """
-    k, strata = offered(qids)
+    strata_of: dict[tuple, int] = {}
+    k, strata = offered(qids, types, strata_of=strata_of)
+    sets = offered_sets(strata_of)
     # Two fits of one model: the hard label from sharp per-type miss rates (blind spots
     # found), the stored posterior, which the estimators sum, from calibrated ones
     # (aggregation.SOFT_TYPE_SHRINK), fitted as estimation/correction.py refits it. The
     # sharp fit is the one the labels had before, so no label moves for this.
     fit = aggregation.one_coin(items, workers, answers, len(qids), n_workers, n_options=k,
                                known=known or None, none=aggregation.NO_RELATION,
-                               strata=strata, type_shrink=aggregation.SOFT_TYPE_SHRINK)
+                               strata=strata, type_shrink=aggregation.SOFT_TYPE_SHRINK,
+                               offered=sets)
     method = settings.KBPO_LABEL_AGGREGATION
     hard = None
     if method == "lopsided":
         hard = aggregation.one_coin(items, workers, answers, len(qids), n_workers,
                                     n_options=k, known=known or None,
                                     none=aggregation.NO_RELATION, strata=strata,
-                                    type_shrink=aggregation.LABEL_TYPE_SHRINK)
+                                    type_shrink=aggregation.LABEL_TYPE_SHRINK, offered=sets)
     report.coin_labels.update({q: str((hard or fit).labels[i]).split("|")
                                for i, q in enumerate(qids)})
     if method == "one_coin":

@@ -64,6 +64,9 @@ class CrowdAnswers:
     strata: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     n_options: np.ndarray = field(default_factory=lambda: np.zeros(0))
     names: list[str] = field(default_factory=list)  # predicate name of each code
+    # Per pair type, the relations its questions offered: its "offered" list, else the
+    # relations its answers and truths name (the crowd model refuses any other answer).
+    offered: list[frozenset[str]] = field(default_factory=list)
 
     @property
     def known(self) -> dict[int, int]:
@@ -291,17 +294,20 @@ def _crowd_answers(data: dict, pairs: _Codes, preds: _Codes) -> CrowdAnswers | N
             who.append(w)
             said.append(a)
     st = np.array(of_type, np.int64)
+    sizes, sets = _options(data.get("offered", {}), strata, st, np.array(items, np.int64),
+                           np.array(said, np.int64), truth, preds)
     return CrowdAnswers(np.array(pair_codes, np.int64), np.array(items, np.int64),
                         np.array(who, np.int64), np.array(said, np.int64),
                         np.array(truth, np.int64), len(workers.ids), len(preds.ids), st,
-                        _options(data.get("offered", {}), strata, st, np.array(items, np.int64),
-                                 np.array(said, np.int64), truth, preds))
+                        sizes, offered=sets)
 
 
 def _options(offered: Any, strata: _Codes, st: np.ndarray, items: np.ndarray,
-             said: np.ndarray, truth: list[int], preds: _Codes) -> np.ndarray:
-    """Answers offered per question: its type's relations and none. A type's relations
-    are its "offered" list, else those its questions' answers and truths name."""
+             said: np.ndarray, truth: list[int], preds: _Codes
+             ) -> tuple[np.ndarray, list[frozenset[str]]]:
+    """Answers offered per question (its type's relations and none), and per type its
+    relations' names. A type's relations are its "offered" list, else those its
+    questions' answers and truths name."""
     if not isinstance(offered, dict):
         raise ProblemError("offered: expected an object {type: [predicate, ...]}")
     named: list[set[int]] = [set() for _ in strata.ids]
@@ -311,6 +317,8 @@ def _options(offered: Any, strata: _Codes, st: np.ndarray, items: np.ndarray,
     for k, t in enumerate(truth):
         named[st[n + k]].add(t)
     sizes = np.array([len(s - {NO_RELATION}) + 1 for s in named], float)
+    names = list(preds.ids)
+    sets = [frozenset(names[c] for c in s if c != NO_RELATION) for s in named]
     for t, rels in offered.items():
         where = f"offered.{t}"
         if t not in strata.ids:
@@ -322,7 +330,8 @@ def _options(offered: Any, strata: _Codes, st: np.ndarray, items: np.ndarray,
                 raise ProblemError(f"{where}[{i}]: list the relations only (none is "
                                    "always offered)")
         sizes[strata.ids[t]] = len(set(rels)) + 1
-    return sizes[st] if len(st) else np.zeros(0)
+        sets[strata.ids[t]] = frozenset(rels)
+    return (sizes[st] if len(st) else np.zeros(0)), sets
 
 
 def _num(x: float) -> float | None:

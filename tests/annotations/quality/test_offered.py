@@ -62,3 +62,39 @@ def test_a_docred_question_offers_every_relation_whatever_its_types() -> None:
     assert everything == 97
     assert k.tolist() == [len(predicates_for("PER", "ORG")) + 1, everything, everything]
     assert strata.tolist() == [0, 1, 2]
+
+
+@pytest.mark.django_db
+def test_an_answer_outside_the_offered_relations_is_refused_and_moves_nothing(
+        django_capture_on_commit_callbacks) -> None:
+    """The intake refuses a relation the pair's types do not offer; one stored anyway
+    (written before the check, or by hand) is left out of the quality pass's model and
+    counted as refused: every label's posterior is what it was without it."""
+    from annotations.interfaces.intake import IntakeError, worker_for
+    from annotations.models import Assignment, PairLabel, Response
+    from annotations.quality.workers import update_worker_quality
+    from tests.annotations.crowd.helpers import answer
+    from tests.annotations.crowd.test_hostile_crowd import TRUTH, plan
+
+    hit = plan(["born", "wed", "work"], django_capture_on_commit_callbacks)
+    outside = "org:founded_by"  # offered on no PER-x pair
+    with pytest.raises(IntakeError, match="choices"):
+        answer(hit, "w0", lambda q: [outside])
+    assert not Response.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        for w in ("w1", "w2", "w3"):
+            answer(hit, w, lambda q: TRUTH[q.pair.object_type])
+    clean = update_worker_quality(hit.corpus_id)
+    assert clean.refused == 0 and clean.answers == 9
+    before = dict(PairLabel.objects.values_list("pair_id", "posterior"))
+    # A fourth worker's answers naming it, stored past the intake.
+    assignment = Assignment.objects.get(worker__external_id="w3")
+    assignment.pk, assignment.external_id = None, "by-hand-w4"
+    assignment.worker = worker_for("simulated", "w4")
+    assignment.save()
+    for q in Question.objects.filter(hit_items__hit=hit):
+        Response.objects.create(assignment=assignment, question=q,
+                                worker=assignment.worker, choices=[outside])
+    report = update_worker_quality(hit.corpus_id)
+    assert report.refused == 3 and report.answers == 9
+    assert dict(PairLabel.objects.values_list("pair_id", "posterior")) == before
