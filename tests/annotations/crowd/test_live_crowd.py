@@ -219,7 +219,7 @@ def test_a_system_being_labelled_is_on_the_board_as_refining(world: Path) -> Non
 
 
 @pytest.mark.django_db(transaction=True)
-def test_simulate_crowd_prices_a_label_from_its_own_run(world: Path, small_samples: None) -> None:
+def test_simulate_crowd_prices_a_label_from_its_own_run(world: Path) -> None:
     """"$ per new label" divided the corpus's whole spend by this run's labels: a
     second upload looked twice as dear as the first."""
     crowd = {"gold": str(world / "gold.jsonl"), "corpus": "demo", "seed": 3,
