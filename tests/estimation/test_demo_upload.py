@@ -36,7 +36,9 @@ SOURCE = "sys01_baseline"
 # A small world keeps the loop fast; the seed is fixed, so the copied document is too.
 WORLD = {"docs": 25, "systems": 2, "seed": 11}
 TRIALS = 200
-DEMO_DRAWS = 271  # what the planner gives each demo system (no labels yet when they arrive)
+# What the planner gives each demo system at the default target (no labels yet when they
+# arrive): the repeated trials draw the demo systems' samples at that size.
+DEMO_DRAWS = 271
 
 
 def copy_one_document(kb: Path, out: Path, name: str, size: tuple[int, int]) -> int:
@@ -81,7 +83,13 @@ def test_a_handful_copied_from_a_demo_system_gets_an_honest_interval(tmp_path: P
     # The correction's replicates only widen intervals; without them the check is stricter.
     settings.KBPO_SOFT_LABEL_BOOTSTRAP = 0
     out = tmp_path / "demo"
+    # The demo's own systems are sampled for a ±0.1 interval (68 draws each, not 271): its
+    # crowd answers in a quarter of the time, and its labels cover less of the copy, which
+    # is then planned at the default target as before.
+    target = settings.KBPO_TARGET_HALFWIDTH
+    settings.KBPO_TARGET_HALFWIDTH = 0.1
     call_command("demo", out=out, stdout=io.StringIO(), **WORLD)
+    settings.KBPO_TARGET_HALFWIDTH = target
     corpus = Corpus.objects.get(tag="demo")
     assert set(Submission.objects.filter(corpus=corpus).values_list("state", flat=True)) == {
         State.SCORED}

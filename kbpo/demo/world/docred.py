@@ -24,7 +24,7 @@ import json
 import math
 import random
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import NormalDist
 
@@ -34,8 +34,8 @@ from kbpo.core import schema
 from kbpo.core.docred import Counts, detokenize, docred_doc_id, docred_gold
 from kbpo.core.gold import closest_pair
 
-from .common import PRED_CODE, PREDICATES, SCHEMES, Progress
-from .truth import scheme_probabilities, system_scores
+from .common import PRED_CODE, PREDICATES, Progress
+from .systems_out import Encoded, fresh_systems_dir, write_systems
 
 FAMILY = frozenset(schema.CANONICAL[(schema.PER, schema.PER)])
 INVERSE_SHARE = 0.3     # relations a system writes in the inverse direction
@@ -314,13 +314,9 @@ def universe_of(docs: list[Doc]) -> list[tuple[int, str, str, int]]:
 def generate(source: Path, out_dir: Path, docs: int, systems: int, seed: int,
              progress: Progress | None = None) -> dict:
     """Write corpus.jsonl, gold.jsonl, systems/*.kb, systems/index.json and truth.json."""
-    if docs < 1 or systems < 1:
-        raise ValueError("need at least one document and one system")
-    say = progress or (lambda stage, done, total: None)
     out_dir = Path(out_dir)
-    (out_dir / "systems").mkdir(parents=True, exist_ok=True)
-    for stale in sorted((out_dir / "systems").glob("*.kb")):
-        stale.unlink()
+    systems_dir = fresh_systems_dir(out_dir, docs, systems, ".kb")
+    say = progress or (lambda stage, done, total: None)
     documents, corpus, gold, counts = build_documents(load_source(source), docs, seed)
     _write_jsonl(out_dir / "corpus.jsonl", corpus)
     _write_jsonl(out_dir / "gold.jsonl", gold)
@@ -343,24 +339,17 @@ def generate(source: Path, out_dir: Path, docs: int, systems: int, seed: int,
         p, r = np.asarray(pairs, dtype=np.int64), np.asarray(preds, dtype=np.int64)
         return p * len(PREDICATES) + r, p, r, np.asarray(subjects, dtype=np.int64)
 
-    g_keys, g_pair, g_pred, g_subj = encode(ordered)
-    p_y = {s: scheme_probabilities(s, g_pair, g_pred, g_subj) for s in SCHEMES}
+    g_encoded = encode(ordered)
     easy = np.random.default_rng([seed, 1]).standard_normal(len(gold_lines))
     writer = SystemWriter(documents, gold_keys, universe_of(documents), seed)
-    profiles = make_profiles(systems, seed)
-    truth_systems = {}
-    for k, prof in enumerate(profiles):
+
+    def write_one(k: int, prof: Profile) -> Encoded:
         lines, kept = writer.choose(prof, k, gold_lines, easy)
-        writer.write(out_dir / "systems" / f"{prof.name}.kb", prof, lines, k)
-        keys, pairs, preds, subjects = encode(sorted(kept))
-        truth_systems[prof.name] = system_scores(keys, pairs, preds, subjects, g_keys, g_pair,
-                                                 g_pred, g_subj, p_y)
-        say("systems", k + 1, systems)
-    index = {"systems": [asdict(p) for p in profiles]}
-    (out_dir / "systems" / "index.json").write_text(json.dumps(index, indent=1) + "\n")
-    truth = {"schemes": list(SCHEMES), "true_instances": len(ordered),
-             "systems": truth_systems}
-    (out_dir / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+        writer.write(systems_dir / f"{prof.name}.kb", prof, lines, k)
+        return encode(sorted(kept))
+
+    write_systems(out_dir, make_profiles(systems, seed), g_encoded, len(ordered), write_one,
+                  say)
     return {"out": str(out_dir), "docs": len(documents), "systems": systems, "seed": seed,
             "mentions": sum(len(g["mentions"]) for g in gold),
             "true_instances": len(ordered), "labels_read": counts.labels,

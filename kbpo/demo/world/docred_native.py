@@ -34,7 +34,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Set as AbstractSet
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 
@@ -44,8 +44,8 @@ from kbpo.core.docred_docs import DocredDocument, DocredProblem, parse_document
 from kbpo.core.jsonlist import iter_list
 from kbpo.core.schemas import DOCRED, get_schema
 
-from .common import SCHEMES, Progress
-from .truth import scheme_probabilities, system_scores
+from .common import Progress
+from .systems_out import Encoded, fresh_systems_dir, write_systems
 
 Fact = tuple[int, int, int, str]  # document index, head, tail, relation id
 
@@ -282,13 +282,9 @@ def result_rows(facts: list[Fact], docs: list[DocredDocument], gold_evidence: di
 def generate(source: Path, out_dir: Path, docs: int, systems: int, seed: int,
              progress: Progress | None = None) -> dict:
     """Write docs.json, systems/*.json, systems/index.json and truth.json."""
-    if docs < 1 or systems < 1:
-        raise ValueError("need at least one document and one system")
-    say = progress or (lambda stage, done, total: None)
     out = Path(out_dir)
-    (out / "systems").mkdir(parents=True, exist_ok=True)
-    for stale in sorted((out / "systems").glob("*.json")):
-        stale.unlink()
+    systems_dir = fresh_systems_dir(out, docs, systems, ".json")
+    say = progress or (lambda stage, done, total: None)
     records, parsed = read_source(source)
     chosen = sorted(random.Random(f"native-docs-{seed}").sample(range(len(parsed)),
                                                                 min(docs, len(parsed))))
@@ -316,20 +312,15 @@ def generate(source: Path, out_dir: Path, docs: int, systems: int, seed: int,
                                for f in facts], np.int64)
         return pairs * len(code) + preds, pairs, preds, subjects
 
-    g_keys, g_pair, g_pred, g_subj = encode(gold)
-    p_y = {s: scheme_probabilities(s, g_pair, g_pred, g_subj) for s in SCHEMES}
-    truth_systems = {}
-    for k, (prof, facts) in enumerate(zip(profiles, all_facts, strict=True)):
+    g_encoded = encode(gold)
+
+    def write_one(k: int, prof: NativeProfile) -> Encoded:
+        facts = all_facts[k]
         rows = result_rows(facts, parsed, evidence, random.Random(f"native-order-{seed}-{k}"))
-        (out / "systems" / f"{prof.name}.json").write_text(
+        (systems_dir / f"{prof.name}.json").write_text(
             json.dumps(rows, ensure_ascii=False) + "\n", encoding="utf-8")
-        keys, pairs, preds, subjects = encode(facts)
-        truth_systems[prof.name] = system_scores(keys, pairs, preds, subjects, g_keys, g_pair,
-                                                 g_pred, g_subj, p_y)
-        say("systems", k + 1, systems)
-    index = {"systems": [asdict(p) for p in profiles]}
-    (out / "systems" / "index.json").write_text(json.dumps(index, indent=1) + "\n")
-    truth = {"schemes": list(SCHEMES), "true_instances": len(gold), "systems": truth_systems}
-    (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+        return encode(facts)
+
+    write_systems(out, profiles, g_encoded, len(gold), write_one, say)
     return {"out": str(out), "docs": len(parsed), "systems": systems, "seed": seed,
             "true_instances": len(gold)}

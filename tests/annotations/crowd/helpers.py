@@ -7,6 +7,7 @@ import random
 from annotations.crowd import controls
 from annotations.interfaces.intake import AnswerIn, submit_assignment, worker_for
 from annotations.models import Hit, Question
+from estimation import planning
 from kbpo.core.models import Corpus, Document
 from submissions.models import MentionPair, State, Submission
 from tests.factories import make_corpus, make_pair, make_submission, span
@@ -41,6 +42,24 @@ def system(corpus: Corpus, pairs: dict, names: list[str], name: str = "sys",
            state: str = State.INGESTED) -> Submission:
     return make_submission(corpus, [(pairs[n], PREDICATE[n]) for n in names], name=name,
                            state=state)
+
+
+def planned_hit(capture) -> tuple[Submission, Hit]:
+    """The review and rejection tests' world: a system asking about the born, wed and work
+    pairs, planned into one HIT (with KBPO_QUESTIONS_PER_HIT = 3). `capture` is the
+    django_capture_on_commit_callbacks fixture: the HIT is posted on commit."""
+    corpus, pairs = small_world()
+    sub = system(corpus, pairs, ["born", "wed", "work"])
+    with capture(execute=True):
+        planning.plan_submission(sub.pk)
+    return sub, Hit.objects.get(submission=sub)
+
+
+# Answers to `planned_hit`'s questions by the object type (one pair of each): the true
+# ones, and a spammer's that differ from the truth on every pair.
+TRUTH = {"GPE": ["per:place_of_birth"], "PER": ["per:spouse"],
+         "ORG": ["per:employee_or_member_of"]}
+WRONG = {"GPE": ["per:place_of_death"], "PER": ["per:siblings"], "ORG": ["no_relation"]}
 
 
 def answer(hit: Hit, worker: str, choose, assignment_id: str | None = None,

@@ -12,11 +12,10 @@ from django.core.management import call_command
 from annotations.crowd.simulation import GoldKey
 from annotations.interfaces.intake import allowed_choices
 from annotations.models import PairLabel, Question
-from kbpo.core.models import Corpus, DocumentEntity
 from kbpo.core.schema import NO_RELATION
-from submissions.models import MentionPair
 from tests.annotations.exhaustive.test_gold_import_docred_native import docs_with_labels
-from tests.core.test_docred_load import DOCS, write
+from tests.annotations.interfaces.builders import docred_pairs
+from tests.core.test_docred_load import write
 from tests.factories import make_hit
 
 
@@ -40,21 +39,9 @@ def test_a_docred_file_is_a_gold_key_on_the_entity_anchors(tmp_path: Path) -> No
 
 @pytest.mark.django_db
 def test_the_simulated_crowd_labels_document_level_pairs(tmp_path: Path) -> None:
-    path = write(tmp_path / "dev.json", docs_with_labels()[:1] + DOCS[1:])
-    call_command("load_corpus", "--tag", "redocred", "--format", "docred", str(path),
-                 "--quiet-progress")
-    corpus = Corpus.objects.get(tag="redocred")
-    ents = {e.index: e for e in DocumentEntity.objects.filter(document__doc_id="Ada_Byron_a_life")}
-
-    def pair(h: int, t: int) -> MentionPair:
-        head, tail = ents[h], ents[t]
-        return MentionPair.objects.create(
-            document=head.document, sentence=head.document.sentences.first(),
-            subject_begin=head.anchor_begin, subject_end=head.anchor_end,
-            object_begin=tail.anchor_begin, object_end=tail.anchor_end,
-            subject_type=head.type, object_type=tail.type)
-
-    father, reverse = pair(0, 3), pair(3, 0)
+    # the corpus is DOCS (its loader ignores labels); the crowd reads the gold from its own file
+    father, reverse = docred_pairs((0, 3), (3, 0))
+    corpus = father.document.corpus
     make_hit(corpus, [father, reverse])
     question = Question.objects.get(pair=father)
     # every relation of the schema is an answer, whatever the entity types

@@ -44,6 +44,13 @@ def world(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.fixture
+def small_samples(settings) -> None:
+    """Samples planned for a ±0.1 interval (about 70 draws a system, not 270): for the
+    tests whose point is what the crowd does, not how long a full sample takes it."""
+    settings.KBPO_TARGET_HALFWIDTH = 0.1
+
+
 def upload(out: Path, system: str = "sys01_baseline", owner: str = "researcher") -> Submission:
     with open(out / "systems" / f"{system}.kb", "rb") as fh:
         sub = create_submission(owner=make_user(owner),
@@ -108,7 +115,7 @@ def test_the_crowd_answers_only_simulated_hits_of_its_corpus(world: Path) -> Non
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_thread_labels_and_scores_a_new_upload(world: Path) -> None:
+def test_the_thread_labels_and_scores_a_new_upload(world: Path, small_samples: None) -> None:
     """The real thread, ten times faster than the demo's pace: an upload it never saw
     is labelled and scored with no other command, and the thread stops when told."""
     sub = upload(world)
@@ -234,7 +241,7 @@ def test_simulate_crowd_prices_a_label_from_its_own_run(world: Path) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_blocked_worker_is_not_sent_again(world: Path) -> None:
+def test_a_blocked_worker_is_not_sent_again(world: Path, small_samples: None) -> None:
     """The intake refuses a blocked worker: the crowd stops sending them instead of
     holding HIT slots with work that is refused every time."""
     from annotations.interfaces.intake import worker_for

@@ -34,21 +34,22 @@ from annotations.quality import aggregation
 from annotations.quality import workers as quality_workers
 from annotations.quality.accuracy import crowd_accuracy
 from annotations.signals import labels_changed
-from estimation import planning
 from estimation.scoring import latest_run
 from kbpo.core import jobs
 from submissions.models import State
-from tests.annotations.crowd.helpers import add_control, answer, small_world, system
+from tests.annotations.crowd.helpers import (
+    TRUTH,
+    WRONG,
+    add_control,
+    answer,
+    planned_hit,
+    small_world,
+)
 from tests.annotations.crowd.test_mturk_backend import answers_json
 from tests.annotations.crowd.test_mturk_backend import fake as fake  # the fixture
 from tests.factories import make_hit, make_user
 
 pytestmark = pytest.mark.django_db
-
-TRUTH = {"GPE": ["per:place_of_birth"], "PER": ["per:spouse"],
-         "ORG": ["per:employee_or_member_of"]}
-WRONG = {"GPE": ["per:place_of_death"], "PER": ["per:siblings"], "ORG": ["no_relation"]}
-
 
 def truth(q: Question) -> list[str]:
     return TRUTH[q.pair.object_type]
@@ -77,11 +78,7 @@ def crowd_settings(settings):
 @pytest.fixture
 def planned(crowd_settings, django_capture_on_commit_callbacks):
     crowd_settings.KBPO_CROWD_BACKEND = "simulated"
-    corpus, pairs = small_world()
-    sub = system(corpus, pairs, ["born", "wed", "work"])
-    with django_capture_on_commit_callbacks(execute=True):
-        planning.plan_submission(sub.pk)
-    return sub, Hit.objects.get(submission=sub)
+    return planned_hit(django_capture_on_commit_callbacks)
 
 
 @pytest.fixture
@@ -207,11 +204,7 @@ def test_an_operators_rejection_in_the_admin_takes_the_same_path(
 
 def test_a_rejection_on_mturks_site_copied_by_the_sync_takes_the_same_path(
         crowd_settings, fake, label_log, django_capture_on_commit_callbacks) -> None:
-    corpus, pairs = small_world()
-    sub = system(corpus, pairs, ["born", "wed", "work"])
-    with django_capture_on_commit_callbacks(execute=True):
-        planning.plan_submission(sub.pk)
-    hit = Hit.objects.get(submission=sub)
+    _sub, hit = planned_hit(django_capture_on_commit_callbacks)  # posted on the fake MTurk
     ids: dict[str, str] = {}
 
     def submit(h, name, choose):

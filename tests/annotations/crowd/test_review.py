@@ -17,13 +17,9 @@ from annotations.models import (
     Hit,
     Refusal,
 )
-from estimation import planning
-from tests.annotations.crowd.helpers import add_control, answer, small_world, system
+from tests.annotations.crowd.helpers import TRUTH, WRONG, add_control, answer, planned_hit
 
 pytestmark = pytest.mark.django_db
-TRUTH = {"GPE": ["per:place_of_birth"], "PER": ["per:spouse"],
-         "ORG": ["per:employee_or_member_of"]}
-WRONG = {"GPE": ["per:place_of_death"], "PER": ["per:siblings"], "ORG": ["no_relation"]}
 
 
 @pytest.fixture(autouse=True)
@@ -36,11 +32,7 @@ def crowd_settings(settings):
 
 @pytest.fixture
 def hit(django_capture_on_commit_callbacks) -> Hit:
-    corpus, pairs = small_world()
-    sub = system(corpus, pairs, ["born", "wed", "work"])
-    with django_capture_on_commit_callbacks(execute=True):
-        planning.plan_submission(sub.pk)
-    return Hit.objects.get(submission=sub)
+    return planned_hit(django_capture_on_commit_callbacks)[1]
 
 
 def work(hit: Hit, capture, *workers: tuple[str, dict]) -> None:

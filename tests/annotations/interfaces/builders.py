@@ -83,25 +83,23 @@ def annotator(name: str = "anna"):
     return user
 
 
-def docred_relation_hit(backend: str = Backend.MTURK,
-                        external_id: str | None = "HIT-DOCRED-1") -> Hit:
-    """Two document-level questions on a DocRED corpus (tests/core/test_docred_load.DOCS):
-    Ada Byron (X) → Lord Byron (Y), PER-PER, predicted P22 with evidence sentence 1 (index
-    from 0); London (X) → England (Y), LOC-LOC, predicted P17 without evidence."""
+def docred_pairs(*pairs: tuple[int, int]) -> list:
+    """Load tests/core/test_docred_load.DOCS as the DocRED corpus "redocred" and make one
+    document-level MentionPair per (head, tail) entity index of its first document
+    ("Ada_Byron_a_life": 0 Ada Byron, 1 1815, 2 London, 3 Lord Byron, 4 England)."""
     import json
     import tempfile
     from pathlib import Path
 
     from kbpo.core.docred_load import load_docred_corpus
-    from kbpo.core.models import Corpus, DocumentEntity
-    from submissions.models import InstanceEvidence, MentionPair
+    from kbpo.core.models import DocumentEntity
+    from submissions.models import MentionPair
     from tests.core.test_docred_load import DOCS
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "dev.json"
         path.write_text(json.dumps(DOCS))
         load_docred_corpus("redocred", path)
-    corpus = Corpus.objects.get(tag="redocred")
     ents = {e.index: e for e in DocumentEntity.objects.filter(document__doc_id="Ada_Byron_a_life")}
 
     def pair(h: int, t: int) -> MentionPair:
@@ -112,7 +110,18 @@ def docred_relation_hit(backend: str = Backend.MTURK,
             object_begin=tail.anchor_begin, object_end=tail.anchor_end,
             subject_type=head.type, object_type=tail.type)
 
-    father, country = pair(0, 3), pair(2, 4)
+    return [pair(h, t) for h, t in pairs]
+
+
+def docred_relation_hit(backend: str = Backend.MTURK,
+                        external_id: str | None = "HIT-DOCRED-1") -> Hit:
+    """Two document-level questions on a DocRED corpus (tests/core/test_docred_load.DOCS):
+    Ada Byron (X) → Lord Byron (Y), PER-PER, predicted P22 with evidence sentence 1 (index
+    from 0); London (X) → England (Y), LOC-LOC, predicted P17 without evidence."""
+    from submissions.models import InstanceEvidence
+
+    father, country = docred_pairs((0, 3), (2, 4))
+    corpus = father.document.corpus
     sub = make_submission(corpus, [(father, "P22"), (country, "P17")])
     InstanceEvidence.objects.create(instance=sub.instances.get(pair=father), sentences=[1])
     hit = make_hit(corpus, [father, country], backend=backend, submission=sub)
