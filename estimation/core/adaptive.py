@@ -181,6 +181,20 @@ def smallest_n(ok: Callable[[int], bool], n_max: int) -> int:
     return hi
 
 
+def target_of(target_halfwidth: float | None, target_variance: float | None,
+              confidence: float) -> tuple[float, float]:
+    """(target variance, normal half-width at ``confidence``) from either; the variance
+    wins when both are given. A missing or non-positive target is a ValueError."""
+    z = ci.z_value(confidence)
+    if target_variance is None:
+        if target_halfwidth is None or target_halfwidth <= 0:
+            raise ValueError("give a positive target_halfwidth or target_variance")
+        target_variance = (target_halfwidth / z) ** 2
+    elif target_variance <= 0:
+        raise ValueError("target_variance must be positive")
+    return target_variance, z * float(np.sqrt(target_variance))
+
+
 def plan_sample_size(
     pop: Population,
     ev: Evidence,
@@ -206,14 +220,7 @@ def plan_sample_size(
     Existing draws of ``name`` itself are ignored: the result is its total n.
     Returns n_max when even n_max draws do not reach the target.
     """
-    z = ci.z_value(confidence)
-    if target_variance is None:
-        if target_halfwidth is None or target_halfwidth <= 0:
-            raise ValueError("give a positive target_halfwidth or target_variance")
-        target_variance = (target_halfwidth / z) ** 2
-    elif target_variance <= 0:
-        raise ValueError("target_variance must be positive")
-    halfwidth = z * float(np.sqrt(target_variance))
+    target_variance, halfwidth = target_of(target_halfwidth, target_variance, confidence)
     problem = _PlanProblem(pop, ev, pop.index_of(name), scheme, bound)
     if problem.unknown <= 2 * halfwidth:
         return 0

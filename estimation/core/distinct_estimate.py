@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
+from .adaptive import target_of
 from .distinct import _P_MAX, ht_covariance, ht_ratio, inclusion_probability, plan_distinct
 from .evidence import UNLABELLED, Evidence, Interval
 from .importance import at_pairs, label_variance_at_pairs
@@ -217,13 +218,7 @@ def plan_distinct_size(pop: Population, ev: Evidence, name: str,
     draw landing on one costs no label). As `plan_sample_size`, the system's own
     existing draws are ignored: the result is its total n.
     """
-    z = ci.z_value(confidence)
-    if target_variance is None:
-        if target_halfwidth is None or target_halfwidth <= 0:
-            raise ValueError("give a positive target_halfwidth or target_variance")
-        target_variance = (target_halfwidth / z) ** 2
-    elif target_variance <= 0:
-        raise ValueError("target_variance must be positive")
+    target_variance, halfwidth = target_of(target_halfwidth, target_variance, confidence)
     k = pop.index_of(name)
     stacked = pop.stacked(scheme).tocsr()
     row = stacked[k]
@@ -247,7 +242,7 @@ def plan_distinct_size(pop: Population, ev: Evidence, name: str,
     with np.errstate(divide="ignore", invalid="ignore"):
         h = np.where(p > 0, h_mass / p, 0.0)
     return plan_distinct(p, q_old, np.clip(h, 0.0, 1.0), labelled, target_variance,
-                         z * float(np.sqrt(target_variance)), n_max)
+                         halfwidth, n_max)
 
 
 def more_draws(pop: Population, ev: Evidence, name: str, target_halfwidth: float,
