@@ -1,4 +1,5 @@
-"""Turning crowd answers into labels: majority vote, Dawid–Skene, agreement.
+"""Turning crowd answers into labels: majority vote, Dawid–Skene, one-coin with priors
+(the workers' agreement statistics are in agreement.py).
 
 Pure numpy (no Django): the crowd app loads answers into arrays and stores results.
 
@@ -19,10 +20,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-import krippendorff
 import numpy as np
 
 from annotations.quality import rates as rate_models
+from annotations.quality.resampling import resample_questions
 
 NO_RELATION = "no_relation"
 
@@ -131,57 +132,6 @@ def _normalise_rows(a: np.ndarray) -> np.ndarray:
     s = a.sum(axis=1, keepdims=True)
     s[s == 0] = 1.0
     return a / s
-
-
-def krippendorff_alpha(items: np.ndarray, workers: np.ndarray, answers: Sequence[str],
-                       n_items: int, n_workers: int) -> float | None:
-    """Nominal Krippendorff's alpha over categorical answers (None if undefined)."""
-    if len(answers) == 0:
-        return None
-    categories = sorted(set(answers))
-    if len(categories) < 2:
-        return 1.0
-    cat_index = {c: i for i, c in enumerate(categories)}
-    data = np.full((n_workers, n_items), np.nan)
-    data[np.asarray(workers), np.asarray(items)] = [cat_index[a] for a in answers]
-    # Items answered by fewer than two workers carry no agreement information.
-    pairable = (~np.isnan(data)).sum(axis=0) >= 2
-    if not pairable.any():
-        return None
-    return float(krippendorff.alpha(reliability_data=data[:, pairable],
-                                    level_of_measurement="nominal"))
-
-
-def worker_agreement(items: np.ndarray, workers: np.ndarray, answers: Sequence[str],
-                     n_workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per worker: how often their answer is the plurality of the *other* workers.
-
-    Returns (agreement rate, number of comparable answers); NaN where a worker has no
-    item shared with others. Leaving the worker out avoids rewarding self-agreement. A
-    tie among the others earns a share of the credit (1 / number of tied answers), not
-    none: with three answers per question, one careless co-worker would otherwise make
-    every honest worker look like a dissenter.
-    """
-    items = np.asarray(items)
-    workers = np.asarray(workers)
-    by_item: dict[int, list[int]] = {}
-    for k, i in enumerate(items.tolist()):
-        by_item.setdefault(i, []).append(k)
-    credit = np.zeros(n_workers)
-    total = np.zeros(n_workers)
-    for ks in by_item.values():
-        if len(ks) < 2:
-            continue
-        for k in ks:
-            others = Counter(answers[j] for j in ks if j != k)
-            top = max(others.values())
-            plurality = [a for a, c in others.items() if c == top]
-            total[workers[k]] += 1
-            if answers[k] in plurality:
-                credit[workers[k]] += 1 / len(plurality)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(total > 0, credit / np.maximum(total, 1), np.nan)
-    return rate, total
 
 
 # ---- one-coin Dawid–Skene with priors, anchored by control questions ----------------
@@ -563,26 +513,6 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
                                              params.none_index, len(ids), n_w))
     set_known(post, cats, known)
     return post
-
-
-def resample_questions(items: np.ndarray, groups: Sequence[np.ndarray],
-                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One bootstrap replicate over questions: (indices of the answers it holds, their
-    new item ids, the original item of each new id). Each group of item ids (labelled
-    questions, control questions) is drawn with replacement to its own size, so a
-    replicate keeps as many controls; an item drawn twice gives its answers twice, as
-    two items (ids 0.. by draw)."""
-    items = np.asarray(items, dtype=np.int64)
-    n = int(max((g.max() for g in groups if len(g)), default=-1)) + 1
-    n = max(n, int(items.max()) + 1 if len(items) else 0)
-    order = np.argsort(items, kind="stable")
-    bounds = np.searchsorted(items[order], np.arange(n + 1))
-    pick = np.concatenate([np.asarray(g, np.int64)[rng.integers(0, len(g), len(g))]
-                           for g in groups if len(g)] or [np.zeros(0, np.int64)])
-    sizes = bounds[pick + 1] - bounds[pick]
-    idx = np.concatenate([order[bounds[i]:bounds[i + 1]] for i in pick]) if len(pick) \
-        else np.zeros(0, np.int64)
-    return idx, np.repeat(np.arange(len(pick)), sizes), pick
 
 
 def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndarray,

@@ -30,6 +30,7 @@ from annotations.signals import labels_changed
 from kbpo.core.schemas import offered_relations
 
 from . import aggregation
+from .agreement import krippendorff_alpha, worker_agreement
 
 
 @dataclass
@@ -112,7 +113,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         known = _controls(qids)
         _count_controls(items, workers, answers, wids, known, ctrl_n, ctrl_right, report)
         fit = aggregation.dawid_skene(items, workers, answers, len(qids), len(wids))
-        rate, total = aggregation.worker_agreement(items, workers, answers, len(wids))
+        rate, total = worker_agreement(items, workers, answers, len(wids))
         counts = np.bincount(workers, minlength=len(wids))
         for k, wid in enumerate(wids):
             acc_sum[wid] += float(fit.worker_accuracy[k]) * int(counts[k])
@@ -131,7 +132,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
             if len(report.relabelled) > moved or report.reposterior > refitted:
                 transaction.on_commit(lambda c=cid: labels_changed.send(
                     sender=PairLabel, corpus_id=c, source=QUALITY_SOURCE))
-        report.alpha[cid] = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
+        report.alpha[cid] = krippendorff_alpha(items, workers, answers, len(qids),
                                                            len(wids))
         report.answers += len(rows)
         report.questions += len(qids)
@@ -162,7 +163,7 @@ def update_worker_quality(corpus_id: int | None = None) -> QualityReport:
         if not rows:
             continue
         items, workers, answers, qids, wids = _arrays(rows)
-        batch.alpha = aggregation.krippendorff_alpha(items, workers, answers, len(qids),
+        batch.alpha = krippendorff_alpha(items, workers, answers, len(qids),
                                                      len(wids))
         batch.n_answers = len(rows)
         batch.save(update_fields=["alpha", "n_answers"])

@@ -20,7 +20,7 @@ true precision the posteriors average to it (`self_consistent`).
 
 The posteriors rest on fitted parameters (worker rates, class shares), estimated from
 a finite number of questions. ``correction_variance`` measures what their uncertainty
-does to the estimates: a bootstrap over questions (``aggregation.resample_questions``: labelled
+does to the estimates: a bootstrap over questions (``resampling.resample_questions``: labelled
 and control questions drawn with replacement, each with all its answers) refits the
 model, and the *original* answers' posteriors are recomputed under the replicate's
 parameters (one E-step). The estimates are recomputed on each replicate's soft labels

@@ -17,11 +17,10 @@ from annotations.quality.aggregation import (
     category_codes,
     coin_posterior,
     dawid_skene,
-    krippendorff_alpha,
     majority_vote,
     one_coin,
-    worker_agreement,
 )
+from annotations.quality.agreement import krippendorff_alpha, worker_agreement
 from estimation.validation import crowd
 
 

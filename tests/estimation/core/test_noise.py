@@ -7,7 +7,7 @@ The noisy-crowd bias and coverage are checked by the battery's crowd scenarios
 import numpy as np
 import pytest
 
-from annotations.quality.aggregation import resample_questions
+from annotations.quality.resampling import resample_questions
 from estimation.core import Population, estimate, prepare_evidence
 from estimation.core.evidence import reprior
 from estimation.core.noise import (
