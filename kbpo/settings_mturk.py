@@ -29,6 +29,25 @@ KBPO_MTURK_HIT_TYPES = {
          "sentence states, if any.", "relation,annotation,nlp"),
     ]
 }
+# The texts of the HIT types whose questions are on whole documents (a corpus with a
+# document-level schema such as DocRED's): Wikipedia-style articles, entities with all
+# their mentions, not news sentences. KBPO_MTURK_DOCUMENT_<KIND>_TITLE etc. override them.
+KBPO_MTURK_DOCUMENT_HIT_TYPES = {
+    kind: {
+        "title": os.environ.get(f"KBPO_MTURK_DOCUMENT_{kind.upper()}_TITLE", title),
+        "description": os.environ.get(f"KBPO_MTURK_DOCUMENT_{kind.upper()}_DESCRIPTION",
+                                      description),
+        "keywords": env_list(f"KBPO_MTURK_DOCUMENT_{kind.upper()}_KEYWORDS", keywords),
+    }
+    for kind, title, description, keywords in [
+        ("relation", "How are two highlighted entities related in a short article?",
+         "Read a short encyclopedia article and choose the relations (if any) it states "
+         "from one highlighted entity to another.", "relation,document,reading,nlp"),
+        ("exhaustive", "List every relation the article states for a few entities",
+         "Read a short encyclopedia article and add every relation it states from the "
+         "given entities to any other entity it names.", "relation,document,annotation,nlp"),
+    ]
+}
 KBPO_MTURK_ASSIGNMENT_DURATION = env_int("KBPO_MTURK_ASSIGNMENT_DURATION", 30 * 60)
 KBPO_MTURK_AUTO_APPROVAL_DELAY = env_int("KBPO_MTURK_AUTO_APPROVAL_DELAY", 3 * 24 * 3600)
 KBPO_MTURK_LIFETIME = env_int("KBPO_MTURK_LIFETIME", 3 * 24 * 3600)

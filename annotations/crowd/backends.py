@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations.models import Backend, BudgetSettings, CrowdWorker, Hit, HitState
+from kbpo.core.schemas import TAC_KBP
 
 from . import mturk
 from .budget import BudgetExceeded, check_and_lock
@@ -140,9 +141,14 @@ def block_qualification_id() -> str:
     return _block_quals[key]
 
 
-def hit_type_config(kind: str, reward: Decimal, max_assignments: int) -> mturk.HitTypeConfig:
-    """The HIT type of a task kind, from the KBPO_MTURK_* settings."""
+def hit_type_config(kind: str, reward: Decimal, max_assignments: int,
+                    schema: str = TAC_KBP) -> mturk.HitTypeConfig:
+    """The HIT type of a task kind on a corpus of ``schema``, from the KBPO_MTURK_*
+    settings: a document-level schema's relation and exhaustive questions are on whole
+    articles, and MTurk's listing says so (KBPO_MTURK_DOCUMENT_HIT_TYPES)."""
     texts = settings.KBPO_MTURK_HIT_TYPES[kind]
+    if schema != TAC_KBP:
+        texts = settings.KBPO_MTURK_DOCUMENT_HIT_TYPES.get(kind, texts)
     return mturk.HitTypeConfig(
         title=texts["title"], description=texts["description"], reward=Decimal(reward),
         keywords=tuple(texts["keywords"]),
@@ -184,7 +190,7 @@ def _post_mturk(hit: Hit) -> Hit:
             # A retry of a post that may have reached MTurk: MTurk forgets tokens after
             # 24 hours, so look for the HIT carrying our token before creating one.
             hit_id = mturk.find_hit_by_annotation(c, hit.request_token)
-        cfg = hit_type_config(hit.kind, hit.reward, hit.max_assignments)
+        cfg = hit_type_config(hit.kind, hit.reward, hit.max_assignments, hit.corpus.schema)
         hit_type_id = mturk.ensure_hit_type(c, cfg)
         if hit_id is None:
             question = mturk.external_question_xml(task_url(hit),

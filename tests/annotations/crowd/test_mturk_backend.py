@@ -23,7 +23,12 @@ from annotations.models import (
 )
 from estimation import planning
 from submissions.models import State
-from tests.annotations.crowd.fake_mturk import EXTERNAL_QUESTION_NS, FakeMTurk
+from tests.annotations.crowd.fake_mturk import (
+    EXTERNAL_QUESTION_NS,
+    MODEL,
+    FakeMTurk,
+    validate_shape,
+)
 from tests.annotations.crowd.helpers import small_world, system
 from tests.conftest import held_in_another_connection
 from tests.factories import AFTER_CROWD, make_hit
@@ -102,6 +107,21 @@ def test_hit_is_created_with_our_question_and_token(posted, fake) -> None:
     assert len(fake.calls_of("CreateHITWithHITType")) == 1 and len(fake.hits) == 1
     # Committed: (0.15 reward + 0.03 fee) x 3.
     assert budget.spend(sub).committed == Decimal("0.54")
+
+
+def test_document_level_corpora_get_hit_types_that_say_so(fake) -> None:
+    """A DocRED corpus's questions are on whole articles: MTurk's listing must not call
+    them news sentences. The entity kind (TAC only) keeps its texts."""
+    tac = backends.hit_type_config("relation", Decimal("0.10"), 3)
+    for kind in ("relation", "exhaustive"):
+        doc = backends.hit_type_config(kind, Decimal("0.10"), 3, "docred")
+        assert "news" not in (doc.title + doc.description).lower()
+        assert "article" in doc.title and doc.title != tac.title
+        assert validate_shape(MODEL.operation_model("CreateHITType").input_shape,
+                              doc.create_hit_type_params()) == []
+    assert "news" in tac.description
+    assert backends.hit_type_config("entity", Decimal("0.10"), 3, "docred").title == \
+        backends.hit_type_config("entity", Decimal("0.10"), 3).title
 
 
 def test_lost_answers_and_crashes_never_make_a_second_hit(fake, monkeypatch,
