@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .adaptive import target_of
+from .adaptive import target_of, top_up_size
 from .distinct import _P_MAX, ht_covariance, ht_ratio, inclusion_probability, plan_distinct
 from .evidence import UNLABELLED, Evidence, Interval
 from .importance import at_pairs, label_variance_at_pairs
@@ -109,7 +109,7 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
     return apply_bounds(Interval(est, lo, hi), bounds, z), est, mass, y, x
 
 
-def _covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.ndarray:
+def exhaustive_covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.ndarray:
     """Which instances of Ŷ0 lie on a pair some system with draws predicts (π > 0)."""
     covered = np.zeros(len(ev.y_pairs), dtype=bool)
     known = ev.y_pairs >= 0
@@ -184,7 +184,7 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
             continue
         cols, g, xk, nu, v_nu, nu_hi, den = nu_parts
         r, _, lo, hi, theta = combine_recall(nu, v_nu, nu_hi, ev.n,
-                                             _covered(pop, ev, draw_scheme),
+                                             exhaustive_covered(pop, ev, draw_scheme),
                                              exhaustive_hits(pop, ev), Clusters(ev.y_docs),
                                              confidence)
         recall = Interval(r, lo, hi)
@@ -260,10 +260,7 @@ def more_draws(pop: Population, ev: Evidence, name: str, target_halfwidth: float
     if n_k == 0:
         return 0
     iv = distinct_joint(pop, ev, scheme, [scheme], confidence).precision[scheme]
-    w = float(iv.hi[k] - iv.lo[k]) / 2
-    if not np.isfinite(w) or w <= target_halfwidth:
-        return 0
-    return int(np.ceil(n_k * ((w / target_halfwidth) ** 2 - 1))) + 1
+    return top_up_size(n_k, float(iv.hi[k] - iv.lo[k]) / 2, target_halfwidth)
 
 
 def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
@@ -289,3 +286,42 @@ def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
         out[(s, "recall", "joint")] = r
         out[(s, "f1", "joint")] = np.where(np.isnan(p) | np.isnan(r), np.nan, f1)
     return out
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """What `difference.compare` needs of the distinct estimator for some systems: the
+    design at the distinct drawn pairs S (``ps``, ``pi``, ``n``), each system's linearised
+    precision residual (Y − P̂X)/T̂_X over S, and under "instance" recall's ν̂ residual
+    (G − ν̂X)/den over S (None where recall has no draw part) with ν̂."""
+
+    ps: sp.csr_matrix
+    pi: np.ndarray
+    n: np.ndarray
+    precision: sp.csr_matrix
+    nu_residual: sp.csr_matrix | None
+    nu: np.ndarray | None
+
+
+def distinct_residuals(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
+                       rows: Sequence[int], confidence: float) -> Residuals:
+    """`Residuals` of systems ``rows`` (in that order), as `distinct_joint` linearises
+    them for its precision–recall covariance."""
+    z = ci.z_value(confidence)
+    rows = np.asarray(rows, dtype=np.int64)
+    ps, pi = _design(pop, ev, draw_scheme)
+    _, est, mass, y, x = _precision(pop, ev, scheme, draw_scheme, ps, pi, z, LabelState(pop, ev))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_m = np.where(mass[rows] > 0, 1.0 / mass[rows], 0.0)[:, None]
+    e_p = (y[rows] - x[rows].multiply(np.nan_to_num(est[rows])[:, None])).multiply(inv_m).tocsr()
+    parts = (_nu(pop, ev, draw_scheme, ps, pi, z)
+             if scheme == "instance" and len(ev.y_pairs) else None)
+    if parts is None:
+        return Residuals(ps, pi, ev.n, e_p, None, None)
+    cols, g, xk, nu, _, _, den = parts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_d = np.where(den[rows] > 0, 1.0 / den[rows], 0.0)[:, None]
+    dense = (g[rows] - xk[rows] * np.nan_to_num(nu[rows])[:, None]) * inv_d
+    coo = sp.csr_matrix(dense).tocoo()
+    e_nu = sp.csr_matrix((coo.data, (coo.row, cols[coo.col])), shape=e_p.shape)
+    return Residuals(ps, pi, ev.n, e_p, e_nu, nu[rows])
