@@ -34,8 +34,8 @@ import scipy.sparse as sp
 
 from . import intervals as ci
 from .distinct import ht_variance
-from .distinct_estimate import exhaustive_covered as distinct_covered
 from .distinct_estimate import distinct_residuals
+from .distinct_estimate import exhaustive_covered as distinct_covered
 from .estimators import Estimates, estimate
 from .evidence import Evidence
 from .importance import ImportanceResult, at_pairs, per_draw_variance

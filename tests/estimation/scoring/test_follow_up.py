@@ -10,9 +10,8 @@ import threading
 from unittest import mock
 
 import pytest
-from django.test import override_settings
 from django.db import connections
-from django.test import Client, TestCase
+from django.test import Client, TestCase, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
