@@ -63,7 +63,8 @@ def _unreached(pop: Population, scheme: str, draw_scheme: str, n: np.ndarray) ->
 
 
 def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
-               ps: sp.csr_matrix, pi: np.ndarray, z: float, state: LabelState
+               ps: sp.csr_matrix, pi: np.ndarray, z: float, state: LabelState,
+               points_only: bool = False
                ) -> tuple[Interval, np.ndarray, np.ndarray, sp.csr_matrix, sp.csr_matrix]:
     """Hájek precision Σ_S Y/π / Σ_S X/π with Y the right mass and X the mass under
     ``scheme`` at the drawn pairs, π from the draw scheme's design.
@@ -72,13 +73,15 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
     draws that landed on the system's pairs divided by its unlabelled mass U (only the
     unlabelled part is uncertain when each pair counts once), inside the sure bounds.
     Returns it with the estimate, the estimated mass Σ_S X/π, Y and X.
+    ``points_only``: no variance (the interval is then not meaningful; the estimate is
+    the same, the sure bounds and the interval rules applied alike).
     """
     m, n = len(pop), ev.n
     pf, _ = at_pairs(pop, ev, scheme)
     y = pf.tocsr()
     x = ps if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs].tocsr()
-    est, var, mass = ht_ratio(y, x, pi, ps, n)
-    spread = label_variance_at_pairs(pop, ev, scheme, state=state)
+    est, var, mass = ht_ratio(y, x, pi, ps, n, variance=not points_only)
+    spread = None if points_only else label_variance_at_pairs(pop, ev, scheme, state=state)
     if spread is not None:
         # Soft labels: Σ_S p² c(1 − c)/π², each right mass a Bernoulli mean.
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -122,7 +125,7 @@ def exhaustive_covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.nd
 
 
 def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
-        pi: np.ndarray, z: float) -> tuple | None:
+        pi: np.ndarray, z: float, points_only: bool = False) -> tuple | None:
     """ν̂_i = Σ_S G_i/π / Σ_S X_i/π over the drawn pairs that may be true, its variance
     and Wilson upper end, and the sums' pieces (None: no drawn pair may be true).
 
@@ -146,8 +149,9 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
         return None
     g = g_all[:, cols].toarray()
     xk = np.maximum(tk[cols][None, :], g)
-    nu, v_nu, den = ht_ratio(sp.csr_matrix(g), sp.csr_matrix(xk), pi[cols], ps[:, cols], n)
-    if ev.true_prob is not None:
+    nu, v_nu, den = ht_ratio(sp.csr_matrix(g), sp.csr_matrix(xk), pi[cols], ps[:, cols], n,
+                             variance=not points_only)
+    if ev.true_prob is not None and not points_only:
         e = np.nan_to_num(nu)[:, None]
         k = kappa[cols][None, :]
         spread = np.maximum(g - 2 * e * k * g + e * e * k * xk - (g - e * xk) ** 2, 0.0)
@@ -160,12 +164,15 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
 
 
 def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: list[str],
-                   confidence: float, state: LabelState | None = None) -> DistinctJoint:
+                   confidence: float, state: LabelState | None = None,
+                   points_only: bool = False) -> DistinctJoint:
     """Joint precision for every scheme in ``schemes`` and, under "instance" (recall's
     uniform weight over true instances, whatever the draws' scheme), joint recall
     θ̂ ν̂ + ρ̂ with the HT ν̂ and Cov(P̂, r̂) = θ̂ Cov(P̂, ν̂) for F1.
 
     Reweighted schemes: their masses are the totals, the draw scheme's design gives π.
+    ``points_only``: the same estimates without the variances (the noise correction's
+    replicates need only the points); the intervals and ``cov`` are then not computed.
     """
     m = len(pop)
     z = ci.z_value(confidence)
@@ -175,11 +182,12 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
     cov = np.zeros(m)
     recall = None
     for s in schemes:
-        iv, est, mass, y, x = _precision(pop, ev, s, draw_scheme, ps, pi, z, state)
+        iv, est, mass, y, x = _precision(pop, ev, s, draw_scheme, ps, pi, z, state,
+                                         points_only)
         out[s] = iv
         if s != "instance" or not len(ev.y_pairs):
             continue
-        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z)
+        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z, points_only)
         if nu_parts is None:
             continue
         cols, g, xk, nu, v_nu, nu_hi, den = nu_parts
@@ -188,6 +196,8 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
                                              exhaustive_hits(pop, ev), Clusters(ev.y_docs),
                                              confidence)
         recall = Interval(r, lo, hi)
+        if points_only:
+            continue
         # Cov(P̂_i, ν̂_i): the HT covariance of the linearised residuals, and with soft
         # labels the labels' own covariance on the pairs both sums share.
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -272,7 +282,7 @@ def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
     recall from `distinct_joint`, F1 from them; ``points``: the replicate's importance
     points, whose recall keeps its value where the labels make it surely 0."""
     schemes = [draw_scheme] if schemes is None else list(schemes)
-    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence)
+    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence, points_only=True)
     bounds = label_bounds(pop, ev, "instance")
     zero = bounds.exact & (bounds.known == 0)
     out = {}
