@@ -188,6 +188,8 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
                 transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
             if ok and behind(run):
                 transaction.on_commit(lambda: _enqueue_follow_up(corpus_id, 0))
+            if ok:
+                send_top_ups(run)
     return RunOutcome("complete", run)
 
 
@@ -501,17 +503,26 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             f"({time.monotonic() - t0:.2f} s)")
         run = same
     pending = dict(zip(ids, (int(x) for x in res.pending), strict=True))
+    # Top-ups are sent by the caller once the corpus's lease is released
+    # (`send_top_ups`): the top-up re-plans the submission, which asks for a recompute.
+    run.top_ups = []
     for k, sub in enumerate(data.submissions):
         if sub.state != State.SCORING or pending[sub.pk] != 0:
             continue
         extra = top_up_wanted(sub, int(res.n[k]), float(sampling_hw[k]))
         if extra:
-            enqueue_top_up(sub.pk, sub.top_ups, extra, float(sampling_hw[k]))
+            run.top_ups.append((sub.pk, sub.top_ups, extra, float(sampling_hw[k])))
             say(f"submission {sub.pk} ({sub.name}): ±{sampling_hw[k]:.4f}, {extra} more draws")
             continue
         mark_scored(sub, run)
         say(f"submission {sub.pk} ({sub.name}) is scored")
     return run
+
+
+def send_top_ups(run: ScoreRun | None) -> None:
+    """Queue the top-ups ``run``'s recompute found wanted (after the transaction)."""
+    for args in getattr(run, "top_ups", None) or []:
+        enqueue_top_up(*args)
 
 
 def top_up_wanted(sub: Submission, n: int, halfwidth: float) -> int:

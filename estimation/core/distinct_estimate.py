@@ -288,11 +288,13 @@ def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
     out = {}
     for s in schemes:
         p = ht.precision[s].estimate
-        r = points[(s, "recall", "joint")]
+        out[(s, "precision", "joint")] = p
+        r = points.get((s, "recall", "joint"))
         if s == "instance" and ht.recall is not None:
             r = np.where(zero, 0.0, ht.recall.estimate)
+        if r is None:  # no exhaustive sample: recall (and F1) are not estimated
+            continue
         f1 = ci.f1_score(np.nan_to_num(p), np.nan_to_num(r))
-        out[(s, "precision", "joint")] = p
         out[(s, "recall", "joint")] = r
         out[(s, "f1", "joint")] = np.where(np.isnan(p) | np.isnan(r), np.nan, f1)
     return out

@@ -13,7 +13,7 @@ from django.test import override_settings
 from annotations.models import PairLabel, SampleDraw
 from estimation import planning, scoring
 from estimation.core.adaptive import top_up_size
-from estimation.models import SystemScore
+from estimation.models import ScoringState, SystemScore
 from submissions.models import RelationInstance, State, Submission, SubmissionEvent
 from tests.estimation.scoring.test_incremental import PREDS
 from tests.estimation.scoring.test_incremental import World as RandomWorld
@@ -35,11 +35,19 @@ def _labelled_world() -> RandomWorld:
 
 @pytest.mark.django_db
 @override_settings(KBPO_TARGET_HALFWIDTH=0.05, KBPO_TOP_UP_SLACK=0.1, KBPO_TOP_UP_ROUNDS=2)
-def test_a_wide_interval_sends_a_top_up_instead_of_scoring() -> None:
+def test_a_wide_interval_sends_a_top_up_instead_of_scoring(
+        django_capture_on_commit_callbacks) -> None:
+    """Sent once the run has released the corpus's lease: the top-up re-plans the
+    submission, which asks for a recompute (inside the run it found the lease taken,
+    and with eager tasks re-queued itself for ever)."""
     world = _labelled_world()
-    with mock.patch.object(scoring, "enqueue_top_up") as send:
-        run = scoring.recompute(world.corpus)
+    with mock.patch.object(scoring, "enqueue_top_up") as send, \
+            django_capture_on_commit_callbacks(execute=False):
+        run = scoring.run_scheduled(world.corpus.pk, force=True).run
+    assert run is not None and run.top_ups
+    assert not ScoringState.objects.get(corpus=world.corpus).lease_until
     sent = {c.args[0]: c.args[1:] for c in send.call_args_list}
+    assert sent == {pk: tuple(rest) for pk, *rest in run.top_ups}
     assert sent, "12 draws cannot give ±0.055"
     for sub in Submission.objects.filter(corpus=world.corpus):
         score = SystemScore.objects.get(run=run, submission=sub, scheme="instance")
@@ -51,10 +59,8 @@ def test_a_wide_interval_sends_a_top_up_instead_of_scoring() -> None:
             assert score.p_joint_hi - score.p_joint_lo >= 2 * halfwidth - 1e-12
         else:
             assert sub.state == State.SCORED
-    with override_settings(KBPO_TOP_UP_ROUNDS=0), \
-            mock.patch.object(scoring, "enqueue_top_up") as send:
-        scoring.recompute(world.corpus, full=True)
-    assert not send.called
+    with override_settings(KBPO_TOP_UP_ROUNDS=0):
+        assert scoring.recompute(world.corpus, full=True).top_ups == []
     assert set(Submission.objects.filter(corpus=world.corpus)
                .values_list("state", flat=True)) == {State.SCORED}
 
@@ -128,7 +134,6 @@ def test_a_submission_left_waiting_in_scoring_is_re_driven(
     scoring.recompute(world.corpus)
     from django.utils import timezone
 
-    from estimation.models import ScoringState
     ScoringState.objects.filter(corpus=world.corpus).update(
         scheduled=False, scored_generation=0, generation=0)
     Submission.objects.filter(pk=world.subs[0].pk).update(
