@@ -64,7 +64,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_common import drop_db, scratch_db  # noqa: E402
+from bench_common import _admin, drop_db, scratch_db  # noqa: E402
 
 TYPES = ("PER", "ORG", "GPE")
 SENTENCES, SENTENCE_CHARS = 25, 160  # per document (4,000 characters)
@@ -421,6 +421,17 @@ def main() -> None:
                         help="write a cProfile of the incremental runs to FILE")
     parser.add_argument("--hard-labels", action="store_true",
                         help="score without the noise correction (KBPO_SOFT_LABELS=false)")
+    parser.add_argument("--save-db", metavar="NAME",
+                        help="after the build and the cold full run, keep a copy of the "
+                             "database as NAME (a Postgres template) and the bench's state "
+                             "in /tmp/NAME.pickle, for --from-db")
+    parser.add_argument("--from-db", metavar="NAME",
+                        help="start from a --save-db copy instead of building (the build "
+                             "arguments must match it); a warm-up run in a new worker "
+                             "replaces the cold full run")
+    parser.add_argument("--live-only", action="store_true",
+                        help="per batch only the incremental run (and follow-up): no new "
+                             "worker, no full rebuild, so no identity check (profiling)")
     parser.add_argument("--schemes", metavar="LIST",
                         help="schemes recomputed, comma-separated (KBPO_SCORE_SCHEMES; "
                              "default: every scheme)")
@@ -429,13 +440,18 @@ def main() -> None:
     if not base.startswith("postgres"):
         sys.exit("set DATABASE_URL to a Postgres server (a scratch database is created)")
     name = f"kbpo_bench_rc_{os.getpid()}"
-    os.environ["DATABASE_URL"] = scratch_db(base, name)
+    if args.from_db:  # a copy of a built database (1,000 systems: the build is ~9 min)
+        _admin(base, f'CREATE DATABASE "{name}" TEMPLATE "{args.from_db}"')
+        os.environ["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/" + name
+    else:
+        os.environ["DATABASE_URL"] = scratch_db(base, name)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
     try:
         t = time.monotonic()
-        data = build(args, np.random.default_rng(7))
+        data = restore(args.from_db) if args.from_db else build(args, np.random.default_rng(7))
         peaks: dict[str, list[float]] = {"build": [peak_mb()]}
-        print(f"built {args.systems} systems × {args.per_system:,} predictions over "
+        print(f"{'restored' if args.from_db else 'built'} {args.systems} systems × "
+              f"{args.per_system:,} predictions over "
               f"{args.pairs:,} pairs, {args.draws} draws each, {data['gold']:,} gold "
               f"relations, {data['answers']:,} crowd answers in {time.monotonic() - t:.1f} s")
         import django.db
@@ -512,8 +528,16 @@ def main() -> None:
             cpus.setdefault(label, []).append(cpu)
             return total, run
 
-        print("cold start (no stored arrays):")
-        timed("cold full", full=True)
+        if args.from_db:
+            print(f"from {args.from_db} (stored arrays; a new worker's first run):")
+            timed("warm-up", live=live)
+        else:
+            print("cold start (no stored arrays):")
+            timed("cold full", full=True)
+        if args.save_db:
+            save(args.save_db, data, base, name)
+        if not args.batches:
+            return
         pending = list(data["pending"])
         inc, full, restart, follow = [], [], [], []
         same = True
@@ -534,6 +558,8 @@ def main() -> None:
             if live:
                 t_follow, _ = timed("follow-up", profile=True)
                 follow.append(t_follow)
+            if args.live_only:
+                continue
             # A fresh worker: the stored arrays, no population or answers in memory.
             instance_cache._HOT.clear()
             correction.forget_answers()  # nor the crowd answers it read
@@ -547,18 +573,19 @@ def main() -> None:
         print(f"per label batch at {args.systems} systems ({n_schemes} scheme(s), "
               f"{args.systems * n_schemes} score rows): incremental median "
               f"{np.median(inc):.2f} s (max {max(inc):.2f}), in a new worker "
-              f"{np.median(restart):.2f} s, full rebuild {np.median(full):.2f} s; incremental "
-              f"and full scores identical: {'yes' if same else 'NO'}")
+              f"{np.median(restart or [np.nan]):.2f} s, full rebuild "
+              f"{np.median(full or [np.nan]):.2f} s; incremental and full scores identical: "
+              f"{'not checked' if args.live_only else 'yes' if same else 'NO'}")
         if follow:
             print(f"live: the draw scheme per batch, median {np.median(inc):.2f} s; the "
                   f"reweighted schemes' follow-up median {np.median(follow):.2f} s "
                   f"(max {max(follow):.2f})")
         print("CPU of this process per run, median (min): " + ", ".join(
             f"{k} {np.median(v):.2f} ({min(v):.2f}) s" for k, v in cpus.items()
-            if k != "cold full"))
+            if k not in ("cold full", "warm-up")))
         print("load phase (to the first mark), median wall / CPU of this process: " + ", ".join(
             f"{k} {np.median([w for w, _ in v]):.3f} / {np.median([c for _, c in v]):.3f} s"
-            for k, v in loads.items() if k != "cold full"))
+            for k, v in loads.items() if k not in ("cold full", "warm-up")))
         if profiler is not None:
             profiler.dump_stats(args.profile)
             print(f"profile of the incremental runs written to {args.profile}")
@@ -567,11 +594,46 @@ def main() -> None:
         print("peak RSS (VmHWM, reset before each phase), max per kind: " + ", ".join(
             f"{k} {max(v):.0f} MB" for k, v in peaks.items())
             + f"; whole process {max(max(v) for v in peaks.values()):.0f} MB")
-        print(f"incremental {np.median(inc):.2f} s, full {np.median(full):.2f} s, "
+        print(f"incremental {np.median(inc):.2f} s, full {np.median(full or [np.nan]):.2f} s, "
               f"peak {run_peak:.0f} MB")
         django.db.connections.close_all()
     finally:
         drop_db(base, name)
+
+
+def save(target: str, data: dict, base: str, name: str) -> None:
+    """Keep the database as `target` (a template copy) and the bench's state beside it."""
+    import pickle
+
+    import django.db
+
+    crowd = data["crowd"]
+    raw, corpus = (crowd.raw if crowd else None), data["corpus"]
+    if crowd is not None:
+        crowd.raw = None  # a cursor does not pickle
+    with open(f"/tmp/{target}.pickle", "wb") as f:
+        pickle.dump({**data, "corpus": corpus.pk}, f)
+    if crowd is not None:
+        crowd.raw = raw
+    django.db.connections.close_all()  # a template must have no other session
+    _admin(base, f'DROP DATABASE IF EXISTS "{target}"')
+    _admin(base, f'CREATE DATABASE "{target}" TEMPLATE "{name}"')
+    print(f"saved the database as {target}, the state in /tmp/{target}.pickle")
+
+
+def restore(source: str) -> dict:
+    """The state `save` kept, with Django set up on the copied database."""
+    import pickle
+
+    import django
+
+    django.setup()
+    from kbpo.core.models import Corpus
+
+    with open(f"/tmp/{source}.pickle", "rb") as f:
+        data = pickle.load(f)
+    data["corpus"] = Corpus.objects.get(pk=data["corpus"])
+    return data
 
 
 if __name__ == "__main__":
