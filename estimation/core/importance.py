@@ -198,14 +198,15 @@ def importance_estimate(
 
         q_a = b_at * dw[rows_a]
     else:
-        if shared.get("bt_of") is not b:
-            shared["bt_of"], shared["bt"] = b, b.T.tocsr()
-        qt = np.asarray(shared["bt"] @ w.T)  # (nU × m): q_i(u)
+        # q_i(u) only at a's entries (every term's lies among them), in blocks: the
+        # same sums over ascending j as the dense (nU × m) b.T·w.T it replaces.
+        if shared.get("bc_of") is not b:
+            shared["bc_of"], shared["bc"] = b, _canonical(b)
+        (q_a,) = _products_at(a, shared["bc"], [w])
 
         def q_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-            return qt[cols, rows]
-
-        q_a = qt[a.indices, rows_a]
+            pos = at.find(rows, cols)
+            return np.where(pos >= 0, q_a[pos], 0.0)
 
     def at_entries(m: sp.coo_matrix, power: int = 1) -> np.ndarray:
         """Σ m/q^power per entry of a (m's entries lie among a's), summed in m's order
@@ -258,22 +259,29 @@ def importance_estimate(
 
 
 class _Positions:
-    """Where each (row, column) sits among the entries of a canonical CSR pattern
-    (m × nU): one dense index, so lookups are gathers rather than searches."""
+    """Where each (row, column) sits among a canonical CSR pattern's entries (m × nU):
+    a dense index while small, else a search in the sorted flat keys (the dense one is
+    m·nU int64s: 2.4 GB at 1,000 systems)."""
 
     def __init__(self, pattern: sp.csr_matrix, rows: np.ndarray) -> None:
         self.pattern, self.rows = pattern, rows
         self.shape = pattern.shape
         m, n_u = self.shape
+        # Sorted: rows ascend and a canonical row's columns ascend.
         self.flat = rows * np.int64(n_u) + pattern.indices
-        self.index = np.full(m * n_u, -1, dtype=np.int64)
-        self.index[self.flat] = np.arange(pattern.nnz, dtype=np.int64)
-        self._transposed: np.ndarray | None = None
+        self.index: np.ndarray | None = None
+        if m * n_u <= max(_DENSE_INDEX, 8 * pattern.nnz):
+            self.index = np.full(m * n_u, -1, dtype=np.int64)
+            self.index[self.flat] = np.arange(pattern.nnz, dtype=np.int64)
+        self._transposed: sp.csr_matrix | None = None
 
-    def transposed_flat(self) -> np.ndarray:
-        """Each entry's flat index in a dense (nU × m) array, the pattern transposed."""
+    def transposed(self) -> sp.csr_matrix:
+        """The pattern transposed (nU × m), each entry's value its position in it."""
         if self._transposed is None:
-            self._transposed = self.pattern.indices.astype(np.int64) * self.shape[0] + self.rows
+            p = self.pattern
+            self._transposed = sp.csr_matrix(
+                (np.arange(p.nnz, dtype=np.int64), p.indices, p.indptr), shape=self.shape
+            ).T.tocsr()
         return self._transposed
 
     def matches(self, x: sp.csr_matrix) -> bool:
@@ -284,16 +292,13 @@ class _Positions:
 
     def find(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Entry of each (row, col), -1 where the pattern has none."""
-        return self.index[rows.astype(np.int64) * np.int64(self.shape[1]) + cols]
-
-    def values(self, x: sp.csr_matrix) -> np.ndarray:
-        """x's values at the pattern's entries (0 elsewhere); x's entries must lie
-        among the pattern's."""
-        x = _canonical(x)
-        out = np.zeros(self.pattern.nnz)
-        rows = np.repeat(np.arange(x.shape[0], dtype=np.int64), np.diff(x.indptr))
-        out[self.find(rows, x.indices)] = x.data
-        return out
+        want = rows.astype(np.int64) * np.int64(self.shape[1]) + cols
+        if self.index is not None:
+            return self.index[want]
+        if len(self.flat) == 0:
+            return np.full(len(want), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.flat, want), len(self.flat) - 1)
+        return np.where(self.flat[pos] == want, pos, -1)
 
 
 def _draw_means(
@@ -324,13 +329,14 @@ def _draw_means(
             x = x() if callable(x) else x
             np.fill_diagonal(o, np.bincount(owner, weights=weight * x[pos], minlength=m))
         return out
-    # One dense (nU × m) buffer, x.T, reused: cpd times it is exactly the old
-    # `cpd @ x.T.toarray()` without a fresh array (and its copy) per x.
-    dense = np.zeros((n_u, m))
-    flat = at.transposed_flat()
+    # Sparse x.T: scipy's sparse product adds each (j, i) sum's terms in j's draw order
+    # from 0, as `cpd @ x.T.toarray()` did, minus its cpd·0 terms (the same floats);
+    # the dense x.T was nU × m (2.4 GB at 1,000 systems) and nnz(cpd)·m work.
+    t = at.transposed()
     for x, o in zip(values, out, strict=True):
-        dense.ravel()[flat] = x() if callable(x) else x
-        o += cpd @ dense
+        x = x() if callable(x) else x
+        xt = sp.csr_matrix((x[t.data], t.indices, t.indptr), shape=(n_u, m))
+        o += (cpd @ xt).toarray()
     return out
 
 
@@ -384,6 +390,8 @@ def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
 _BLOCK_BYTES = 8 << 20
 # Pairs predicted by at most this many systems are summed entry by entry, not densely.
 _FEW_SYSTEMS = 8
+# `_Positions` keeps a dense index up to this many cells (8 bytes each: 256 MB).
+_DENSE_INDEX = 1 << 25
 
 
 def _canonical(x: sp.spmatrix) -> sp.csr_matrix:
