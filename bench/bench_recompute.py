@@ -432,6 +432,9 @@ def main() -> None:
     parser.add_argument("--live-only", action="store_true",
                         help="per batch only the incremental run (and follow-up): no new "
                              "worker, no full rebuild, so no identity check (profiling)")
+    parser.add_argument("--dump-scores", metavar="FILE",
+                        help="pickle the last batch's incremental scores to FILE (to "
+                             "compare two versions of the code on one --from-db database)")
     parser.add_argument("--schemes", metavar="LIST",
                         help="schemes recomputed, comma-separated (KBPO_SCORE_SCHEMES; "
                              "default: every scheme)")
@@ -492,7 +495,10 @@ def main() -> None:
         loads: dict[str, list[tuple[float, float]]] = {}
 
         live = follow_up() and len(score_schemes(settings.KBPO_SAMPLING_SCHEME)) > 1
-        generation = [0]
+        # From a saved database: its runs' generations go on (a live run carries the
+        # reweighted rows only when the last run's generation is older).
+        generation = [ScoringState.objects.filter(corpus=corpus).values_list(
+            "generation", flat=True).first() or 0]
 
         def announce() -> int:
             """A label change, as `request_recompute` records it: the next generation."""
@@ -569,6 +575,11 @@ def main() -> None:
             t_full, run_full = timed("full", full=True)
             full.append(t_full)
             same &= scores(run_inc) == scores(run_full)
+        if args.dump_scores and args.batches:
+            import pickle
+
+            with open(args.dump_scores, "wb") as f:
+                pickle.dump(scores(run_inc), f)
         n_schemes = len(score_schemes(settings.KBPO_SAMPLING_SCHEME))
         print(f"per label batch at {args.systems} systems ({n_schemes} scheme(s), "
               f"{args.systems * n_schemes} score rows): incremental median "
