@@ -427,8 +427,8 @@ def main() -> None:
                              "in /tmp/NAME.pickle, for --from-db")
     parser.add_argument("--from-db", metavar="NAME",
                         help="start from a --save-db copy instead of building (the build "
-                             "arguments must match it); a warm-up run in a new worker "
-                             "replaces the cold full run")
+                             "arguments must match it); a warm-up run of every scheme in a "
+                             "new worker replaces the cold full run")
     parser.add_argument("--live-only", action="store_true",
                         help="per batch only the incremental run (and follow-up): no new "
                              "worker, no full rebuild, so no identity check (profiling)")
@@ -535,8 +535,11 @@ def main() -> None:
             return total, run
 
         if args.from_db:
-            print(f"from {args.from_db} (stored arrays; a new worker's first run):")
-            timed("warm-up", live=live)
+            # Every scheme, as the cold run would: a worker's overlaps and memos of the
+            # reweighted schemes are then there for the batches' follow-ups.
+            print(f"from {args.from_db} (stored arrays; a new worker's first run, every "
+                  "scheme):")
+            timed("warm-up")
         else:
             print("cold start (no stored arrays):")
             timed("cold full", full=True)

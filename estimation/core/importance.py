@@ -191,13 +191,7 @@ def importance_estimate(
     if diagonal and b_at is not None:
         # q_i(u) = Σ_j w_ij b_ju = w_ii b_iu: the terms j ≠ i of the dense product are
         # exact zeros, so this is the same float without the (nU × m) product.
-        dw = np.diagonal(w)
-
-        def q_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-            pos = at.find(rows, cols)
-            return np.where(pos >= 0, b_at[pos] * dw[rows], 0.0)
-
-        q_a = b_at * dw[rows_a]
+        q_a = b_at * np.diagonal(w)[rows_a]
     else:
         # q_i(u) only at a's entries (every term's lies among them), in blocks: the
         # same sums over ascending j as the dense (nU × m) b.T·w.T it replaces.
@@ -205,21 +199,15 @@ def importance_estimate(
             shared["bc_of"], shared["bc"] = b, _canonical(b)
         q_a = weighted_at(a, shared["bc"], w)  # the plan's (points.py), if it made it
 
-        def q_at(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-            pos = at.find(rows, cols)
-            return np.where(pos >= 0, q_a[pos], 0.0)
-
     def at_entries(m: sp.coo_matrix, power: int = 1) -> np.ndarray:
         """Σ m/q^power per entry of a (m's entries lie among a's), summed in m's order
         by bincount rather than through a CSR, whose duplicate sum sorts every row
         first (most of this call's time once): the CSR's sums to the bit up to two
         terms per entry, to rounding beyond."""
+        pos = at.found(m.row, m.col)  # one lookup, kept for the next estimate's terms
         # q = 0 only where no draw can reach (systems without a donor): no term.
-        q = q_at(m.row, m.col) ** power
+        q = q_a[pos] ** power
         vals = np.divide(m.data, q, out=np.zeros(len(q)), where=q > 0)
-        pos = at.find(m.row, m.col)
-        if len(pos) and pos.min() < 0:
-            raise ValueError("terms outside the target's entries")
         return np.bincount(pos, weights=vals, minlength=at.pattern.nnz)
 
     # z = a/q on a's own entries; r = pf/q on a's pattern (pf's entries lie among a's).
@@ -275,6 +263,7 @@ class _Positions:
             self.index = np.full(m * n_u, -1, dtype=small)
             self.index[self.flat] = np.arange(pattern.nnz, dtype=small)
         self._transposed: sp.csr_matrix | None = None
+        self._found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def transposed(self) -> sp.csr_matrix:
         """The pattern transposed (nU × m), each entry's value its position in it."""
@@ -284,6 +273,18 @@ class _Positions:
                 (np.arange(p.nnz, dtype=np.int64), p.indices, p.indptr), shape=self.shape
             ).T.tocsr()
         return self._transposed
+
+    def found(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """`find` for entries that must all be present, remembered for the last few
+        arrays (the simple and joint estimates of every scheme look up the same ones)."""
+        for r, c, pos in self._found:
+            if r is rows and c is cols:
+                return pos
+        pos = self.find(rows, cols)
+        if len(pos) and pos.min() < 0:
+            raise ValueError("terms outside the target's entries")
+        self._found = [*self._found[-3:], (rows, cols, pos)]
+        return pos
 
     def matches(self, x: sp.csr_matrix) -> bool:
         """Whether canonical x has exactly this sparsity pattern."""
