@@ -55,19 +55,27 @@ def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.where(found, x.data[pos] if len(keys) else 0.0, 0.0)
 
 
-def _at_entries(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],
-                pt: sp.csr_matrix, w: np.ndarray) -> np.ndarray:
-    """(w·pt)[rows, cols] for entries that may repeat (several instances of a system on
-    one pair): `weighted_at` over their distinct cells, spread back. Each value is the
-    same float as a dense row of pt.T·w.T (ascending j from 0), whose blocks cost
-    nnz(pt)·m however few entries were wanted."""
+def _cells_of(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]
+              ) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The distinct cells of entries that may repeat (several instances of a system on
+    one pair), as a canonical pattern, and each entry's cell."""
     width = np.int64(max(shape[1], 1))
     cells, inv = np.unique(rows.astype(np.int64) * width + cols, return_inverse=True)
     r = cells // width
     indptr = np.zeros(shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=shape[0]), out=indptr[1:])
-    pattern = sp.csr_matrix((np.ones(len(cells)), cells % width, indptr), shape=shape)
-    return weighted_at(pattern, pt, w)[inv.ravel()]
+    return sp.csr_matrix((np.ones(len(cells)), cells % width, indptr), shape=shape), inv.ravel()
+
+
+def _at_entries(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],
+                pt: sp.csr_matrix, w: np.ndarray,
+                cells: tuple[sp.csr_matrix, np.ndarray] | None = None) -> np.ndarray:
+    """(w·pt)[rows, cols]: `weighted_at` over the entries' distinct cells (``cells``:
+    `_cells_of` theirs, if made before), spread back. Each value is the same float as a
+    dense row of pt.T·w.T (ascending j from 0), whose blocks cost nnz(pt)·m however
+    few entries were wanted."""
+    pattern, inv = _cells_of(rows, cols, shape) if cells is None else cells
+    return weighted_at(pattern, pt, w)[inv]
 
 
 class PointPlan:
@@ -149,14 +157,15 @@ class PointPlan:
         if self._own_at is None:  # scheme-free: the same for every scheme
             own = (~self.none).astype(float)[rows]
             self._own_at = (_gather(self.b, rows, cols) * own,
-                            _gather(self.cpd, rows, cols) * own)
-        q_s, c_s = self._own_at
+                            _gather(self.cpd, rows, cols) * own,
+                            _cells_of(rows, cols, (self.m, self.n_u)))
+        q_s, c_s, cells = self._own_at
         simple = np.divide(p, q_s, out=np.zeros(len(p)), where=q_s > 0) * c_s
         w = mixing_weights(pop.overlap(scheme, self.draw_scheme), n)
         shape = (self.m, self.n_u)
-        q_j = _at_entries(rows, cols, shape, self.b, w)  # q_i(u)
+        q_j = _at_entries(rows, cols, shape, self.b, w, cells)  # q_i(u)
         joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
-            * _at_entries(rows, cols, shape, self.cpd, w)  # Σ_j w_ij cpd_ju
+            * _at_entries(rows, cols, shape, self.cpd, w, cells)  # Σ_j w_ij cpd_ju
         nan = np.zeros(self.m, dtype=bool)
         # Σ_u p_i(u)/q_i(u) · Σ_j w_ij cpd_ju is the coefficients' sum: p_i(u) is the sum
         # of p_i(x) over i's instances on u, and every instance on U is judged.
@@ -183,7 +192,7 @@ class PointPlan:
 
     def settle(self, schemes: Sequence[str]) -> None:
         """Make every part ``schemes``' estimates need and drop what only made them (the
-        own draws' gathers, ~12 MB at 1M predictions): a
+        own draws' gathers and the judged cells, ~20 MB at 1M predictions): a
         recompute keeps the plan through its final estimate (scoring.py)."""
         for scheme in schemes:
             self._coefficients(check_scheme(scheme))
