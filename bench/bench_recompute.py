@@ -25,7 +25,8 @@ peak, the build's peak and the whole process's peak (VmHWM's maximum over all ph
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
         [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200] \
         [--answers 3] [--new-workers 0] [--profile FILE] [--hard-labels] \
-        [--schemes instance,...]
+        [--schemes instance,...] [--save-db NAME | --from-db NAME] [--live-only] \
+        [--dump-scores FILE]     (the last four: see --help and bench_saved.py)
 
 With KBPO_SCORE_FOLLOW_UP on (the default) "incremental" is the live run (the draw
 scheme, the reweighted schemes' rows carried) and "follow-up" the queued task that
@@ -64,7 +65,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_common import _admin, drop_db, scratch_db  # noqa: E402
+from bench_common import _admin, drop_db, peak_mb, reset_peak, scratch_db  # noqa: E402
+from bench_saved import restore, save  # noqa: E402
 
 TYPES = ("PER", "ORG", "GPE")
 SENTENCES, SENTENCE_CHARS = 25, 160  # per document (4,000 characters)
@@ -95,21 +97,6 @@ def copy(cursor, table: str, columns: list[str], rows) -> int:
     buf.seek(0)
     cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", buf)
     return n
-
-
-def reset_peak() -> None:
-    """Reset the process's peak RSS (VmHWM) to its current RSS."""
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-
-
-def peak_mb() -> float:
-    """The process's peak RSS (VmHWM) since start or the last `reset_peak`, in MB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def corpus_relations() -> int:
@@ -421,20 +408,14 @@ def main() -> None:
                         help="write a cProfile of the incremental runs to FILE")
     parser.add_argument("--hard-labels", action="store_true",
                         help="score without the noise correction (KBPO_SOFT_LABELS=false)")
-    parser.add_argument("--save-db", metavar="NAME",
-                        help="after the build and the cold full run, keep a copy of the "
-                             "database as NAME (a Postgres template) and the bench's state "
-                             "in /tmp/NAME.pickle, for --from-db")
-    parser.add_argument("--from-db", metavar="NAME",
-                        help="start from a --save-db copy instead of building (the build "
-                             "arguments must match it); a warm-up run of every scheme in a "
-                             "new worker replaces the cold full run")
-    parser.add_argument("--live-only", action="store_true",
-                        help="per batch only the incremental run (and follow-up): no new "
-                             "worker, no full rebuild, so no identity check (profiling)")
-    parser.add_argument("--dump-scores", metavar="FILE",
-                        help="pickle the last batch's incremental scores to FILE (to "
-                             "compare two versions of the code on one --from-db database)")
+    parser.add_argument("--save-db", metavar="NAME", help="keep the database, after the "
+                        "cold run, as template NAME (state in /tmp/NAME.pickle)")
+    parser.add_argument("--from-db", metavar="NAME", help="start from a --save-db copy (same "
+                        "build arguments); a warm-up of every scheme replaces the cold run")
+    parser.add_argument("--live-only", action="store_true", help="per batch only the live "
+                        "run and follow-up (no new worker, full rebuild or identity check)")
+    parser.add_argument("--dump-scores", metavar="FILE", help="pickle the last batch's "
+                        "scores (to compare two versions of the code on one database)")
     parser.add_argument("--schemes", metavar="LIST",
                         help="schemes recomputed, comma-separated (KBPO_SCORE_SCHEMES; "
                              "default: every scheme)")
@@ -580,7 +561,6 @@ def main() -> None:
             same &= scores(run_inc) == scores(run_full)
         if args.dump_scores and args.batches:
             import pickle
-
             with open(args.dump_scores, "wb") as f:
                 pickle.dump(scores(run_inc), f)
         n_schemes = len(score_schemes(settings.KBPO_SAMPLING_SCHEME))
@@ -613,41 +593,6 @@ def main() -> None:
         django.db.connections.close_all()
     finally:
         drop_db(base, name)
-
-
-def save(target: str, data: dict, base: str, name: str) -> None:
-    """Keep the database as `target` (a template copy) and the bench's state beside it."""
-    import pickle
-
-    import django.db
-
-    crowd = data["crowd"]
-    raw, corpus = (crowd.raw if crowd else None), data["corpus"]
-    if crowd is not None:
-        crowd.raw = None  # a cursor does not pickle
-    with open(f"/tmp/{target}.pickle", "wb") as f:
-        pickle.dump({**data, "corpus": corpus.pk}, f)
-    if crowd is not None:
-        crowd.raw = raw
-    django.db.connections.close_all()  # a template must have no other session
-    _admin(base, f'DROP DATABASE IF EXISTS "{target}"')
-    _admin(base, f'CREATE DATABASE "{target}" TEMPLATE "{name}"')
-    print(f"saved the database as {target}, the state in /tmp/{target}.pickle")
-
-
-def restore(source: str) -> dict:
-    """The state `save` kept, with Django set up on the copied database."""
-    import pickle
-
-    import django
-
-    django.setup()
-    from kbpo.core.models import Corpus
-
-    with open(f"/tmp/{source}.pickle", "rb") as f:
-        data = pickle.load(f)
-    data["corpus"] = Corpus.objects.get(pk=data["corpus"])
-    return data
 
 
 if __name__ == "__main__":
