@@ -60,8 +60,8 @@ def run_info(run: ScoreRun | None) -> dict[str, Any] | None:
     if run is None:
         return None
     return {"id": run.pk, "finished_at": run.finished_at, "confidence": run.confidence,
-            "draw_scheme": run.draw_scheme, "labels": run.n_labels,
-            "generation": run.generation}
+            "draw_scheme": run.draw_scheme, "estimator": run.estimator,
+            "labels": run.n_labels, "generation": run.generation}
 
 
 def stamp(score: SystemScore) -> dict[str, Any]:
@@ -214,6 +214,11 @@ class ScoreRunInfoSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField()
     confidence = serializers.FloatField()
     draw_scheme = serializers.CharField()
+    estimator = serializers.ChoiceField(
+        choices=["distinct", "importance"],
+        help_text="The joint estimator of the run's scores: \"distinct\" counts each "
+                  "labelled mention pair once (Horvitz-Thompson over the distinct drawn "
+                  "pairs, the default), \"importance\" every draw (runs before it existed).")
     labels = serializers.IntegerField(help_text="Distinct labelled pairs the run used.")
     generation = serializers.IntegerField(
         help_text="The label generation the run reflects (its draw scheme, computed live).")

@@ -74,8 +74,8 @@ class SharedReplicates:
 
     def __init__(self, pop: object, ev: object, replicates: Sequence[object],
                  draw_scheme: str, schemes: Sequence[str], confidence: float,
-                 plan: object) -> None:
-        self._args = (pop, ev, draw_scheme, schemes, confidence)
+                 plan: object, estimator: str = "importance") -> None:
+        self._args = (pop, ev, draw_scheme, schemes, confidence, estimator)
         self._reps = list(replicates) if len(replicates) >= 2 else []  # no variance
         self._plan = plan
         self._out: list[object] = [None] * len(self._reps)
@@ -90,7 +90,7 @@ class SharedReplicates:
         return self
 
     def _work(self, plan: object) -> None:
-        pop, ev, draw_scheme, schemes, confidence = self._args
+        pop, ev, draw_scheme, schemes, confidence, estimator = self._args
         try:
             while True:
                 with self._lock:
@@ -99,7 +99,7 @@ class SharedReplicates:
                 if k >= len(self._reps):
                     return
                 self._out[k] = replicate_estimates(pop, ev, self._reps[k], draw_scheme,
-                                                   schemes, confidence, plan)
+                                                   schemes, confidence, plan, estimator)
                 if k == 0:
                     self._first.set()
         finally:

@@ -149,13 +149,15 @@ def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_sc
         raise CompareError("a", "one of the two submissions is no longer active; "
                                 "reload the page.", status=404) from None
     ev, plan = data.evidence_and_plan(draw_scheme)
-    res = compare(pop, ev, ia, ib, draw_scheme, scheme, confidence)
+    # The board's estimator (the run's): the same estimates, their own correlations.
+    res = compare(pop, ev, ia, ib, draw_scheme, scheme, confidence, estimator=run.estimator)
     if len(data.soft_replicates) >= 2:
         # The correction's uncertainty, as the board's intervals carry it (scoring.py),
         # but of the difference itself: each replicate moves both systems.
         plan = plan if plan is not None else PointPlan(pop, ev, draw_scheme)
         res = with_correction(res, [
-            replicate_estimates(pop, ev, soft, draw_scheme, [scheme], confidence, plan)
+            replicate_estimates(pop, ev, soft, draw_scheme, [scheme], confidence, plan,
+                                run.estimator)
             for soft in data.soft_replicates])
     block = res.estimates.results[scheme]
     # Each system's figures as the leaderboard shows them: its stored row of `run` (the
@@ -176,7 +178,8 @@ def _computed(corpus: Corpus, a: Submission, b: Submission, scheme: str, draw_sc
                     "sd": _num(d.paired_sd), "sd_if_independent": _num(d.separate_sd),
                     "better": {1: "a", -1: "b", 0: None}[d.verdict]}
     return {"corpus": corpus.tag, "scheme": scheme, **reliability(scheme, draw_scheme),
-            "confidence": confidence, "a": systems[0], "b": systems[1], "difference": diffs}
+            "confidence": confidence, "estimator": run.estimator, "a": systems[0],
+            "b": systems[1], "difference": diffs}
 
 
 def _nan(x: float) -> float | None:

@@ -289,6 +289,6 @@ def board_dict(board: Board) -> dict:
             "systems": len(board.rows),
             "exhaustive_documents": run.n_exhaustive_documents,
             "duration_s": run.duration_s, "draw_scheme": run.draw_scheme,
-            **run.stamp(board.scheme_generation)},
+            "estimator": run.estimator, **run.stamp(board.scheme_generation)},
         "systems": [row_dict(r) for r in board.rows],
     }

@@ -82,6 +82,9 @@ class ScoreRun(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     trigger = models.CharField(max_length=200, blank=True)
     draw_scheme = models.CharField(max_length=16)
+    # The joint estimator of the run's headline scores (KBPO_JOINT_ESTIMATOR); runs from
+    # before the choice existed used importance weighting.
+    estimator = models.CharField(max_length=16, default="importance")
     confidence = models.FloatField()
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)

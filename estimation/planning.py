@@ -36,16 +36,19 @@ from django.utils import timezone
 from annotations.crowd import posting
 from annotations.crowd.labels import to_scoring, unlabelled_draws
 from annotations.models import Hit, HitState, SampleDraw
+from annotations.signals import labels_changed
 from kbpo.core.jobs import enqueue
 from submissions.models import RelationInstance, State, Submission
 from submissions.services import TransitionError, note_event, transition
 
 from .core import plan_sample_size, sample_draws, scheme_weights
+from .core.distinct_estimate import plan_distinct_size
 from .data import PREDICATE_CODE, load_corpus_data, system_name
 
 logger = logging.getLogger(__name__)
 MAX_DRAWS = 100_000
 PLAN_TASK = "estimation.plan_submission"  # estimation/tasks.py
+TOP_UP_TASK = "estimation.top_up_submission"
 
 
 @dataclass
@@ -69,31 +72,46 @@ def draw_rng(submission_id: int) -> np.random.Generator:
     return np.random.default_rng([salt, submission_id] if salt else submission_id)
 
 
-def draw_sample(sub: Submission) -> int:
-    """Size and draw the submission's sample, store it; returns the number of draws."""
-    scheme = settings.KBPO_SAMPLING_SCHEME
+def planned_size(sub: Submission) -> int:
+    """The sample size of a new submission for the joint estimator in use
+    (KBPO_JOINT_ESTIMATOR): the distinct-pairs planner counts a draw that lands on a
+    labelled pair as free (docs/internals/estimation.md §12), the importance planner
+    bounds the worst-case variance (§5)."""
     data = load_corpus_data(sub.corpus)
     name = system_name(sub.pk)
     if name not in data.population.names:
         raise RuntimeError(f"submission {sub.pk} is not active ({sub.state}); cannot plan")
-    n = plan_sample_size(data.population, data.evidence(), name,
-                         target_halfwidth=settings.KBPO_TARGET_HALFWIDTH,
-                         confidence=settings.KBPO_CONFIDENCE, scheme=scheme, n_max=MAX_DRAWS)
-    if n <= 0:
-        return 0
+    plan = (plan_distinct_size if settings.KBPO_JOINT_ESTIMATOR == "distinct"
+            else plan_sample_size)
+    return plan(data.population, data.evidence(), name,
+                target_halfwidth=settings.KBPO_TARGET_HALFWIDTH,
+                confidence=settings.KBPO_CONFIDENCE, scheme=settings.KBPO_SAMPLING_SCHEME,
+                n_max=MAX_DRAWS)
+
+
+def _draw(sub: Submission, n: int, rng: np.random.Generator, start: int = 0) -> set[int]:
+    """Draw ``n`` instances of the submission i.i.d. from its sampling distribution and
+    store them as draws ``start``, ``start`` + 1, ...; returns the drawn pairs."""
+    scheme = settings.KBPO_SAMPLING_SCHEME
     rows = list(RelationInstance.objects.filter(submission=sub).order_by("pk")
-                .values_list("pk", "predicate", "subject_entity_id"))
-    if not rows:
-        return 0
+                .values_list("pk", "predicate", "subject_entity_id", "pair_id"))
+    if n <= 0 or not rows:
+        return set()
     ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
     codes = np.fromiter((PREDICATE_CODE.get(r[1], -1) for r in rows), np.int64, len(rows))
     subjects = np.fromiter((r[2] for r in rows), np.int64, len(rows))
     probs = scheme_weights(scheme, codes, subjects)
-    picks = sample_draws(probs, n, draw_rng(sub.pk))
+    picks = sample_draws(probs, n, rng)
     SampleDraw.objects.bulk_create(
-        SampleDraw(submission=sub, scheme=scheme, index=i, instance_id=int(ids[k]))
+        SampleDraw(submission=sub, scheme=scheme, index=start + i, instance_id=int(ids[k]))
         for i, k in enumerate(picks))
-    return n
+    return {rows[k][3] for k in picks}
+
+
+def draw_sample(sub: Submission) -> int:
+    """Size and draw the submission's sample, store it; returns the number of draws."""
+    n = planned_size(sub)
+    return n if _draw(sub, n, draw_rng(sub.pk)) else 0
 
 
 
@@ -238,3 +256,57 @@ def redrive_planning() -> RedriveResult:
 def enqueue_plan(submission_id: int) -> None:
     """Plan a submission once the current transaction commits."""
     enqueue(PLAN_TASK, submission_id)
+
+
+def top_up(submission_id: int, round_: int, extra: int, halfwidth: float) -> PlanResult:
+    """Draw ``extra`` more for a submission in scoring whose joint precision interval
+    (half-width ``halfwidth`` before the crowd correction) came out wider than the
+    target allows (the `estimation.top_up_submission` task, sent by `scoring.recompute`).
+
+    The planner's bound is on the variance; the interval also carries the sure bounds
+    and the Wilson size rule, and a few heavy unlabelled pairs can leave it wider: the
+    extra draws are what keep the promise. Round ``round_`` (the submission's
+    `top_ups` when it was sent) runs once: a second send of the same round, or one
+    after the submission moved on, does nothing. The draws are seeded by the submission
+    and the round, so a re-run draws the same ones.
+    """
+    with transaction.atomic():
+        sub = (Submission.objects.select_for_update(of=("self",)).select_related("corpus")
+               .filter(pk=submission_id).first())
+        if sub is None or sub.state != State.SCORING or sub.top_ups != round_:
+            return PlanResult("skipped")
+        n = SampleDraw.objects.filter(submission=sub).count()
+        extra = min(extra, MAX_DRAWS - n)
+        Submission.objects.filter(pk=sub.pk).update(top_ups=F("top_ups") + 1)
+        sub.top_ups = round_ + 1
+        salt = settings.KBPO_SAMPLE_SALT
+        rng = np.random.default_rng([salt, sub.pk, 1 + round_] if salt else [sub.pk, 1 + round_])
+        pairs = _draw(sub, extra, rng, start=n)
+        questions = posting.open_questions(sub, pairs)
+        target = settings.KBPO_TARGET_HALFWIDTH
+        why = (f"The precision interval came out ±{halfwidth:.3f}, wider than the "
+               f"±{target:.3f} target: {extra:,} more draws over {len(pairs):,} mention pairs")
+        if unlabelled_draws(sub) == 0:
+            # Every new draw landed on a labelled pair: nothing to ask, score again.
+            note_event(sub, f"{why}, all already labelled.")
+            corpus_id = sub.corpus_id
+            transaction.on_commit(lambda: labels_changed.send(sender=Submission,
+                                                              corpus_id=corpus_id))
+            return PlanResult("scoring", draws=extra, pairs=len(pairs),
+                              reused=questions.labelled)
+        transition(sub, State.ANNOTATING,
+                   f"{why}: {questions.labelled:,} reuse existing labels, "
+                   f"{questions.opened:,} new questions in {questions.hits:,} HITs; "
+                   f"{questions.waiting:,} wait for questions other submissions opened.")
+    result = PlanResult("annotating", draws=extra, pairs=len(pairs), reused=questions.labelled,
+                        new_questions=questions.opened, new_hits=questions.hits)
+    result.posted, result.held = posting.post_pending(sub)
+    if result.held:
+        note_event(sub, "Crowd work on hold: " + result.held[0])
+        result.outcome = "held"
+    return result
+
+
+def enqueue_top_up(submission_id: int, round_: int, extra: int, halfwidth: float) -> None:
+    """Send `top_up` once the current transaction commits."""
+    enqueue(TOP_UP_TASK, submission_id, round_, extra, halfwidth)

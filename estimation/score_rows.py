@@ -26,7 +26,7 @@ FIELDS = [f.attname for f in SystemScore._meta.concrete_fields]
 # What a run stores per system besides its keys and its generation stamp; a run whose
 # rows and counts all equal the latest run's is not stored (see `unchanged`).
 SCORE_FIELDS = [f for f in FIELDS if f not in {"id", "run_id", "generation"}]
-RUN_COUNTS = ("draw_scheme", "confidence", "n_systems", "n_labels", "n_draws",
+RUN_COUNTS = ("draw_scheme", "estimator", "confidence", "n_systems", "n_labels", "n_draws",
               "n_exhaustive_documents", "n_exhaustive_instances")
 
 

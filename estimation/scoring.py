@@ -40,11 +40,13 @@ from annotations.models import Hit, HitState
 from annotations.quality.accuracy import crowd_accuracy
 from kbpo.core import jobs
 from kbpo.core.models import Corpus
-from submissions.models import State
+from submissions.models import State, Submission
 
 from . import instance_cache
 from .beside import Beside, SharedReplicates, replicates_beside
 from .core import SCHEMES, Estimates, Evidence, estimate, prepare_evidence
+from .core.adaptive import top_up_size
+from .core.distinct_estimate import distinct_points
 from .core.noise import widen
 from .core.points import PointPlan
 from .core.recall import exhaustive_hits
@@ -53,6 +55,7 @@ from .data import PREDICATES, CorpusData, load_corpus_data, store_instance_cache
 from .data import forget as forget_kept
 from .lease import LeaseKeeper, lease_seconds
 from .models import ScoreRun, ScoringState, SystemScore
+from .planning import MAX_DRAWS, enqueue_top_up
 from .score_rows import FIELDS as _FIELDS  # noqa: F401  (tests build rows with them)
 from .score_rows import SCORE_FIELDS as _SCORE_FIELDS  # noqa: F401
 from .score_rows import carried_rows, insert_scores, score_rows, unchanged
@@ -185,6 +188,8 @@ def run_scheduled(corpus_id: int, force: bool = False, trigger: str = "labels ch
                 transaction.on_commit(lambda: _enqueue(corpus_id, countdown))
             if ok and behind(run):
                 transaction.on_commit(lambda: _enqueue_follow_up(corpus_id, 0))
+            if ok:
+                send_top_ups(run)
     return RunOutcome("complete", run)
 
 
@@ -238,6 +243,14 @@ def redrive_scores() -> int:
         if behind(ScoreRun.latest(state.corpus_id)):
             _enqueue_follow_up(state.corpus_id, 0)
             n += 1
+    # A submission left waiting in scoring (its top-up message lost, or the run that
+    # would have scored it failed after storing): a recompute scores it or tops it up.
+    waiting = (Submission.objects.filter(state=State.SCORING,
+                                         state_changed_at__lt=now - STALE_QUEUE)
+               .values_list("corpus_id", flat=True).distinct())
+    for corpus_id in list(waiting):
+        if request_recompute(corpus_id, "a submission waits in scoring"):
+            n += 1
     if n:
         logger.info("re-drove score recomputation for %d corpora", n)
     return n
@@ -268,7 +281,8 @@ def _consistent_snapshot() -> None:
 
 
 def _hard_estimates(data: CorpusData, evidence: Evidence, draw_scheme: str,
-                    schemes: list[str], confidence: float, plan: PointPlan | None = None
+                    schemes: list[str], confidence: float, plan: PointPlan | None = None,
+                    estimator: str = "importance"
                     ) -> dict[tuple[str, str, str], np.ndarray] | None:
     """With soft labels in use, the same point estimates from the 0/1 labels (for the
     report's "the correction moved it by"), keyed (scheme, metric, kind); None when the
@@ -282,7 +296,11 @@ def _hard_estimates(data: CorpusData, evidence: Evidence, draw_scheme: str,
                    group_prior=None)
     if plan is None or plan.draw_scheme != draw_scheme:
         plan = PointPlan(data.population, hard, draw_scheme)
-    return plan.estimates(hard, schemes, confidence)
+    points = plan.estimates(hard, schemes, confidence)
+    if estimator == "distinct":
+        points.update(distinct_points(data.population, hard, draw_scheme, schemes, confidence,
+                                      points))
+    return points
 
 
 def _store_cache(data: CorpusData) -> None:
@@ -346,10 +364,12 @@ def _load(corpus: Corpus, confidence: float, full: bool) -> tuple[CorpusData, di
 
 
 def _estimates(data: CorpusData, schemes: list[str], draw_scheme: str, confidence: float,
-               say: Progress, t0: float
-               ) -> tuple[Estimates, dict[tuple[str, str, str], np.ndarray] | None, Evidence]:
+               estimator: str, say: Progress, t0: float) -> tuple[
+                   Estimates, dict[tuple[str, str, str], np.ndarray] | None, Evidence, np.ndarray]:
     """Every active system's estimates under ``schemes`` (widened by the noise
-    correction's variance), the hard-label point estimates, and the evidence."""
+    correction's variance), the hard-label point estimates, the evidence, and each
+    system's joint precision half-width under the draw scheme before the widening (what
+    its sample size was planned for: `planning.top_up` compares it with the target)."""
     # With soft labels, the plan of point estimates the systems' priors were fixed
     # with serves the hard labels and the replicates too.
     evidence, plan = data.evidence_and_plan(draw_scheme)
@@ -357,7 +377,7 @@ def _estimates(data: CorpusData, schemes: list[str], draw_scheme: str, confidenc
         plan = PointPlan(data.population, evidence, draw_scheme)
     if plan is not None:
         plan.settle(schemes)  # it lives through the final estimate: no more than needed
-    hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan)
+    hard = _hard_estimates(data, evidence, draw_scheme, schemes, confidence, plan, estimator)
     # The plan's labelled pairs and judged instances serve the full estimate too, with
     # the evidence's verdicts from the plan (Evidence.correct's floats, computed once).
     state = None if plan is None else plan.state.for_evidence(evidence, plan.right(evidence))
@@ -369,14 +389,17 @@ def _estimates(data: CorpusData, schemes: list[str], draw_scheme: str, confidenc
             if plan is None:  # (as correction_variance makes one)
                 plan = PointPlan(data.population, evidence, draw_scheme)
             replicates = SharedReplicates(data.population, evidence, data.soft_replicates,
-                                          draw_scheme, schemes, confidence, plan
-                                          ).start(beside).result
+                                          draw_scheme, schemes, confidence, plan,
+                                          estimator).start(beside).result
         del plan  # the replicates' own now
         # One call for every scheme: the scheme-free parts (which pairs are labelled,
         # who found each exhaustive instance, the sure bounds) are computed once.
         res = estimate(data.population, evidence, draw_scheme=draw_scheme,
-                       schemes=schemes, confidence=confidence, state=state)
+                       schemes=schemes, confidence=confidence, state=state,
+                       estimator=estimator)
         del state
+        iv = res.results.get(draw_scheme, {}).get("precision", {}).get("joint")
+        sampling_hw = np.full(len(data.population), np.nan) if iv is None else (iv.hi - iv.lo) / 2
         say(f"estimated {', '.join(schemes)} in {time.monotonic() - t1:.2f} s "
             f"({time.monotonic() - t0:.2f} s)")
         variance = None
@@ -387,7 +410,7 @@ def _estimates(data: CorpusData, schemes: list[str], draw_scheme: str, confidenc
                 f"{time.monotonic() - t1:.2f} s ({time.monotonic() - t0:.2f} s)")
     if variance is not None:
         res = widen(res, variance, confidence)
-    return res, hard, evidence
+    return res, hard, evidence, sampling_hw
 
 
 def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "",
@@ -414,9 +437,10 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
     started = timezone.now()
     t0 = time.monotonic()
     prev = ScoreRun.latest(corpus)
+    estimator = settings.KBPO_JOINT_ESTIMATOR
     run = ScoreRun.objects.create(corpus=corpus, generation=generation, trigger=trigger[:200],
-                                  draw_scheme=draw_scheme, confidence=confidence,
-                                  started_at=started)
+                                  draw_scheme=draw_scheme, estimator=estimator,
+                                  confidence=confidence, started_at=started)
     try:
         say(f"loading evaluation data of corpus {corpus.tag}")
         data, run.crowd = _load(corpus, confidence, full)
@@ -433,7 +457,8 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
                    if live and prev is not None and prev.generation < generation else None)
         if carried is not None:
             schemes = schemes[:1]
-        res, hard, evidence = _estimates(data, schemes, draw_scheme, confidence, say, t0)
+        res, hard, evidence, sampling_hw = _estimates(data, schemes, draw_scheme, confidence,
+                                                      estimator, say, t0)
         found = exhaustive_found(data, evidence)
         rows = score_rows(run, ids, schemes, draw_scheme, res, hard, costs, found,
                           generation) + (carried or [])
@@ -478,11 +503,39 @@ def recompute(corpus: Corpus, *, generation: int | None = None, trigger: str = "
             f"({time.monotonic() - t0:.2f} s)")
         run = same
     pending = dict(zip(ids, (int(x) for x in res.pending), strict=True))
-    done = [s for s in data.submissions if s.state == State.SCORING and pending[s.pk] == 0]
-    for sub in done:
+    # Top-ups are sent by the caller once the corpus's lease is released
+    # (`send_top_ups`): the top-up re-plans the submission, which asks for a recompute.
+    run.top_ups = []
+    for k, sub in enumerate(data.submissions):
+        if sub.state != State.SCORING or pending[sub.pk] != 0:
+            continue
+        extra = top_up_wanted(sub, int(res.n[k]), float(sampling_hw[k]))
+        if extra:
+            run.top_ups.append((sub.pk, sub.top_ups, extra, float(sampling_hw[k])))
+            say(f"submission {sub.pk} ({sub.name}): ±{sampling_hw[k]:.4f}, {extra} more draws")
+            continue
         mark_scored(sub, run)
         say(f"submission {sub.pk} ({sub.name}) is scored")
     return run
+
+
+def send_top_ups(run: ScoreRun | None) -> None:
+    """Queue the top-ups ``run``'s recompute found wanted (after the transaction)."""
+    for args in getattr(run, "top_ups", None) or []:
+        enqueue_top_up(*args)
+
+
+def top_up_wanted(sub: Submission, n: int, halfwidth: float) -> int:
+    """More draws for a fully labelled submission whose joint precision half-width under
+    the draw scheme (before the crowd correction widens it) is over the target by more
+    than KBPO_TOP_UP_SLACK, while it has top-up rounds left (KBPO_TOP_UP_ROUNDS) and
+    stays under the planner's draw cap; 0: score it as it is."""
+    if sub.top_ups >= settings.KBPO_TOP_UP_ROUNDS:
+        return 0
+    target = settings.KBPO_TARGET_HALFWIDTH
+    if not halfwidth > target * (1 + settings.KBPO_TOP_UP_SLACK):
+        return 0
+    return min(top_up_size(n, halfwidth, target), max(MAX_DRAWS - n, 0))
 
 
 def behind(run: ScoreRun | None) -> bool:
@@ -513,7 +566,7 @@ def complete_reweighted(corpus: Corpus, generation: int, progress: Progress | No
                     .values_list("submission_id", flat=True))
     if sorted(ids) != scored or not schemes:
         return None
-    res, hard, _ = _estimates(data, schemes, draw_scheme, confidence, say, t0)
+    res, hard, _, _ = _estimates(data, schemes, draw_scheme, confidence, run.estimator, say, t0)
     rows = score_rows(run, ids, schemes, draw_scheme, res, hard, attributed_costs(ids), None,
                       generation)
     with transaction.atomic():

@@ -165,7 +165,7 @@ def _head(run: ScoreRun, scheme_generation: int | None = None) -> dict[str, Any]
                     "draws": run.n_draws, "systems": run.n_systems,
                     "exhaustive_documents": run.n_exhaustive_documents,
                     "duration_s": run.duration_s, "draw_scheme": run.draw_scheme,
-                    **run.stamp(scheme_generation)},
+                    "estimator": run.estimator, **run.stamp(scheme_generation)},
             "confidence": run.confidence}
 
 

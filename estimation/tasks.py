@@ -17,6 +17,12 @@ def plan_submission_task(submission_id: int) -> str:
     return planning.plan_submission(submission_id).outcome
 
 
+@shared_task(name=planning.TOP_UP_TASK, acks_late=True)
+def top_up_submission_task(submission_id: int, round_: int, extra: int,
+                           halfwidth: float) -> str:
+    return planning.top_up(submission_id, round_, extra, halfwidth).outcome
+
+
 @shared_task(name="estimation.redrive_planning", acks_late=True)
 def redrive_planning_task() -> dict:
     out = planning.redrive_planning()

@@ -510,6 +510,19 @@ if KBPO_MAX_RELATIONS_PER_ANSWER < 1:
 # Estimation: the scheme draws come from, and the target 90% half-width for planning.
 KBPO_SAMPLING_SCHEME = os.environ.get("KBPO_SAMPLING_SCHEME", "instance")
 KBPO_TARGET_HALFWIDTH = env_float("KBPO_TARGET_HALFWIDTH", 0.05)
+# The joint estimator behind the headline scores and the planner (docs/researchers/scores.md):
+# "distinct" counts each labelled mention pair once (Horvitz–Thompson over the distinct
+# drawn pairs), "importance" every draw; distinct needs about 20-30% fewer labels for the
+# same intervals (docs/internals/estimation.md §12).
+KBPO_JOINT_ESTIMATOR = os.environ.get("KBPO_JOINT_ESTIMATOR", "distinct").strip().lower()
+if KBPO_JOINT_ESTIMATOR not in ("distinct", "importance"):
+    raise ImproperlyConfigured("KBPO_JOINT_ESTIMATOR must be distinct or importance, "
+                               f"got {KBPO_JOINT_ESTIMATOR!r}")
+# A system whose joint precision interval (before the crowd correction widens it) comes
+# out wider than the target by more than this share gets more draws, at most
+# KBPO_TOP_UP_ROUNDS times, before it is scored (estimation/planning.py `top_up`).
+KBPO_TOP_UP_SLACK = env_float("KBPO_TOP_UP_SLACK", 0.1)
+KBPO_TOP_UP_ROUNDS = env_int("KBPO_TOP_UP_ROUNDS", 2)
 KBPO_CONFIDENCE = env_float("KBPO_CONFIDENCE", 0.9)
 # Salt of the sample draws' seed (estimation/planning.py): 0 seeds each submission's
 # draws by its id alone. Benchmarks salt per world, whose submissions all number 1, 2, ...

@@ -101,6 +101,9 @@ class Submission(models.Model):
     error = models.TextField(blank=True, help_text="Internal error when failed.")
     redrives = models.PositiveSmallIntegerField(
         default=0, help_text="Automatic re-queues since the last operator action.")
+    top_ups = models.PositiveSmallIntegerField(
+        default=0, help_text="Rounds of extra draws after the interval came out wider "
+                             "than planned (estimation/planning.py `top_up`).")
     report = models.JSONField(default=list, blank=True,
                               help_text="Problems: {line, code, severity, message, hint}.")
     report_counts = models.JSONField(default=dict, blank=True,

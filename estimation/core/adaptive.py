@@ -230,3 +230,12 @@ def plan_sample_size(
     # E[U'] ≤ h/10 makes U' ≤ 2h (the target width) with probability ≥ 95% (Markov).
     by_bounds = smallest_n(lambda n: problem.unknown_after(n) <= halfwidth / 10, by_variance)
     return min(by_variance, by_bounds)
+
+
+def top_up_size(n: int, halfwidth: float, target_halfwidth: float) -> int:
+    """Further draws for a system whose interval of half-width w came out wider than the
+    target h after n draws: the variance falls as 1/n, so n·((w/h)² − 1), plus one;
+    0 when it is as narrow as planned (or w is not finite)."""
+    if n <= 0 or not np.isfinite(halfwidth) or halfwidth <= target_halfwidth:
+        return 0
+    return int(np.ceil(n * ((halfwidth / target_halfwidth) ** 2 - 1))) + 1

@@ -33,6 +33,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
+from .distinct import ht_variance
+from .distinct_estimate import distinct_residuals
+from .distinct_estimate import exhaustive_covered as distinct_covered
 from .estimators import Estimates, estimate
 from .evidence import Evidence
 from .importance import ImportanceResult, at_pairs, per_draw_variance
@@ -182,14 +185,18 @@ class _Linear:
         per_draw = [(c[2 * k + 1], self.draw_r[k]) for k in range(2) if c[2 * k + 1] != 0]
         var = self._draw_variance(per_draw, weighted)
         if self.has_y and (c[1] != 0 or c[3] != 0):
-            values = c[1] * self.y_values[0] + c[3] * self.y_values[1]
-            v_y = self.clusters.variance(values[None, :], self.y_weights)[0]
-            var += float(v_y) if np.isfinite(v_y) else np.inf
+            var += self._y_variance(c)
             if self.v_theta:
                 v_nu = self._draw_variance(
                     [(c[1], self.v_theta_nu[0]), (c[3], self.v_theta_nu[1])], [])
                 var += self.v_theta * v_nu
         return var
+
+    def _y_variance(self, c: np.ndarray) -> float:
+        """The exhaustive sample's (clustered) part of c·(P_A, R_A, P_B, R_B)."""
+        values = c[1] * self.y_values[0] + c[3] * self.y_values[1]
+        v_y = self.clusters.variance(values[None, :], self.y_weights)[0]
+        return float(v_y) if np.isfinite(v_y) else np.inf
 
     def correlation(self) -> np.ndarray:
         """4 × 4 correlation of (P_A, R_A, P_B, R_B); 0 where a variance is not finite."""
@@ -205,6 +212,61 @@ class _Linear:
                 corr[i, k] = corr[k, i] = float(np.clip(cov / np.sqrt(var[i] * var[k]),
                                                         -1.0, 1.0))
         return corr
+
+
+class _LinearHT(_Linear):
+    """The same linearisation under the distinct-pairs estimator (§12): the draw part is
+    the HT covariance of the residuals over the distinct drawn pairs
+    (`distinct_residuals`), recall's with θ̂ as `distinct_joint` combines it; the
+    exhaustive sample's part is the importance estimator's, with ν̂ from the HT sums."""
+
+    def __init__(self, pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
+                 pair: tuple[int, int], confidence: float) -> None:
+        self.pair = pair
+        self.res = distinct_residuals(pop, ev, scheme, draw_scheme, pair, confidence)
+        n0 = len(ev.y_pairs)
+        self.has_y = n0 > 0
+        self.theta = self.v_theta = 0.0
+        if not self.has_y:
+            return
+        gy = exhaustive_membership(pop, ev)
+        self.clusters = Clusters(ev.y_docs)
+        nu = self.res.nu
+        if scheme != "instance" or nu is None:
+            self.y_weights = (scheme_weights(scheme, ev.y_preds, ev.y_subjects)
+                              if scheme != "instance" else np.full(n0, 1.0 / n0))
+            self.y_values = [gy[s].astype(float) for s in pair]
+            return
+        self.y_weights = np.full(n0, 1.0 / n0)
+        cov_f = distinct_covered(pop, ev, draw_scheme).astype(float)
+        self.theta = float(cov_f.mean())
+        self.y_values = [nu[k] * cov_f + gy[s] * (1 - cov_f) if np.isfinite(nu[k])
+                         else gy[s].astype(float) for k, s in enumerate(pair)]
+        v_theta = self.clusters.variance(cov_f[None, :])[0]
+        self.v_theta = float(v_theta) if np.isfinite(v_theta) else 0.0
+
+    def _ht(self, rows: list[tuple[float, sp.csr_matrix]]) -> float:
+        res = self.res
+        total = sp.csr_matrix((1, len(res.pi)))
+        for coef, row in rows:
+            if coef:
+                total = total + coef * row
+        return float(ht_variance(total, res.pi, res.ps, res.n)[0])
+
+    def variance(self, c: np.ndarray) -> float:
+        """c = coefficients of (P_A, R_A, P_B, R_B)."""
+        res = self.res
+        nu_ok = [res.nu is not None and bool(np.isfinite(res.nu[k])) for k in range(2)]
+        e_nu = [res.nu_residual[k] if nu_ok[k] else None for k in range(2)]
+        rows = [(c[0], res.precision[0]), (c[2], res.precision[1])]
+        rows += [(self.theta * c[1 + 2 * k], e_nu[k]) for k in range(2) if nu_ok[k]]
+        var = self._ht(rows)
+        if self.has_y and (c[1] != 0 or c[3] != 0):
+            var += self._y_variance(c)
+            if self.v_theta:
+                var += self.v_theta * self._ht([(c[1 + 2 * k], e_nu[k])
+                                                for k in range(2) if nu_ok[k]])
+        return var
 
 
 def _f1_gradient(p: float, r: float) -> tuple[float, float]:
@@ -245,11 +307,13 @@ def _num(x: float) -> float | None:
 
 def compare(pop: Population, ev: Evidence, a: int, b: int, draw_scheme: str = "instance",
             scheme: str | None = None, confidence: float = 0.9,
-            estimates: Estimates | None = None) -> Comparison:
+            estimates: Estimates | None = None, estimator: str = "importance") -> Comparison:
     """A − B in joint precision, recall and F1 with intervals that use their covariance.
 
     a, b: system indices in ``pop``. ``estimates`` may pass a result of ``estimate``
     for the same inputs (with ``scheme`` among its schemes) to avoid recomputing it.
+    ``estimator``: the joint estimator (`estimate`'s) whose estimates are compared, and
+    whose linearisation gives their correlation.
     """
     check_scheme(draw_scheme)
     scheme = check_scheme(scheme or draw_scheme)
@@ -260,13 +324,14 @@ def compare(pop: Population, ev: Evidence, a: int, b: int, draw_scheme: str = "i
             raise ValueError(f"system index {idx} is out of range (0..{len(pop) - 1})")
     z = ci.z_value(confidence)
     res = estimates if estimates is not None and scheme in estimates.results else \
-        estimate(pop, ev, draw_scheme, [scheme], confidence)
+        estimate(pop, ev, draw_scheme, [scheme], confidence, estimator=estimator)
     block = res.results[scheme]
     est = {m: [block[m]["joint"].estimate[s] for s in (a, b)] for m in METRICS}
     sd = {m: [float(np.sqrt(ci.var_from_interval(block[m]["joint"].lo[s],
                                                  block[m]["joint"].hi[s], z)))
               for s in (a, b)] for m in METRICS}
-    lin = _Linear(pop, ev, scheme, draw_scheme, (a, b), confidence)
+    linear = _LinearHT if estimator == "distinct" else _Linear
+    lin = linear(pop, ev, scheme, draw_scheme, (a, b), confidence)
     corr = lin.correlation()
     # Scales from the reported intervals: (P_A, R_A, P_B, R_B).
     scale = np.array([sd["precision"][0], sd["recall"][0], sd["precision"][1],

@@ -96,7 +96,7 @@ def ht_variance(Y: sp.spmatrix | np.ndarray, pi: np.ndarray,
 
 
 def ht_ratio(Y: sp.spmatrix | np.ndarray, X: sp.spmatrix | np.ndarray, pi: np.ndarray,
-             P: sp.spmatrix | np.ndarray, n: np.ndarray,
+             P: sp.spmatrix | np.ndarray, n: np.ndarray, variance: bool = True,
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hájek ratio ``T̂_Y / T̂_X`` per row, its linearised variance, and ``T̂_X``.
 
@@ -110,6 +110,8 @@ def ht_ratio(Y: sp.spmatrix | np.ndarray, X: sp.spmatrix | np.ndarray, pi: np.nd
     ty, tx = ht_total(Y, pi), ht_total(X, pi)
     with np.errstate(divide="ignore", invalid="ignore"):
         est = np.where(tx > 0, ty / tx, np.nan)
+        if not variance:  # point estimates only
+            return est, np.full(len(est), np.nan), tx
         resid = (Y - X.multiply(np.nan_to_num(est)[:, None])).tocsr()
         var = np.where(tx > 0, ht_variance(resid, pi, P, n) / (tx * tx), np.nan)
     return est, var, tx

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .adaptive import target_of
+from .adaptive import target_of, top_up_size
 from .distinct import _P_MAX, ht_covariance, ht_ratio, inclusion_probability, plan_distinct
 from .evidence import UNLABELLED, Evidence, Interval
 from .importance import at_pairs, label_variance_at_pairs
@@ -63,7 +63,8 @@ def _unreached(pop: Population, scheme: str, draw_scheme: str, n: np.ndarray) ->
 
 
 def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
-               ps: sp.csr_matrix, pi: np.ndarray, z: float, state: LabelState
+               ps: sp.csr_matrix, pi: np.ndarray, z: float, state: LabelState,
+               points_only: bool = False
                ) -> tuple[Interval, np.ndarray, np.ndarray, sp.csr_matrix, sp.csr_matrix]:
     """Hájek precision Σ_S Y/π / Σ_S X/π with Y the right mass and X the mass under
     ``scheme`` at the drawn pairs, π from the draw scheme's design.
@@ -72,13 +73,15 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
     draws that landed on the system's pairs divided by its unlabelled mass U (only the
     unlabelled part is uncertain when each pair counts once), inside the sure bounds.
     Returns it with the estimate, the estimated mass Σ_S X/π, Y and X.
+    ``points_only``: no variance (the interval is then not meaningful; the estimate is
+    the same, the sure bounds and the interval rules applied alike).
     """
     m, n = len(pop), ev.n
     pf, _ = at_pairs(pop, ev, scheme)
     y = pf.tocsr()
     x = ps if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs].tocsr()
-    est, var, mass = ht_ratio(y, x, pi, ps, n)
-    spread = label_variance_at_pairs(pop, ev, scheme, state=state)
+    est, var, mass = ht_ratio(y, x, pi, ps, n, variance=not points_only)
+    spread = None if points_only else label_variance_at_pairs(pop, ev, scheme, state=state)
     if spread is not None:
         # Soft labels: Σ_S p² c(1 − c)/π², each right mass a Bernoulli mean.
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -109,7 +112,7 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
     return apply_bounds(Interval(est, lo, hi), bounds, z), est, mass, y, x
 
 
-def _covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.ndarray:
+def exhaustive_covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.ndarray:
     """Which instances of Ŷ0 lie on a pair some system with draws predicts (π > 0)."""
     covered = np.zeros(len(ev.y_pairs), dtype=bool)
     known = ev.y_pairs >= 0
@@ -122,7 +125,7 @@ def _covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.ndarray:
 
 
 def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
-        pi: np.ndarray, z: float) -> tuple | None:
+        pi: np.ndarray, z: float, points_only: bool = False) -> tuple | None:
     """ν̂_i = Σ_S G_i/π / Σ_S X_i/π over the drawn pairs that may be true, its variance
     and Wilson upper end, and the sums' pieces (None: no drawn pair may be true).
 
@@ -146,8 +149,9 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
         return None
     g = g_all[:, cols].toarray()
     xk = np.maximum(tk[cols][None, :], g)
-    nu, v_nu, den = ht_ratio(sp.csr_matrix(g), sp.csr_matrix(xk), pi[cols], ps[:, cols], n)
-    if ev.true_prob is not None:
+    nu, v_nu, den = ht_ratio(sp.csr_matrix(g), sp.csr_matrix(xk), pi[cols], ps[:, cols], n,
+                             variance=not points_only)
+    if ev.true_prob is not None and not points_only:
         e = np.nan_to_num(nu)[:, None]
         k = kappa[cols][None, :]
         spread = np.maximum(g - 2 * e * k * g + e * e * k * xk - (g - e * xk) ** 2, 0.0)
@@ -160,12 +164,15 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
 
 
 def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: list[str],
-                   confidence: float, state: LabelState | None = None) -> DistinctJoint:
+                   confidence: float, state: LabelState | None = None,
+                   points_only: bool = False) -> DistinctJoint:
     """Joint precision for every scheme in ``schemes`` and, under "instance" (recall's
     uniform weight over true instances, whatever the draws' scheme), joint recall
     θ̂ ν̂ + ρ̂ with the HT ν̂ and Cov(P̂, r̂) = θ̂ Cov(P̂, ν̂) for F1.
 
     Reweighted schemes: their masses are the totals, the draw scheme's design gives π.
+    ``points_only``: the same estimates without the variances (the noise correction's
+    replicates need only the points); the intervals and ``cov`` are then not computed.
     """
     m = len(pop)
     z = ci.z_value(confidence)
@@ -175,19 +182,22 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
     cov = np.zeros(m)
     recall = None
     for s in schemes:
-        iv, est, mass, y, x = _precision(pop, ev, s, draw_scheme, ps, pi, z, state)
+        iv, est, mass, y, x = _precision(pop, ev, s, draw_scheme, ps, pi, z, state,
+                                         points_only)
         out[s] = iv
         if s != "instance" or not len(ev.y_pairs):
             continue
-        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z)
+        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z, points_only)
         if nu_parts is None:
             continue
         cols, g, xk, nu, v_nu, nu_hi, den = nu_parts
         r, _, lo, hi, theta = combine_recall(nu, v_nu, nu_hi, ev.n,
-                                             _covered(pop, ev, draw_scheme),
+                                             exhaustive_covered(pop, ev, draw_scheme),
                                              exhaustive_hits(pop, ev), Clusters(ev.y_docs),
                                              confidence)
         recall = Interval(r, lo, hi)
+        if points_only:
+            continue
         # Cov(P̂_i, ν̂_i): the HT covariance of the linearised residuals, and with soft
         # labels the labels' own covariance on the pairs both sums share.
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -260,10 +270,7 @@ def more_draws(pop: Population, ev: Evidence, name: str, target_halfwidth: float
     if n_k == 0:
         return 0
     iv = distinct_joint(pop, ev, scheme, [scheme], confidence).precision[scheme]
-    w = float(iv.hi[k] - iv.lo[k]) / 2
-    if not np.isfinite(w) or w <= target_halfwidth:
-        return 0
-    return int(np.ceil(n_k * ((w / target_halfwidth) ** 2 - 1))) + 1
+    return top_up_size(n_k, float(iv.hi[k] - iv.lo[k]) / 2, target_halfwidth)
 
 
 def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
@@ -275,17 +282,58 @@ def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
     recall from `distinct_joint`, F1 from them; ``points``: the replicate's importance
     points, whose recall keeps its value where the labels make it surely 0."""
     schemes = [draw_scheme] if schemes is None else list(schemes)
-    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence)
+    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence, points_only=True)
     bounds = label_bounds(pop, ev, "instance")
     zero = bounds.exact & (bounds.known == 0)
     out = {}
     for s in schemes:
         p = ht.precision[s].estimate
-        r = points[(s, "recall", "joint")]
+        out[(s, "precision", "joint")] = p
+        r = points.get((s, "recall", "joint"))
         if s == "instance" and ht.recall is not None:
             r = np.where(zero, 0.0, ht.recall.estimate)
+        if r is None:  # no exhaustive sample: recall (and F1) are not estimated
+            continue
         f1 = ci.f1_score(np.nan_to_num(p), np.nan_to_num(r))
-        out[(s, "precision", "joint")] = p
         out[(s, "recall", "joint")] = r
         out[(s, "f1", "joint")] = np.where(np.isnan(p) | np.isnan(r), np.nan, f1)
     return out
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """What `difference.compare` needs of the distinct estimator for some systems: the
+    design at the distinct drawn pairs S (``ps``, ``pi``, ``n``), each system's linearised
+    precision residual (Y − P̂X)/T̂_X over S, and under "instance" recall's ν̂ residual
+    (G − ν̂X)/den over S (None where recall has no draw part) with ν̂."""
+
+    ps: sp.csr_matrix
+    pi: np.ndarray
+    n: np.ndarray
+    precision: sp.csr_matrix
+    nu_residual: sp.csr_matrix | None
+    nu: np.ndarray | None
+
+
+def distinct_residuals(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
+                       rows: Sequence[int], confidence: float) -> Residuals:
+    """`Residuals` of systems ``rows`` (in that order), as `distinct_joint` linearises
+    them for its precision–recall covariance."""
+    z = ci.z_value(confidence)
+    rows = np.asarray(rows, dtype=np.int64)
+    ps, pi = _design(pop, ev, draw_scheme)
+    _, est, mass, y, x = _precision(pop, ev, scheme, draw_scheme, ps, pi, z, LabelState(pop, ev))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_m = np.where(mass[rows] > 0, 1.0 / mass[rows], 0.0)[:, None]
+    e_p = (y[rows] - x[rows].multiply(np.nan_to_num(est[rows])[:, None])).multiply(inv_m).tocsr()
+    parts = (_nu(pop, ev, draw_scheme, ps, pi, z)
+             if scheme == "instance" and len(ev.y_pairs) else None)
+    if parts is None:
+        return Residuals(ps, pi, ev.n, e_p, None, None)
+    cols, g, xk, nu, _, _, den = parts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_d = np.where(den[rows] > 0, 1.0 / den[rows], 0.0)[:, None]
+    dense = (g[rows] - xk[rows] * np.nan_to_num(nu[rows])[:, None]) * inv_d
+    coo = sp.csr_matrix(dense).tocoo()
+    e_nu = sp.csr_matrix((coo.data, (coo.row, cols[coo.col])), shape=e_p.shape)
+    return Residuals(ps, pi, ev.n, e_p, e_nu, nu[rows])

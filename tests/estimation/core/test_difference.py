@@ -26,8 +26,10 @@ def _pairs(world) -> list[tuple[int, int]]:
     return [(0, 1), (int(world.team[dup]), dup), (other, novel)]
 
 
-@pytest.fixture(scope="module")
-def simulated() -> dict:
+@pytest.fixture(scope="module", params=["importance", "distinct"])
+def simulated(request: pytest.FixtureRequest) -> dict:
+    """200 trials of both joint estimators, the board's and the comparison's alike."""
+    estimator = request.param
     rng = np.random.default_rng(7)
     world = make_world(rng, n_systems=8, n_pairs=4000, disjoint_pairs=500)
     pop = world.population()
@@ -38,9 +40,10 @@ def simulated() -> dict:
     ratio = {m: np.zeros((TRIALS, len(pairs))) for m in true}
     for t in range(TRIALS):
         ev, _ = draw_evidence(world, pop, rng, np.full(len(pop), 150), 300, "instance", probs)
-        res = estimate(pop, ev, "instance", ["instance"], 0.9)
+        res = estimate(pop, ev, "instance", ["instance"], 0.9, estimator=estimator)
         for k, (a, b) in enumerate(pairs):
-            diffs = compare(pop, ev, a, b, "instance", "instance", 0.9, estimates=res).differences
+            diffs = compare(pop, ev, a, b, "instance", "instance", 0.9, estimates=res,
+                            estimator=estimator).differences
             for m, d in diffs.items():
                 hits[m][t, k] = covers(d.lo, d.hi, true[m][a] - true[m][b])
                 ratio[m][t, k] = d.paired_sd / d.separate_sd

@@ -161,3 +161,19 @@ def test_widen_adds_the_variance_to_each_side(task):
     np.testing.assert_allclose((iv.hi - est)[ok], np.sqrt((hi - est) ** 2 + z * z * v)[ok])
     assert np.all(iv.lo >= 0) and np.all(iv.hi <= 1)
     np.testing.assert_array_equal(iv.estimate, est)
+
+
+def test_distinct_replicates_give_the_spread_of_the_full_distinct_estimates(task):
+    """Under the distinct estimator the replicates compute its points without variances
+    (`distinct_joint(points_only=True)`): the same floats as the full estimate's."""
+    world, pop, ev, lab = task
+    soft = with_soft_labels(pop, ev, _halved(world, lab, 0.8))
+    reps = [_halved(world, lab, s) for s in (0.7, 0.8, 0.9)]
+    var = correction_variance(pop, soft, reps, estimator="distinct")
+    got = [estimate(pop, with_soft_labels(pop, ev, r), estimator="distinct").results["instance"]
+           for r in reps]
+    for metric in ("precision", "recall"):
+        est = np.stack([g[metric]["joint"].estimate for g in got])
+        assert np.isfinite(est).any()
+        np.testing.assert_allclose(var[("instance", metric, "joint")],
+                                   np.var(est, axis=0, ddof=1), atol=1e-15)

@@ -26,17 +26,18 @@ def test_the_difference_is_widened_by_the_corrections_replicates(world: World,
     _crowd(world)
     _controls(world)
     _doubter(world)
-    scoring.recompute(world.corpus)
+    estimator = scoring.recompute(world.corpus).estimator  # the board's, the default
+    assert estimator == "distinct"
     body = Client().get(reverse("api-compare", args=[world.corpus.tag]),
                         {"a": world.a.pk, "b": world.b.pk}).json()
     data = load_corpus_data(world.corpus)
     assert len(data.soft_replicates) == 8
     pop, ev = data.population, data.evidence()
     a, b = pop.index_of(system_name(world.a.pk)), pop.index_of(system_name(world.b.pk))
-    bare = compare(pop, ev, a, b, "instance", "instance", 0.9)
+    bare = compare(pop, ev, a, b, "instance", "instance", 0.9, estimator=estimator)
     plan = PointPlan(pop, ev, "instance")
     full = with_correction(bare, [replicate_estimates(pop, ev, s, "instance", ["instance"],
-                                                      0.9, plan)
+                                                      0.9, plan, estimator)
                                   for s in data.soft_replicates])
     moved = 0
     for m, d in full.differences.items():

@@ -158,7 +158,8 @@ def test_compare_and_index_say_exact_and_tell_narrow_ends_apart(scored: World) -
                         {"a": scored.a.pk, "b": scored.b.pk}).content.decode()
     assert html.count('class="ci exact"') == 2  # both precisions
     assert "1.000–1.000" not in html and "0.500–0.500" not in html
-    SystemScore.objects.filter(submission=scored.a).update(f1_joint_lo=0.8, f1_joint_hi=0.8)
+    SystemScore.objects.filter(submission=scored.a).update(f1_joint=0.8, f1_joint_lo=0.8,
+                                                           f1_joint_hi=0.8)
     SystemScore.objects.filter(submission=scored.b).update(
         f1_joint=0.001, f1_joint_lo=0.0006, f1_joint_hi=0.0014)
     snapshot.refresh_corpus(scored.corpus.pk)
