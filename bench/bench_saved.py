@@ -34,6 +34,9 @@ def restore(source: str) -> dict:
     import django
 
     django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)  # a copy saved by older code
     from kbpo.core.models import Corpus
 
     with open(f"/tmp/{source}.pickle", "rb") as f:
