@@ -1,8 +1,8 @@
 """What the load benchmarks share: a scratch database, a gunicorn on loopback with every
 cache off, the server's CPU per request, and the closing ratio line.
 
-Used by bench_leaderboard.py and bench_locust.py (and bench_recompute.py for the
-scratch database).
+Used by bench_leaderboard.py and bench_locust.py (bench_recompute.py and bench_saved.py: the
+scratch database and the peak RSS).
 """
 
 from __future__ import annotations
@@ -134,3 +134,18 @@ def ratio_line(page_p95: float, health_p95: float, prefix: str = "") -> str:
 
 __all__ = ["ROOT", "Server", "drop_db", "exit_on_sigterm", "free_port", "gunicorn",
            "ratio_line", "scratch_db", "server_env", "wait_up"]
+
+
+def reset_peak() -> None:
+    """Reset the process's peak RSS (VmHWM) to its current RSS."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_mb() -> float:
+    """The process's peak RSS (VmHWM) since start or the last `reset_peak`, in MB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")

@@ -25,7 +25,8 @@ peak, the build's peak and the whole process's peak (VmHWM's maximum over all ph
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/kbpo python bench/bench_recompute.py \
         [--systems 100] [--per-system 10000] [--batches 3] [--batch-size 200] \
         [--answers 3] [--new-workers 0] [--profile FILE] [--hard-labels] \
-        [--schemes instance,...]
+        [--schemes instance,...] [--save-db NAME | --from-db NAME] [--live-only] \
+        [--dump-scores FILE]     (the last four: see --help and bench_saved.py)
 
 With KBPO_SCORE_FOLLOW_UP on (the default) "incremental" is the live run (the draw
 scheme, the reweighted schemes' rows carried) and "follow-up" the queued task that
@@ -64,7 +65,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_common import drop_db, scratch_db  # noqa: E402
+from bench_common import _admin, drop_db, peak_mb, reset_peak, scratch_db  # noqa: E402
+from bench_saved import restore, save  # noqa: E402
 
 TYPES = ("PER", "ORG", "GPE")
 SENTENCES, SENTENCE_CHARS = 25, 160  # per document (4,000 characters)
@@ -95,21 +97,6 @@ def copy(cursor, table: str, columns: list[str], rows) -> int:
     buf.seek(0)
     cursor.copy_expert(f"COPY {table} ({', '.join(columns)}) FROM STDIN", buf)
     return n
-
-
-def reset_peak() -> None:
-    """Reset the process's peak RSS (VmHWM) to its current RSS."""
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-
-
-def peak_mb() -> float:
-    """The process's peak RSS (VmHWM) since start or the last `reset_peak`, in MB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def corpus_relations() -> int:
@@ -421,6 +408,14 @@ def main() -> None:
                         help="write a cProfile of the incremental runs to FILE")
     parser.add_argument("--hard-labels", action="store_true",
                         help="score without the noise correction (KBPO_SOFT_LABELS=false)")
+    parser.add_argument("--save-db", metavar="NAME", help="keep the database, after the "
+                        "cold run, as template NAME (state in /tmp/NAME.pickle)")
+    parser.add_argument("--from-db", metavar="NAME", help="start from a --save-db copy (same "
+                        "build arguments); a warm-up of every scheme replaces the cold run")
+    parser.add_argument("--live-only", action="store_true", help="per batch only the live "
+                        "run and follow-up (no new worker, full rebuild or identity check)")
+    parser.add_argument("--dump-scores", metavar="FILE", help="pickle the last batch's "
+                        "scores (to compare two versions of the code on one database)")
     parser.add_argument("--schemes", metavar="LIST",
                         help="schemes recomputed, comma-separated (KBPO_SCORE_SCHEMES; "
                              "default: every scheme)")
@@ -429,13 +424,18 @@ def main() -> None:
     if not base.startswith("postgres"):
         sys.exit("set DATABASE_URL to a Postgres server (a scratch database is created)")
     name = f"kbpo_bench_rc_{os.getpid()}"
-    os.environ["DATABASE_URL"] = scratch_db(base, name)
+    if args.from_db:  # a copy of a built database (1,000 systems: the build is ~9 min)
+        _admin(base, f'CREATE DATABASE "{name}" TEMPLATE "{args.from_db}"')
+        os.environ["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/" + name
+    else:
+        os.environ["DATABASE_URL"] = scratch_db(base, name)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
     try:
         t = time.monotonic()
-        data = build(args, np.random.default_rng(7))
+        data = restore(args.from_db) if args.from_db else build(args, np.random.default_rng(7))
         peaks: dict[str, list[float]] = {"build": [peak_mb()]}
-        print(f"built {args.systems} systems × {args.per_system:,} predictions over "
+        print(f"{'restored' if args.from_db else 'built'} {args.systems} systems × "
+              f"{args.per_system:,} predictions over "
               f"{args.pairs:,} pairs, {args.draws} draws each, {data['gold']:,} gold "
               f"relations, {data['answers']:,} crowd answers in {time.monotonic() - t:.1f} s")
         import django.db
@@ -476,7 +476,10 @@ def main() -> None:
         loads: dict[str, list[tuple[float, float]]] = {}
 
         live = follow_up() and len(score_schemes(settings.KBPO_SAMPLING_SCHEME)) > 1
-        generation = [0]
+        # From a saved database: its runs' generations go on (a live run carries the
+        # reweighted rows only when the last run's generation is older).
+        generation = [ScoringState.objects.filter(corpus=corpus).values_list(
+            "generation", flat=True).first() or 0]
 
         def announce() -> int:
             """A label change, as `request_recompute` records it: the next generation."""
@@ -512,8 +515,19 @@ def main() -> None:
             cpus.setdefault(label, []).append(cpu)
             return total, run
 
-        print("cold start (no stored arrays):")
-        timed("cold full", full=True)
+        if args.from_db:
+            # Every scheme, as the cold run would: a worker's overlaps and memos of the
+            # reweighted schemes are then there for the batches' follow-ups.
+            print(f"from {args.from_db} (stored arrays; a new worker's first run, every "
+                  "scheme):")
+            timed("warm-up")
+        else:
+            print("cold start (no stored arrays):")
+            timed("cold full", full=True)
+        if args.save_db:
+            save(args.save_db, data, base, name)
+        if not args.batches:
+            return
         pending = list(data["pending"])
         inc, full, restart, follow = [], [], [], []
         same = True
@@ -534,6 +548,8 @@ def main() -> None:
             if live:
                 t_follow, _ = timed("follow-up", profile=True)
                 follow.append(t_follow)
+            if args.live_only:
+                continue
             # A fresh worker: the stored arrays, no population or answers in memory.
             instance_cache._HOT.clear()
             correction.forget_answers()  # nor the crowd answers it read
@@ -543,22 +559,27 @@ def main() -> None:
             t_full, run_full = timed("full", full=True)
             full.append(t_full)
             same &= scores(run_inc) == scores(run_full)
+        if args.dump_scores and args.batches:
+            import pickle
+            with open(args.dump_scores, "wb") as f:
+                pickle.dump(scores(run_inc), f)
         n_schemes = len(score_schemes(settings.KBPO_SAMPLING_SCHEME))
         print(f"per label batch at {args.systems} systems ({n_schemes} scheme(s), "
               f"{args.systems * n_schemes} score rows): incremental median "
               f"{np.median(inc):.2f} s (max {max(inc):.2f}), in a new worker "
-              f"{np.median(restart):.2f} s, full rebuild {np.median(full):.2f} s; incremental "
-              f"and full scores identical: {'yes' if same else 'NO'}")
+              f"{np.median(restart or [np.nan]):.2f} s, full rebuild "
+              f"{np.median(full or [np.nan]):.2f} s; incremental and full scores identical: "
+              f"{'not checked' if args.live_only else 'yes' if same else 'NO'}")
         if follow:
             print(f"live: the draw scheme per batch, median {np.median(inc):.2f} s; the "
                   f"reweighted schemes' follow-up median {np.median(follow):.2f} s "
                   f"(max {max(follow):.2f})")
         print("CPU of this process per run, median (min): " + ", ".join(
             f"{k} {np.median(v):.2f} ({min(v):.2f}) s" for k, v in cpus.items()
-            if k != "cold full"))
+            if k not in ("cold full", "warm-up")))
         print("load phase (to the first mark), median wall / CPU of this process: " + ", ".join(
             f"{k} {np.median([w for w, _ in v]):.3f} / {np.median([c for _, c in v]):.3f} s"
-            for k, v in loads.items() if k != "cold full"))
+            for k, v in loads.items() if k not in ("cold full", "warm-up")))
         if profiler is not None:
             profiler.dump_stats(args.profile)
             print(f"profile of the incremental runs written to {args.profile}")
@@ -567,7 +588,7 @@ def main() -> None:
         print("peak RSS (VmHWM, reset before each phase), max per kind: " + ", ".join(
             f"{k} {max(v):.0f} MB" for k, v in peaks.items())
             + f"; whole process {max(max(v) for v in peaks.values()):.0f} MB")
-        print(f"incremental {np.median(inc):.2f} s, full {np.median(full):.2f} s, "
+        print(f"incremental {np.median(inc):.2f} s, full {np.median(full or [np.nan]):.2f} s, "
               f"peak {run_peak:.0f} MB")
         django.db.connections.close_all()
     finally:

@@ -29,6 +29,7 @@ from .evidence import AGREE_GROUPS, ALSO_TRUE_STRIDE, Evidence, agreement_groups
 from .importance import mixing_weights, unreached_mass
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, RowSums
+from .products import weighted_at
 from .recall import exhaustive_hits, pair_true_share, predicted_relations
 from .schemes import SCHEMES, check_scheme, scheme_weights
 from .shares import fixed_point_shares
@@ -54,33 +55,27 @@ def _gather(x: sp.spmatrix, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return np.where(found, x.data[pos] if len(keys) else 0.0, 0.0)
 
 
-class _Blocks:
-    """`_product_at`'s grouping of entries by column block, for one set of entries."""
+def _cells_of(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]
+              ) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The distinct cells of entries that may repeat (several instances of a system on
+    one pair), as a canonical pattern, and each entry's cell."""
+    width = np.int64(max(shape[1], 1))
+    cells, inv = np.unique(rows.astype(np.int64) * width + cols, return_inverse=True)
+    r = cells // width
+    indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=shape[0]), out=indptr[1:])
+    return sp.csr_matrix((np.ones(len(cells)), cells % width, indptr), shape=shape), inv.ravel()
 
-    def __init__(self, rows: np.ndarray, cols: np.ndarray, n_cols: int, block: int = 4096):
-        self.block = block
-        self.order = np.argsort(cols, kind="stable")
-        self.sorted_cols = cols[self.order]
-        self.cuts = np.searchsorted(self.sorted_cols, np.arange(0, n_cols + block, block))
 
-
-def _product_at(xt: sp.csr_matrix, w: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                block: int = 4096, at: _Blocks | None = None) -> np.ndarray:
-    """(w · xtᵀ)[rows, cols] for a sparse xt (nU × m), by blocks of ``block`` pairs: the
-    dense (nU × m) product is never held whole. Each entry is the same dot product.
-    ``at``: the entries' grouping by block, if made before (same rows, cols, block)."""
-    out = np.zeros(len(rows))
-    if at is None:
-        at = _Blocks(rows, cols, xt.shape[0], block)
-    order, sorted_cols, cuts, block = at.order, at.sorted_cols, at.cuts, at.block
-    for k, c0 in enumerate(range(0, xt.shape[0], block)):
-        s, e = cuts[k], cuts[k + 1]
-        if s == e:
-            continue
-        dense = np.asarray(xt[c0:c0 + block] @ w.T)
-        at = order[s:e]
-        out[at] = dense[sorted_cols[s:e] - c0, rows[at]]
-    return out
+def _at_entries(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],
+                pt: sp.csr_matrix, w: np.ndarray,
+                cells: tuple[sp.csr_matrix, np.ndarray] | None = None) -> np.ndarray:
+    """(w·pt)[rows, cols]: `weighted_at` over the entries' distinct cells (``cells``:
+    `_cells_of` theirs, if made before), spread back. Each value is the same float as a
+    dense row of pt.T·w.T (ascending j from 0), whose blocks cost nnz(pt)·m however
+    few entries were wanted."""
+    pattern, inv = _cells_of(rows, cols, shape) if cells is None else cells
+    return weighted_at(pattern, pt, w)[inv]
 
 
 class PointPlan:
@@ -126,7 +121,6 @@ class PointPlan:
         # The proposal rows at U and the draws per pair, shared by every scheme.
         self.b = pop.stacked(draw_scheme)[:, ev.pairs].tocsr()
         self.cpd = (sp.diags(np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0)) @ ev.counts).tocsr()
-        self.bt, self.cpdt = self.b.T.tocsr(), self.cpd.T.tocsr()
         self._coef: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parts: dict | None = None
         self._fixed: dict[tuple[str, bool], tuple] = {}
@@ -164,13 +158,14 @@ class PointPlan:
             own = (~self.none).astype(float)[rows]
             self._own_at = (_gather(self.b, rows, cols) * own,
                             _gather(self.cpd, rows, cols) * own,
-                            _Blocks(rows, cols, self.bt.shape[0]))
-        q_s, c_s, blocks = self._own_at
+                            _cells_of(rows, cols, (self.m, self.n_u)))
+        q_s, c_s, cells = self._own_at
         simple = np.divide(p, q_s, out=np.zeros(len(p)), where=q_s > 0) * c_s
         w = mixing_weights(pop.overlap(scheme, self.draw_scheme), n)
-        q_j = _product_at(self.bt, w, rows, cols, at=blocks)  # q_i(u)
+        shape = (self.m, self.n_u)
+        q_j = _at_entries(rows, cols, shape, self.b, w, cells)  # q_i(u)
         joint = np.divide(p, q_j, out=np.zeros(len(p)), where=q_j > 0) \
-            * _product_at(self.cpdt, w, rows, cols, at=blocks)  # Σ_j w_ij cpd_ju
+            * _at_entries(rows, cols, shape, self.cpd, w, cells)  # Σ_j w_ij cpd_ju
         nan = np.zeros(self.m, dtype=bool)
         # Σ_u p_i(u)/q_i(u) · Σ_j w_ij cpd_ju is the coefficients' sum: p_i(u) is the sum
         # of p_i(x) over i's instances on u, and every instance on U is judged.
@@ -179,12 +174,12 @@ class PointPlan:
             # Systems without draws: no estimate when the others' draws carry little
             # weight (Kish size below MIN_BORROWED) or miss part of their pairs.
             a = sp.coo_matrix(pop.stacked(scheme)[:, ev.pairs])
-            qa = _product_at(self.bt, w, a.row, a.col)
+            qa = _at_entries(a.row, a.col, shape, self.b, w)
             z = np.divide(a.data, qa, out=np.zeros(len(qa)), where=qa > 0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 coef = np.where(n > 0, w * w / n[None, :], 0.0)
-            spread = np.bincount(a.row, weights=z * z * _product_at(self.cpdt, coef, a.row,
-                                                                      a.col),
+            spread = np.bincount(a.row, weights=z * z * _at_entries(a.row, a.col, shape,
+                                                                     self.cpd, coef),
                                  minlength=self.m)
             with np.errstate(divide="ignore", invalid="ignore"):
                 kish = np.where(spread > 0, mass * mass / spread, 0.0)
@@ -197,7 +192,7 @@ class PointPlan:
 
     def settle(self, schemes: Sequence[str]) -> None:
         """Make every part ``schemes``' estimates need and drop what only made them (the
-        own draws' gathers and the coefficients' blocks, ~19 MB at 1M predictions): a
+        own draws' gathers and the judged cells, ~20 MB at 1M predictions): a
         recompute keeps the plan through its final estimate (scoring.py)."""
         for scheme in schemes:
             self._coefficients(check_scheme(scheme))

@@ -27,15 +27,14 @@ from . import intervals as ci
 from .evidence import UNLABELLED, Evidence, Interval
 from .importance import (
     ImportanceResult,
-    content_key,
     exact_effective_size,
-    frozen,
     importance_estimate,
     label_variance_at_pairs,
     mixing_weights,
     unreached_mass,
 )
 from .population import Population
+from .products import content_key, frozen
 
 PRECISION_METHODS = ("wilson_design", "normal")
 # A system without draws of its own is estimated from the others' draws only when

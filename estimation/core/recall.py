@@ -21,8 +21,9 @@ from .evidence import (
     likelihood_ratio,
     reprior,
 )
-from .importance import ImportanceResult, content_key, frozen, per_draw_variance
+from .importance import ImportanceResult, per_draw_variance
 from .population import Population
+from .products import content_key, frozen
 from .schemes import scheme_weights
 from .shares import fixed_point_shares
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import estimation.core.products as products
 from estimation.core import Population, estimate, prepare_evidence
 from estimation.core.evidence import AGREE_GROUPS, agreement_groups
 from estimation.core.noise import (
@@ -22,7 +23,7 @@ from estimation.core.points import (
     GROUP_STRENGTH,
     PRIOR_FLOOR,
     PointPlan,
-    _product_at,
+    _at_entries,
     consistent,
 )
 from estimation.core.precision import RowSums
@@ -194,12 +195,18 @@ def test_right_is_reprior_lr_to_the_bit(task):
     assert ((got > 0) & (got < 1)).any() and (got == 1).any() and (got == 0).any()
 
 
-def test_blocked_product_is_the_dense_one():
+@pytest.mark.parametrize("few", [0, 8])
+def test_product_at_entries_is_the_dense_one_to_the_bit(few, monkeypatch):
+    """(w·x)[rows, cols] at repeated entries, in blocks of a few pairs, entry by entry
+    (pairs of at most `few` systems) or densely: the floats of the whole dense product."""
+    monkeypatch.setattr(products, "_FEW_SYSTEMS", few)
+    monkeypatch.setattr(products, "_BLOCK_BYTES", 8 * 7 * 3)
     rng = np.random.default_rng(2)
     x = sp.random(7, 50, density=0.3, random_state=3, format="csr")
     w = rng.random((7, 7))
+    w[:, 4] = 0.0  # a system no weight uses
     rows, cols = rng.integers(0, 7, 200), rng.integers(0, 50, 200)
-    got = _product_at(x.T.tocsr(), w, rows, cols, block=6)
+    got = _at_entries(rows, cols, x.shape, x, w)
     assert np.array_equal(got, np.asarray(x.T.tocsr() @ w.T)[cols, rows])  # whole product
 
 
