@@ -25,7 +25,7 @@ from . import intervals as ci
 from .adaptive import target_of, top_up_size
 from .distinct import _P_MAX, ht_covariance, ht_ratio, inclusion_probability, plan_distinct
 from .evidence import UNLABELLED, Evidence, Interval
-from .importance import at_pairs, label_variance_at_pairs
+from .importance import PairTerms, at_pairs, label_variance_at_pairs, pair_terms
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, apply_bounds, label_bounds
 from .recall import (
@@ -64,7 +64,7 @@ def _unreached(pop: Population, scheme: str, draw_scheme: str, n: np.ndarray) ->
 
 def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
                ps: sp.csr_matrix, pi: np.ndarray, z: float, state: LabelState,
-               points_only: bool = False
+               points_only: bool = False, terms: PairTerms | None = None
                ) -> tuple[Interval, np.ndarray, np.ndarray, sp.csr_matrix, sp.csr_matrix]:
     """Hájek precision Σ_S Y/π / Σ_S X/π with Y the right mass and X the mass under
     ``scheme`` at the drawn pairs, π from the draw scheme's design.
@@ -77,7 +77,7 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
     the same, the sure bounds and the interval rules applied alike).
     """
     m, n = len(pop), ev.n
-    pf, _ = at_pairs(pop, ev, scheme)
+    pf, _ = at_pairs(pop, ev, scheme, terms)
     y = pf.tocsr()
     x = ps if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs].tocsr()
     est, var, mass = ht_ratio(y, x, pi, ps, n, variance=not points_only)
@@ -125,7 +125,8 @@ def exhaustive_covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.nd
 
 
 def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
-        pi: np.ndarray, z: float, points_only: bool = False) -> tuple | None:
+        pi: np.ndarray, z: float, points_only: bool = False,
+        terms: PairTerms | None = None) -> tuple | None:
     """ν̂_i = Σ_S G_i/π / Σ_S X_i/π over the drawn pairs that may be true, its variance
     and Wilson upper end, and the sums' pieces (None: no drawn pair may be true).
 
@@ -140,7 +141,7 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
     t = pair_true_share(ev, ps, n, q, predicted=predicted_relations(pop, ev.pairs))
     kappa = ev.relations_per_true(ev.pairs)
     tk = t * kappa
-    _, g_all = at_pairs(pop, ev, draw_scheme)
+    _, g_all = at_pairs(pop, ev, draw_scheme, terms)
     g_all = g_all.tocsr()
     may = tk > 0
     may[np.unique(g_all.indices)] = True
@@ -165,7 +166,8 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
 
 def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: list[str],
                    confidence: float, state: LabelState | None = None,
-                   points_only: bool = False) -> DistinctJoint:
+                   points_only: bool = False, terms: PairTerms | None = None
+                   ) -> DistinctJoint:
     """Joint precision for every scheme in ``schemes`` and, under "instance" (recall's
     uniform weight over true instances, whatever the draws' scheme), joint recall
     θ̂ ν̂ + ρ̂ with the HT ν̂ and Cov(P̂, r̂) = θ̂ Cov(P̂, ν̂) for F1.
@@ -173,21 +175,24 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
     Reweighted schemes: their masses are the totals, the draw scheme's design gives π.
     ``points_only``: the same estimates without the variances (the noise correction's
     replicates need only the points); the intervals and ``cov`` are then not computed.
+    ``state``, ``terms``: `LabelState(pop, ev)` and `pair_terms(pop, ev, state)` if made
+    before (every scheme reads the labels' verdicts from them).
     """
     m = len(pop)
     z = ci.z_value(confidence)
     state = LabelState(pop, ev) if state is None else state
+    terms = pair_terms(pop, ev, state) if terms is None else terms
     ps, pi = _design(pop, ev, draw_scheme)
     out: dict[str, Interval] = {}
     cov = np.zeros(m)
     recall = None
     for s in schemes:
         iv, est, mass, y, x = _precision(pop, ev, s, draw_scheme, ps, pi, z, state,
-                                         points_only)
+                                         points_only, terms)
         out[s] = iv
         if s != "instance" or not len(ev.y_pairs):
             continue
-        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z, points_only)
+        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z, points_only, terms)
         if nu_parts is None:
             continue
         cols, g, xk, nu, v_nu, nu_hi, den = nu_parts
@@ -282,8 +287,9 @@ def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
     recall from `distinct_joint`, F1 from them; ``points``: the replicate's importance
     points, whose recall keeps its value where the labels make it surely 0."""
     schemes = [draw_scheme] if schemes is None else list(schemes)
-    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence, points_only=True)
-    bounds = label_bounds(pop, ev, "instance")
+    state = LabelState(pop, ev)  # one reading of the replicate's verdicts for every part
+    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence, state, points_only=True)
+    bounds = label_bounds(pop, ev, "instance", state=state)
     zero = bounds.exact & (bounds.known == 0)
     out = {}
     for s in schemes:

@@ -137,7 +137,7 @@ def estimate(
     bounds = label_bounds(pop, ev, "instance", state=state)
     terms = pair_terms(pop, ev, state)  # scheme-free; the state's verdicts serve
     shared: dict = {}  # the precision estimates' scheme-free parts, computed once
-    ht = (distinct_joint(pop, ev, draw_scheme, list(schemes), confidence, state)
+    ht = (distinct_joint(pop, ev, draw_scheme, list(schemes), confidence, state, terms=terms)
           if estimator == "distinct" else None)
     for s in SCHEMES:
         if s not in schemes:
