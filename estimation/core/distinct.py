@@ -44,6 +44,8 @@ from .adaptive import smallest_n
 
 # A pair with P_j(u) = 1 (a one-pair system) is surely drawn once n_j > 0.
 _P_MAX = 1.0 - 1e-15
+# Largest systems × pairs design held dense for the variance's sums (8 bytes each).
+_DENSE_MAX = 8_000_000
 
 
 def _csr(x: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
@@ -72,17 +74,31 @@ def ht_covariance(Ya: sp.spmatrix | np.ndarray, Yb: sp.spmatrix | np.ndarray,
 
         Σ_u q_u a_u b_u/π_u² − Σ_j n_j [(Σ_u ra_ju)(Σ_u rb_ju) − Σ_u ra_ju rb_ju].
     """
-    Ya, Yb, P = _csr(Ya), _csr(Yb), _csr(P)
+    same = Ya is Yb  # a variance: one set of sums serves both sides
+    Ya, P = _csr(Ya), _csr(P)
+    Yb = Ya if same else _csr(Yb)
     n = np.asarray(n, dtype=float)
     q = 1.0 - pi
     diag = np.asarray(Ya.multiply(Yb).multiply((q / (pi * pi))[None, :]).sum(axis=1)).ravel()
     w = (q / (pi * pi))[None, :]
-    Ra, Rb = Ya.multiply(w).tocsr(), Yb.multiply(w).tocsr()  # q_u y_u / π_u², per total
+    Ra = Ya.multiply(w).tocsr()  # q_u y_u / π_u², per total
+    Rb = Ra if same else Yb.multiply(w).tocsr()
     odds = P.copy()
     odds.data = odds.data / (1.0 - np.minimum(odds.data, _P_MAX))  # P_j / (1 − P_j)
-    cross_a = np.asarray((Ra @ odds.T).todense())  # (totals × systems): Σ_u r_ju
-    cross_b = np.asarray((Rb @ odds.T).todense())
-    self_ab = np.asarray((Ra.multiply(Rb) @ odds.multiply(odds).T).todense())  # Σ_u r_ju²
+    # (totals × systems) sums over u: against a dense (pairs × systems) matrix when it is
+    # small, the same sums in the same order as the sparse product's, without its
+    # symbolic pass.
+    dense = odds.shape[0] * odds.shape[1] <= _DENSE_MAX
+    odds_t = odds.T.toarray() if dense else odds.T.tocsr()
+    odds2_t = odds_t * odds_t if dense else odds.multiply(odds).T.tocsr()
+
+    def sums(r: sp.csr_matrix, o: np.ndarray | sp.csr_matrix) -> np.ndarray:
+        out = r @ o
+        return np.asarray(out if dense else out.todense())
+
+    cross_a = sums(Ra, odds_t)  # Σ_u r_ju
+    cross_b = cross_a if same else sums(Rb, odds_t)
+    self_ab = sums(Ra.multiply(Rb).tocsr(), odds2_t)  # Σ_u r_ju²
     return diag - (cross_a * cross_b - self_ab) @ n
 
 
