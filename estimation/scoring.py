@@ -299,7 +299,7 @@ def _hard_estimates(data: CorpusData, evidence: Evidence, draw_scheme: str,
     points = plan.estimates(hard, schemes, confidence)
     if estimator == "distinct":
         points.update(distinct_points(data.population, hard, draw_scheme, schemes, confidence,
-                                      points))
+                                      points, plan.state.for_evidence(hard, plan.right(hard))))
     return points
 
 

@@ -280,14 +280,16 @@ def more_draws(pop: Population, ev: Evidence, name: str, target_halfwidth: float
 
 def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
                     schemes: Sequence[str] | None, confidence: float,
-                    points: Mapping[tuple[str, str, str], np.ndarray]
+                    points: Mapping[tuple[str, str, str], np.ndarray],
+                    state: LabelState | None = None
                     ) -> dict[tuple[str, str, str], np.ndarray]:
     """The joint kind's point estimates under the distinct estimator, keyed as
     `PointPlan.estimates` keys them, for the noise correction's replicates: precision and
     recall from `distinct_joint`, F1 from them; ``points``: the replicate's importance
     points, whose recall keeps its value where the labels make it surely 0."""
     schemes = [draw_scheme] if schemes is None else list(schemes)
-    state = LabelState(pop, ev)  # one reading of the replicate's verdicts for every part
+    # One reading of the verdicts for every part (``state``: a PointPlan's, its floats).
+    state = LabelState(pop, ev) if state is None else state
     ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence, state, points_only=True)
     bounds = label_bounds(pop, ev, "instance", state=state)
     zero = bounds.exact & (bounds.known == 0)

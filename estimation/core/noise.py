@@ -203,7 +203,8 @@ def replicate_estimates(pop: Population, ev: Evidence, soft: SoftLabels, draw_sc
                               plan=plan, start_group=ev.group_prior)
     points = plan.estimates(rep, schemes, confidence)
     if estimator == "distinct":
-        points.update(distinct_points(pop, rep, draw_scheme, schemes, confidence, points))
+        points.update(distinct_points(pop, rep, draw_scheme, schemes, confidence, points,
+                                      plan.state.for_evidence(rep, plan.right(rep))))
     return points
 
 
