@@ -143,14 +143,16 @@ def estimate(
         if s not in schemes:
             continue
         pf, g = at_pairs(pop, ev, s, terms)
+        # (the distinct estimator gives the joint kind: importance's is not computed)
         prec, joint, w = precision(pop, ev, s, draw_scheme, pf, z, precision_method, state,
-                                   shared)
+                                   shared, joint=ht is None)
         # Joint recall under "instance" reuses the draws, so it correlates with P̂;
         # the other schemes' recall comes from Ŷ0 alone.
         cov = {"simple": np.zeros(m), "joint": np.zeros(m)}
         if s == "instance":
             rec, parts = recall_instance(pop, ev, draw_scheme, g, gy, confidence)
-            cov["joint"] = np.nan_to_num(precision_recall_cov(joint, w, ev.n, parts))
+            if ht is None:
+                cov["joint"] = np.nan_to_num(precision_recall_cov(joint, w, ev.n, parts))
         else:
             rec = recall_reweighted(ev, s, gy, confidence)
         if ht is not None:

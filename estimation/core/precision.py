@@ -293,8 +293,12 @@ def precision(
     method: str,
     state: LabelState | None = None,
     shared: dict | None = None,
-) -> tuple[dict[str, Interval], ImportanceResult, np.ndarray]:
+    joint: bool = True,
+) -> tuple[dict[str, Interval], ImportanceResult | None, np.ndarray | None]:
     """Simple and joint precision; also the joint terms and weights, for F1.
+    ``joint=False``: the simple kind only (None for the terms and weights), for an
+    estimate whose joint kind another estimator gives (the joint products are most of
+    the cost at many systems).
 
     ``shared``: a dict kept across the schemes of one estimate (same population and
     evidence): the draw scheme's rows at the drawn pairs, the per-draw counts and
@@ -345,18 +349,20 @@ def precision(
             z,
         )
     }
+    if not joint:
+        return out, None, None
 
     w = mixing_weights(pop.overlap(scheme, draw_scheme), n)
-    joint = importance_estimate(a, pf, b, w, cn, n, label_var, shared=shared)
-    lo, hi = interval(_self_normalised(joint), w)
-    est = _self_normalised(joint).estimate.copy()
+    joint_res = importance_estimate(a, pf, b, w, cn, n, label_var, shared=shared)
+    lo, hi = interval(_self_normalised(joint_res), w)
+    est = _self_normalised(joint_res).estimate.copy()
     # Systems without draws of their own, reached by few of the others' draws: no
     # estimate; the interval is Wilson's around the landed draws' own proportion
     # (self-normalised), at their Kish size (0 landed: [0, 1], the bounds decide).
-    few = none & (joint.kish < MIN_BORROWED)
+    few = none & (joint_res.kish < MIN_BORROWED)
     with np.errstate(divide="ignore", invalid="ignore"):
-        landed_share = np.where(joint.mass > 0, joint.estimate / joint.mass, 0.0)
-    lo_f, hi_f = ci.wilson(landed_share, joint.kish, z)
+        landed_share = np.where(joint_res.mass > 0, joint_res.estimate / joint_res.mass, 0.0)
+    lo_f, hi_f = ci.wilson(landed_share, joint_res.kish, z)
     est[few] = np.nan
     lo, hi = np.where(few, lo_f, lo), np.where(few, hi_f, hi)
     # Systems without draws of their own: q_i may miss part of X_i. The estimate
@@ -368,4 +374,4 @@ def precision(
     out["joint"] = apply_bounds(
         Interval(est, lo, hi), label_bounds(pop, ev, scheme, state=state), z
     )
-    return out, joint, w
+    return out, joint_res, w
