@@ -62,8 +62,8 @@ def _by_width(variants: dict[str, object], name: str) -> Callable[..., object]:
 
 
 def kernels() -> SimpleNamespace:
-    """The loops: fixed_point_shares, reprior, moving_items, spread_soft, scheme_sums and
-    nu_sums (kernels.py documents each)."""
+    """The loops: fixed_point_shares, reprior, moving_items, spread_soft, scheme_sums,
+    nu_sums and rows_dense_add (kernels.py documents each)."""
     global _LOADED
     if _LOADED is None:
         module = _ahead_of_time()

@@ -12,12 +12,13 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import _sparsetools
 
+from . import products
+from .compiled import kernels
 from .evidence import Evidence
 from .population import Population
-from .products import _BLOCK_BYTES, products_at, weighted_at
 from .products import canonical as _canonical
+from .products import products_at, weighted_at
 from .products import values_at as _values_at
 
 
@@ -332,14 +333,14 @@ def _draw_means(
             np.fill_diagonal(o, np.bincount(owner, weights=weight * x[pos], minlength=m))
         return out
     # cpd · x.T in blocks of pairs, each block's products added into ``o`` in place
-    # (scipy's csr_matvecs accumulates): every (j, i) sum adds j's draws in stored
+    # (`rows_dense_add`): every (j, i) sum adds j's draws in stored
     # order from 0, as the whole `cpd @ x.T.toarray()` did, to the bit, with a
     # (block × m) buffer instead of the dense nU × m x.T (840 MB at 1,000 systems).
     # The blocks go the way each row's draws are stored (a scipy product stores them
     # descending); rows stored in no one order are taken whole, as before.
     d = np.diff(cpd.indices.astype(np.int64))[draw_rows[1:] == draw_rows[:-1]]
     up, down = bool((d > 0).all()), bool((d < 0).all())
-    step = max(1, _BLOCK_BYTES // (8 * m)) if up or down else n_u
+    step = max(1, products.BLOCK_BYTES // (8 * m)) if up or down else n_u
     block_of = cpd.indices // step
     order = np.argsort(block_of, kind="stable")  # by block, stored order within one
     starts = list(enumerate(range(0, n_u, step)))
@@ -360,8 +361,8 @@ def _draw_means(
                 t.indices[lo:hi]] = x[t.data[lo:hi]]
             indptr = np.zeros(m + 1, dtype=np.int64)
             np.cumsum(np.bincount(draw_rows[e], minlength=m), out=indptr[1:])
-            _sparsetools.csr_matvecs(m, u1 - u0, m, indptr, cpd.indices[e].astype(np.int64)
-                                     - u0, cpd.data[e], sub.ravel(), o.ravel())
+            kernels().rows_dense_add(indptr, cpd.indices[e].astype(np.int64) - u0,
+                                     np.ascontiguousarray(cpd.data[e], dtype=float), sub, o)
     return out
 
 

@@ -210,8 +210,23 @@ def nu_sums(indptr: np.ndarray, indices: np.ndarray, right: np.ndarray,
     return num, over
 
 
+def rows_dense_add(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                   dense: np.ndarray, out: np.ndarray) -> None:
+    """out += A @ dense for the CSR matrix A (``indptr``, ``indices``, ``data``), in
+    place: row i adds data[e]·dense[indices[e], :] for its entries e in stored order,
+    each product as its own term, as scipy's CSR × dense product sums them."""
+    width = dense.shape[1]
+    for i in range(len(indptr) - 1):
+        for e in range(indptr[i], indptr[i + 1]):
+            a = data[e]
+            j = indices[e]
+            for k in range(width):
+                out[i, k] += a * dense[j, k]
+
+
 I4, I8 = "i4[:]", "i8[:]"
 F8, B1 = "f8[:]", "b1[:]"
+F8_2D = "f8[:, ::1]"
 
 
 def _variants(name: str, fn: object, template: str) -> dict[str, tuple[object, str]]:
@@ -231,4 +246,5 @@ EXPORTS: dict[str, tuple[object, str]] = {
                 f"UniTuple({F8}, 6)({{i}}, {{i}}, {F8}, {F8}, {{i}}, {F8}, {F8}, {B1}, b1, i8)"),
     **_variants("nu_sums", nu_sums,
                 f"UniTuple({F8}, 2)({{i}}, {{i}}, {F8}, {I8}, {I8}, {F8}, {F8}, {F8}, i8, i8)"),
+    "rows_dense_add": (rows_dense_add, f"void({I8}, {I8}, {F8}, {F8_2D}, {F8_2D})"),
 }

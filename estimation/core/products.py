@@ -18,9 +18,10 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-# Memory of one block of products (pairs × 2m doubles): 8 MiB, 5k pairs at m = 100 (a
-# recompute computes it beside the replicates' work: scoring.py).
-_BLOCK_BYTES = 8 << 20
+# Memory of one block of products (pairs × 2m doubles), here and in the importance
+# estimator's draw means: 8 MiB, 5k pairs at m = 100 (a recompute computes it beside
+# the replicates' work: scoring.py).
+BLOCK_BYTES = 8 << 20
 # Pairs predicted by at most this many systems are summed entry by entry, not densely.
 _FEW_SYSTEMS = 8
 
@@ -146,7 +147,7 @@ def _product_plan(ps: sp.csr_matrix, pt: sp.csr_matrix, used: np.ndarray,
         rank[many] = np.arange(len(many))
         sel = np.flatnonzero(~few)  # entries (in column order) on those pairs
         e_rank, e_row, e_pos = rank[col[sel]], order.indices[sel], order.data[sel]
-        step = max(1, _BLOCK_BYTES // (8 * width))
+        step = max(1, BLOCK_BYTES // (8 * width))
         cuts = np.searchsorted(e_rank, np.arange(0, len(many) + step, step))
         for b, c0 in enumerate(range(0, len(many), step)):
             s, e = cuts[b], cuts[b + 1]

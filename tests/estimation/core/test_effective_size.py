@@ -87,7 +87,7 @@ def _draw_counts(rng: np.random.Generator, m: int) -> np.ndarray:
 def test_matches_reference_on_random_populations(seed, block_bytes, monkeypatch):
     if block_bytes is not None:
         # A few pairs per block: every block boundary case is crossed.
-        monkeypatch.setattr(products, "_BLOCK_BYTES", block_bytes)
+        monkeypatch.setattr(products, "BLOCK_BYTES", block_bytes)
     rng = np.random.default_rng(seed)
     pop = _population(rng)
     m = len(pop)
@@ -209,7 +209,7 @@ def _unreached_reference(ps, pt, w, i):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_unreached_mass_matches_reference(seed, monkeypatch):
-    monkeypatch.setattr(products, "_BLOCK_BYTES", 8 * 9 * 5)
+    monkeypatch.setattr(products, "BLOCK_BYTES", 8 * 9 * 5)
     rng = np.random.default_rng(seed)
     pop = _population(rng)
     m = len(pop)
@@ -239,7 +239,7 @@ def test_dense_blocks_with_unused_systems(seed, monkeypatch):
     systems without draws (unused columns) or a subset of rows (unreached_mass) the
     block's row width is the rows of ps, not the systems used (an old bug: wrong sizes
     or an IndexError)."""
-    monkeypatch.setattr(products, "_BLOCK_BYTES", 8 * 14 * 3)
+    monkeypatch.setattr(products, "BLOCK_BYTES", 8 * 14 * 3)
     rng = np.random.default_rng(seed)
     pop = Population()
     m = 14

@@ -200,7 +200,7 @@ def test_product_at_entries_is_the_dense_one_to_the_bit(few, monkeypatch):
     """(w·x)[rows, cols] at repeated entries, in blocks of a few pairs, entry by entry
     (pairs of at most `few` systems) or densely: the floats of the whole dense product."""
     monkeypatch.setattr(products, "_FEW_SYSTEMS", few)
-    monkeypatch.setattr(products, "_BLOCK_BYTES", 8 * 7 * 3)
+    monkeypatch.setattr(products, "BLOCK_BYTES", 8 * 7 * 3)
     rng = np.random.default_rng(2)
     x = sp.random(7, 50, density=0.3, random_state=3, format="csr")
     w = rng.random((7, 7))
