@@ -96,11 +96,11 @@ def _group_into_hits(sub: Submission) -> tuple[int, int]:
     rng = random.Random(batch.pk)
     starts = range(0, len(orphans), per_hit)
     owed = controls.spread([len(orphans[s:s + per_hit]) for s in starts])
-    pool = controls.control_pool(sub.corpus_id) if sum(owed) else []
-    rng.shuffle(pool)
+    pool = controls.batch_pool(sub.corpus_id, [q.pair_id for q in orphans], rng) \
+        if sum(owed) else []
     for start, n_controls in zip(starts, owed, strict=True):
         chunk = orphans[start:start + per_hit]
-        chosen = [pool.pop() for _ in range(min(n_controls, len(pool)))]
+        chosen = [pool.pop()[:2] for _ in range(min(n_controls, len(pool)))]
         assignments = max(1, max(q.answers_needed - answered[q.pk] for q in chunk))
         # Controls are paid like any question: the reward and cost include them.
         reward = per_question * (len(chunk) + len(chosen))
