@@ -222,6 +222,9 @@ def reprior(post: np.ndarray, prior: np.ndarray, new: np.ndarray) -> np.ndarray:
 # β = 1 is right in the battery (β = 0: −0.006); the answers' likelihood prefers β = 0 on
 # the one and β ≈ 1.4 on the other, so it cannot choose. β = 0.5 is within ±0.006 on
 # the demo and −0.004 in the battery (bench/reweight_sweep.py; docs/internals/noisy-crowds.md §3).
+# Paired on every noisy battery scenario, β = 0 and 0.25 read precision up to 0.005 lower
+# on the uniform and yes-biased crowds, worse overall (bench/beta_battery.py;
+# docs/internals/crowd-bias.md §14).
 REWEIGHT_BETA = 0.5
 
 

@@ -1,0 +1,127 @@
+"""The battery's noisy scenarios under each `REWEIGHT_BETA`, paired on the same seeds
+(issue 38; docs/internals/crowd-bias.md §14).
+
+Usage: python bench/beta_battery.py --scenario crowd20_distinct [--scenario ...]
+           [--betas 0.5 0] [--trials 40] [--seed 3] [--small] [--json OUT]
+
+β sets the prior the soft labels' re-weighting divides out (odds(crowd-wide)^β ·
+odds(pair type)^(1−β); docs/internals/noisy-crowds.md §3). It is read by name in two
+modules, so both are set (`evidence.REWEIGHT_BETA`, `noise.REWEIGHT_BETA`); the battery
+runs in this process (its only pool is a thread in estimation/beside.py, which shares
+the modules), so the setting reaches every estimate and bootstrap replicate. The
+evidence caches its divisor per object, and each trial builds new evidence.
+
+Every β runs the same trials: the world, the draws, the crowd's answers and the
+bootstrap's questions come from [seed, t]; these scenarios have no late system, so no
+planner decision depends on β and the comparison is paired. Per scenario and β it
+prints the battery's table and checks (its own pass/fail), then, for joint P and R,
+the paired difference to the first β: mean over trials of (mean error over systems)
+and of (coverage over systems), each with its se over trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from estimation.core import evidence, noise  # noqa: E402
+from estimation.core import intervals as ci  # noqa: E402
+from estimation.validation import (  # noqa: E402
+    SCENARIOS,
+    UNCORRECTED,
+    format_table,
+    passed,
+    reference,
+    run_scenario,
+    summarise,
+    verdict,
+)
+
+
+def set_beta(beta: float) -> None:
+    evidence.REWEIGHT_BETA = noise.REWEIGHT_BETA = beta  # both read it by name
+
+
+def per_trial(run, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Joint instance-scheme (trials,) mean error over systems and coverage over systems."""
+    truth = reference.true_scores(run.world, "instance")[metric]
+    a = run.values[("instance", metric, "joint")]
+    est, lo, hi = a[..., 0], a[..., 1], a[..., 2]
+    counted = ~run.exact.get((metric, "joint"), np.zeros(est.shape, bool))
+    inside = np.where(counted, ci.covers(lo, hi, truth), np.nan)
+    return np.nanmean(est - truth, axis=1), np.nanmean(inside, axis=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", action="append", required=True)
+    parser.add_argument("--betas", type=float, nargs="+", default=[0.5, 0.0])
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--small", action="store_true", help="12-system versions")
+    parser.add_argument("--json", type=Path, help="append one summary line per run")
+    args = parser.parse_args(argv)
+    known = {**SCENARIOS, **UNCORRECTED}
+    shipped = evidence.REWEIGHT_BETA
+    ok = True
+    try:
+        for name in args.scenario:
+            spec = known[name].small() if args.small else known[name]
+            trials: dict[float, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+            for beta in args.betas:
+                set_beta(beta)
+                start = time.perf_counter()
+                run = run_scenario(spec, args.trials, args.seed)
+                wall = time.perf_counter() - start
+                rows = summarise(run)
+                print(f"== {name} β={beta:g} ({'small' if args.small else 'full'}, "
+                      f"{args.trials} trials, seed {args.seed}, {wall:.0f} s wall)")
+                print(format_table([r for r in rows if r.kind == "joint"
+                                    and r.metric != "f1"]))
+                for r in rows:
+                    for message, good in r.checks:
+                        print(f"   {'ok  ' if good else 'FAIL'} {r.metric}/{r.kind}: {message}")
+                print(verdict(rows, run), flush=True)
+                ok &= passed(rows)
+                trials[beta] = {m: per_trial(run, m) for m in ("precision", "recall")}
+                if args.json:
+                    joint = {r.metric: r for r in rows if r.kind == "joint"}
+                    line = {"scenario": name, "beta": beta, "small": args.small,
+                            "trials": args.trials, "seed": args.seed, "seconds": round(wall),
+                            "passed": passed(rows),
+                            "failed": [f"{r.metric}/{r.kind}: {m}" for r in rows
+                                       for m, g in r.checks if not g]}
+                    for m in ("precision", "recall"):
+                        b, c = trials[beta][m]
+                        line[m] = {"bias": joint[m].bias, "coverage": joint[m].coverage,
+                                   "bias_se": float(np.std(b, ddof=1) / np.sqrt(len(b))),
+                                   "cov_se": float(np.std(c, ddof=1) / np.sqrt(len(c))),
+                                   "max_bias": joint[m].max_bias,
+                                   "min_coverage": joint[m].min_coverage}
+                    with args.json.open("a") as f:
+                        f.write(json.dumps(line) + "\n")
+            base = args.betas[0]
+            for beta in args.betas[1:]:
+                for m in ("precision", "recall"):
+                    db = trials[beta][m][0] - trials[base][m][0]
+                    dc = trials[beta][m][1] - trials[base][m][1]
+                    n = np.sqrt(len(db))
+                    print(f"   paired {name} {m} joint, β={beta:g} minus β={base:g}: "
+                          f"bias {db.mean():+.4f} (se {db.std(ddof=1) / n:.4f}), "
+                          f"coverage {dc.mean():+.4f} (se {dc.std(ddof=1) / n:.4f})",
+                          flush=True)
+    finally:
+        set_beta(shipped)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
