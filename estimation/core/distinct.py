@@ -26,9 +26,11 @@ with ``π_uv ≈ π_u π_v`` in the second term (the same order) becomes
     V̂ = Σ_{u∈S} q_u (y_u/π_u)² − Σ_j n_j [(Σ_{u∈S} r_ju)² − Σ_{u∈S} r_ju²],
     r_ju = q_u P_j(u) y_u / ((1 − P_j(u)) π_u²),
 
-computed for many totals at once in O(nnz) with one sparse product. For small
-``n_j P_j`` it reduces to the with-replacement (Hansen–Hurwitz) variance
-``(E_P[(y/P)²] − T²)/n``: the second term is what fixing each ``n_j`` subtracts.
+computed for many totals at once: the Σ r² part in O(nnz) (one vector over the pairs),
+the (totals × systems) sums Σ_u r_ju by GEMM over the popular pairs and a sparse
+product over the rest (`system_sums`). For small ``n_j P_j`` it reduces to the
+with-replacement (Hansen–Hurwitz) variance ``(E_P[(y/P)²] − T²)/n``: the second
+term is what fixing each ``n_j`` subtracts.
 
 Precision is the self-normalised (Hájek) ratio of two such totals,
 ``π̂_i = Σ_S P_i h_i/π / Σ_S P_i/π``, with the linearised variance of the
@@ -46,8 +48,8 @@ from .adaptive import smallest_n
 _P_MAX = 1.0 - 1e-15
 # A pair goes into the dense core of the (totals × systems) sums when its share of the
 # sparse product (rows on it × systems on it) is at least this share of a dense column
-# (all rows × all systems): a GEMM multiply-add costs about that share of a sparse one
-# (measured: bench notes in docs/internals/leaderboard.md).
+# (all rows × all systems). A GEMM multiply-add costs ~0.04 of a sparse product's
+# (bench/bench_ht_covariance.py at 1,000 systems: 0.01–0.05 within noise, 0.2 1.4×, 1 6×).
 _CORE_SHARE = 0.05
 # Bytes of one dense column block of the core (rows + systems, 8 bytes each per pair).
 _BLOCK_BYTES = 32 << 20
