@@ -81,6 +81,13 @@ def odds_ratio(P: sp.csr_matrix) -> sp.csr_matrix:
     return odds
 
 
+def _scale_columns(Y: sp.csr_matrix, w: np.ndarray) -> sp.csr_matrix:
+    """y_ku w_u at every stored entry (scipy's broadcasting multiply goes through COO)."""
+    out = Y.copy()
+    out.data = out.data * w[out.indices]
+    return out
+
+
 def system_sums(R: sp.csr_matrix, odds: sp.csr_matrix) -> np.ndarray:
     """Σ_u r_ku odds_ju for every row k of ``R`` and system j (dense, rows × systems).
 
@@ -130,9 +137,8 @@ def ht_covariance(Ya: sp.spmatrix | np.ndarray, Yb: sp.spmatrix | np.ndarray,
     ab = Ya.multiply(Yb).tocsr()
     diag = np.asarray(ab @ w).ravel()
     self_ab = np.asarray(ab @ (w * w * v)).ravel()
-    Ra = Ya.multiply(w[None, :]).tocsr()  # w_u a_u, per total
-    cross_a = system_sums(Ra, odds)
-    cross_b = cross_a if same else system_sums(Yb.multiply(w[None, :]).tocsr(), odds)
+    cross_a = system_sums(_scale_columns(Ya, w), odds)  # Σ_u ra_ju
+    cross_b = cross_a if same else system_sums(_scale_columns(Yb, w), odds)
     return diag + self_ab - (cross_a * cross_b) @ n
 
 
