@@ -26,9 +26,11 @@ with ``π_uv ≈ π_u π_v`` in the second term (the same order) becomes
     V̂ = Σ_{u∈S} q_u (y_u/π_u)² − Σ_j n_j [(Σ_{u∈S} r_ju)² − Σ_{u∈S} r_ju²],
     r_ju = q_u P_j(u) y_u / ((1 − P_j(u)) π_u²),
 
-computed for many totals at once in O(nnz) with one sparse product. For small
-``n_j P_j`` it reduces to the with-replacement (Hansen–Hurwitz) variance
-``(E_P[(y/P)²] − T²)/n``: the second term is what fixing each ``n_j`` subtracts.
+computed for many totals at once: the Σ r² part in O(nnz) (one vector over the pairs),
+the (totals × systems) sums Σ_u r_ju by GEMM over the popular pairs and a sparse
+product over the rest (`system_sums`). For small ``n_j P_j`` it reduces to the
+with-replacement (Hansen–Hurwitz) variance ``(E_P[(y/P)²] − T²)/n``: the second
+term is what fixing each ``n_j`` subtracts.
 
 Precision is the self-normalised (Hájek) ratio of two such totals,
 ``π̂_i = Σ_S P_i h_i/π / Σ_S P_i/π``, with the linearised variance of the
@@ -44,8 +46,13 @@ from .adaptive import smallest_n
 
 # A pair with P_j(u) = 1 (a one-pair system) is surely drawn once n_j > 0.
 _P_MAX = 1.0 - 1e-15
-# Largest systems × pairs design held dense for the variance's sums (8 bytes each).
-_DENSE_MAX = 8_000_000
+# A pair goes into the dense core of the (totals × systems) sums when its share of the
+# sparse product (rows on it × systems on it) is at least this share of a dense column
+# (all rows × all systems). A GEMM multiply-add costs ~0.04 of a sparse product's
+# (bench/bench_ht_covariance.py at 1,000 systems: 0.01–0.05 within noise, 0.2 1.4×, 1 6×).
+_CORE_SHARE = 0.05
+# Bytes of one dense column block of the core (rows + systems, 8 bytes each per pair).
+_BLOCK_BYTES = 32 << 20
 
 
 def _csr(x: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
@@ -67,39 +74,72 @@ def ht_total(Y: sp.spmatrix | np.ndarray, pi: np.ndarray) -> np.ndarray:
     return np.asarray(Y @ (1.0 / pi)).ravel()
 
 
+def odds_ratio(P: sp.csr_matrix) -> sp.csr_matrix:
+    """P_j(u) / (1 − P_j(u)) at every stored entry of ``P``."""
+    odds = P.copy()
+    odds.data = odds.data / (1.0 - np.minimum(odds.data, _P_MAX))
+    return odds
+
+
+def _scale_columns(Y: sp.csr_matrix, w: np.ndarray) -> sp.csr_matrix:
+    """y_ku w_u at every stored entry (scipy's broadcasting multiply goes through COO)."""
+    out = Y.copy()
+    out.data = out.data * w[out.indices]
+    return out
+
+
+def system_sums(R: sp.csr_matrix, odds: sp.csr_matrix) -> np.ndarray:
+    """Σ_u r_ku odds_ju for every row k of ``R`` and system j (dense, rows × systems).
+
+    The sparse product costs Σ_u a_u k_u multiply-adds (a_u rows and k_u systems on pair
+    u), which the popular core, predicted by most systems, dominates; there a dense GEMM
+    is cheaper. Pairs with a_u k_u ≥ _CORE_SHARE × rows × systems go through GEMM in
+    column blocks of at most _BLOCK_BYTES, the rest through the sparse product.
+    """
+    K, S = R.shape
+    J = odds.shape[0]
+    out = np.zeros((K, J))
+    if not (K and J and S):
+        return out
+    a = np.bincount(R.indices, minlength=S)
+    k = np.bincount(odds.indices, minlength=S)
+    core = a * k >= _CORE_SHARE * K * J
+    if core.any():
+        cols = np.flatnonzero(core)
+        Rc, Oc = R[:, cols].tocsc(), odds[:, cols].tocsc()
+        step = max(1, _BLOCK_BYTES // (8 * (K + J)))
+        for start in range(0, len(cols), step):
+            blk = slice(start, start + step)
+            out += Rc[:, blk].toarray() @ Oc[:, blk].toarray().T
+    if not core.all():
+        rest = np.flatnonzero(~core)
+        out += (R[:, rest] @ odds[:, rest].T).toarray()
+    return out
+
+
 def ht_covariance(Ya: sp.spmatrix | np.ndarray, Yb: sp.spmatrix | np.ndarray,
                   pi: np.ndarray, P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
     """Ĉov of the HT totals of row k of ``Ya`` and row k of ``Yb`` (same sample S), the
     bilinear form of ``ht_variance`` (not clipped):
 
-        Σ_u q_u a_u b_u/π_u² − Σ_j n_j [(Σ_u ra_ju)(Σ_u rb_ju) − Σ_u ra_ju rb_ju].
+        Σ_u q_u a_u b_u/π_u² − Σ_j n_j [(Σ_u ra_ju)(Σ_u rb_ju) − Σ_u ra_ju rb_ju],
+
+    with ra_ju = odds_ju w_u a_u, odds_ju = P_j(u)/(1 − P_j(u)), w_u = q_u/π_u². The
+    last sum is Σ_u w_u² a_u b_u v_u, v_u = Σ_j n_j odds_ju²: one vector over the pairs.
     """
     same = Ya is Yb  # a variance: one set of sums serves both sides
     Ya, P = _csr(Ya), _csr(P)
     Yb = Ya if same else _csr(Yb)
     n = np.asarray(n, dtype=float)
-    q = 1.0 - pi
-    diag = np.asarray(Ya.multiply(Yb).multiply((q / (pi * pi))[None, :]).sum(axis=1)).ravel()
-    w = (q / (pi * pi))[None, :]
-    Ra = Ya.multiply(w).tocsr()  # q_u y_u / π_u², per total
-    Rb = Ra if same else Yb.multiply(w).tocsr()
-    odds = P.copy()
-    odds.data = odds.data / (1.0 - np.minimum(odds.data, _P_MAX))  # P_j / (1 − P_j)
-    # (totals × systems) sums over u: against a dense (pairs × systems) matrix when it is
-    # small, the same sums in the same order as the sparse product's, without its
-    # symbolic pass.
-    dense = odds.shape[0] * odds.shape[1] <= _DENSE_MAX
-    odds_t = odds.T.toarray() if dense else odds.T.tocsr()
-    odds2_t = odds_t * odds_t if dense else odds.multiply(odds).T.tocsr()
-
-    def sums(r: sp.csr_matrix, o: np.ndarray | sp.csr_matrix) -> np.ndarray:
-        out = r @ o
-        return np.asarray(out if dense else out.todense())
-
-    cross_a = sums(Ra, odds_t)  # Σ_u r_ju
-    cross_b = cross_a if same else sums(Rb, odds_t)
-    self_ab = sums(Ra.multiply(Rb).tocsr(), odds2_t)  # Σ_u r_ju²
-    return diag - (cross_a * cross_b - self_ab) @ n
+    w = (1.0 - pi) / (pi * pi)
+    odds = odds_ratio(P)
+    v = np.asarray(odds.multiply(odds).T @ n).ravel()
+    ab = Ya.multiply(Yb).tocsr()
+    diag = np.asarray(ab @ w).ravel()
+    self_ab = np.asarray(ab @ (w * w * v)).ravel()
+    cross_a = system_sums(_scale_columns(Ya, w), odds)  # Σ_u ra_ju
+    cross_b = cross_a if same else system_sums(_scale_columns(Yb, w), odds)
+    return diag + self_ab - (cross_a * cross_b) @ n
 
 
 def ht_variance(Y: sp.spmatrix | np.ndarray, pi: np.ndarray,
