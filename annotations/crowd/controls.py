@@ -110,8 +110,8 @@ def controls_of(corpus_id: int) -> list[Control]:
 
 
 # The false-yes rate a relation is assumed to have before any control measured it, and
-# the weight of that assumption in answers (a Beta(0.5, 9.5) prior: mean 0.05, as the
-# crowd model's own prior on the crowd's rate).
+# the weight of that assumption in answers: a Beta(0.5, 9.5) prior, the crowd model's
+# prior mean for the crowd's rate (0.05) held loosely, so a few answers move it.
 PRIOR_RATE, PRIOR_ANSWERS = 0.05, 10.0
 # Share of the controls drawn in proportion to the pool rather than to the batch's
 # demand: every type keeps being measured a little.
