@@ -61,7 +61,8 @@ def lognormal(
     to the right; an estimate of 0 gives [0, 0] here and is handled by callers.
     """
     est = np.asarray(est, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # An sd many times a tiny estimate overflows k to inf: the interval is then [0, 1].
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         k = np.exp(z * np.sqrt(np.maximum(var, 0)) / est)
         lo = np.where(est > 0, est / k, 0.0)
         hi = np.where(est > 0, est * k, 0.0)

@@ -1,6 +1,8 @@
 """No interval narrower than its evidence: sure label bounds, the landed-draws floor,
 and the planner's worst case (docs/internals/estimation.md §4-§5; issue 13's cases)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from estimation.core import (
     plan_sample_size,
     prepare_evidence,
 )
+from estimation.core.intervals import lognormal
 
 
 def _shared_task(copy_pairs, draws_avoid=(), labelled_extra=()):
@@ -126,3 +129,12 @@ def test_zero_width_only_where_exact(seed):
                 else:
                     continue
                 assert not np.any(flat & ~allowed), (scheme, metric, kind, np.flatnonzero(flat))
+
+
+def test_lognormal_interval_of_a_tiny_estimate_with_a_wide_sd_is_everything():
+    """An sd many times the estimate overflows the log-scale factor: [0, 1], silently."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lo, hi = lognormal(np.array([1e-300, 0.2]), np.array([1.0, 0.001]), 1.645)
+    assert (lo[0], hi[0]) == (0.0, 1.0)
+    assert 0 < lo[1] < 0.2 < hi[1] < 1
