@@ -53,10 +53,31 @@ _P_MAX = 1.0 - 1e-15
 _CORE_SHARE = 0.05
 # Bytes of one dense column block of the core (rows + systems, 8 bytes each per pair).
 _BLOCK_BYTES = 32 << 20
+# Bytes of one dense (rows × pairs) block when callers walk dense rows (`row_blocks`):
+# each row is its own total given the shared design, and a block's working set is a few
+# such arrays (~5 in ν̂'s ratio: G, X, residual, its scaled copy, a product), so ~320 MB
+# at 64 MB, against a 4 GB budget, while a block still holds ~100+ rows at 1,000 systems
+# (GEMM at full speed; the design's per-call work is repeated once per block).
+_ROW_BLOCK_BYTES = 64 << 20
 
 
-def _csr(x: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
+Rows = sp.spmatrix | np.ndarray
+
+
+def _csr(x: Rows) -> sp.csr_matrix:
     return x.tocsr() if sp.issparse(x) else sp.csr_matrix(np.atleast_2d(np.asarray(x, float)))
+
+
+def _rows(x: Rows) -> sp.csr_matrix | np.ndarray:
+    """Sparse rows as CSR, dense rows as a 2-D float array (never made sparse)."""
+    return x.tocsr() if sp.issparse(x) else np.atleast_2d(np.asarray(x, float))
+
+
+def row_blocks(rows: int, width: int) -> list[slice]:
+    """Slices of ``rows`` dense rows of ``width`` floats, each about _ROW_BLOCK_BYTES."""
+    step = max(1, _ROW_BLOCK_BYTES // (8 * max(width, 1)))
+    return [slice(start, min(start + step, rows)) for start in range(0, rows, step)] or [
+        slice(0, 0)]
 
 
 def inclusion_probability(P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -68,10 +89,9 @@ def inclusion_probability(P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndar
     return -np.expm1(np.asarray(logq.T @ n).ravel())
 
 
-def ht_total(Y: sp.spmatrix | np.ndarray, pi: np.ndarray) -> np.ndarray:
+def ht_total(Y: Rows, pi: np.ndarray) -> np.ndarray:
     """T̂ = Σ_{u∈S} y_u / π_u per row of ``Y`` (totals × sampled pairs S)."""
-    Y = _csr(Y)
-    return np.asarray(Y @ (1.0 / pi)).ravel()
+    return np.asarray(_rows(Y) @ (1.0 / pi)).ravel()
 
 
 def odds_ratio(P: sp.csr_matrix) -> sp.csr_matrix:
@@ -81,44 +101,66 @@ def odds_ratio(P: sp.csr_matrix) -> sp.csr_matrix:
     return odds
 
 
-def _scale_columns(Y: sp.csr_matrix, w: np.ndarray) -> sp.csr_matrix:
+def _scale_columns(Y: sp.csr_matrix | np.ndarray, w: np.ndarray) -> sp.csr_matrix | np.ndarray:
     """y_ku w_u at every stored entry (scipy's broadcasting multiply goes through COO)."""
+    if isinstance(Y, np.ndarray):
+        return Y * w
     out = Y.copy()
     out.data = out.data * w[out.indices]
     return out
 
 
-def system_sums(R: sp.csr_matrix, odds: sp.csr_matrix) -> np.ndarray:
+def _row_products(Ya: sp.csr_matrix | np.ndarray, Yb: sp.csr_matrix | np.ndarray,
+                  *cs: np.ndarray) -> list[np.ndarray]:
+    """Σ_u a_ku b_ku c_u per row k for each ``c``; on a sparse side's stored entries."""
+    if isinstance(Ya, np.ndarray) and isinstance(Yb, np.ndarray):
+        ab = Ya * Yb
+    elif isinstance(Ya, np.ndarray) or isinstance(Yb, np.ndarray):
+        a, d = (Yb.tocoo(), Ya) if isinstance(Ya, np.ndarray) else (Ya.tocoo(), Yb)
+        vals = a.data * d[a.row, a.col]
+        return [np.bincount(a.row, vals * c[a.col], minlength=a.shape[0]) for c in cs]
+    else:
+        ab = Ya.multiply(Yb).tocsr()
+    return [np.asarray(ab @ c).ravel() for c in cs]
+
+
+def system_sums(R: sp.csr_matrix | np.ndarray, odds: sp.csr_matrix) -> np.ndarray:
     """Σ_u r_ku odds_ju for every row k of ``R`` and system j (dense, rows × systems).
 
     The sparse product costs Σ_u a_u k_u multiply-adds (a_u rows and k_u systems on pair
     u), which the popular core, predicted by most systems, dominates; there a dense GEMM
     is cheaper. Pairs with a_u k_u ≥ _CORE_SHARE × rows × systems go through GEMM in
-    column blocks of at most _BLOCK_BYTES, the rest through the sparse product.
+    column blocks of at most _BLOCK_BYTES, the rest through the sparse product. Dense
+    rows have a_u = rows on every pair: the core is k_u ≥ _CORE_SHARE × systems, the rest
+    (sparse odds) × (dense rows).
     """
     K, S = R.shape
     J = odds.shape[0]
     out = np.zeros((K, J))
     if not (K and J and S):
         return out
-    a = np.bincount(R.indices, minlength=S)
+    dense = isinstance(R, np.ndarray)
+    a = np.full(S, K) if dense else np.bincount(R.indices, minlength=S)
     k = np.bincount(odds.indices, minlength=S)
     core = a * k >= _CORE_SHARE * K * J
     if core.any():
         cols = np.flatnonzero(core)
-        Rc, Oc = R[:, cols].tocsc(), odds[:, cols].tocsc()
+        Rc, Oc = (R[:, cols] if dense else R[:, cols].tocsc()), odds[:, cols].tocsc()
         step = max(1, _BLOCK_BYTES // (8 * (K + J)))
         for start in range(0, len(cols), step):
             blk = slice(start, start + step)
-            out += Rc[:, blk].toarray() @ Oc[:, blk].toarray().T
+            Rb = Rc[:, blk] if dense else Rc[:, blk].toarray()
+            out += Rb @ Oc[:, blk].toarray().T
     if not core.all():
         rest = np.flatnonzero(~core)
-        out += (R[:, rest] @ odds[:, rest].T).toarray()
+        if dense:
+            out += (odds[:, rest] @ R[:, rest].T).T
+        else:
+            out += (R[:, rest] @ odds[:, rest].T).toarray()
     return out
 
 
-def ht_covariance(Ya: sp.spmatrix | np.ndarray, Yb: sp.spmatrix | np.ndarray,
-                  pi: np.ndarray, P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
+def ht_covariance(Ya: Rows, Yb: Rows, pi: np.ndarray, P: Rows, n: np.ndarray) -> np.ndarray:
     """Ĉov of the HT totals of row k of ``Ya`` and row k of ``Yb`` (same sample S), the
     bilinear form of ``ht_variance`` (not clipped):
 
@@ -126,24 +168,23 @@ def ht_covariance(Ya: sp.spmatrix | np.ndarray, Yb: sp.spmatrix | np.ndarray,
 
     with ra_ju = odds_ju w_u a_u, odds_ju = P_j(u)/(1 − P_j(u)), w_u = q_u/π_u². The
     last sum is Σ_u w_u² a_u b_u v_u, v_u = Σ_j n_j odds_ju²: one vector over the pairs.
+    Either side may be sparse or dense (ndarray, used as it is: rows many systems share,
+    such as ν̂'s residuals, are dense); callers bound dense rows with `row_blocks`.
     """
     same = Ya is Yb  # a variance: one set of sums serves both sides
-    Ya, P = _csr(Ya), _csr(P)
-    Yb = Ya if same else _csr(Yb)
+    Ya, P = _rows(Ya), _csr(P)
+    Yb = Ya if same else _rows(Yb)
     n = np.asarray(n, dtype=float)
     w = (1.0 - pi) / (pi * pi)
     odds = odds_ratio(P)
     v = np.asarray(odds.multiply(odds).T @ n).ravel()
-    ab = Ya.multiply(Yb).tocsr()
-    diag = np.asarray(ab @ w).ravel()
-    self_ab = np.asarray(ab @ (w * w * v)).ravel()
+    diag, self_ab = _row_products(Ya, Yb, w, w * w * v)
     cross_a = system_sums(_scale_columns(Ya, w), odds)  # Σ_u ra_ju
     cross_b = cross_a if same else system_sums(_scale_columns(Yb, w), odds)
     return diag + self_ab - (cross_a * cross_b) @ n
 
 
-def ht_variance(Y: sp.spmatrix | np.ndarray, pi: np.ndarray,
-                P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
+def ht_variance(Y: Rows, pi: np.ndarray, P: Rows, n: np.ndarray) -> np.ndarray:
     """V̂ of ``ht_total`` per row of ``Y``; ``P`` (systems × S) and ``n`` are the design.
 
     Clipped at 0 (the HT variance estimator of a random-size design can go below).
@@ -151,24 +192,28 @@ def ht_variance(Y: sp.spmatrix | np.ndarray, pi: np.ndarray,
     return np.maximum(ht_covariance(Y, Y, pi, P, n), 0.0)
 
 
-def ht_ratio(Y: sp.spmatrix | np.ndarray, X: sp.spmatrix | np.ndarray, pi: np.ndarray,
-             P: sp.spmatrix | np.ndarray, n: np.ndarray, variance: bool = True,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ht_ratio(Y: Rows, X: Rows, pi: np.ndarray, P: Rows, n: np.ndarray,
+             variance: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hájek ratio ``T̂_Y / T̂_X`` per row, its linearised variance, and ``T̂_X``.
 
     ``X`` is (rows × S) or one row shared by all (e.g. the relations per true pair for
-    recall's ν). A row whose ``T̂_X`` is 0 (nothing of it sampled) gets NaN.
+    recall's ν). A row whose ``T̂_X`` is 0 (nothing of it sampled) gets NaN. Dense ``Y``
+    (ndarray) keeps the residuals dense; sparse ``Y`` keeps them sparse.
     """
-    Y = _csr(Y)
-    X = _csr(X)
-    if X.shape[0] == 1 and Y.shape[0] > 1:
+    dense = isinstance(Y, np.ndarray)
+    Y = _rows(Y)
+    X = (X.toarray() if sp.issparse(X) else np.atleast_2d(np.asarray(X, float))) if dense \
+        else _csr(X)
+    if X.shape[0] == 1 and Y.shape[0] > 1 and not dense:
         X = sp.csr_matrix(np.ones((Y.shape[0], 1))) @ X
     ty, tx = ht_total(Y, pi), ht_total(X, pi)
+    tx = np.broadcast_to(tx, ty.shape).copy() if len(tx) != len(ty) else tx
     with np.errstate(divide="ignore", invalid="ignore"):
         est = np.where(tx > 0, ty / tx, np.nan)
         if not variance:  # point estimates only
             return est, np.full(len(est), np.nan), tx
-        resid = (Y - X.multiply(np.nan_to_num(est)[:, None])).tocsr()
+        e = np.nan_to_num(est)[:, None]
+        resid = Y - X * e if dense else (Y - X.multiply(e)).tocsr()
         var = np.where(tx > 0, ht_variance(resid, pi, P, n) / (tx * tx), np.nan)
     return est, var, tx
 

@@ -23,7 +23,14 @@ import scipy.sparse as sp
 
 from . import intervals as ci
 from .adaptive import target_of, top_up_size
-from .distinct import _P_MAX, ht_covariance, ht_ratio, inclusion_probability, plan_distinct
+from .distinct import (
+    _P_MAX,
+    ht_covariance,
+    ht_ratio,
+    inclusion_probability,
+    plan_distinct,
+    row_blocks,
+)
 from .evidence import UNLABELLED, Evidence, Interval
 from .importance import PairTerms, at_pairs, label_variance_at_pairs, pair_terms
 from .population import Population
@@ -124,9 +131,29 @@ def exhaustive_covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.nd
     return covered
 
 
+@dataclass(frozen=True)
+class NuParts:
+    """ν̂'s sums over the drawn pairs that may be true (``cols``, ids into S): per system
+    ν̂, its variance, Wilson upper end and denominator Σ_S X/π; G and X for any rows
+    (`rows`), dense over ``cols`` and made a block at a time, never whole."""
+
+    cols: np.ndarray
+    g_all: sp.csr_matrix
+    tk: np.ndarray
+    nu: np.ndarray
+    v_nu: np.ndarray
+    nu_hi: np.ndarray
+    den: np.ndarray
+
+    def rows(self, rows: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """G_i and X_i = max(t κ, G_i) over ``cols`` for systems ``rows`` (dense)."""
+        g = self.g_all[rows][:, self.cols].toarray()
+        return g, np.maximum(self.tk[None, :], g)
+
+
 def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
         pi: np.ndarray, z: float, points_only: bool = False,
-        terms: PairTerms | None = None) -> tuple | None:
+        terms: PairTerms | None = None) -> NuParts | None:
     """ν̂_i = Σ_S G_i/π / Σ_S X_i/π over the drawn pairs that may be true, its variance
     and Wilson upper end, and the sums' pieces (None: no drawn pair may be true).
 
@@ -135,6 +162,8 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
     recall re-weights it (`pair_true_share`), κ its relations if true; lifted to G_i
     where system i's priors say more than the pair's (one calibration per system, as
     `recall_instance`). Soft labels add Σ_S Var(G_i − ν X_i)/π² under the labels.
+    G and X are dense (every system has a residual on every such pair: κ is shared);
+    each system's ratio is its own, so they go a block of systems at a time.
     """
     n = ev.n
     q = np.asarray(ps.T @ (n / max(n.sum(), 1))).ravel()
@@ -148,20 +177,22 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
     cols = np.flatnonzero(may)
     if not len(cols):
         return None
-    g = g_all[:, cols].toarray()
-    xk = np.maximum(tk[cols][None, :], g)
-    nu, v_nu, den = ht_ratio(sp.csr_matrix(g), sp.csr_matrix(xk), pi[cols], ps[:, cols], n,
-                             variance=not points_only)
-    if ev.true_prob is not None and not points_only:
-        e = np.nan_to_num(nu)[:, None]
-        k = kappa[cols][None, :]
-        spread = np.maximum(g - 2 * e * k * g + e * e * k * xk - (g - e * xk) ** 2, 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v_nu = v_nu + np.where(den > 0, (spread @ (1.0 / pi[cols] ** 2)) / den**2, 0.0)
-    w = tk[cols] / pi[cols]
+    m = g_all.shape[0]
+    parts = NuParts(cols, g_all, tk[cols], *(np.empty(m) for _ in range(4)))
+    pi_c, ps_c, k = pi[cols], ps[:, cols], kappa[cols][None, :]
+    for rows in row_blocks(m, len(cols)):
+        g, xk = parts.rows(rows)
+        nu, v_nu, den = ht_ratio(g, xk, pi_c, ps_c, n, variance=not points_only)
+        if ev.true_prob is not None and not points_only:
+            e = np.nan_to_num(nu)[:, None]
+            spread = np.maximum(g - 2 * e * k * g + e * e * k * xk - (g - e * xk) ** 2, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v_nu = v_nu + np.where(den > 0, (spread @ (1.0 / pi_c ** 2)) / den**2, 0.0)
+        parts.nu[rows], parts.v_nu[rows], parts.den[rows] = nu, v_nu, den
+    w = tk[cols] / pi_c
     kish = float(w.sum() ** 2 / (w * w).sum()) if (w > 0).any() else 0.0
-    v_nu, nu_hi = nu_at_edges(nu, v_nu, kish, z)
-    return cols, g, xk, nu, v_nu, nu_hi, den
+    parts.v_nu[:], parts.nu_hi[:] = nu_at_edges(parts.nu, parts.v_nu, kish, z)
+    return parts
 
 
 def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: list[str],
@@ -195,31 +226,43 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
         nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z, points_only, terms)
         if nu_parts is None:
             continue
-        cols, g, xk, nu, v_nu, nu_hi, den = nu_parts
-        r, _, lo, hi, theta = combine_recall(nu, v_nu, nu_hi, ev.n,
+        r, _, lo, hi, theta = combine_recall(nu_parts.nu, nu_parts.v_nu, nu_parts.nu_hi, ev.n,
                                              exhaustive_covered(pop, ev, draw_scheme),
                                              exhaustive_hits(pop, ev), Clusters(ev.y_docs),
                                              confidence)
         recall = Interval(r, lo, hi)
         if points_only:
             continue
-        # Cov(P̂_i, ν̂_i): the HT covariance of the linearised residuals, and with soft
-        # labels the labels' own covariance on the pairs both sums share.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv_m = np.where(mass > 0, 1.0 / mass, 0.0)[:, None]
-            inv_d = np.where(den > 0, 1.0 / den, 0.0)[:, None]
-            # Both over all of S: the fixed-n term sums each residual over its own pairs.
-            e_p = (y - x.multiply(np.nan_to_num(est)[:, None])).multiply(inv_m).tocsr()
-            e_nu = sp.csr_matrix((g - xk * np.nan_to_num(nu)[:, None]) * inv_d).tocoo()
-            e_nu = sp.csr_matrix((e_nu.data, (e_nu.row, cols[e_nu.col])), shape=e_p.shape)
-            c = ht_covariance(e_p, e_nu, pi, ps, ev.n)
-            if ev.true_prob is not None:
-                kappa = ev.relations_per_true(ev.pairs)[cols]
-                yc = y[:, cols].toarray()
-                lab_c = yc * (1 - g - np.nan_to_num(nu)[:, None] * (kappa[None, :] - xk))
-                c = c + (lab_c @ (1.0 / pi[cols] ** 2)) * inv_m[:, 0] * inv_d[:, 0]
-        cov = np.nan_to_num(theta * c)
+        cov = np.nan_to_num(theta * _precision_nu_cov(ev, y, x, est, mass, nu_parts, ps, pi))
     return DistinctJoint(out, recall, cov)
+
+
+def _precision_nu_cov(ev: Evidence, y: sp.csr_matrix, x: sp.csr_matrix, est: np.ndarray,
+                      mass: np.ndarray, nu_parts: NuParts, ps: sp.csr_matrix,
+                      pi: np.ndarray) -> np.ndarray:
+    """Cov(P̂_i, ν̂_i): the HT covariance of the linearised residuals
+    e_P = (Y − P̂X)/M̂ and e_ν = (G − ν̂X)/den, both over all of S (the fixed-n term sums
+    each residual over its own pairs; e_ν is 0 off ``cols``), and with soft labels the
+    labels' own covariance on the pairs both sums share. e_ν is dense: a block of
+    systems at a time."""
+    cols, nu, den = nu_parts.cols, nu_parts.nu, nu_parts.den
+    m, S = y.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_m = np.where(mass > 0, 1.0 / mass, 0.0)
+        inv_d = np.where(den > 0, 1.0 / den, 0.0)
+        e_p = (y - x.multiply(np.nan_to_num(est)[:, None])).multiply(inv_m[:, None]).tocsr()
+    kappa = ev.relations_per_true(ev.pairs)[cols][None, :]
+    out = np.empty(m)
+    for rows in row_blocks(m, S):
+        g, xk = nu_parts.rows(rows)
+        e = np.nan_to_num(nu[rows])[:, None]
+        e_nu = np.zeros((g.shape[0], S))
+        e_nu[:, cols] = (g - xk * e) * inv_d[rows, None]
+        out[rows] = ht_covariance(e_p[rows], e_nu, pi, ps, ev.n)
+        if ev.true_prob is not None:
+            lab_c = y[rows][:, cols].toarray() * (1 - g - e * (kappa - xk))
+            out[rows] += (lab_c @ (1.0 / pi[cols] ** 2)) * inv_m[rows] * inv_d[rows]
+    return out
 
 
 def plan_distinct_size(pop: Population, ev: Evidence, name: str,
@@ -338,10 +381,11 @@ def distinct_residuals(pop: Population, ev: Evidence, scheme: str, draw_scheme: 
              if scheme == "instance" and len(ev.y_pairs) else None)
     if parts is None:
         return Residuals(ps, pi, ev.n, e_p, None, None)
-    cols, g, xk, nu, _, _, den = parts
+    g, xk = parts.rows(rows)
+    nu = parts.nu[rows]
     with np.errstate(divide="ignore", invalid="ignore"):
-        inv_d = np.where(den[rows] > 0, 1.0 / den[rows], 0.0)[:, None]
-    dense = (g[rows] - xk[rows] * np.nan_to_num(nu[rows])[:, None]) * inv_d
+        inv_d = np.where(parts.den[rows] > 0, 1.0 / parts.den[rows], 0.0)[:, None]
+    dense = (g - xk * np.nan_to_num(nu)[:, None]) * inv_d
     coo = sp.csr_matrix(dense).tocoo()
-    e_nu = sp.csr_matrix((coo.data, (coo.row, cols[coo.col])), shape=e_p.shape)
-    return Residuals(ps, pi, ev.n, e_p, e_nu, nu[rows])
+    e_nu = sp.csr_matrix((coo.data, (coo.row, parts.cols[coo.col])), shape=e_p.shape)
+    return Residuals(ps, pi, ev.n, e_p, e_nu, nu)

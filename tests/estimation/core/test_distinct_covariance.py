@@ -126,3 +126,66 @@ def test_empty_design():
     Y = sp.csr_matrix((0, 5))
     assert ht_covariance(Y, Y, np.full(5, 0.5), sp.csr_matrix(np.full((2, 5), 0.1)),
                          np.ones(2)).shape == (0,)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("share", [0.0, 0.05, 0.3, np.inf])
+def test_dense_rows_equal_sparse(case, share, monkeypatch):
+    """Dense (ndarray) rows take their own path (dense products, GEMM over the core by
+    k_u alone, sparse odds × dense rows over the rest) and give the sparse rows' values,
+    for Ya is Yb, Ya is not Yb, and one side sparse, the other dense."""
+    monkeypatch.setattr(distinct, "_CORE_SHARE", share)
+    monkeypatch.setattr(distinct, "_BLOCK_BYTES", 8 * 40 * 3)
+    rng = np.random.default_rng(100 + sorted(CASES).index(case))
+    Ya, Yb, pi, P, n = _design(rng, **CASES[case])
+    Ps = sp.csr_matrix(P)
+    Sa, Sb = sp.csr_matrix(Ya), sp.csr_matrix(Yb)
+    cov = ht_covariance(Sa, Sb, pi, Ps, n)
+    var = ht_covariance(Sa, Sa, pi, Ps, n)
+    for a, b in ((Ya, Yb), (Sa, Yb), (Ya, Sb)):
+        np.testing.assert_allclose(ht_covariance(a, b, pi, Ps, n), cov, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(ht_covariance(Ya, Ya, pi, Ps, n), var, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(ht_covariance(Ya, Ya.copy(), pi, Ps, n), var, rtol=1e-12,
+                               atol=0)
+
+
+def _dense_rows_spy(monkeypatch):
+    """Record whether `system_sums` ever saw rows converted to sparse."""
+    seen = []
+    real = distinct.system_sums
+
+    def spy(R, odds):
+        seen.append(isinstance(R, np.ndarray))
+        return real(R, odds)
+
+    monkeypatch.setattr(distinct, "system_sums", spy)
+    return seen
+
+
+@pytest.mark.parametrize("case", ["core and tail", "empty rows", "more rows than systems"])
+def test_ratio_dense_equals_sparse(case, monkeypatch):
+    """`ht_ratio` over dense Y and X (per row, or one row shared) equals it over sparse
+    ones, estimate, variance and T̂_X, and its dense residuals are never made sparse."""
+    rng = np.random.default_rng(200 + sorted(CASES).index(case))
+    Ya, _, pi, P, n = _design(rng, **CASES[case])
+    Y = np.abs(Ya)
+    X = np.where(Y != 0, Y + rng.random(Y.shape), 0.0)
+    Ps = sp.csr_matrix(P)
+    shared = rng.random((1, Y.shape[1])) + 0.5
+    for x_dense, x_sparse in ((X, sp.csr_matrix(X)), (shared, shared[0][None, :])):
+        want = distinct.ht_ratio(sp.csr_matrix(Y), sp.csr_matrix(x_sparse), pi, Ps, n)
+        seen = _dense_rows_spy(monkeypatch)
+        got = distinct.ht_ratio(Y, x_dense, pi, Ps, n)
+        assert seen == [True]
+        monkeypatch.undo()
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=0)
+        assert np.isfinite(want[1]).sum() >= Y.shape[0] - len(CASES[case].get("empty_rows", ()))
+
+
+def test_row_blocks_cover_the_rows(monkeypatch):
+    monkeypatch.setattr(distinct, "_ROW_BLOCK_BYTES", 8 * 30)
+    blocks = distinct.row_blocks(7, 10)  # 3 rows of 10 floats a block
+    assert [(b.start, b.stop) for b in blocks] == [(0, 3), (3, 6), (6, 7)]
+    assert distinct.row_blocks(2, 1000) == [slice(0, 1), slice(1, 2)]  # at least a row
+    assert distinct.row_blocks(0, 10) == [slice(0, 0)]

@@ -195,3 +195,46 @@ def test_unknown_estimators_are_refused(world):
     ev, _, _ = _evidence(pop, systems, label, n, np.random.default_rng(7), exhaustive=False)
     with pytest.raises(ValueError, match="estimator: expected one of importance, distinct"):
         estimate(pop, ev, estimator="ht")
+
+
+@pytest.mark.parametrize("soft", [False, True])
+def test_joint_in_row_blocks_equals_one_block(world, soft, monkeypatch):
+    """ν̂'s dense G and X and the Cov(P̂, ν̂) residuals go a block of systems at a time:
+    blocks of one or two systems give one block's precision, recall and covariance."""
+    from estimation.core import distinct
+    from estimation.core.noise import SoftLabels, with_soft_labels
+
+    pop, systems, label = world
+    n = {"a": 60, "b": 40, "dup": 8, "far": 30, "idle": 0}
+    ev, _, lab = _evidence(pop, systems, label, n, np.random.default_rng(4))
+    if soft:
+        rng = np.random.default_rng(5)
+        ev = with_soft_labels(pop, ev, SoftLabels(
+            lab, label[lab - 1000], rng.uniform(0.6, 1.0, len(lab))))
+        assert ev.true_prob is not None
+    calls = []
+    real = distinct.row_blocks
+
+    def spy(rows, width):
+        calls.append(len(real(rows, width)))
+        return real(rows, width)
+
+    monkeypatch.setattr(distinct, "_ROW_BLOCK_BYTES", 1 << 40)
+    one = distinct_joint(pop, ev, "instance", ["instance", "predicate"], 0.9)
+    import estimation.core.distinct_estimate as de
+    monkeypatch.setattr(de, "row_blocks", spy)
+    # A row per block, or the covariance's (over all S) two rows per block.
+    for size, want in ((1, [len(pop)] * 2), (8 * 2 * len(ev.pairs), [None, 3])):
+        calls.clear()
+        monkeypatch.setattr(distinct, "_ROW_BLOCK_BYTES", size)
+        blocks = distinct_joint(pop, ev, "instance", ["instance", "predicate"], 0.9)
+        assert len(calls) == 2 and calls[1] == want[1] and (want[0] is None or calls[0] == want[0])
+        for s in one.precision:
+            for f in ("estimate", "lo", "hi"):
+                np.testing.assert_allclose(getattr(blocks.precision[s], f),
+                                           getattr(one.precision[s], f), rtol=1e-12)
+        for f in ("estimate", "lo", "hi"):
+            np.testing.assert_allclose(getattr(blocks.recall, f), getattr(one.recall, f),
+                                       rtol=1e-12)
+        np.testing.assert_allclose(blocks.cov, one.cov, rtol=1e-12, atol=0)
+    assert np.count_nonzero(one.cov) >= 3 and np.isfinite(one.recall.estimate).sum() >= 3
