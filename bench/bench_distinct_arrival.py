@@ -30,9 +30,9 @@ from bench_distinct import Z, ht_interval, pair_matrices
 from estimation import simulate
 from estimation.core import intervals as ci
 from estimation.core.distinct import (
+    Design,
     distinct_precision,
     ht_ratio,
-    inclusion_probability,
     plan_distinct,
 )
 from estimation.core.distinct_recall import (
@@ -159,9 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             # ν_i, system i's share of the pool's true pairs: HT ratio over the drawn
             # true pairs (one relation per true pair in these worlds, so κ = 1).
             yt = lab[world.label[lab] >= 0]
-            pi = inclusion_probability(P[:, yt], n)
             G = (P[:, yt] > 0).astype(float)
-            nu, nu_var, _ = ht_ratio(G, np.ones((1, len(yt))), pi, P[:, yt], n)
+            nu, nu_var, _ = ht_ratio(G, np.ones((1, len(yt))), Design.of(P[:, yt], n))
             nu_lo, nu_hi = ci.normal(nu, nu_var, Z)
             reps = []
             for k in range(args.exhaustive_reps):

@@ -1,5 +1,5 @@
 """`ht_covariance`'s (totals × systems) sums on a design shaped like bench_recompute's, by
-core share (estimation/core/distinct.py, `_CORE_SHARE`).
+core share (estimation/core/distinct.py, `CORE_SHARE`).
 
     python bench/bench_ht_covariance.py [--systems 1000] [--pairs 1000000]
         [--per-system 10000] [--draws 500] [--shares 0,0.01,0.05,0.2,1] [--repeat 3]
@@ -76,13 +76,12 @@ def main() -> None:
     args = parser.parse_args()
     P, Y, n = design(args.systems, args.pairs, args.per_system, args.draws,
                      np.random.default_rng(0))
-    pi = distinct.inclusion_probability(P, n)
-    odds = distinct.odds_ratio(P)
+    dz = distinct.Design.of(P, n)
+    pi = dz.pi
     R = Y.multiply(((1 - pi) / pi**2)[None, :]).tocsr()
     a = np.bincount(R.indices, minlength=R.shape[1])
-    k = np.bincount(odds.indices, minlength=R.shape[1])
-    cost = a * k
-    K, J = R.shape[0], odds.shape[0]
+    cost = a * dz.systems_per_pair
+    K, J = R.shape[0], P.shape[0]
     print(f"{J} systems × {P.shape[1]:,} drawn pairs, nnz {P.nnz:,}; Σ_u a_u k_u = "
           f"{cost.sum():.3g}; one GEMM column = {K * J:,} multiply-adds; load "
           f"{os.getloadavg()[0]:.2f}")
@@ -90,13 +89,13 @@ def main() -> None:
           "ht_covariance CPU")
     ref = None
     for share in (float(s) for s in args.shares.split(",")):
-        distinct._CORE_SHARE = share
+        distinct.CORE_SHARE = share
         core = cost >= share * K * J
-        sums = distinct.system_sums(R, odds)
+        sums = distinct.system_sums(R, dz)
         ref = sums if ref is None else ref
         err = np.abs(sums - ref).max() / np.abs(ref).max()
-        t_sums = cpu(lambda: distinct.system_sums(R, odds), args.repeat)
-        t_cov = cpu(lambda: distinct.ht_covariance(Y, Y, pi, P, n), args.repeat)
+        t_sums = cpu(lambda: distinct.system_sums(R, dz), args.repeat)
+        t_cov = cpu(lambda: distinct.ht_covariance(Y, Y, dz), args.repeat)
         print(f"{share:g} | {core.sum():,} | {cost[~core].sum():.3g} | {t_sums:.2f} s | "
               f"{t_cov:.2f} s  (max rel. diff. from share {args.shares.split(',')[0]}: "
               f"{err:.1e})")

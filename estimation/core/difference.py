@@ -247,11 +247,11 @@ class _LinearHT(_Linear):
 
     def _ht(self, rows: list[tuple[float, sp.csr_matrix]]) -> float:
         res = self.res
-        total = sp.csr_matrix((1, len(res.pi)))
+        total = sp.csr_matrix((1, len(res.design.pi)))
         for coef, row in rows:
             if coef:
                 total = total + coef * row
-        return float(ht_variance(total, res.pi, res.ps, res.n)[0])
+        return float(ht_variance(total, res.design)[0])
 
     def variance(self, c: np.ndarray) -> float:
         """c = coefficients of (P_A, R_A, P_B, R_B)."""

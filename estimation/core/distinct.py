@@ -39,6 +39,9 @@ residuals ``P_i (h_i − π̂_i)``, as the joint estimator does (§3).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -50,34 +53,99 @@ _P_MAX = 1.0 - 1e-15
 # sparse product (rows on it × systems on it) is at least this share of a dense column
 # (all rows × all systems). A GEMM multiply-add costs ~0.04 of a sparse product's
 # (bench/bench_ht_covariance.py at 1,000 systems: 0.01–0.05 within noise, 0.2 1.4×, 1 6×).
-_CORE_SHARE = 0.05
+CORE_SHARE = 0.05
 # Bytes of one dense column block of the core (rows + systems, 8 bytes each per pair).
-_BLOCK_BYTES = 32 << 20
-# Bytes of one dense (rows × pairs) block when callers walk dense rows (`row_blocks`):
-# each row is its own total given the shared design, and a block's working set is a few
-# such arrays (~5 in ν̂'s ratio: G, X, residual, its scaled copy, a product), so ~320 MB
-# at 64 MB, against a 4 GB budget, while a block still holds ~100+ rows at 1,000 systems
-# (GEMM at full speed; the design's per-call work is repeated once per block).
-_ROW_BLOCK_BYTES = 64 << 20
+BLOCK_BYTES = 32 << 20
 
 
-Rows = sp.spmatrix | np.ndarray
-
-
-def _csr(x: Rows) -> sp.csr_matrix:
+def _csr(x: sp.spmatrix | np.ndarray) -> sp.csr_matrix:
     return x.tocsr() if sp.issparse(x) else sp.csr_matrix(np.atleast_2d(np.asarray(x, float)))
 
 
-def _rows(x: Rows) -> sp.csr_matrix | np.ndarray:
-    """Sparse rows as CSR, dense rows as a 2-D float array (never made sparse)."""
-    return x.tocsr() if sp.issparse(x) else np.atleast_2d(np.asarray(x, float))
+@dataclass(frozen=True)
+class SharedRows:
+    """Rows ``sparse_k + coef_k · shared``: a sparse part plus one row all of them share,
+    scaled per row. ν̂'s sums are such rows: X_i = max(tκ, G_i) = tκ + (G_i − tκ)₊ puts
+    the shared tκ on every pair that may be true for every system, and G_i − ν̂_i X_i
+    keeps it, scaled by −ν̂_i; every HT sum over them is then O(nnz) plus one product
+    with the shared row, never a dense (systems × pairs) array."""
+
+    sparse: sp.csr_matrix
+    coef: np.ndarray
+    shared: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.sparse.shape
+
+    def __getitem__(self, rows: slice | np.ndarray) -> SharedRows:
+        return SharedRows(self.sparse[rows], self.coef[rows], self.shared)
+
+    def toarray(self) -> np.ndarray:
+        return self.sparse.toarray() + np.outer(self.coef, self.shared)
 
 
-def row_blocks(rows: int, width: int) -> list[slice]:
-    """Slices of ``rows`` dense rows of ``width`` floats, each about _ROW_BLOCK_BYTES."""
-    step = max(1, _ROW_BLOCK_BYTES // (8 * max(width, 1)))
-    return [slice(start, min(start + step, rows)) for start in range(0, rows, step)] or [
-        slice(0, 0)]
+Rows = sp.spmatrix | np.ndarray | SharedRows
+
+
+def _rows(x: Rows) -> sp.csr_matrix | SharedRows:
+    return x if isinstance(x, SharedRows) else _csr(x)
+
+
+def _parts(x: sp.csr_matrix | SharedRows) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """(sparse, coef, shared) of either kind (plain sparse rows share nothing)."""
+    if isinstance(x, SharedRows):
+        return x.sparse, x.coef, x.shared
+    return x, np.zeros(x.shape[0]), np.zeros(x.shape[1])
+
+
+@dataclass(frozen=True)
+class Design:
+    """The draws' design at the sampled pairs S: ``P`` (systems × S) the systems'
+    distributions, ``n`` their draws, ``pi`` each pair's inclusion probability; and,
+    made once per design on first use, what every HT sum over it reads (the odds, the
+    weights w_u = q_u/π_u², v_u = Σ_j n_j odds_ju², the odds by pair and by column).
+    An estimate builds one Design and passes it to every sum: the cache lives here,
+    the formulas below stay functions of their arrays."""
+
+    P: sp.csr_matrix
+    n: np.ndarray
+    pi: np.ndarray
+
+    @classmethod
+    def of(cls, P: sp.spmatrix | np.ndarray, n: np.ndarray,
+           pi: np.ndarray | None = None) -> Design:
+        P, n = _csr(P), np.asarray(n, dtype=float)
+        return cls(P, n, inclusion_probability(P, n) if pi is None else np.asarray(pi, float))
+
+    def __getitem__(self, cols: np.ndarray) -> Design:
+        """The same draws' design at the pairs ``cols`` of S."""
+        return Design(self.P[:, cols].tocsr(), self.n, self.pi[cols])
+
+    @cached_property
+    def w(self) -> np.ndarray:
+        return (1.0 - self.pi) / (self.pi * self.pi)
+
+    @cached_property
+    def odds(self) -> sp.csr_matrix:
+        return odds_ratio(self.P)
+
+    @cached_property
+    def v(self) -> np.ndarray:
+        return np.asarray(self.odds.multiply(self.odds).T @ self.n).ravel()
+
+    @cached_property
+    def odds_by_pair(self) -> sp.csr_matrix:
+        """The odds' transpose as CSR (S × systems): the sparse product's right side."""
+        return self.odds.T.tocsr()
+
+    @cached_property
+    def odds_by_column(self) -> sp.csc_matrix:
+        return self.odds.tocsc()
+
+    @cached_property
+    def systems_per_pair(self) -> np.ndarray:
+        return np.bincount(self.odds.indices, minlength=self.P.shape[1])
 
 
 def inclusion_probability(P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -91,7 +159,9 @@ def inclusion_probability(P: sp.spmatrix | np.ndarray, n: np.ndarray) -> np.ndar
 
 def ht_total(Y: Rows, pi: np.ndarray) -> np.ndarray:
     """T̂ = Σ_{u∈S} y_u / π_u per row of ``Y`` (totals × sampled pairs S)."""
-    return np.asarray(_rows(Y) @ (1.0 / pi)).ravel()
+    A, coef, shared = _parts(_rows(Y))
+    inv = 1.0 / pi
+    return np.asarray(A @ inv).ravel() + coef * float(shared @ inv)
 
 
 def odds_ratio(P: sp.csr_matrix) -> sp.csr_matrix:
@@ -101,66 +171,76 @@ def odds_ratio(P: sp.csr_matrix) -> sp.csr_matrix:
     return odds
 
 
-def _scale_columns(Y: sp.csr_matrix | np.ndarray, w: np.ndarray) -> sp.csr_matrix | np.ndarray:
+def _scale_columns(Y: sp.csr_matrix | SharedRows, w: np.ndarray) -> sp.csr_matrix | SharedRows:
     """y_ku w_u at every stored entry (scipy's broadcasting multiply goes through COO)."""
-    if isinstance(Y, np.ndarray):
-        return Y * w
+    if isinstance(Y, SharedRows):
+        return SharedRows(_scale_columns(Y.sparse, w), Y.coef, Y.shared * w)
     out = Y.copy()
     out.data = out.data * w[out.indices]
     return out
 
 
-def _row_products(Ya: sp.csr_matrix | np.ndarray, Yb: sp.csr_matrix | np.ndarray,
+def _row_products(Ya: sp.csr_matrix | SharedRows, Yb: sp.csr_matrix | SharedRows,
                   *cs: np.ndarray) -> list[np.ndarray]:
-    """Σ_u a_ku b_ku c_u per row k for each ``c``; on a sparse side's stored entries."""
-    if isinstance(Ya, np.ndarray) and isinstance(Yb, np.ndarray):
-        ab = Ya * Yb
-    elif isinstance(Ya, np.ndarray) or isinstance(Yb, np.ndarray):
-        a, d = (Yb.tocoo(), Ya) if isinstance(Ya, np.ndarray) else (Ya.tocoo(), Yb)
-        vals = a.data * d[a.row, a.col]
-        return [np.bincount(a.row, vals * c[a.col], minlength=a.shape[0]) for c in cs]
-    else:
-        ab = Ya.multiply(Yb).tocsr()
-    return [np.asarray(ab @ c).ravel() for c in cs]
-
-
-def system_sums(R: sp.csr_matrix | np.ndarray, odds: sp.csr_matrix) -> np.ndarray:
-    """Σ_u r_ku odds_ju for every row k of ``R`` and system j (dense, rows × systems).
-
-    The sparse product costs Σ_u a_u k_u multiply-adds (a_u rows and k_u systems on pair
-    u), which the popular core, predicted by most systems, dominates; there a dense GEMM
-    is cheaper. Pairs with a_u k_u ≥ _CORE_SHARE × rows × systems go through GEMM in
-    column blocks of at most _BLOCK_BYTES, the rest through the sparse product. Dense
-    rows have a_u = rows on every pair: the core is k_u ≥ _CORE_SHARE × systems, the rest
-    (sparse odds) × (dense rows).
-    """
-    K, S = R.shape
-    J = odds.shape[0]
-    out = np.zeros((K, J))
-    if not (K and J and S):
-        return out
-    dense = isinstance(R, np.ndarray)
-    a = np.full(S, K) if dense else np.bincount(R.indices, minlength=S)
-    k = np.bincount(odds.indices, minlength=S)
-    core = a * k >= _CORE_SHARE * K * J
-    if core.any():
-        cols = np.flatnonzero(core)
-        Rc, Oc = (R[:, cols] if dense else R[:, cols].tocsc()), odds[:, cols].tocsc()
-        step = max(1, _BLOCK_BYTES // (8 * (K + J)))
-        for start in range(0, len(cols), step):
-            blk = slice(start, start + step)
-            Rb = Rc[:, blk] if dense else Rc[:, blk].toarray()
-            out += Rb @ Oc[:, blk].toarray().T
-    if not core.all():
-        rest = np.flatnonzero(~core)
-        if dense:
-            out += (odds[:, rest] @ R[:, rest].T).T
-        else:
-            out += (R[:, rest] @ odds[:, rest].T).toarray()
+    """Σ_u c_u a_ku b_ku per row k for each ``c``. With a_k = A_k + α_k t_a and
+    b_k = B_k + β_k t_b: Σ c A∘B + β_k Σ c A t_b + α_k Σ c B t_a + α_k β_k Σ c t_a t_b."""
+    A, alpha, ta = _parts(Ya)
+    B, beta, tb = _parts(Yb)
+    ab = A.multiply(B).tocsr()
+    out = []
+    for c in cs:
+        s = np.asarray(ab @ c).ravel()
+        if beta.any():
+            s = s + beta * np.asarray(A @ (c * tb)).ravel()
+        if alpha.any():
+            s = s + alpha * np.asarray(B @ (c * ta)).ravel()
+            if beta.any():
+                s = s + alpha * beta * float(c @ (ta * tb))
+        out.append(s)
     return out
 
 
-def ht_covariance(Ya: Rows, Yb: Rows, pi: np.ndarray, P: Rows, n: np.ndarray) -> np.ndarray:
+def system_sums(R: sp.csr_matrix | SharedRows, design: Design) -> np.ndarray:
+    """Σ_u r_ku odds_ju for every row k of ``R`` and system j (dense, rows × systems).
+
+    Shared rows add α_k (Σ_u t_u odds_ju). The sparse product costs Σ_u a_u k_u
+    multiply-adds (a_u rows and k_u systems on pair u), which the popular core,
+    predicted by most systems, dominates; there a dense GEMM is cheaper. Pairs with
+    a_u k_u ≥ CORE_SHARE × rows × systems go through GEMM in column blocks of at most
+    BLOCK_BYTES, the rest through the sparse product.
+    """
+    if isinstance(R, SharedRows):
+        out = _sparse_sums(R.sparse, design)
+        if R.coef.any():
+            out += np.outer(R.coef, design.odds @ R.shared)
+        return out
+    return _sparse_sums(R, design)
+
+
+def _sparse_sums(R: sp.csr_matrix, design: Design) -> np.ndarray:
+    K, S = R.shape
+    J = design.P.shape[0]
+    out = np.zeros((K, J))
+    if not (K and J and S and R.nnz):
+        return out
+    a = np.bincount(R.indices, minlength=S)
+    core = a * design.systems_per_pair >= CORE_SHARE * K * J
+    if core.any():
+        cols = np.flatnonzero(core)
+        Rc, Oc = R.tocsc()[:, cols], design.odds_by_column[:, cols]
+        step = max(1, BLOCK_BYTES // (8 * (K + J)))
+        for start in range(0, len(cols), step):
+            blk = slice(start, start + step)
+            out += Rc[:, blk].toarray() @ Oc[:, blk].toarray().T
+        R = R.copy()  # the rest: R without its core entries
+        R.data[core[R.indices]] = 0.0
+        R.eliminate_zeros()
+    if R.nnz:
+        out += (R @ design.odds_by_pair).toarray()
+    return out
+
+
+def ht_covariance(Ya: Rows, Yb: Rows, design: Design) -> np.ndarray:
     """Ĉov of the HT totals of row k of ``Ya`` and row k of ``Yb`` (same sample S), the
     bilinear form of ``ht_variance`` (not clipped):
 
@@ -168,53 +248,66 @@ def ht_covariance(Ya: Rows, Yb: Rows, pi: np.ndarray, P: Rows, n: np.ndarray) ->
 
     with ra_ju = odds_ju w_u a_u, odds_ju = P_j(u)/(1 − P_j(u)), w_u = q_u/π_u². The
     last sum is Σ_u w_u² a_u b_u v_u, v_u = Σ_j n_j odds_ju²: one vector over the pairs.
-    Either side may be sparse or dense (ndarray, used as it is: rows many systems share,
-    such as ν̂'s residuals, are dense); callers bound dense rows with `row_blocks`.
+    Either side may be sparse or `SharedRows`.
     """
     same = Ya is Yb  # a variance: one set of sums serves both sides
-    Ya, P = _rows(Ya), _csr(P)
+    Ya = _rows(Ya)
     Yb = Ya if same else _rows(Yb)
-    n = np.asarray(n, dtype=float)
-    w = (1.0 - pi) / (pi * pi)
-    odds = odds_ratio(P)
-    v = np.asarray(odds.multiply(odds).T @ n).ravel()
-    diag, self_ab = _row_products(Ya, Yb, w, w * w * v)
-    cross_a = system_sums(_scale_columns(Ya, w), odds)  # Σ_u ra_ju
-    cross_b = cross_a if same else system_sums(_scale_columns(Yb, w), odds)
-    return diag + self_ab - (cross_a * cross_b) @ n
+    w = design.w
+    diag, self_ab = _row_products(Ya, Yb, w, w * w * design.v)
+    cross_a = system_sums(_scale_columns(Ya, w), design)  # Σ_u ra_ju
+    cross_b = cross_a if same else system_sums(_scale_columns(Yb, w), design)
+    return diag + self_ab - (cross_a * cross_b) @ design.n
 
 
-def ht_variance(Y: Rows, pi: np.ndarray, P: Rows, n: np.ndarray) -> np.ndarray:
-    """V̂ of ``ht_total`` per row of ``Y``; ``P`` (systems × S) and ``n`` are the design.
+def ht_variance(Y: Rows, design: Design) -> np.ndarray:
+    """V̂ of ``ht_total`` per row of ``Y`` under ``design``.
 
     Clipped at 0 (the HT variance estimator of a random-size design can go below).
     """
-    return np.maximum(ht_covariance(Y, Y, pi, P, n), 0.0)
+    return np.maximum(ht_covariance(Y, Y, design), 0.0)
 
 
-def ht_ratio(Y: Rows, X: Rows, pi: np.ndarray, P: Rows, n: np.ndarray,
-             variance: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _scale_rows(X: sp.csr_matrix, e: np.ndarray) -> sp.csr_matrix:
+    """e_k x_ku at every stored entry."""
+    out = X.copy()
+    out.data = out.data * np.repeat(e, np.diff(out.indptr))
+    return out
+
+
+def _minus(Y: sp.csr_matrix | SharedRows, X: sp.csr_matrix | SharedRows,
+           e: np.ndarray) -> sp.csr_matrix | SharedRows:
+    """Y_k − e_k X_k, kept in the rows' kind (one shared row between them at most)."""
+    A, alpha, ta = _parts(Y)
+    B, beta, tb = _parts(X)
+    sparse = (A - _scale_rows(B.tocsr(), e)).tocsr()
+    if not (alpha.any() or beta.any()):
+        return sparse
+    if alpha.any() and beta.any() and not np.array_equal(ta, tb):
+        raise ValueError("rows with two different shared rows are not SharedRows")
+    return SharedRows(sparse, alpha - e * beta, tb if beta.any() else ta)
+
+
+def ht_ratio(Y: Rows, X: Rows, design: Design, variance: bool = True
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hájek ratio ``T̂_Y / T̂_X`` per row, its linearised variance, and ``T̂_X``.
 
     ``X`` is (rows × S) or one row shared by all (e.g. the relations per true pair for
-    recall's ν). A row whose ``T̂_X`` is 0 (nothing of it sampled) gets NaN. Dense ``Y``
-    (ndarray) keeps the residuals dense; sparse ``Y`` keeps them sparse.
+    recall's ν). A row whose ``T̂_X`` is 0 (nothing of it sampled) gets NaN. The
+    residuals Y − (T̂_Y/T̂_X) X keep the rows' kind (sparse, or `SharedRows`).
     """
-    dense = isinstance(Y, np.ndarray)
     Y = _rows(Y)
-    X = (X.toarray() if sp.issparse(X) else np.atleast_2d(np.asarray(X, float))) if dense \
-        else _csr(X)
-    if X.shape[0] == 1 and Y.shape[0] > 1 and not dense:
-        X = sp.csr_matrix(np.ones((Y.shape[0], 1))) @ X
-    ty, tx = ht_total(Y, pi), ht_total(X, pi)
-    tx = np.broadcast_to(tx, ty.shape).copy() if len(tx) != len(ty) else tx
+    if not isinstance(X, SharedRows) and X.shape[0] == 1 and Y.shape[0] > 1:
+        X = SharedRows(sp.csr_matrix(Y.shape), np.ones(Y.shape[0]),
+                       np.asarray(X.toarray() if sp.issparse(X) else X, float).ravel())
+    X = _rows(X)
+    ty, tx = ht_total(Y, design.pi), ht_total(X, design.pi)
     with np.errstate(divide="ignore", invalid="ignore"):
         est = np.where(tx > 0, ty / tx, np.nan)
         if not variance:  # point estimates only
             return est, np.full(len(est), np.nan), tx
-        e = np.nan_to_num(est)[:, None]
-        resid = Y - X * e if dense else (Y - X.multiply(e)).tocsr()
-        var = np.where(tx > 0, ht_variance(resid, pi, P, n) / (tx * tx), np.nan)
+        resid = _minus(Y, X, np.nan_to_num(est))
+        var = np.where(tx > 0, ht_variance(resid, design) / (tx * tx), np.nan)
     return est, var, tx
 
 
@@ -230,9 +323,8 @@ def distinct_precision(P: sp.spmatrix, right: sp.spmatrix, n: np.ndarray,
     """
     P, right = _csr(P), _csr(right)
     drawn = np.unique(np.asarray(drawn, dtype=np.int64))
-    PS = P[:, drawn]
-    pi = inclusion_probability(PS, n)
-    return ht_ratio(right[:, drawn], PS, pi, PS, n)
+    design = Design.of(P[:, drawn], n)
+    return ht_ratio(right[:, drawn], design.P, design)
 
 
 def variance_bound(p: np.ndarray, q_old: np.ndarray, h: np.ndarray, labelled: np.ndarray,

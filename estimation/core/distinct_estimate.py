@@ -25,11 +25,12 @@ from . import intervals as ci
 from .adaptive import target_of, top_up_size
 from .distinct import (
     _P_MAX,
+    Design,
+    SharedRows,
     ht_covariance,
     ht_ratio,
     inclusion_probability,
     plan_distinct,
-    row_blocks,
 )
 from .evidence import UNLABELLED, Evidence, Interval
 from .importance import PairTerms, at_pairs, label_variance_at_pairs, pair_terms
@@ -55,11 +56,9 @@ class DistinctJoint:
     cov: np.ndarray
 
 
-def _design(pop: Population, ev: Evidence, draw_scheme: str
-            ) -> tuple[sp.csr_matrix, np.ndarray]:
-    """The draw scheme's rows at the distinct labelled drawn pairs, and their π."""
-    ps = pop.stacked(draw_scheme)[:, ev.pairs].tocsr()
-    return ps, inclusion_probability(ps, ev.n)
+def _design(pop: Population, ev: Evidence, draw_scheme: str) -> Design:
+    """The draw scheme's design at the distinct labelled drawn pairs."""
+    return Design.of(pop.stacked(draw_scheme)[:, ev.pairs].tocsr(), ev.n)
 
 
 def _unreached(pop: Population, scheme: str, draw_scheme: str, n: np.ndarray) -> np.ndarray:
@@ -70,7 +69,7 @@ def _unreached(pop: Population, scheme: str, draw_scheme: str, n: np.ndarray) ->
 
 
 def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
-               ps: sp.csr_matrix, pi: np.ndarray, z: float, state: LabelState,
+               design: Design, z: float, state: LabelState,
                points_only: bool = False, terms: PairTerms | None = None
                ) -> tuple[Interval, np.ndarray, np.ndarray, sp.csr_matrix, sp.csr_matrix]:
     """Hájek precision Σ_S Y/π / Σ_S X/π with Y the right mass and X the mass under
@@ -83,11 +82,11 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
     ``points_only``: no variance (the interval is then not meaningful; the estimate is
     the same, the sure bounds and the interval rules applied alike).
     """
-    m, n = len(pop), ev.n
+    m, n, pi = len(pop), ev.n, design.pi
     pf, _ = at_pairs(pop, ev, scheme, terms)
     y = pf.tocsr()
-    x = ps if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs].tocsr()
-    est, var, mass = ht_ratio(y, x, pi, ps, n, variance=not points_only)
+    x = design.P if scheme == draw_scheme else pop.stacked(scheme)[:, ev.pairs].tocsr()
+    est, var, mass = ht_ratio(y, x, design, variance=not points_only)
     spread = None if points_only else label_variance_at_pairs(pop, ev, scheme, state=state)
     if spread is not None:
         # Soft labels: Σ_S p² c(1 − c)/π², each right mass a Bernoulli mean.
@@ -133,66 +132,79 @@ def exhaustive_covered(pop: Population, ev: Evidence, draw_scheme: str) -> np.nd
 
 @dataclass(frozen=True)
 class NuParts:
-    """ν̂'s sums over the drawn pairs that may be true (``cols``, ids into S): per system
-    ν̂, its variance, Wilson upper end and denominator Σ_S X/π; G and X for any rows
-    (`rows`), dense over ``cols`` and made a block at a time, never whole."""
+    """ν̂'s pieces over the drawn pairs S: G (systems × S), D = (G − tκ)₊ at G's entries
+    (X = tκ + D), the shared tκ (0 on pairs that cannot be true), and per system ν̂, its
+    variance, Wilson upper end and denominator Σ_S X/π."""
 
-    cols: np.ndarray
-    g_all: sp.csr_matrix
+    g: sp.csr_matrix
+    d: sp.csr_matrix
     tk: np.ndarray
     nu: np.ndarray
     v_nu: np.ndarray
     nu_hi: np.ndarray
     den: np.ndarray
 
-    def rows(self, rows: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """G_i and X_i = max(t κ, G_i) over ``cols`` for systems ``rows`` (dense)."""
-        g = self.g_all[rows][:, self.cols].toarray()
-        return g, np.maximum(self.tk[None, :], g)
+    def residual(self, rows: slice | np.ndarray = slice(None)) -> SharedRows:
+        """e_ν = (G − ν̂X)/den = ((G − ν̂D) − ν̂ tκ)/den for systems ``rows``."""
+        e = np.nan_to_num(self.nu[rows])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv_d = np.where(self.den[rows] > 0, 1.0 / self.den[rows], 0.0)
+        g, d = self.g[rows], self.d[rows]
+        sparse = (g - d.multiply(e[:, None])).multiply(inv_d[:, None]).tocsr()
+        return SharedRows(sparse, -e * inv_d, self.tk)
 
 
-def _nu(pop: Population, ev: Evidence, draw_scheme: str, ps: sp.csr_matrix,
-        pi: np.ndarray, z: float, points_only: bool = False,
-        terms: PairTerms | None = None) -> NuParts | None:
-    """ν̂_i = Σ_S G_i/π / Σ_S X_i/π over the drawn pairs that may be true, its variance
-    and Wilson upper end, and the sums' pieces (None: no drawn pair may be true).
+def _nu_label_spread(g: sp.csr_matrix, tk: np.ndarray, kappa: np.ndarray, e: np.ndarray,
+                     pi: np.ndarray) -> np.ndarray:
+    """Σ_S Var(G_i − e_i X_i)/π² under the soft labels, per system: at pair u
+    max(g − 2eκg + e²κx − (g − ex)², 0) with x = max(tκ, g); where system i names none
+    of u's true relations (g = 0, x = tκ) that is e_i² tκ(κ − tκ), a shared row."""
+    ip2 = 1.0 / pi**2
+    base = np.maximum(tk * (kappa - tk), 0.0) * ip2
+    coo = g.tocoo()
+    r, c, gv = coo.row, coo.col, coo.data
+    er, x = e[r], np.maximum(tk[c], gv)
+    s = np.maximum(gv - 2 * er * kappa[c] * gv + er * er * kappa[c] * x - (gv - er * x) ** 2,
+                   0.0)
+    on = np.bincount(r, s * ip2[c] - er * er * base[c], minlength=g.shape[0])
+    return e * e * base.sum() + on
+
+
+def _nu(pop: Population, ev: Evidence, draw_scheme: str, design: Design, z: float,
+        points_only: bool = False, terms: PairTerms | None = None) -> NuParts | None:
+    """ν̂_i = Σ_S G_i/π / Σ_S X_i/π over the drawn pairs, its variance and Wilson upper
+    end, and the sums' pieces (None: no drawn pair may be true).
 
     G_i(u): the true relations of pair u system i names (soft: their P(right));
     X_i(u) = max(t κ, G_i): the pair's expected true relations, t its P(true) as joint
     recall re-weights it (`pair_true_share`), κ its relations if true; lifted to G_i
     where system i's priors say more than the pair's (one calibration per system, as
     `recall_instance`). Soft labels add Σ_S Var(G_i − ν X_i)/π² under the labels.
-    G and X are dense (every system has a residual on every such pair: κ is shared);
-    each system's ratio is its own, so they go a block of systems at a time.
+    Every system has X on every pair that may be true (tκ is shared): X = tκ + D and
+    the residuals are `SharedRows`, so nothing (systems × pairs) is dense.
     """
-    n = ev.n
+    n, pi = ev.n, design.pi
+    ps = design.P
     q = np.asarray(ps.T @ (n / max(n.sum(), 1))).ravel()
     t = pair_true_share(ev, ps, n, q, predicted=predicted_relations(pop, ev.pairs))
     kappa = ev.relations_per_true(ev.pairs)
-    tk = t * kappa
-    _, g_all = at_pairs(pop, ev, draw_scheme, terms)
-    g_all = g_all.tocsr()
-    may = tk > 0
-    may[np.unique(g_all.indices)] = True
-    cols = np.flatnonzero(may)
-    if not len(cols):
+    tk = np.maximum(t * kappa, 0.0)
+    _, g = at_pairs(pop, ev, draw_scheme, terms)
+    g = g.tocsr()
+    if not ((tk > 0).any() or g.nnz):
         return None
-    m = g_all.shape[0]
-    parts = NuParts(cols, g_all, tk[cols], *(np.empty(m) for _ in range(4)))
-    pi_c, ps_c, k = pi[cols], ps[:, cols], kappa[cols][None, :]
-    for rows in row_blocks(m, len(cols)):
-        g, xk = parts.rows(rows)
-        nu, v_nu, den = ht_ratio(g, xk, pi_c, ps_c, n, variance=not points_only)
-        if ev.true_prob is not None and not points_only:
-            e = np.nan_to_num(nu)[:, None]
-            spread = np.maximum(g - 2 * e * k * g + e * e * k * xk - (g - e * xk) ** 2, 0.0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                v_nu = v_nu + np.where(den > 0, (spread @ (1.0 / pi_c ** 2)) / den**2, 0.0)
-        parts.nu[rows], parts.v_nu[rows], parts.den[rows] = nu, v_nu, den
-    w = tk[cols] / pi_c
+    d = g.copy()
+    d.data = np.maximum(d.data - tk[d.indices], 0.0)
+    x = SharedRows(d, np.ones(g.shape[0]), tk)
+    nu, v_nu, den = ht_ratio(g, x, design, variance=not points_only)
+    if ev.true_prob is not None and not points_only:
+        spread = _nu_label_spread(g, tk, kappa, np.nan_to_num(nu), pi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v_nu = v_nu + np.where(den > 0, spread / den**2, 0.0)
+    w = tk / pi
     kish = float(w.sum() ** 2 / (w * w).sum()) if (w > 0).any() else 0.0
-    parts.v_nu[:], parts.nu_hi[:] = nu_at_edges(parts.nu, parts.v_nu, kish, z)
-    return parts
+    v_nu, nu_hi = nu_at_edges(nu, v_nu, kish, z)
+    return NuParts(g, d, tk, nu, v_nu, nu_hi, den)
 
 
 def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: list[str],
@@ -213,17 +225,17 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
     z = ci.z_value(confidence)
     state = LabelState(pop, ev) if state is None else state
     terms = pair_terms(pop, ev, state) if terms is None else terms
-    ps, pi = _design(pop, ev, draw_scheme)
+    design = _design(pop, ev, draw_scheme)
     out: dict[str, Interval] = {}
     cov = np.zeros(m)
     recall = None
     for s in schemes:
-        iv, est, mass, y, x = _precision(pop, ev, s, draw_scheme, ps, pi, z, state,
+        iv, est, mass, y, x = _precision(pop, ev, s, draw_scheme, design, z, state,
                                          points_only, terms)
         out[s] = iv
         if s != "instance" or not len(ev.y_pairs):
             continue
-        nu_parts = _nu(pop, ev, draw_scheme, ps, pi, z, points_only, terms)
+        nu_parts = _nu(pop, ev, draw_scheme, design, z, points_only, terms)
         if nu_parts is None:
             continue
         r, _, lo, hi, theta = combine_recall(nu_parts.nu, nu_parts.v_nu, nu_parts.nu_hi, ev.n,
@@ -233,35 +245,35 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
         recall = Interval(r, lo, hi)
         if points_only:
             continue
-        cov = np.nan_to_num(theta * _precision_nu_cov(ev, y, x, est, mass, nu_parts, ps, pi))
+        cov = np.nan_to_num(theta * _precision_nu_cov(ev, y, x, est, mass, nu_parts, design))
     return DistinctJoint(out, recall, cov)
 
 
 def _precision_nu_cov(ev: Evidence, y: sp.csr_matrix, x: sp.csr_matrix, est: np.ndarray,
-                      mass: np.ndarray, nu_parts: NuParts, ps: sp.csr_matrix,
-                      pi: np.ndarray) -> np.ndarray:
+                      mass: np.ndarray, nu_parts: NuParts, design: Design) -> np.ndarray:
     """Cov(P̂_i, ν̂_i): the HT covariance of the linearised residuals
     e_P = (Y − P̂X)/M̂ and e_ν = (G − ν̂X)/den, both over all of S (the fixed-n term sums
-    each residual over its own pairs; e_ν is 0 off ``cols``), and with soft labels the
-    labels' own covariance on the pairs both sums share. e_ν is dense: a block of
-    systems at a time."""
-    cols, nu, den = nu_parts.cols, nu_parts.nu, nu_parts.den
-    m, S = y.shape
+    each residual over its own pairs; e_ν is 0 where the pair cannot be true), and with
+    soft labels the labels' own covariance on the pairs both sums share:
+    Σ_u Y_iu (1 − G_iu − ν̂_i (κ_u − X_iu))/π_u² over the pairs that may be true."""
+    nu, den, g, d, tk = nu_parts.nu, nu_parts.den, nu_parts.g, nu_parts.d, nu_parts.tk
+    pi = design.pi
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_m = np.where(mass > 0, 1.0 / mass, 0.0)
         inv_d = np.where(den > 0, 1.0 / den, 0.0)
         e_p = (y - x.multiply(np.nan_to_num(est)[:, None])).multiply(inv_m[:, None]).tocsr()
-    kappa = ev.relations_per_true(ev.pairs)[cols][None, :]
-    out = np.empty(m)
-    for rows in row_blocks(m, S):
-        g, xk = nu_parts.rows(rows)
-        e = np.nan_to_num(nu[rows])[:, None]
-        e_nu = np.zeros((g.shape[0], S))
-        e_nu[:, cols] = (g - xk * e) * inv_d[rows, None]
-        out[rows] = ht_covariance(e_p[rows], e_nu, pi, ps, ev.n)
-        if ev.true_prob is not None:
-            lab_c = y[rows][:, cols].toarray() * (1 - g - e * (kappa - xk))
-            out[rows] += (lab_c @ (1.0 / pi[cols] ** 2)) * inv_m[rows] * inv_d[rows]
+    out = ht_covariance(e_p, nu_parts.residual(), design)
+    if ev.true_prob is not None:
+        may = (tk > 0).astype(float)
+        may[np.unique(g.indices)] = 1.0
+        ip2 = 1.0 / pi**2
+        kappa = ev.relations_per_true(ev.pairs) * may
+        e = np.nan_to_num(nu)
+        ones = np.asarray(y @ (may * ip2)).ravel()
+        named = np.asarray(y.multiply(g).tocsr() @ ip2).ravel()
+        lifted = np.asarray(y @ ((kappa - tk) * ip2)).ravel() \
+            - np.asarray(y.multiply(d).tocsr() @ ip2).ravel()
+        out = out + (ones - named - e * lifted) * inv_m * inv_d
     return out
 
 
@@ -354,13 +366,11 @@ def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
 @dataclass(frozen=True)
 class Residuals:
     """What `difference.compare` needs of the distinct estimator for some systems: the
-    design at the distinct drawn pairs S (``ps``, ``pi``, ``n``), each system's linearised
-    precision residual (Y − P̂X)/T̂_X over S, and under "instance" recall's ν̂ residual
-    (G − ν̂X)/den over S (None where recall has no draw part) with ν̂."""
+    design at the distinct drawn pairs S, each system's linearised precision residual
+    (Y − P̂X)/T̂_X over S, and under "instance" recall's ν̂ residual (G − ν̂X)/den over S
+    (None where recall has no draw part) with ν̂."""
 
-    ps: sp.csr_matrix
-    pi: np.ndarray
-    n: np.ndarray
+    design: Design
     precision: sp.csr_matrix
     nu_residual: sp.csr_matrix | None
     nu: np.ndarray | None
@@ -372,20 +382,16 @@ def distinct_residuals(pop: Population, ev: Evidence, scheme: str, draw_scheme: 
     them for its precision–recall covariance."""
     z = ci.z_value(confidence)
     rows = np.asarray(rows, dtype=np.int64)
-    ps, pi = _design(pop, ev, draw_scheme)
-    _, est, mass, y, x = _precision(pop, ev, scheme, draw_scheme, ps, pi, z, LabelState(pop, ev))
+    design = _design(pop, ev, draw_scheme)
+    _, est, mass, y, x = _precision(pop, ev, scheme, draw_scheme, design, z,
+                                    LabelState(pop, ev))
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_m = np.where(mass[rows] > 0, 1.0 / mass[rows], 0.0)[:, None]
     e_p = (y[rows] - x[rows].multiply(np.nan_to_num(est[rows])[:, None])).multiply(inv_m).tocsr()
-    parts = (_nu(pop, ev, draw_scheme, ps, pi, z)
+    parts = (_nu(pop, ev, draw_scheme, design, z)
              if scheme == "instance" and len(ev.y_pairs) else None)
     if parts is None:
-        return Residuals(ps, pi, ev.n, e_p, None, None)
-    g, xk = parts.rows(rows)
-    nu = parts.nu[rows]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv_d = np.where(parts.den[rows] > 0, 1.0 / parts.den[rows], 0.0)[:, None]
-    dense = (g - xk * np.nan_to_num(nu)[:, None]) * inv_d
-    coo = sp.csr_matrix(dense).tocoo()
-    e_nu = sp.csr_matrix((coo.data, (coo.row, parts.cols[coo.col])), shape=e_p.shape)
-    return Residuals(ps, pi, ev.n, e_p, e_nu, nu)
+        return Residuals(design, e_p, None, None)
+    # A few rows: the shared part made explicit.
+    e_nu = sp.csr_matrix(parts.residual(rows).toarray())
+    return Residuals(design, e_p, e_nu, parts.nu[rows])

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import intervals as ci
-from .distinct import _csr, ht_covariance, ht_ratio, inclusion_probability
+from .distinct import Design, _csr, ht_covariance, ht_ratio
 from .recall import Clusters, combine_recall, nu_at_edges
 
 
@@ -72,11 +72,10 @@ def distinct_nu(P: sp.spmatrix | np.ndarray, found: sp.spmatrix | np.ndarray,
     m = P.shape[0]
     if not len(true):
         return np.full(m, np.nan), np.full(m, np.nan), 0.0
-    PT = P[:, true]
-    pi = inclusion_probability(PT, n)
+    design = Design.of(P[:, true], n)
     k = np.asarray(kappa, float)[true]
-    nu, var, _ = ht_ratio(found[:, true], k[None, :], pi, PT, n)
-    w = k / pi
+    nu, var, _ = ht_ratio(found[:, true], k[None, :], design)
+    w = k / design.pi
     return nu, var, float(w.sum() ** 2 / (w * w).sum())
 
 
@@ -110,12 +109,12 @@ def precision_nu_covariance(P: sp.spmatrix | np.ndarray, right: sp.spmatrix | np
     """
     P, right, found = _csr(P), _csr(right), _csr(found)
     drawn = np.unique(np.asarray(drawn, dtype=np.int64))
-    PS = P[:, drawn]
-    pi = inclusion_probability(PS, n)
+    design = Design.of(P[:, drawn], n)
+    PS = design.P
     k = np.asarray(kappa, float)[drawn]
     m = P.shape[0]
-    p_est, _, mass = ht_ratio(right[:, drawn], PS, pi, PS, n)
-    nu, _, tk = ht_ratio(found[:, drawn], k[None, :], pi, PS, n)
+    p_est, _, mass = ht_ratio(right[:, drawn], PS, design)
+    nu, _, tk = ht_ratio(found[:, drawn], k[None, :], design)
     if not (tk > 0).any():
         return np.zeros(m)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -124,7 +123,7 @@ def precision_nu_covariance(P: sp.spmatrix | np.ndarray, right: sp.spmatrix | np
         kk = sp.csr_matrix(np.ones((m, 1))) @ sp.csr_matrix(k[None, :])
         e_nu = (found[:, drawn] - kk.multiply(np.nan_to_num(nu)[:, None])).multiply(
             np.where(tk > 0, 1.0 / tk, 0.0)[:, None])
-    return ht_covariance(e_p, e_nu, pi, PS, n)
+    return ht_covariance(e_p, e_nu, design)
 
 
 def f1_variance(p: np.ndarray, var_p: np.ndarray, r: np.ndarray, var_r: np.ndarray,

@@ -13,6 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 from estimation.core.distinct import (
+    Design,
     distinct_precision,
     ht_total,
     ht_variance,
@@ -56,7 +57,7 @@ def trials(design):
         d = np.unique(_draws(P, n, rng))
         pi = inclusion_probability(Ps[:, d], n)
         tot.append(ht_total(Rs[:, d], pi))
-        tvar.append(ht_variance(Rs[:, d], pi, Ps[:, d], n))
+        tvar.append(ht_variance(Rs[:, d], Design(Ps[:, d], n, pi)))
         e, v, _ = distinct_precision(Ps, Rs, n, d)
         est.append(e)
         var.append(v)

@@ -5,7 +5,8 @@
     r_ku = q_u y_ku/π_u², o_ju = P_j(u)/(1 − P_j(u)),
 
 on designs with a popular core (pairs most systems predict, summed by dense GEMM) and a
-sparse tail (summed by the sparse product), and on the edge cases of that split.
+sparse tail (summed by the sparse product), and on the edge cases of that split; and
+rows given as a sparse part plus a shared row (`SharedRows`) give their dense rows' sums.
 """
 
 import numpy as np
@@ -13,7 +14,13 @@ import pytest
 import scipy.sparse as sp
 
 from estimation.core import distinct
-from estimation.core.distinct import ht_covariance, ht_variance, inclusion_probability
+from estimation.core.distinct import (
+    Design,
+    SharedRows,
+    ht_covariance,
+    ht_variance,
+    inclusion_probability,
+)
 
 
 def _direct(Ya, Yb, pi, P, n):
@@ -76,18 +83,18 @@ CASES = {
 def test_covariance_equals_the_formula(case, share, monkeypatch):
     """Every split of the pairs (share 0: all dense, ∞: all sparse) and tiny column blocks
     (several blocks per core) give the formula's value, for Ya is Yb and Ya is not Yb."""
-    monkeypatch.setattr(distinct, "_CORE_SHARE", share)
-    monkeypatch.setattr(distinct, "_BLOCK_BYTES", 8 * 40 * 3)
+    monkeypatch.setattr(distinct, "CORE_SHARE", share)
+    monkeypatch.setattr(distinct, "BLOCK_BYTES", 8 * 40 * 3)
     rng = np.random.default_rng(sorted(CASES).index(case))
     Ya, Yb, pi, P, n = _design(rng, **CASES[case])
-    Ps = sp.csr_matrix(P)
-    cov = ht_covariance(sp.csr_matrix(Ya), sp.csr_matrix(Yb), pi, Ps, n)
+    design = Design(sp.csr_matrix(P), n, pi)
+    cov = ht_covariance(sp.csr_matrix(Ya), sp.csr_matrix(Yb), design)
     np.testing.assert_allclose(cov, _direct(Ya, Yb, pi, P, n), rtol=1e-10, atol=0)
     Y = sp.csr_matrix(Ya)
-    var = ht_covariance(Y, Y, pi, Ps, n)
+    var = ht_covariance(Y, Y, design)
     np.testing.assert_allclose(var, _direct(Ya, Ya, pi, P, n), rtol=1e-10, atol=0)
     # Dense arguments are the same totals.
-    np.testing.assert_allclose(ht_covariance(Ya, Yb, pi, P, n), cov, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(ht_covariance(Ya, Yb, design), cov, rtol=1e-12, atol=0)
     for k in CASES[case].get("empty_rows", ()):
         assert cov[k] == 0.0 and var[k] == 0.0
     if "empty_rows" not in CASES[case]:
@@ -100,92 +107,111 @@ def test_core_is_the_popular_pairs(monkeypatch):
     rng = np.random.default_rng(5)
     Ya, _, _, P, _ = _design(rng, J=20, S=120, core=20, tail_k=2)
     R = sp.csr_matrix(Ya)
-    odds = distinct.odds_ratio(sp.csr_matrix(P))
+    design = Design.of(P, np.ones(P.shape[0]))
     a = np.bincount(R.indices, minlength=P.shape[1])
-    k = np.bincount(odds.indices, minlength=P.shape[1])
-    core = a * k >= distinct._CORE_SHARE * R.shape[0] * P.shape[0]
+    core = a * design.systems_per_pair >= distinct.CORE_SHARE * R.shape[0] * P.shape[0]
     assert core[:20].all() and not core[20:].any()
-    np.testing.assert_allclose(distinct.system_sums(R, odds), Ya @ odds.toarray().T,
-                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(distinct.system_sums(R, design),
+                               Ya @ design.odds.toarray().T, rtol=1e-12, atol=1e-15)
 
 
 def test_variance_is_the_clipped_covariance():
     rng = np.random.default_rng(9)
     Ya, _, pi, P, n = _design(rng, J=10, S=50, core=10)
     Y = sp.csr_matrix(Ya)
-    np.testing.assert_allclose(ht_variance(Y, pi, P, n),
+    np.testing.assert_allclose(ht_variance(Y, Design(sp.csr_matrix(P), n, pi)),
                                np.maximum(_direct(Ya, Ya, pi, P, n), 0.0), rtol=1e-10, atol=0)
 
 
 def test_empty_design():
     """No sampled pairs, or no totals: zeros of the right length."""
     pi = np.zeros(0)
-    out = ht_covariance(sp.csr_matrix((3, 0)), sp.csr_matrix((3, 0)), pi,
-                        sp.csr_matrix((4, 0)), np.ones(4))
+    out = ht_covariance(sp.csr_matrix((3, 0)), sp.csr_matrix((3, 0)),
+                        Design(sp.csr_matrix((4, 0)), np.ones(4), pi))
     assert out.shape == (3,) and not out.any()
     Y = sp.csr_matrix((0, 5))
-    assert ht_covariance(Y, Y, np.full(5, 0.5), sp.csr_matrix(np.full((2, 5), 0.1)),
-                         np.ones(2)).shape == (0,)
+    design = Design(sp.csr_matrix(np.full((2, 5), 0.1)), np.ones(2), np.full(5, 0.5))
+    assert ht_covariance(Y, Y, design).shape == (0,)
+
+
+def _shared(rng, Y):
+    """Y as a sparse part plus a shared row: Y = (Y − c ⊗ t) + c ⊗ t on Y's columns,
+    with a few rows' coefficients 0 (then the sparse part is the row itself)."""
+    t = np.where(Y.any(axis=0), rng.random(Y.shape[1]) + 0.2, 0.0)
+    c = rng.normal(0, 1, Y.shape[0])
+    c[::4] = 0.0
+    A = np.where(Y != 0, Y - np.outer(c, t), 0.0)  # off Y's entries: c ⊗ t only
+    out = SharedRows(sp.csr_matrix(A), c, t)
+    return out, out.toarray()
 
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("share", [0.0, 0.05, 0.3, np.inf])
-def test_dense_rows_equal_sparse(case, share, monkeypatch):
-    """Dense (ndarray) rows take their own path (dense products, GEMM over the core by
-    k_u alone, sparse odds × dense rows over the rest) and give the sparse rows' values,
-    for Ya is Yb, Ya is not Yb, and one side sparse, the other dense."""
-    monkeypatch.setattr(distinct, "_CORE_SHARE", share)
-    monkeypatch.setattr(distinct, "_BLOCK_BYTES", 8 * 40 * 3)
+def test_shared_rows_equal_their_dense_rows(case, share, monkeypatch):
+    """`SharedRows` (sparse + coef ⊗ shared) give the sums of their dense rows, against
+    the loops' formula, for Ya is Yb, Ya is not Yb, and one side plain sparse."""
+    monkeypatch.setattr(distinct, "CORE_SHARE", share)
+    monkeypatch.setattr(distinct, "BLOCK_BYTES", 8 * 40 * 3)
     rng = np.random.default_rng(100 + sorted(CASES).index(case))
     Ya, Yb, pi, P, n = _design(rng, **CASES[case])
-    Ps = sp.csr_matrix(P)
-    Sa, Sb = sp.csr_matrix(Ya), sp.csr_matrix(Yb)
-    cov = ht_covariance(Sa, Sb, pi, Ps, n)
-    var = ht_covariance(Sa, Sa, pi, Ps, n)
-    for a, b in ((Ya, Yb), (Sa, Yb), (Ya, Sb)):
-        np.testing.assert_allclose(ht_covariance(a, b, pi, Ps, n), cov, rtol=1e-12, atol=0)
-    np.testing.assert_allclose(ht_covariance(Ya, Ya, pi, Ps, n), var, rtol=1e-12, atol=0)
-    np.testing.assert_allclose(ht_covariance(Ya, Ya.copy(), pi, Ps, n), var, rtol=1e-12,
-                               atol=0)
+    design = Design(sp.csr_matrix(P), n, pi)
+    Sa, Da = _shared(rng, Ya)
+    Sb, Db = _shared(rng, Yb)
+    assert np.abs(Da - Ya).max() > 0.1  # the shared row reaches off the sparse part
+    np.testing.assert_allclose(ht_covariance(Sa, Sb, design), _direct(Da, Db, pi, P, n),
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ht_covariance(Sa, Sa, design), _direct(Da, Da, pi, P, n),
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ht_covariance(sp.csr_matrix(Yb), Sa, design),
+                               _direct(Yb, Da, pi, P, n), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(distinct.ht_total(Sa, pi), Da @ (1 / pi), rtol=1e-12)
 
 
 def _dense_rows_spy(monkeypatch):
-    """Record whether `system_sums` ever saw rows converted to sparse."""
+    """Record which kinds of rows `system_sums` saw."""
     seen = []
     real = distinct.system_sums
 
-    def spy(R, odds):
-        seen.append(isinstance(R, np.ndarray))
-        return real(R, odds)
+    def spy(R, design):
+        seen.append(type(R).__name__)
+        return real(R, design)
 
     monkeypatch.setattr(distinct, "system_sums", spy)
     return seen
 
 
 @pytest.mark.parametrize("case", ["core and tail", "empty rows", "more rows than systems"])
-def test_ratio_dense_equals_sparse(case, monkeypatch):
-    """`ht_ratio` over dense Y and X (per row, or one row shared) equals it over sparse
-    ones, estimate, variance and T̂_X, and its dense residuals are never made sparse."""
+def test_ratio_over_shared_rows_equals_dense(case, monkeypatch):
+    """`ht_ratio` with X given as `SharedRows`, or as one row all rows share, equals it
+    over the same X made explicit (estimate, variance, T̂_X); the residuals stay
+    `SharedRows` (never a dense or densely stored (rows × pairs) array)."""
     rng = np.random.default_rng(200 + sorted(CASES).index(case))
     Ya, _, pi, P, n = _design(rng, **CASES[case])
-    Y = np.abs(Ya)
-    X = np.where(Y != 0, Y + rng.random(Y.shape), 0.0)
-    Ps = sp.csr_matrix(P)
-    shared = rng.random((1, Y.shape[1])) + 0.5
-    for x_dense, x_sparse in ((X, sp.csr_matrix(X)), (shared, shared[0][None, :])):
-        want = distinct.ht_ratio(sp.csr_matrix(Y), sp.csr_matrix(x_sparse), pi, Ps, n)
+    design = Design(sp.csr_matrix(P), n, pi)
+    Y = sp.csr_matrix(np.abs(Ya))
+    X, Xd = _shared(rng, np.abs(Ya) + (np.abs(Ya) > 0) * rng.random(Ya.shape))
+    X = SharedRows(X.sparse, np.abs(X.coef), X.shared)  # masses: positive totals
+    Xd = X.toarray()
+    one = rng.random((1, Ya.shape[1])) + 0.5
+    for x, x_dense in ((X, Xd), (one, np.repeat(one, Ya.shape[0], axis=0))):
+        want = distinct.ht_ratio(Y, sp.csr_matrix(x_dense), design)
         seen = _dense_rows_spy(monkeypatch)
-        got = distinct.ht_ratio(Y, x_dense, pi, Ps, n)
-        assert seen == [True]
+        got = distinct.ht_ratio(Y, x, design)
+        assert seen == ["SharedRows"]
         monkeypatch.undo()
         for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(g, w, rtol=1e-12, atol=0)
-        assert np.isfinite(want[1]).sum() >= Y.shape[0] - len(CASES[case].get("empty_rows", ()))
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=0)
+        assert np.isfinite(want[1]).sum() >= Ya.shape[0] - len(CASES[case].get("empty_rows", ()))
 
 
-def test_row_blocks_cover_the_rows(monkeypatch):
-    monkeypatch.setattr(distinct, "_ROW_BLOCK_BYTES", 8 * 30)
-    blocks = distinct.row_blocks(7, 10)  # 3 rows of 10 floats a block
-    assert [(b.start, b.stop) for b in blocks] == [(0, 3), (3, 6), (6, 7)]
-    assert distinct.row_blocks(2, 1000) == [slice(0, 1), slice(1, 2)]  # at least a row
-    assert distinct.row_blocks(0, 10) == [slice(0, 0)]
+def test_design_caches_what_the_sums_read():
+    """A Design makes its odds, weights and v once, from its own arrays."""
+    rng = np.random.default_rng(3)
+    _, _, pi, P, n = _design(rng, J=6, S=30, core=5)
+    design = Design.of(P, n)
+    np.testing.assert_allclose(design.pi, pi, rtol=1e-14)
+    assert design.odds is design.odds
+    odds = P / (1 - P)
+    np.testing.assert_allclose(design.v, (n[:, None] * odds**2).sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(design.w, (1 - pi) / pi**2, rtol=1e-12)
+    np.testing.assert_allclose(design[np.array([2, 7])].P.toarray(), P[:, [2, 7]])

@@ -12,9 +12,9 @@ import scipy.sparse as sp
 
 from estimation.core import Population, estimate, prepare_evidence
 from estimation.core.distinct import (
+    Design,
     distinct_precision,
     ht_ratio,
-    inclusion_probability,
     plan_distinct,
 )
 from estimation.core.distinct_estimate import (
@@ -146,9 +146,8 @@ def test_a_reweighted_scheme_takes_its_masses_and_the_draws_design(world):
     RQ = sp.csr_matrix((pop.instance_probs("predicate") * right,
                         (inst["system"], inst["pairs"])), shape=Q.shape)
     dense = pop.lookup_pairs(lab)
-    pi = inclusion_probability(P[:, dense], np.array([n[k] for k in systems]))
-    est, _, _ = ht_ratio(RQ[:, dense], Q[:, dense], pi, P[:, dense],
-                         np.array([n[k] for k in systems]))
+    design = Design.of(P[:, dense], np.array([n[k] for k in systems]))
+    est, _, _ = ht_ratio(RQ[:, dense], Q[:, dense], design)
     got = res.results["predicate"]["precision"]["joint"].estimate
     sampled = np.array([n[k] > 0 for k in systems])
     np.testing.assert_allclose(got[sampled], est[sampled], rtol=1e-12)
@@ -198,10 +197,11 @@ def test_unknown_estimators_are_refused(world):
 
 
 @pytest.mark.parametrize("soft", [False, True])
-def test_joint_in_row_blocks_equals_one_block(world, soft, monkeypatch):
-    """ν̂'s dense G and X and the Cov(P̂, ν̂) residuals go a block of systems at a time:
-    blocks of one or two systems give one block's precision, recall and covariance."""
-    from estimation.core import distinct
+def test_nu_over_shared_rows_equals_its_dense_rows(world, soft):
+    """ν̂, its variance (with soft labels the labels' spread) and Cov(P̂, ν̂) through
+    `SharedRows` equal the same formulas over dense G, X = max(tκ, G) and residuals."""
+    from estimation.core import distinct_estimate as de
+    from estimation.core.distinct import ht_covariance, ht_total, ht_variance
     from estimation.core.noise import SoftLabels, with_soft_labels
 
     pop, systems, label = world
@@ -212,29 +212,41 @@ def test_joint_in_row_blocks_equals_one_block(world, soft, monkeypatch):
         ev = with_soft_labels(pop, ev, SoftLabels(
             lab, label[lab - 1000], rng.uniform(0.6, 1.0, len(lab))))
         assert ev.true_prob is not None
-    calls = []
-    real = distinct.row_blocks
-
-    def spy(rows, width):
-        calls.append(len(real(rows, width)))
-        return real(rows, width)
-
-    monkeypatch.setattr(distinct, "_ROW_BLOCK_BYTES", 1 << 40)
-    one = distinct_joint(pop, ev, "instance", ["instance", "predicate"], 0.9)
-    import estimation.core.distinct_estimate as de
-    monkeypatch.setattr(de, "row_blocks", spy)
-    # A row per block, or the covariance's (over all S) two rows per block.
-    for size, want in ((1, [len(pop)] * 2), (8 * 2 * len(ev.pairs), [None, 3])):
-        calls.clear()
-        monkeypatch.setattr(distinct, "_ROW_BLOCK_BYTES", size)
-        blocks = distinct_joint(pop, ev, "instance", ["instance", "predicate"], 0.9)
-        assert len(calls) == 2 and calls[1] == want[1] and (want[0] is None or calls[0] == want[0])
-        for s in one.precision:
-            for f in ("estimate", "lo", "hi"):
-                np.testing.assert_allclose(getattr(blocks.precision[s], f),
-                                           getattr(one.precision[s], f), rtol=1e-12)
-        for f in ("estimate", "lo", "hi"):
-            np.testing.assert_allclose(getattr(blocks.recall, f), getattr(one.recall, f),
-                                       rtol=1e-12)
-        np.testing.assert_allclose(blocks.cov, one.cov, rtol=1e-12, atol=0)
-    assert np.count_nonzero(one.cov) >= 3 and np.isfinite(one.recall.estimate).sum() >= 3
+    design = de._design(pop, ev, "instance")
+    parts = de._nu(pop, ev, "instance", design, 1.6448536)
+    pi = design.pi
+    g, tk = parts.g.toarray(), parts.tk
+    kappa = ev.relations_per_true(ev.pairs)
+    x = np.maximum(tk[None, :], g)
+    den = ht_total(x, pi)
+    nu = np.where(den > 0, ht_total(g, pi) / den, np.nan)
+    e = np.nan_to_num(nu)[:, None]
+    v = ht_variance(g - e * x, design) / den**2
+    if soft:
+        may = (tk > 0) | g.any(axis=0)
+        spread = np.maximum(g - 2 * e * kappa * g + e * e * kappa * x - (g - e * x) ** 2, 0)
+        v = v + (spread * may) @ (1 / pi**2) / den**2
+    ok = np.isfinite(nu) & (den > 0)
+    assert ok.sum() >= 3
+    np.testing.assert_allclose(parts.nu[ok], nu[ok], rtol=1e-12)
+    np.testing.assert_allclose(parts.den, den, rtol=1e-12)
+    # v_nu after the edge rule: compare the rows the rule leaves alone.
+    inner = ok & (nu > 0) & (nu < 1)
+    assert inner.sum() >= 2
+    np.testing.assert_allclose(parts.v_nu[inner], v[inner], rtol=1e-9)
+    # Cov(P̂, ν̂) against dense residuals.
+    state = de.LabelState(pop, ev)
+    _, est, mass, y, xp = de._precision(pop, ev, "instance", "instance", design, 1.6448536,
+                                       state)
+    got = de._precision_nu_cov(ev, y, xp, est, mass, parts, design)
+    e_p = (y.toarray() - xp.toarray() * np.nan_to_num(est)[:, None]) / np.where(
+        mass > 0, mass, np.inf)[:, None]
+    e_nu = (g - e * x) / np.where(den > 0, den, np.inf)[:, None]
+    want = ht_covariance(e_p, e_nu, design)
+    if soft:
+        may = (tk > 0) | g.any(axis=0)
+        lab_c = y.toarray() * (1 - g - e * (kappa[None, :] - x)) * may
+        want = want + (lab_c @ (1 / pi**2)) / np.where(mass > 0, mass, np.inf) / np.where(
+            den > 0, den, np.inf)
+    assert np.count_nonzero(want) >= 3
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
