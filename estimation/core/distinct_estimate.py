@@ -93,8 +93,9 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
         with np.errstate(divide="ignore", invalid="ignore"):
             var = var + np.where(mass > 0, (spread.tocsr() @ (1.0 / pi**2)) / mass**2, 0.0)
     bounds = label_bounds(pop, ev, scheme, state=state)
-    landed = np.asarray((x > 0).astype(float) @ np.asarray(ev.counts.sum(axis=0)).ravel()
-                        ).ravel()
+    rows = np.repeat(np.arange(m), np.diff(x.indptr))  # each stored entry's system
+    draws_at = np.asarray(ev.counts.sum(axis=0)).ravel()
+    landed = np.bincount(rows, (x.data > 0) * draws_at[x.indices], minlength=m)
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.nan_to_num(est)
         nstar = np.where(var > 0, e * (1 - e) / var, landed)
@@ -102,8 +103,8 @@ def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
         lo, hi = ci.wilson(e, size, z)
         # Few pairs of the system among the drawn ones and no draws of its own: its
         # estimate rests on a handful of others' draws; Wilson at their Kish size.
-        w = x.multiply((1.0 / pi)[None, :]).tocsr()
-        kish = np.where(mass > 0, mass**2 / np.asarray(w.multiply(w).sum(axis=1)).ravel(), 0.0)
+        w2 = np.bincount(rows, (x.data / pi[x.indices]) ** 2, minlength=m)
+        kish = np.where(mass > 0, mass**2 / w2, 0.0)
     few = (n == 0) & (kish < MIN_BORROWED)
     lo_f, hi_f = ci.wilson(e, kish, z)
     est = np.where(few | (mass <= 0), np.nan, est)

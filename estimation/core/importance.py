@@ -71,17 +71,32 @@ def verdicts_at(pop: Population, ev: Evidence, on: np.ndarray,
     return ev.correct(inst["pairs"][on], inst["predicates"][on], inst["system"][on])
 
 
-def pair_terms(pop: Population, ev: Evidence, state: Verdicts | None = None) -> PairTerms:
+def _on_drawn(pop: Population, ev: Evidence, state: Verdicts | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The instances on U (positions, ascending), their columns of U and `ev.correct`.
+
+    U's pairs are labelled, so with a `LabelState` of ``ev`` its judged instances (those
+    on labelled pairs, ascending, with their verdicts) hold them all: only those are
+    looked at, not every instance of the population."""
     inst = pop.instances()
     where = np.full(pop.n_pairs, -1, dtype=np.int64)
     where[ev.pairs] = np.arange(len(ev.pairs))
+    if state is not None and state.right is not None:
+        col = where[inst["pairs"][state.judged]]
+        keep = col >= 0
+        return state.judged[keep].astype(np.int64), col[keep], state.right[keep]
     col = where[inst["pairs"]]
-    on = col >= 0
+    on = np.flatnonzero(col >= 0)
+    return on, col[on], verdicts_at(pop, ev, on, state)
+
+
+def pair_terms(pop: Population, ev: Evidence, state: Verdicts | None = None) -> PairTerms:
     # 0/1 with hard labels; with soft labels the probability the instance is right.
-    right = np.zeros(len(col))
-    right[on] = verdicts_at(pop, ev, np.flatnonzero(on), state)
-    sel = np.flatnonzero(right > 0)
-    return PairTerms(sel, inst["system"][sel], col[sel], right[sel])
+    on, col, right = _on_drawn(pop, ev, state)
+    right = np.asarray(right, dtype=float)  # hard verdicts are bool
+    nz = right > 0
+    sel = on[nz]
+    return PairTerms(sel, pop.instances()["system"][sel], col[nz], right[nz])
 
 
 def at_pairs(
@@ -116,14 +131,10 @@ def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str,
         return None
     parts = None if shared is None else shared.get("label_var_terms")
     if parts is None:
-        inst = pop.instances()
-        where = np.full(pop.n_pairs, -1, dtype=np.int64)
-        where[ev.pairs] = np.arange(len(ev.pairs))
-        col = where[inst["pairs"]]
-        on = np.flatnonzero(col >= 0)
-        c = verdicts_at(pop, ev, on, state)
-        small = np.int32 if len(col) < 2**31 else np.int64  # kept: half the memory
-        parts = (on.astype(small), inst["system"][on].astype(small), col[on].astype(small), c)
+        on, col, c = _on_drawn(pop, ev, state)
+        small = np.int32 if len(pop.instances()["pairs"]) < 2**31 else np.int64  # half the memory
+        parts = (on.astype(small), pop.instances()["system"][on].astype(small),
+                 col.astype(small), c)
         if shared is not None:
             shared["label_var_terms"] = parts
     on, rows, cols, c = parts
