@@ -50,12 +50,17 @@ def per_draw_variance(m1: np.ndarray, m2: np.ndarray, n: np.ndarray) -> np.ndarr
 
 class PairTerms(NamedTuple):
     """The scheme-free part of `at_pairs`: the instances on labelled drawn pairs that
-    are (possibly) right, their (system, column of U) and their P(right)."""
+    are (possibly) right, their (system, column of U) and their P(right), ordered by
+    (system, column); and the CSR pattern they sum into (several instances of a system
+    may share a pair): each one's entry ``slot``, the rows' ``indptr``, the ``indices``."""
 
     sel: np.ndarray  # positions in pop.instances()
     rows: np.ndarray
     cols: np.ndarray
     right: np.ndarray
+    slot: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
 
 
 def verdicts_at(pop: Population, ev: Evidence, on: np.ndarray,
@@ -95,25 +100,36 @@ def pair_terms(pop: Population, ev: Evidence, state: Verdicts | None = None) -> 
     on, col, right = _on_drawn(pop, ev, state)
     right = np.asarray(right, dtype=float)  # hard verdicts are bool
     nz = right > 0
-    sel = on[nz]
-    return PairTerms(sel, pop.instances()["system"][sel], col[nz], right[nz])
+    sel, col, right = on[nz], col[nz], right[nz]
+    rows = pop.instances()["system"][sel]
+    # One sort per evidence; every scheme's matrices are then made without one.
+    key = rows * max(len(ev.pairs), 1) + col
+    order = np.argsort(key, kind="stable")
+    sel, rows, col, right, key = sel[order], rows[order], col[order], right[order], key[order]
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    slot = np.cumsum(first) - 1
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[first], minlength=len(pop)))])
+    return PairTerms(sel, rows, col, right, slot, indptr, col[first])
 
 
 def at_pairs(
     pop: Population, ev: Evidence, scheme: str, terms: PairTerms | None = None
-) -> tuple[sp.coo_matrix, sp.coo_matrix]:
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
     """p_i(x)·f(x) summed per (system, pair in U), and the correct-instance indicator.
 
-    Returns (PF, G) as coo (m × nU): PF_iu = Σ_{x of i on u, correct} p_{i,s}(x),
+    Returns (PF, G) as canonical CSR (m × nU): PF_iu = Σ_{x of i on u, correct} p_{i,s}(x),
     G_iu = 1 if i predicted the true relation of u. ``terms``: `pair_terms(pop, ev)`,
     computed once for several schemes.
     """
     t = pair_terms(pop, ev) if terms is None else terms
     shape = (len(pop), len(ev.pairs))
-    pf = sp.coo_matrix((pop.instance_probs(scheme)[t.sel] * t.right, (t.rows, t.cols)),
-                       shape=shape)
-    g = sp.coo_matrix((t.right, (t.rows, t.cols)), shape=shape)
-    return pf, g
+
+    def matrix(values: np.ndarray) -> sp.csr_matrix:
+        data = np.bincount(t.slot, values, minlength=len(t.indices))
+        return sp.csr_matrix((data, t.indices, t.indptr), shape=shape)
+
+    return matrix(pop.instance_probs(scheme)[t.sel] * t.right), matrix(t.right)
 
 
 def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str,
