@@ -16,6 +16,12 @@ line compares the page's p95 with /healthz's on the same server and load:
 
 The machine's cores are shared with the client threads: figures are noisy, compare
 medians of a few runs.
+
+`--recompute-beside` measures every endpoint a second time while another process
+recomputes the corpus's scores in a loop (`recompute(corpus, full=True)`: every
+instance read again and every system estimated, as a Celery worker on the same machine
+would; a run whose scores equal the last one's is not stored again), and prints the same
+ratios and closing line for that pass, prefixed "with a recompute beside:".
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -137,6 +144,50 @@ ENDPOINTS = [("healthz", "/healthz", False),
              ("progress.json", "/submissions/{report}/report/progress.json", True)]
 
 
+# The recompute loop of `--recompute-beside`, in its own process (its own GIL and
+# database connection, as a Celery worker): full rebuilds of the bench corpus until
+# killed, each timed on stderr.
+RECOMPUTE_LOOP = """
+import sys, time, django
+django.setup()
+from kbpo.core.models import Corpus
+from estimation.scoring import recompute
+corpus = Corpus.objects.get(tag="bench")
+i = 0
+while True:
+    t = time.monotonic()
+    recompute(corpus, full=True, trigger=f"beside {i}")
+    print(f"recompute beside: {time.monotonic() - t:.1f} s", file=sys.stderr, flush=True)
+    i += 1
+"""
+
+
+def measure(server, endpoints: list[tuple[str, str, bool]], cookie: str, report_id: int,
+            clients: int, requests: int) -> dict[str, dict[str, float]]:
+    """Every endpoint: a short warm-up, then ``requests`` timed ones; printed as they go."""
+    results = {}
+    for label, path, logged_in in endpoints:
+        who = cookie if logged_in else ""
+        full = server.host + path.format(report=report_id)
+        drive(full, clients, min(200, requests), who)  # warm up
+        cpu = server.cpu_seconds()
+        r = results[label] = drive(full, clients, requests, who)
+        r["cpu"] = (server.cpu_seconds() - cpu) / requests * 1000
+        print(f"{label:<20} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
+              f"p99 {r['p99']:7.1f} ms  {r['rps']:6.1f} req/s  "
+              f"CPU {r['cpu']:5.2f} ms/req  errors {r['errors']}")
+    return results
+
+
+def ratios(results: dict[str, dict[str, float]], prefix: str = "") -> None:
+    health = results["healthz"]
+    for label, r in results.items():
+        if label != "healthz":
+            print(f"  {label:<20} p95 / healthz p95 = {r['p95'] / health['p95']:5.1f}   "
+                  f"CPU / healthz CPU = {r['cpu'] / max(health['cpu'], 1e-9):5.1f}")
+    print(ratio_line(results["page"]["p95"], health["p95"], prefix))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,6 +201,8 @@ def main() -> None:
     parser.add_argument("--cache-url", default="", metavar="REDIS_URL",
                         help="the server's CACHE_URL (login sessions then read from Redis); "
                              "default none: every cache off")
+    parser.add_argument("--recompute-beside", action="store_true",
+                        help="measure again while another process recomputes the scores")
     args = parser.parse_args()
     if not (0 < args.clients <= 200 and 0 < args.requests <= 20_000):
         sys.exit("--clients must be in 1..200 and --requests in 1..20000 (a bounded test)")
@@ -183,24 +236,26 @@ def main() -> None:
             print(f"gunicorn: {args.workers} workers on {os.cpu_count()} cores; "
                   f"{args.clients} concurrent clients, {args.requests} requests per endpoint"
                   "; CPU = gunicorn workers' CPU per request (the machine may be shared)")
-            results = {}
             cookie = browser_cookies(server.host, cookie)
-            for label, path, logged_in in ENDPOINTS:
-                who = cookie if logged_in else ""
-                full = server.host + path.format(report=report_id)
-                drive(full, args.clients, min(200, args.requests), who)  # warm up
-                cpu = server.cpu_seconds()
-                r = results[label] = drive(full, args.clients, args.requests, who)
-                r["cpu"] = (server.cpu_seconds() - cpu) / args.requests * 1000
-                print(f"{label:<20} p50 {r['p50']:7.1f} ms  p95 {r['p95']:7.1f} ms  "
-                      f"p99 {r['p99']:7.1f} ms  {r['rps']:6.1f} req/s  "
-                      f"CPU {r['cpu']:5.2f} ms/req  errors {r['errors']}")
-        health = results["healthz"]
-        for label, r in results.items():
-            if label != "healthz":
-                print(f"  {label:<20} p95 / healthz p95 = {r['p95'] / health['p95']:5.1f}   "
-                      f"CPU / healthz CPU = {r['cpu'] / max(health['cpu'], 1e-9):5.1f}")
-        print(ratio_line(results["page"]["p95"], health["p95"]))
+            results = measure(server, ENDPOINTS, cookie, report_id, args.clients,
+                              args.requests)
+            ratios(results)
+            if args.recompute_beside:
+                loop = subprocess.Popen([sys.executable, "-c", RECOMPUTE_LOOP], cwd=ROOT,
+                                        env=env)
+                try:
+                    time.sleep(5)  # the loop's first run under way
+                    if loop.poll() is not None:
+                        sys.exit("the recompute loop stopped at once: see its error above")
+                    print("with a recompute beside (full rebuilds in a loop):")
+                    beside = measure(server, ENDPOINTS, cookie, report_id, args.clients,
+                                     args.requests)
+                    if loop.poll() is not None:
+                        sys.exit("the recompute loop died during the measurement")
+                finally:
+                    loop.kill()
+                    loop.wait()
+                ratios(beside, "with a recompute beside: ")
     finally:
         drop_db(base, name)
 
