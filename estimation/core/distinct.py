@@ -118,10 +118,6 @@ class Design:
         P, n = _csr(P), np.asarray(n, dtype=float)
         return cls(P, n, inclusion_probability(P, n) if pi is None else np.asarray(pi, float))
 
-    def __getitem__(self, cols: np.ndarray) -> Design:
-        """The same draws' design at the pairs ``cols`` of S."""
-        return Design(self.P[:, cols].tocsr(), self.n, self.pi[cols])
-
     @cached_property
     def w(self) -> np.ndarray:
         return (1.0 - self.pi) / (self.pi * self.pi)

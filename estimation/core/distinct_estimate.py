@@ -151,7 +151,7 @@ class NuParts:
         with np.errstate(divide="ignore", invalid="ignore"):
             inv_d = np.where(self.den[rows] > 0, 1.0 / self.den[rows], 0.0)
         g, d = self.g[rows], self.d[rows]
-        sparse = (g - d.multiply(e[:, None])).multiply(inv_d[:, None]).tocsr()
+        sparse = (sp.diags(inv_d) @ (g - sp.diags(e) @ d)).tocsr()
         return SharedRows(sparse, -e * inv_d, self.tk)
 
 
@@ -262,7 +262,7 @@ def _precision_nu_cov(ev: Evidence, y: sp.csr_matrix, x: sp.csr_matrix, est: np.
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_m = np.where(mass > 0, 1.0 / mass, 0.0)
         inv_d = np.where(den > 0, 1.0 / den, 0.0)
-        e_p = (y - x.multiply(np.nan_to_num(est)[:, None])).multiply(inv_m[:, None]).tocsr()
+        e_p = (sp.diags(inv_m) @ (y - sp.diags(np.nan_to_num(est)) @ x)).tocsr()
     out = ht_covariance(e_p, nu_parts.residual(), design)
     if ev.true_prob is not None:
         may = (tk > 0).astype(float)

@@ -214,4 +214,3 @@ def test_design_caches_what_the_sums_read():
     odds = P / (1 - P)
     np.testing.assert_allclose(design.v, (n[:, None] * odds**2).sum(axis=0), rtol=1e-12)
     np.testing.assert_allclose(design.w, (1 - pi) / pi**2, rtol=1e-12)
-    np.testing.assert_allclose(design[np.array([2, 7])].P.toarray(), P[:, [2, 7]])
