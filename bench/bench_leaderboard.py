@@ -17,11 +17,14 @@ line compares the page's p95 with /healthz's on the same server and load:
 The machine's cores are shared with the client threads: figures are noisy, compare
 medians of a few runs.
 
-`--recompute-beside` measures every endpoint a second time while another process
-recomputes the corpus's scores in a loop (`recompute(corpus, full=True)`: every
-instance read again and every system estimated, as a Celery worker on the same machine
-would; a run whose scores equal the last one's is not stored again), and prints the same
-ratios and closing line for that pass, prefixed "with a recompute beside:".
+`--recompute-beside` then measures twice more with every endpoint's requests
+interleaved (one shuffled stream, so that all endpoints see the same moments of the
+machine's load): once alone, once while another process recomputes the corpus's scores
+in a loop (`recompute(corpus, full=True)`: every instance read again and every system
+estimated; a run whose scores equal the last one's is not stored again) at the
+scheduling priority the `scorer` service runs at (nice 10, docker-compose.yml), and
+prints the same ratios and closing line for each, prefixed "interleaved:" and "with a
+recompute beside:".
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -148,7 +153,8 @@ ENDPOINTS = [("healthz", "/healthz", False),
 # database connection, as a Celery worker): full rebuilds of the bench corpus until
 # killed, each timed on stderr.
 RECOMPUTE_LOOP = """
-import sys, time, django
+import os, sys, time, django
+os.nice(SCORER_NICE)
 django.setup()
 from kbpo.core.models import Corpus
 from estimation.scoring import recompute
@@ -160,6 +166,51 @@ while True:
     print(f"recompute beside: {time.monotonic() - t:.1f} s", file=sys.stderr, flush=True)
     i += 1
 """
+
+
+# The scorer's niceness in docker-compose.yml: a recompute yields the cores to requests.
+SCORER_NICE = 10
+
+
+def drive_mixed(urls: dict[str, tuple[str, str]], clients: int, requests: int
+                ) -> dict[str, dict[str, float]]:
+    """``requests`` of each endpoint (label: (url, cookie)) in one shuffled stream."""
+    import random
+
+    order = [label for label in urls for _ in range(requests)]
+    random.Random(0).shuffle(order)
+    latencies: dict[str, list[float]] = {label: [] for label in urls}
+    errors = dict.fromkeys(urls, 0)
+    lock = threading.Lock()
+
+    def one(label: str) -> None:
+        url, cookie = urls[label]
+        t = time.perf_counter()
+        try:
+            req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                resp.read()
+                ok = resp.status == 200
+        except OSError:
+            ok = False
+        dt = time.perf_counter() - t
+        with lock:
+            latencies[label].append(dt)
+            errors[label] += not ok
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        list(pool.map(one, order))
+    wall = time.perf_counter() - t0
+    out = {}
+    for label, lat in latencies.items():
+        q = statistics.quantiles(lat, n=100)
+        out[label] = {"p50": q[49] * 1000, "p95": q[94] * 1000, "p99": q[98] * 1000,
+                      "rps": len(order) / wall, "errors": errors[label], "cpu": float("nan")}
+        print(f"{label:<20} p50 {q[49] * 1000:7.1f} ms  p95 {q[94] * 1000:7.1f} ms  "
+              f"p99 {q[98] * 1000:7.1f} ms  errors {errors[label]}")
+    print(f"  ({len(order)} requests interleaved, {len(order) / wall:.1f} req/s in all)")
+    return out
 
 
 def measure(server, endpoints: list[tuple[str, str, bool]], cookie: str, report_id: int,
@@ -183,9 +234,18 @@ def ratios(results: dict[str, dict[str, float]], prefix: str = "") -> None:
     health = results["healthz"]
     for label, r in results.items():
         if label != "healthz":
-            print(f"  {label:<20} p95 / healthz p95 = {r['p95'] / health['p95']:5.1f}   "
-                  f"CPU / healthz CPU = {r['cpu'] / max(health['cpu'], 1e-9):5.1f}")
+            cpu = ("" if np.isnan(r["cpu"]) else
+                   f"   CPU / healthz CPU = {r['cpu'] / max(health['cpu'], 1e-9):5.1f}")
+            print(f"  {label:<20} p95 / healthz p95 = {r['p95'] / health['p95']:5.1f}{cpu}")
     print(ratio_line(results["page"]["p95"], health["p95"], prefix))
+
+
+def interleaved(server, cookie: str, report_id: int, clients: int, requests: int
+                ) -> dict[str, dict[str, float]]:
+    urls = {label: (server.host + path.format(report=report_id), cookie if logged_in else "")
+            for label, path, logged_in in ENDPOINTS}
+    drive_mixed(urls, clients, min(100, requests))  # warm up
+    return drive_mixed(urls, clients, requests)
 
 
 def main() -> None:
@@ -241,20 +301,26 @@ def main() -> None:
                               args.requests)
             ratios(results)
             if args.recompute_beside:
-                loop = subprocess.Popen([sys.executable, "-c", RECOMPUTE_LOOP], cwd=ROOT,
-                                        env=env)
+                print("interleaved, alone:")
+                alone = interleaved(server, cookie, report_id, args.clients, args.requests)
+                loop = subprocess.Popen(
+                    [sys.executable, "-c",
+                     RECOMPUTE_LOOP.replace("SCORER_NICE", str(SCORER_NICE))],
+                    cwd=ROOT, env=env)
                 try:
                     time.sleep(5)  # the loop's first run under way
                     if loop.poll() is not None:
                         sys.exit("the recompute loop stopped at once: see its error above")
-                    print("with a recompute beside (full rebuilds in a loop):")
-                    beside = measure(server, ENDPOINTS, cookie, report_id, args.clients,
-                                     args.requests)
+                    print(f"interleaved, with a recompute beside (full rebuilds in a loop, "
+                          f"nice {SCORER_NICE}):")
+                    beside = interleaved(server, cookie, report_id, args.clients,
+                                         args.requests)
                     if loop.poll() is not None:
                         sys.exit("the recompute loop died during the measurement")
                 finally:
                     loop.kill()
                     loop.wait()
+                ratios(alone, "interleaved: ")
                 ratios(beside, "with a recompute beside: ")
     finally:
         drop_db(base, name)

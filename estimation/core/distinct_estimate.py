@@ -56,8 +56,9 @@ class DistinctJoint:
     cov: np.ndarray
 
 
-def _design(pop: Population, ev: Evidence, draw_scheme: str) -> Design:
-    """The draw scheme's design at the distinct labelled drawn pairs."""
+def distinct_design(pop: Population, ev: Evidence, draw_scheme: str) -> Design:
+    """The draw scheme's design at the distinct labelled drawn pairs: the same for every
+    evidence with ``ev``'s draws and labels (whatever their soft labels)."""
     return Design.of(pop.stacked(draw_scheme)[:, ev.pairs].tocsr(), ev.n)
 
 
@@ -210,8 +211,8 @@ def _nu(pop: Population, ev: Evidence, draw_scheme: str, design: Design, z: floa
 
 def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: list[str],
                    confidence: float, state: LabelState | None = None,
-                   points_only: bool = False, terms: PairTerms | None = None
-                   ) -> DistinctJoint:
+                   points_only: bool = False, terms: PairTerms | None = None,
+                   design: Design | None = None) -> DistinctJoint:
     """Joint precision for every scheme in ``schemes`` and, under "instance" (recall's
     uniform weight over true instances, whatever the draws' scheme), joint recall
     θ̂ ν̂ + ρ̂ with the HT ν̂ and Cov(P̂, r̂) = θ̂ Cov(P̂, ν̂) for F1.
@@ -219,14 +220,15 @@ def distinct_joint(pop: Population, ev: Evidence, draw_scheme: str, schemes: lis
     Reweighted schemes: their masses are the totals, the draw scheme's design gives π.
     ``points_only``: the same estimates without the variances (the noise correction's
     replicates need only the points); the intervals and ``cov`` are then not computed.
-    ``state``, ``terms``: `LabelState(pop, ev)` and `pair_terms(pop, ev, state)` if made
-    before (every scheme reads the labels' verdicts from them).
+    ``state``, ``terms``, ``design``: `LabelState(pop, ev)`, `pair_terms(pop, ev, state)`
+    and `distinct_design(pop, ev, draw_scheme)` if made before (every scheme reads the
+    labels' verdicts from the first two; replicates of the labels share the third).
     """
     m = len(pop)
     z = ci.z_value(confidence)
     state = LabelState(pop, ev) if state is None else state
     terms = pair_terms(pop, ev, state) if terms is None else terms
-    design = _design(pop, ev, draw_scheme)
+    design = distinct_design(pop, ev, draw_scheme) if design is None else design
     out: dict[str, Interval] = {}
     cov = np.zeros(m)
     recall = None
@@ -337,7 +339,7 @@ def more_draws(pop: Population, ev: Evidence, name: str, target_halfwidth: float
 def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
                     schemes: Sequence[str] | None, confidence: float,
                     points: Mapping[tuple[str, str, str], np.ndarray],
-                    state: LabelState | None = None
+                    state: LabelState | None = None, design: Design | None = None
                     ) -> dict[tuple[str, str, str], np.ndarray]:
     """The joint kind's point estimates under the distinct estimator, keyed as
     `PointPlan.estimates` keys them, for the noise correction's replicates: precision and
@@ -346,7 +348,8 @@ def distinct_points(pop: Population, ev: Evidence, draw_scheme: str,
     schemes = [draw_scheme] if schemes is None else list(schemes)
     # One reading of the verdicts for every part (``state``: a PointPlan's, its floats).
     state = LabelState(pop, ev) if state is None else state
-    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence, state, points_only=True)
+    ht = distinct_joint(pop, ev, draw_scheme, schemes, confidence, state, points_only=True,
+                        design=design)
     bounds = label_bounds(pop, ev, "instance", state=state)
     zero = bounds.exact & (bounds.known == 0)
     out = {}
@@ -383,7 +386,7 @@ def distinct_residuals(pop: Population, ev: Evidence, scheme: str, draw_scheme: 
     them for its precision–recall covariance."""
     z = ci.z_value(confidence)
     rows = np.asarray(rows, dtype=np.int64)
-    design = _design(pop, ev, draw_scheme)
+    design = distinct_design(pop, ev, draw_scheme)
     _, est, mass, y, x = _precision(pop, ev, scheme, draw_scheme, design, z,
                                     LabelState(pop, ev))
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import intervals as ci
-from .distinct_estimate import distinct_points
+from .distinct_estimate import distinct_design, distinct_points
 from .evidence import (
     ALSO_TRUE_STRIDE,
     NO_RELATION,
@@ -203,8 +203,12 @@ def replicate_estimates(pop: Population, ev: Evidence, soft: SoftLabels, draw_sc
                               plan=plan, start_group=ev.group_prior)
     points = plan.estimates(rep, schemes, confidence)
     if estimator == "distinct":
+        # The draws' design is the same for every replicate: made once per plan.
+        design = plan.keep(("distinct design", draw_scheme),
+                           lambda: distinct_design(pop, ev, draw_scheme))
         points.update(distinct_points(pop, rep, draw_scheme, schemes, confidence, points,
-                                      plan.state.for_evidence(rep, plan.right(rep))))
+                                      plan.state.for_evidence(rep, plan.right(rep)),
+                                      design))
     return points
 
 

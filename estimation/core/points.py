@@ -17,8 +17,10 @@ additions (the importance sums run over instances here, over draws there: equal 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +35,8 @@ from .products import weighted_at
 from .recall import exhaustive_hits, pair_true_share, predicted_relations
 from .schemes import SCHEMES, check_scheme, scheme_weights
 from .shares import fixed_point_shares
+
+T = TypeVar("T")
 
 Key = tuple[str, str, str]  # (scheme, metric, kind)
 # Pseudo-instances at the system's precision in each agreement group's prior (noise.py).
@@ -134,6 +138,18 @@ class PointPlan:
         self._base: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0, dtype=bool))
         self._cell_size: np.ndarray | None = None
         self._groups: tuple | None = None  # (lr, `_group_terms`) of the last lookup
+        # Label-free parts other estimators make from these draws (`keep`).
+        self._kept: dict[tuple, object] = {}
+        self._kept_lock = threading.Lock()
+
+    def keep(self, key: tuple, make: Callable[[], T]) -> T:
+        """``make()`` once per plan: a part every evidence on these draws and labels
+        shares (the distinct estimator's design), asked for by each replicate, in
+        either thread of a recompute."""
+        with self._kept_lock:
+            if key not in self._kept:
+                self._kept[key] = make()
+            return self._kept[key]  # type: ignore[return-value]
 
     # ---- precision ----------------------------------------------------------------
 

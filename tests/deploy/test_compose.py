@@ -78,7 +78,9 @@ def test_the_scorer_alone_consumes_the_scoring_queue() -> None:
         for name in APP_SERVICES:
             assert compose.environment(services[name])["KBPO_SCORING_QUEUE"] == scoring
         scorer, worker = (compose.command(services[n]) for n in ("scorer", "worker"))
-        assert scorer[:4] == ["celery", "-A", "kbpo", "worker"]
+        # At a lower priority than the web: a recomputation yields the cores to pages.
+        assert scorer[:3] == ["nice", "-n", "10"]
+        assert scorer[3:7] == ["celery", "-A", "kbpo", "worker"]
         assert compose.option(scorer, "-Q") == scoring
         assert compose.option(scorer, "--concurrency") == "1"
         assert compose.option(worker, "-Q") == default

@@ -212,7 +212,7 @@ def test_nu_over_shared_rows_equals_its_dense_rows(world, soft):
         ev = with_soft_labels(pop, ev, SoftLabels(
             lab, label[lab - 1000], rng.uniform(0.6, 1.0, len(lab))))
         assert ev.true_prob is not None
-    design = de._design(pop, ev, "instance")
+    design = de.distinct_design(pop, ev, "instance")
     parts = de._nu(pop, ev, "instance", design, 1.6448536)
     pi = design.pi
     g, tk = parts.g.toarray(), parts.tk
