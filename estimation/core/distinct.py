@@ -78,9 +78,6 @@ class SharedRows:
     def shape(self) -> tuple[int, int]:
         return self.sparse.shape
 
-    def __getitem__(self, rows: slice | np.ndarray) -> SharedRows:
-        return SharedRows(self.sparse[rows], self.coef[rows], self.shared)
-
     def toarray(self) -> np.ndarray:
         return self.sparse.toarray() + np.outer(self.coef, self.shared)
 
