@@ -4,7 +4,9 @@ against the gold (docs/internals/crowd-bias.md §15): on worlds kept by
 drawn instances at the crowd's prior (no system prior), at the shipped fixed point and
 with the priors fitted from decided pairs (bench/decided_prior.py), next to the share
 the gold holds right; and each system's joint precision and recall point estimates (the
-distinct estimator, the service's) under each, and under the gold labels of the same
+distinct estimator, the service's) under each, with the groups' priors set to the share
+the gold holds right among each group's judged instances ("true prior": the best any fit
+of those priors could do), and under the gold labels of the same
 labelled pairs (the oracle: the same draws, so the sampling error cancels in the difference).
 
 Point estimates only (no intervals, no bootstrap): seconds per world.
@@ -20,12 +22,14 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 FITS = ("fixed_point", "decided")
+PRIORS = (*FITS, "true prior")
 GROUPS = ("1 system", "2 systems", "3+ systems")
 # The yes-biased crowd's attractive relations (bench/biased_confusion.py's defaults).
 ATTRACTIVE = ("per:employee_or_member_of", "per:title")
@@ -45,9 +49,14 @@ def _child(world: Path, decided: float | None) -> dict:
 
     from annotations.crowd.simulation import GoldKey
     from estimation.core.distinct_estimate import distinct_points
-    from estimation.core.evidence import ALSO_TRUE_STRIDE, agreement_groups, prepare_evidence
+    from estimation.core.evidence import (
+        AGREE_GROUPS,
+        ALSO_TRUE_STRIDE,
+        agreement_groups,
+        prepare_evidence,
+    )
     from estimation.core.noise import with_soft_labels
-    from estimation.core.points import PointPlan, consistent
+    from estimation.core.points import PRIOR_FLOOR, PointPlan, consistent
     from estimation.data import PREDICATE_CODE, load_corpus_data
     from kbpo.core.models import Corpus
     from submissions.models import MentionPair
@@ -80,6 +89,17 @@ def _child(world: Path, decided: float | None) -> dict:
         decided_prior.DECIDED = decided
     variants = {"crowd": soft, "fixed_point": consistent(plan, soft),
                 "decided": decided_prior.decided_consistent(plan, soft)}
+    # The best any fit of the groups' priors could do: each (system, group) at the share
+    # of its judged instances the gold holds right.
+    judged = pop.instances()["predicates"][plan.state.judged]
+    gold_right = oracle.correct(plan.j_pairs, judged).astype(float)
+    cells = plan.j_sys.astype(np.int64) * AGREE_GROUPS + plan.j_group
+    n_cells = len(pop) * AGREE_GROUPS
+    share = np.bincount(cells, weights=gold_right, minlength=n_cells) / np.maximum(
+        np.bincount(cells, minlength=n_cells), 1)
+    true_group = np.clip(share, PRIOR_FLOOR, 1 - PRIOR_FLOOR).reshape(len(pop), AGREE_GROUPS)
+    fixed = variants["fixed_point"]
+    variants["true prior"] = replace(fixed, group_prior=true_group)
     key_p = ("instance", "precision", "joint")
     key_r = ("instance", "recall", "joint")
     def distinct(plan: PointPlan, v) -> dict:  # the service's joint estimator
@@ -112,8 +132,7 @@ def _child(world: Path, decided: float | None) -> dict:
             "r": {v: float(e[key_r][k]) for v, e in est.items()},
             "group": grp.tolist(), "right": right, "prob": per,
             "attractive": np.isin(dc, [PREDICATE_CODE[r] for r in ATTRACTIVE]).tolist(),
-            "prior": {v: None if variants[v].group_prior is None
-                      else variants[v].group_prior[k].tolist() for v in FITS}}
+            "prior": {v: variants[v].group_prior[k].tolist() for v in PRIORS}}
     return out
 
 
@@ -139,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
                         *extra], env=env, check=True, cwd=tmp)
         everything[seed] = json.loads((tmp / "split.json").read_text())
-    variants = ("crowd", *FITS, "oracle")
+    variants = ("crowd", *PRIORS, "oracle")
     print("joint precision and recall (distinct), estimate − truth per system, mean over "
           f"seeds {args.seeds}; minus oracle: paired, se over (seed, system) in brackets")
     systems = sorted({n for res in everything.values() for n in res})
@@ -198,13 +217,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {what:20s} {label:10s} {len(a):5d} " + " ".join(
                     f"{x:.3f}" for x in a[:, :3].mean(axis=0)) + f"  {a[:, 3].mean():.3f}  "
                     + " ".join(f"{x:+7.1f}" for x in ex))
-    print("\nagreement-group priors (1, 2, 3+ systems) per seed: fixed point | decided")
+    print("\nagreement-group priors (1, 2, 3+ systems) per seed: fixed point | decided | true")
     for name in systems:
         for seed, res in everything.items():
             if name in res:
                 pr = res[name]["prior"]
-                print(f"  {name:20s} {seed:>3} " + " ".join(f"{x:.3f}" for x in pr["fixed_point"])
-                      + " | " + " ".join(f"{x:.3f}" for x in pr["decided"]))
+                print(f"  {name:20s} {seed:>3} " + " | ".join(
+                    " ".join(f"{x:.3f}" for x in pr[v]) for v in PRIORS))
     if args.json:
         args.json.write_text(json.dumps(everything))
     return 0
