@@ -18,9 +18,10 @@ and truth (`_miss_summary`). --calibration compares the stored soft labels with 
 (bench/noisy_calibration.py); each seed salts its world's sample draws (KBPO_SAMPLE_SALT);
 --keep DIR keeps each seed's world and database, --json FILE writes every seed's result
 (per-system records included); --rescore with --keep scores the kept worlds again with
-the current code (a paired before/after). --world docred-tac builds the world from a
-DocRED / Re-DocRED file mapped to TAC KBP instead (real text: about three quarters of
-the pairs hold no relation).
+the current code (a paired before/after); --prior-fit decided fits the agreement groups'
+priors from decided pairs only (bench/decided_prior.py, crowd-bias.md §15) in that
+scoring. --world docred-tac builds the world from a DocRED / Re-DocRED file mapped to
+TAC KBP instead (real text: about three quarters of the pairs hold no relation).
 --pages: the crowd works as on MTurk instead of through the intake directly: the HITs
 are posted to the fake MTurk requester (tests/annotations/crowd/fake_mturk.py) and each
 simulated worker accepts a HIT there, opens its task page, posts the page's answers and
@@ -168,7 +169,8 @@ def _demo_through_pages(world: Path, docs: int, systems: int, seed: int, error: 
 
 def _one(out: Path, docs: int, systems: int, seed: int, error: float,
          world_kind: str, source: Path | None, calibrate: bool = False,
-         rescore: bool = False, confusion: Path | None = None, pages: bool = False) -> dict:
+         rescore: bool = False, confusion: Path | None = None, pages: bool = False,
+         prior_fit: str = "fixed_point") -> dict:
     """In the child: run the demo (``rescore``: keep the world and database already in
     ``out``), then score with hard and soft labels."""
     sys.path.insert(0, str(ROOT))
@@ -177,6 +179,7 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float,
     import django
 
     django.setup()
+    from decided_prior import set_fit
     from django.core.management import call_command
     from django.test.utils import override_settings
 
@@ -186,6 +189,7 @@ def _one(out: Path, docs: int, systems: int, seed: int, error: float,
     world = out / "world"
     tag = "docred-tac" if world_kind == "docred-tac" else "demo"
     extra = {"world": world_kind, "source": source} if world_kind == "docred-tac" else {}
+    set_fit(prior_fit)
     counter = {"fits": 0, "at_limit": 0}
     _count_em_rounds(counter)  # the demo's own fits: labels at answer time, the soft refit
     with open(os.devnull, "w") as quiet:
@@ -242,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", action="store_true",
                         help="the crowd answers through the task pages and the fake MTurk "
                              "(synthetic world only)")
+    parser.add_argument("--prior-fit", choices=["fixed_point", "decided"], default="fixed_point",
+                        help="how the agreement groups' priors are fitted "
+                             "(bench/decided_prior.py; shipped: fixed_point)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -254,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     source = args.source.resolve() if args.source else None
     if args.child:
         res = _one(args.child, args.docs, args.systems, args.seed, args.error, args.world,
-                   source, args.calibration, args.rescore, args.confusion, args.pages)
+                   source, args.calibration, args.rescore, args.confusion, args.pages,
+                   args.prior_fit)
         (args.child / "result.json").write_text(json.dumps(res))
         return 0
     print(f"{args.world} demo world: {args.docs} documents, {args.systems} systems, crowd error "
@@ -282,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
                             *(["--calibration"] if args.calibration else []),
                             *(["--rescore"] if args.rescore else []),
                             *(["--pages"] if args.pages else []),
+                            "--prior-fit", args.prior_fit,
                             *(["--confusion", str(args.confusion.resolve())]
                               if args.confusion else [])],
                            env=env, check=True, cwd=tmp)

@@ -2,7 +2,12 @@
 (issue 38; docs/internals/crowd-bias.md §14).
 
 Usage: python bench/beta_battery.py --scenario crowd20_distinct [--scenario ...]
-           [--betas 0.5 0] [--trials 40] [--seed 3] [--small] [--json OUT]
+           [--betas 0.5 0] [--fits fixed_point decided] [--trials 40] [--seed 3]
+           [--small] [--json OUT]
+
+--fits: each β also with each way of fitting the agreement groups' priors (the shipped
+fixed point, or from decided pairs only: bench/decided_prior.py, crowd-bias.md §15);
+the paired differences are then to the first (β, fit).
 
 β sets the prior the soft labels' re-weighting divides out (odds(crowd-wide)^β ·
 odds(pair type)^(1−β); docs/internals/noisy-crowds.md §3). It is read by name in two
@@ -31,6 +36,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from decided_prior import set_fit  # noqa: E402
 
 from estimation.core import evidence, noise  # noqa: E402
 from estimation.core import intervals as ci  # noqa: E402
@@ -64,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", action="append", required=True)
     parser.add_argument("--betas", type=float, nargs="+", default=[0.5, 0.0])
+    parser.add_argument("--fits", nargs="+", default=["fixed_point"],
+                        choices=["fixed_point", "decided"])
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="12-system versions")
@@ -75,14 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in args.scenario:
             spec = known[name].small() if args.small else known[name]
-            trials: dict[float, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-            for beta in args.betas:
+            trials: dict[tuple[float, str], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+            for beta, fit in [(b, f) for b in args.betas for f in args.fits]:
                 set_beta(beta)
+                set_fit(fit)
                 start = time.perf_counter()
                 run = run_scenario(spec, args.trials, args.seed)
                 wall = time.perf_counter() - start
                 rows = summarise(run)
-                print(f"== {name} β={beta:g} ({'small' if args.small else 'full'}, "
+                print(f"== {name} β={beta:g} {fit} ({'small' if args.small else 'full'}, "
                       f"{args.trials} trials, seed {args.seed}, {wall:.0f} s wall)")
                 print(format_table([r for r in rows if r.kind == "joint"
                                     and r.metric != "f1"]))
@@ -91,16 +102,17 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"   {'ok  ' if good else 'FAIL'} {r.metric}/{r.kind}: {message}")
                 print(verdict(rows, run), flush=True)
                 ok &= passed(rows)
-                trials[beta] = {m: per_trial(run, m) for m in ("precision", "recall")}
+                trials[(beta, fit)] = {m: per_trial(run, m)
+                                       for m in ("precision", "recall")}
                 if args.json:
                     joint = {r.metric: r for r in rows if r.kind == "joint"}
-                    line = {"scenario": name, "beta": beta, "small": args.small,
+                    line = {"scenario": name, "beta": beta, "fit": fit, "small": args.small,
                             "trials": args.trials, "seed": args.seed, "seconds": round(wall),
                             "passed": passed(rows),
                             "failed": [f"{r.metric}/{r.kind}: {m}" for r in rows
                                        for m, g in r.checks if not g]}
                     for m in ("precision", "recall"):
-                        b, c = trials[beta][m]
+                        b, c = trials[(beta, fit)][m]
                         line[m] = {"bias": joint[m].bias, "coverage": joint[m].coverage,
                                    "bias_se": float(np.std(b, ddof=1) / np.sqrt(len(b))),
                                    "cov_se": float(np.std(c, ddof=1) / np.sqrt(len(c))),
@@ -108,18 +120,20 @@ def main(argv: list[str] | None = None) -> int:
                                    "min_coverage": joint[m].min_coverage}
                     with args.json.open("a") as f:
                         f.write(json.dumps(line) + "\n")
-            base = args.betas[0]
-            for beta in args.betas[1:]:
+            base = next(iter(trials))
+            for key in list(trials)[1:]:
                 for m in ("precision", "recall"):
-                    db = trials[beta][m][0] - trials[base][m][0]
-                    dc = trials[beta][m][1] - trials[base][m][1]
+                    db = trials[key][m][0] - trials[base][m][0]
+                    dc = trials[key][m][1] - trials[base][m][1]
                     n = np.sqrt(len(db))
-                    print(f"   paired {name} {m} joint, β={beta:g} minus β={base:g}: "
+                    print(f"   paired {name} {m} joint, β={key[0]:g} {key[1]} minus "
+                          f"β={base[0]:g} {base[1]}: "
                           f"bias {db.mean():+.4f} (se {db.std(ddof=1) / n:.4f}), "
                           f"coverage {dc.mean():+.4f} (se {dc.std(ddof=1) / n:.4f})",
                           flush=True)
     finally:
         set_beta(shipped)
+        set_fit("fixed_point")
     return 0 if ok else 1
 
 
