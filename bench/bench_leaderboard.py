@@ -110,6 +110,19 @@ def browser_cookies(host: str, session_cookie: str) -> str:
     sys.exit("the signed-in page set no CSRF cookie: the bench cannot act as a browser")
 
 
+def fetch(url: str, cookie: str = "") -> tuple[float, bool]:
+    """One GET: its latency in seconds and whether it answered 200."""
+    t = time.perf_counter()
+    try:
+        req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            resp.read()
+            ok = resp.status == 200
+    except OSError:
+        ok = False
+    return time.perf_counter() - t, ok
+
+
 def drive(url: str, clients: int, requests: int, cookie: str = "") -> dict[str, float]:
     latencies: list[float] = []
     errors = 0
@@ -117,15 +130,7 @@ def drive(url: str, clients: int, requests: int, cookie: str = "") -> dict[str, 
 
     def one(_: int) -> None:
         nonlocal errors
-        t = time.perf_counter()
-        try:
-            req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                resp.read()
-                ok = resp.status == 200
-        except OSError:
-            ok = False
-        dt = time.perf_counter() - t
+        dt, ok = fetch(url, cookie)
         with lock:
             latencies.append(dt)
             errors += not ok
@@ -184,16 +189,7 @@ def drive_mixed(urls: dict[str, tuple[str, str]], clients: int, requests: int
     lock = threading.Lock()
 
     def one(label: str) -> None:
-        url, cookie = urls[label]
-        t = time.perf_counter()
-        try:
-            req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                resp.read()
-                ok = resp.status == 200
-        except OSError:
-            ok = False
-        dt = time.perf_counter() - t
+        dt, ok = fetch(*urls[label])
         with lock:
             latencies[label].append(dt)
             errors[label] += not ok
