@@ -1,0 +1,477 @@
+"""Does the noise correction's bootstrap carry the soft labels' error on the demo world
+with the yes-biased crowd? (docs/internals/crowd-bias.md §16.)
+
+On worlds kept by `bench_noisy_demo.py --keep DIR`, per system: the joint precision
+(distinct estimator) from the soft labels, its error against the oracle (the gold labels
+of the same labelled pairs: the sampling error cancels), the correction's sd over the
+bootstrap replicates, the sampling half-width and the widened interval; per attractive
+relation: the fitted false-yes rates (relation and (worker, relation) cells) against the
+simulated crowd's (`--confusion`), their spread over the replicates and the sd of their
+Beta posteriors given the exposures. Variants of the replicates (`--variants`):
+
+- ``boot``: the shipped bootstrap over questions (labelled and control questions drawn
+  separately), B replicates refitted;
+- ``beta``: each bootstrap replicate with its false-yes rates redrawn from their Beta
+  posteriors — the relation's rate ρ_r from Beta(x_r + s_r c, n_r − x_r + s_r(1 − c)),
+  then each cell from Beta(said + s_c f_w ρ_r, exposed − said + s_c(1 − f_w ρ_r)) with
+  the replicate's counts and strengths — and the original answers' posterior recomputed;
+- ``beta_cells``: the same with ρ_r kept at the replicate's fit (cells drawn only);
+- ``fit``: no bootstrap; one replicate, the fit's own parameters (the baseline of ``true``);
+- ``true_refit``: no bootstrap; the model refitted with the attractive cells held at the
+  simulated crowd's rates in every M-step (class shares, miss rates refitted with them);
+- ``true``: no bootstrap; one replicate whose attractive cells are the simulated crowd's
+  rates (the rest as fitted): what the labels would read with exactly known cells.
+
+Every variant also scores the replicate-0 soft labels at the full fixed point (the
+point a variant's labels give), so ``true`` measures the cells' share of the error.
+
+Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
+       [--replicates 8] [--variants boot beta beta_cells fit true true_refit] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTRACTIVE = ("per:employee_or_member_of", "per:title")
+KEY_P = ("instance", "precision", "joint")
+Z90 = 1.6448536269514722
+
+
+def _yes_parts(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
+               nc: int, n_w: int, offered) -> dict:
+    """`rates.false_yes_rates`'s intermediate values (counts, rates, strengths)."""
+    from annotations.quality import rates as R
+
+    table = offered.rows()
+    n_s, n_c = table.shape
+    rel = obs != nc
+    said = np.bincount(workers[rel] * n_c + obs[rel], weights=p_none[rel],
+                       minlength=n_w * n_c).reshape(n_w, n_c).astype(float)
+    by_stratum = np.bincount(workers * n_s + offered.of(items), weights=p_none,
+                             minlength=n_w * n_s).reshape(n_w, n_s)
+    exposed = by_stratum @ table
+    if 0 <= nc < n_c:
+        said[:, nc] = 0.0
+    crowd = ((said.sum() + R.YES_PRIOR_RATE * R.YES_PRIOR_EXPOSURES)
+             / (exposed.sum() + R.YES_PRIOR_EXPOSURES))
+    x_r, n_r = said.sum(axis=0), exposed.sum(axis=0)
+    s_r = R._eb_strength(x_r, n_r, np.full(n_c, crowd))
+    relation = (x_r + s_r * crowd) / (n_r + s_r)
+    worker = (said.sum(axis=1) + 0.5) / (exposed @ relation + 0.5)
+    prior = np.clip(worker[:, None] * relation[None, :], 1e-6, 0.99)
+    s_c = np.array([R._eb_strength(said[:, r], exposed[:, r], prior[:, r])
+                    for r in range(n_c)])
+    return {"said": said, "exposed": exposed, "crowd": crowd, "x_r": x_r, "n_r": n_r,
+            "s_r": s_r, "relation": relation, "worker": worker, "prior": prior, "s_c": s_c}
+
+
+def _draw_cells(parts: dict, rng: np.random.Generator, hier: bool) -> np.ndarray:
+    """False-yes cells drawn from their Beta posteriors (``hier``: ρ_r drawn first)."""
+    relation = parts["relation"]
+    if hier:
+        a = parts["x_r"] + parts["s_r"] * parts["crowd"]
+        b = np.maximum(parts["n_r"] - parts["x_r"], 0) + parts["s_r"] * (1 - parts["crowd"])
+        relation = rng.beta(np.maximum(a, 1e-9), np.maximum(b, 1e-9))
+    prior = np.clip(parts["worker"][:, None] * relation[None, :], 1e-6, 0.99)
+    s_c = parts["s_c"][None, :]
+    a = parts["said"] + s_c * prior
+    b = np.maximum(parts["exposed"] - parts["said"], 0) + s_c * (1 - prior)
+    return np.clip(rng.beta(np.maximum(a, 1e-9), np.maximum(b, 1e-9)), 1e-6, 1 - 1e-3)
+
+
+def _beta_sd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+
+
+def _control_check(fit, args: tuple, aggregation) -> dict:
+    """The controls that hold none on pairs offering an attractive relation: how many,
+    and their mean P(relation) under the fit's parameters with their known answer left
+    out (what the controls could tell of the false attractive pairs' calibration; the
+    fit itself counted them, so this is optimistic)."""
+    items, workers, answers, n_items, kw = args
+    cats = fit.categories
+    nc = fit.params.none_index
+    inside = aggregation.within_offered(answers, np.asarray(kw["strata"], np.int64)[items],
+                                        kw["offered"], cats[nc])
+    items, workers = np.asarray(items)[inside], np.asarray(workers)[inside]
+    answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+    post = aggregation.coin_posterior(fit.params, items, workers, answers, n_items,
+                                      n_options=kw["n_options"], strata=kw["strata"])
+    strata = np.asarray(kw["strata"], np.int64)
+    table = fit.params.offered
+    out = {}
+    for r in ATTRACTIVE:
+        cols = [j for j, c in enumerate(cats) if r in str(c).split("|")]
+        if not cols:
+            continue
+        c = cats.index(r)
+        ctrl = [i for i, a in kw["known"].items() if a == cats[nc]
+                and strata[i] < len(table) and table[strata[i], c] > 0]
+        test = np.array([i for i in range(n_items) if i not in kw["known"]
+                         and strata[i] < len(table) and table[strata[i], c] > 0])
+        out[r] = {"controls": len(ctrl),
+                  "controls_p": float(post[ctrl][:, cols].sum(axis=1).mean()) if ctrl else None,
+                  "labelled_offering": len(test)}
+    return out
+
+
+def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -> dict:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
+    import django
+
+    django.setup()
+    from dataclasses import replace
+
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    from annotations.crowd.simulation import GoldKey
+    from annotations.models import CrowdWorker
+    from annotations.quality import aggregation
+    from annotations.quality import rates as R
+    from estimation import correction, crowd_model
+    from estimation.core.distinct_estimate import distinct_points
+    from estimation.core.estimators import estimate
+    from estimation.core.evidence import prepare_evidence
+    from estimation.core.noise import replicate_estimates, self_consistent, with_soft_labels
+    from estimation.core.points import PointPlan
+    from estimation.data import PREDICATE_CODE, load_corpus_data
+    from kbpo.core.models import Corpus
+    from submissions.models import MentionPair
+
+    estimator = settings.KBPO_JOINT_ESTIMATOR
+    corpus = Corpus.objects.get(tag="demo")
+    truth_json = json.loads((world / "truth.json").read_text())["systems"]
+    true_yes = json.loads(confusion.read_text())["workers"]
+
+    # Record each outer one_coin fit's last false-yes M-step (the fit's and each
+    # replicate's: the blind-spot stage's inner fit, type_shrink inf, is not recorded).
+    last: dict = {}
+    recorded: list[dict] = []
+    orig_fy, orig_oc = R.false_yes_rates, aggregation.one_coin
+
+    def fy(p_none, items, workers, obs, nc, n_w, offered):
+        last["parts"] = (p_none, items, workers, obs, nc, n_w, offered)
+        out = orig_fy(p_none, items, workers, obs, nc, n_w, offered)
+        if held.get("known_cells"):  # the attractive cells held at the simulated rates
+            for (w, c), rate in held["known_cells"].items():
+                out[w, c] = rate
+        return out
+
+    def oc(*args, **kwargs):
+        res = orig_oc(*args, **kwargs)
+        if kwargs.get("type_shrink") != np.inf and "parts" in last:
+            recorded.append(_yes_parts(*last.pop("parts")))
+        return res
+
+    R.false_yes_rates = fy
+    aggregation.one_coin = crowd_model.one_coin = oc
+
+    held: dict = {}
+    orig_fit = crowd_model.fit_crowd
+
+    def fit_once(items, workers, answers, n_items, n_workers, **kw):
+        # One refit per world (seeded from the answers: every variant the same).
+        if "model" not in held:
+            recorded.clear()
+            held["model"] = orig_fit(items, workers, answers, n_items, n_workers, **kw)
+            held["parts"] = list(recorded)  # [fit, replicate 1, ...]
+            held["args"] = (items, workers, answers, n_items, kw)
+        model = held["model"]
+        v = held["variant"]
+        if "controls" not in held:
+            held["controls"] = _control_check(model.fit, held["args"], aggregation)
+        if v == "boot":
+            return model
+        if v == "true_refit":
+            cats = model.fit.categories
+            held["known_cells"] = {
+                (w, cats.index(r)): true_yes[e]["yes"].get(r, 0.0)
+                for w, e in enumerate(held["external"]) for r in ATTRACTIVE
+                if r in cats and e in true_yes}
+            items, workers, answers, n_items, kw = held["args"]
+            refit = orig_fit(items, workers, answers, n_items, n_workers,
+                             **{**kw, "replicates": 0}).fit
+            held["known_cells"] = None
+            own = aggregation.item_priors(refit.params, refit.priors, kw["strata"], n_items)
+            return crowd_model.CrowdFit(refit, [(refit.posterior, refit.priors, own)] * 2,
+                                        model.params, model.refused)
+        items, workers, answers, n_items, kw = held["args"]
+        fit = model.fit
+        cats = fit.categories
+        nc = fit.params.none_index
+        if kw.get("offered") is not None:
+            inside = aggregation.within_offered(
+                answers, np.asarray(kw["strata"], np.int64)[items], kw["offered"], cats[nc])
+            items, workers = np.asarray(items)[inside], np.asarray(workers)[inside]
+            answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+
+        def posterior(params):
+            return aggregation.coin_posterior(
+                params, items, workers, answers, n_items, n_options=kw["n_options"],
+                known=kw["known"] or None, strata=kw["strata"])
+
+        reps = []
+        rng = np.random.default_rng(38)
+        if v in ("true", "fit"):
+            fp = np.array(R.yes_cells(fit.params.rates), copy=True)
+            for w, ext in enumerate(held["external"]):
+                for r in ATTRACTIVE:
+                    if v == "true" and r in cats and ext in true_yes:
+                        fp[w, cats.index(r)] = true_yes[ext]["yes"].get(r, 0.0)
+            params = replace(fit.params, rates=(*fit.params.rates[:-1], fp))
+            post = posterior(params)
+            own = aggregation.item_priors(params, params.priors, kw["strata"], n_items)
+            reps = [(post, params.priors, own)] * 2
+        else:
+            for (_post, priors, own), params, parts in zip(model.replicates, model.params,
+                                                           held["parts"][1:], strict=True):
+                fp = _draw_cells(parts, rng, hier=v == "beta")
+                p = replace(params, rates=(*params.rates[:-1], fp))
+                reps.append((posterior(p), priors, own))
+        return crowd_model.CrowdFit(fit, reps, model.params, model.refused)
+
+    correction.fit_crowd = fit_once
+    correction._reusable = lambda *a, **k: []  # refit here, never the stored fit
+
+    ans, _ = correction._answers_and_controls(corpus)
+    ext = dict(CrowdWorker.objects.filter(pk__in=ans.wids).values_list("pk", "external_id"))
+    held["external"] = [ext[w] for w in ans.wids]
+
+    out: dict = {"systems": {}, "cells": {}}
+    oracle_p = None
+    for v in variants:
+        held["variant"] = v
+        correction.forget_answers()
+        with override_settings(KBPO_SOFT_LABELS=True, KBPO_SOFT_LABEL_BOOTSTRAP=replicates):
+            data = load_corpus_data(corpus)
+        pop = data.population
+        names = {str(s.pk): s.name for s in data.submissions}
+        args = (data.exhaustive_pairs, data.exhaustive_preds, data.exhaustive_subjects,
+                data.exhaustive_docs)
+        ev, plan = data.evidence_and_plan("instance")
+        base = prepare_evidence(pop, data.draws, data.label_pairs, data.label_preds, *args)
+
+        def distinct(v_ev, v_plan, pop=pop):
+            got = v_plan.estimates(v_ev, ["instance"])
+            got.update(distinct_points(pop, v_ev, "instance", ["instance"], 0.9, got,
+                                       v_plan.state.for_evidence(v_ev, v_plan.right(v_ev))))
+            return got[KEY_P]
+
+        if oracle_p is None:
+            key = GoldKey.load(world / "gold.jsonl")
+            gold: dict[int, set[int]] = {}
+            for p in MentionPair.objects.filter(
+                    pk__in=[int(x) for x in np.unique(data.label_pairs)]).select_related(
+                    "document"):
+                t = key.truth((p.document.doc_id, p.subject_begin, p.subject_end,
+                               p.object_begin, p.object_end))
+                gold[p.pk] = {PREDICATE_CODE[r] for r in t if r in PREDICATE_CODE} or {-1}
+            o_pairs = np.array([u for u, cs in gold.items() for _ in cs], np.int64)
+            o_preds = np.array([c for cs in gold.values() for c in sorted(cs)], np.int64)
+            oracle = prepare_evidence(pop, data.draws, o_pairs, o_preds, *args)
+            oracle_p = distinct(oracle, PointPlan(pop, oracle, "instance"))
+            o_iv = estimate(pop, oracle, draw_scheme="instance", schemes=["instance"],
+                            confidence=0.9, estimator=estimator
+                            ).results["instance"]["precision"]["joint"]
+            shipped = estimate(pop, ev, draw_scheme="instance", schemes=["instance"],
+                               confidence=0.9, estimator=estimator)
+            iv = shipped.results["instance"]["precision"]["joint"]
+            shipped_p = np.asarray(iv.estimate)
+            samp_lo, samp_hi = shipped_p - np.asarray(iv.lo), np.asarray(iv.hi) - shipped_p
+        reps = [replicate_estimates(pop, ev, s, "instance", ["instance"], 0.9, plan,
+                                    estimator)[KEY_P] for s in data.soft_replicates]
+        sd = np.std(np.stack(reps), axis=0, ddof=1)
+        # Each replicate at the full fixed point of the systems' priors instead of the
+        # service's one round from the fit's: does the one round understate the spread?
+        full = []
+        for soft in data.soft_replicates:
+            rep = with_soft_labels(pop, base, soft)
+            rep = self_consistent(pop, rep, plan=PointPlan(pop, rep, "instance"))
+            full.append(distinct(rep, PointPlan(pop, rep, "instance")))
+        sd_full = np.std(np.stack(full), axis=0, ddof=1)
+        # The point the variant's first replicate's labels give at the full fixed point.
+        rep0 = with_soft_labels(pop, base, data.soft_replicates[0])
+        rep0_plan = PointPlan(pop, rep0, "instance")
+        rep0 = self_consistent(pop, rep0, plan=rep0_plan)
+        rep0_p = distinct(rep0, PointPlan(pop, rep0, "instance"))
+        for k, sid in enumerate(pop.names):
+            name = names[sid]
+            truth = truth_json[name]["instance"]["precision"]
+            # The answers' own noise: sd of Σ (P(right) − right) over the system's drawn
+            # instances, were the posteriors calibrated (per draw, mean over draws).
+            pairs, preds, _ = pop.system_instances(k)
+            drawn = pop.lookup_pairs(np.asarray(data.draws[sid], np.int64))
+            at = np.concatenate([np.flatnonzero(pairs == u) for u in drawn]) \
+                if len(drawn) else np.zeros(0, np.int64)
+            p_right = np.asarray(ev.correct(pairs[at], preds[at], np.full(len(at), k)), float)
+            answer_sd = float(np.sqrt((p_right * (1 - p_right)).sum()) / max(len(drawn), 1))
+            lo = shipped_p[k] - np.sqrt(samp_lo[k] ** 2 + Z90 ** 2 * sd[k] ** 2)
+            hi = shipped_p[k] + np.sqrt(samp_hi[k] ** 2 + Z90 ** 2 * sd[k] ** 2)
+            out["systems"].setdefault(name, {}).update({
+                "truth": truth, "estimate": float(shipped_p[k]), "oracle": float(oracle_p[k]),
+                "samp_half": float((samp_lo[k] + samp_hi[k]) / 2),
+                "samp_below": float(samp_lo[k]), "samp_above": float(samp_hi[k]),
+                "answer_sd": answer_sd,
+                "oracle_lo": float(o_iv.lo[k]), "oracle_hi": float(o_iv.hi[k]),
+                v: {"sd": float(sd[k]), "sd_full": float(sd_full[k]),
+                    "lo": float(max(lo, 0.0)), "hi": float(min(hi, 1.0)),
+                    "rep0": float(rep0_p[k]),
+                    "reps": [float(r[k]) for r in reps]}})
+    # The attractive relations' rates: fit and replicates against the simulated crowd's.
+    cats = held["model"].fit.categories
+    parts = held["parts"]
+    for r in ATTRACTIVE:
+        if r not in cats:
+            continue
+        c = cats.index(r)
+        p0 = parts[0]
+        a = p0["x_r"][c] + p0["s_r"] * p0["crowd"]
+        b = p0["n_r"][c] - p0["x_r"][c] + p0["s_r"] * (1 - p0["crowd"])
+        prior = p0["prior"][:, c]
+        ca = p0["said"][:, c] + p0["s_c"][c] * prior
+        cb = p0["exposed"][:, c] - p0["said"][:, c] + p0["s_c"][c] * (1 - prior)
+        fp_fit = np.array([R.yes_cells(held["model"].fit.params.rates)[w, c]
+                           for w in range(len(held["external"]))])
+        out["cells"][r] = {
+            "workers": held["external"],
+            "true": [true_yes.get(e, {}).get("yes", {}).get(r) for e in held["external"]],
+            "fit": fp_fit.tolist(), "reps": [p["said"][:, c].tolist() for p in parts[1:]],
+            "rep_cells": [R.yes_cells(p.rates)[:, c].tolist() for p in held["model"].params],
+            "exposed": p0["exposed"][:, c].tolist(), "said": p0["said"][:, c].tolist(),
+            "cell_post_sd": _beta_sd(ca, cb).tolist(), "s_c": float(p0["s_c"][c]),
+            "s_r": float(p0["s_r"]), "relation": float(p0["relation"][c]),
+            "relation_reps": [float(p["relation"][c]) for p in parts[1:]],
+            "relation_post_sd": float(_beta_sd(a, b)), "n_r": float(p0["n_r"][c]),
+            "s_c_reps": [float(p["s_c"][c]) for p in parts[1:]]}
+    out["controls"] = held["controls"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, required=True)
+    parser.add_argument("--confusion", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[4, 5, 6, 7])
+    parser.add_argument("--replicates", type=int, default=8)
+    parser.add_argument("--variants", nargs="+",
+                        default=["boot", "beta", "beta_cells", "fit", "true", "true_refit"])
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        res = _child(args.child / "world", args.confusion.resolve(), args.replicates,
+                     args.variants)
+        (args.child / "spread.json").write_text(json.dumps(res))
+        return 0
+    everything = {}
+    for seed in args.seeds:
+        tmp = args.keep.resolve() / f"seed-{seed}"
+        env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
+        env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
+        subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
+                        "--confusion", str(args.confusion.resolve()),
+                        "--replicates", str(args.replicates), "--variants", *args.variants],
+                       env=env, check=True, cwd=tmp)
+        everything[seed] = json.loads((tmp / "spread.json").read_text())
+    _report(everything, args.variants)
+    if args.json:
+        args.json.write_text(json.dumps(everything))
+    return 0
+
+
+def _report(everything: dict, variants: list[str]) -> None:
+    boots = [v for v in variants if v not in ("true", "fit", "true_refit")]
+    print("joint precision per (seed, system): truth, estimate − truth, − oracle (the labels' "
+          "error), sampling half-width, correction sd per variant, covered per variant")
+    print(f"{'seed':>4} {'system':20s} {'truth':>6s} {'err':>7s} {'lab err':>7s} "
+          f"{'samp hw':>7s} {'ans sd':>6s} "
+          + " ".join(f"{'sd ' + v:>13s}" for v in boots) + " "
+          + " ".join(f"{'hw ' + v:>13s}" for v in boots) + "  covered")
+    cov = {v: 0 for v in boots}
+    n = 0
+    ratio = {v: [] for v in boots}
+    for seed, res in everything.items():
+        for name, s in sorted(res["systems"].items()):
+            n += 1
+            err, lab = s["estimate"] - s["truth"], s["estimate"] - s["oracle"]
+            flags = []
+            for v in boots:
+                ok = s[v]["lo"] <= s["truth"] <= s[v]["hi"]
+                cov[v] += ok
+                flags.append("y" if ok else ("HIGH" if s[v]["lo"] > s["truth"] else "LOW"))
+                ratio[v].append(abs(lab) / max(s[v]["sd"], 1e-9))
+            print(f"{seed:>4} {name:20s} {s['truth']:6.3f} {err:+7.3f} {lab:+7.3f} "
+                  f"{s['samp_half']:7.3f} {s['answer_sd']:6.4f} "
+                  + " ".join(f"{s[v]['sd']:13.4f}" for v in boots)
+                  + " " + " ".join(f"{(s[v]['hi'] - s[v]['lo']) / 2:13.4f}" for v in boots)
+                  + "  " + " ".join(flags))
+    print("covered: " + ", ".join(f"{v} {cov[v]}/{n}" for v in boots))
+    rows = [s for res in everything.values() for s in res["systems"].values()]
+    o_cov = sum(s["oracle_lo"] <= s["truth"] <= s["oracle_hi"] for s in rows)
+    print(f"the oracle's own intervals (gold labels, same draws) cover {o_cov}/{n}; misses: "
+          + ", ".join(f"{seed} {name} ({s['oracle'] - s['truth']:+.3f})"
+                      for seed, res in everything.items()
+                      for name, s in sorted(res["systems"].items())
+                      if not s["oracle_lo"] <= s["truth"] <= s["oracle_hi"]))
+    for seed, res in everything.items():
+        for name, s in sorted(res["systems"].items()):
+            err = s["estimate"] - s["truth"]
+            if "boot" in s and not s["boot"]["lo"] <= s["truth"] <= s["boot"]["hi"]:
+                side = s["samp_below"] if err > 0 else s["samp_above"]  # the side it missed
+                need = np.sqrt(max(err ** 2 - side ** 2, 0.0)) / Z90
+                print(f"  shipped miss {seed} {name}: error {err:+.3f}, sampling half-width "
+                      f"on that side {side:.3f}: covering it needs a correction sd ≥ {need:.4f} "
+                      f"(boot {s['boot']['sd']:.4f})")
+    z = [(s["estimate"] - s["oracle"]) / s["answer_sd"] for s in rows]
+    print("labels' error in answer-noise sd (calibrated posteriors: mean 0, sd 1): mean "
+          f"{np.mean(z):+.2f}, sd {np.std(z, ddof=1):.2f}, |z| > 1.645: "
+          f"{sum(abs(x) > 1.645 for x in z)}/{n}; answer sd range "
+          f"{min(s['answer_sd'] for s in rows):.4f}–{max(s['answer_sd'] for s in rows):.4f}")
+    print("correction sd, one round (shipped) / full fixed point per replicate, mean over the "
+          "24: " + ", ".join(f"{v} {np.mean([s[v]['sd'] for s in rows]):.4f} / "
+                             f"{np.mean([s[v]['sd_full'] for s in rows]):.4f}" for v in boots))
+    print("median |labels' error| / correction sd: " + ", ".join(
+        f"{v} {np.median(ratio[v]):.1f}" for v in boots))
+    for v in variants:
+        d = [s[v]["rep0"] - s["oracle"] for res in everything.values()
+             for s in res["systems"].values()]
+        print(f"{v:10s} replicate 0 at the full fixed point, minus oracle: mean {np.mean(d):+.4f}"
+              f" (se {np.std(d, ddof=1) / np.sqrt(len(d)):.4f})")
+    print("\nattractive relations: relation rate fit, its replicates' sd, its Beta posterior sd;"
+          " s_r; cells: mean fit − true (over workers), mean |fit − true|, mean replicate sd, "
+          "mean Beta posterior sd, s_c (fit; replicates' range)")
+    for seed, res in everything.items():
+        print(f"{seed:>4} controls holding none where an attractive relation is offered: "
+              + "; ".join(f"{r} {c['controls']} (mean P(r) {c['controls_p'] or 0:.3f}, "
+                          f"beside {c['labelled_offering']} labelled questions)"
+                          for r, c in res["controls"].items()))
+    for seed, res in everything.items():
+        for r, c in res["cells"].items():
+            true = np.array([np.nan if t is None else t for t in c["true"]], float)
+            fit = np.array(c["fit"])
+            reps = np.array(c["rep_cells"])
+            ok = ~np.isnan(true)
+            print(f"{seed:>4} {r:26s} ρ {c['relation']:.3f} sd(rep) "
+                  f"{np.std(c['relation_reps'], ddof=1):.4f} sd(post) {c['relation_post_sd']:.4f}"
+                  f" s_r {c['s_r']:.0f} n_r {c['n_r']:.0f} | cells fit−true "
+                  f"{np.mean(fit[ok] - true[ok]):+.3f} "
+                  f"|.| {np.mean(np.abs(fit[ok] - true[ok])):.3f}"
+                  f" sd(rep) {np.mean(np.std(reps[:, ok], axis=0, ddof=1)):.4f} sd(post) "
+                  f"{np.mean(np.array(c['cell_post_sd'])[ok]):.4f} exposures "
+                  f"{np.mean(np.array(c['exposed'])[ok]):.1f} s_c {c['s_c']:.0f} "
+                  f"({min(c['s_c_reps']):.0f}–{max(c['s_c_reps']):.0f})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
