@@ -116,10 +116,14 @@ def _control_check(fit, args: tuple, aggregation) -> dict:
         c = cats.index(r)
         ctrl = [i for i, a in kw["known"].items() if a == cats[nc]
                 and strata[i] < len(table) and table[strata[i], c] > 0]
+        holds = [i for i, a in kw["known"].items() if r in str(a).split("|")]
         test = np.array([i for i in range(n_items) if i not in kw["known"]
                          and strata[i] < len(table) and table[strata[i], c] > 0])
         out[r] = {"controls": len(ctrl),
                   "controls_p": float(post[ctrl][:, cols].sum(axis=1).mean()) if ctrl else None,
+                  # P(r) per control: holding none (truth 0) and holding r (truth 1).
+                  "p_none": post[ctrl][:, cols].sum(axis=1).tolist(),
+                  "p_holds": post[holds][:, cols].sum(axis=1).tolist(),
                   "labelled_offering": len(test)}
     return out
 
@@ -316,13 +320,18 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
                 if len(drawn) else np.zeros(0, np.int64)
             p_right = np.asarray(ev.correct(pairs[at], preds[at], np.full(len(at), k)), float)
             answer_sd = float(np.sqrt((p_right * (1 - p_right)).sum()) / max(len(drawn), 1))
+            # Per attractive relation: the drawn instances' expected wrong and right counts
+            # (the calibration term's weights, `_calibration_sd`).
+            attractive = {r: [float((1 - p_right[preds[at] == PREDICATE_CODE[r]]).sum()),
+                              float(p_right[preds[at] == PREDICATE_CODE[r]].sum())]
+                          for r in ATTRACTIVE}
             lo = shipped_p[k] - np.sqrt(samp_lo[k] ** 2 + Z90 ** 2 * sd[k] ** 2)
             hi = shipped_p[k] + np.sqrt(samp_hi[k] ** 2 + Z90 ** 2 * sd[k] ** 2)
             out["systems"].setdefault(name, {}).update({
                 "truth": truth, "estimate": float(shipped_p[k]), "oracle": float(oracle_p[k]),
                 "samp_half": float((samp_lo[k] + samp_hi[k]) / 2),
                 "samp_below": float(samp_lo[k]), "samp_above": float(samp_hi[k]),
-                "answer_sd": answer_sd,
+                "answer_sd": answer_sd, "attractive": attractive, "draws": len(drawn),
                 "oracle_lo": float(o_iv.lo[k]), "oracle_hi": float(o_iv.hi[k]),
                 v: {"sd": float(sd[k]), "sd_full": float(sd_full[k]),
                     "lo": float(max(lo, 0.0)), "hi": float(min(hi, 1.0)),
@@ -358,6 +367,50 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
     return out
 
 
+def _calibration_report(everything: dict) -> None:
+    """A prototype of an interval term for the posteriors' calibration error, measured on
+    the controls (crowd-bias.md §16): per world, the controls holding none on pairs
+    offering an attractive relation give e⁻ = mean P(r) (truth 0), those holding one
+    e⁺ = mean P(r) − 1, each with its se over the controls. A system's drawn attractive
+    instances, W expected wrong and R expected right (at the fixed point), make
+    b = (W e⁻ + R e⁺)/n its calibration error and s² = (W² se⁻² + R² se⁺²)/n² its
+    variance. (i) b² + s² added to the correction's variance; (ii) the estimate minus b,
+    with s² added. Controls are scored at the crowd's prior (they are no system's)."""
+    rows = []
+    for res in everything.values():
+        if "boot" not in next(iter(res["systems"].values())):
+            return
+        p_none = np.concatenate([c["p_none"] for c in res["controls"].values()])
+        p_holds = np.concatenate([c["p_holds"] for c in res["controls"].values()])
+        e_m, e_p = p_none.mean(), (p_holds - 1).mean()
+        s_m = p_none.std(ddof=1) / np.sqrt(len(p_none))
+        s_p = p_holds.std(ddof=1) / np.sqrt(len(p_holds))
+        for s in res["systems"].values():
+            w = sum(v[0] for v in s["attractive"].values())
+            r = sum(v[1] for v in s["attractive"].values())
+            n = s["draws"]
+            b, var = (w * e_m + r * e_p) / n, (w * w * s_m ** 2 + r * r * s_p ** 2) / n ** 2
+            est, t, sd = s["estimate"], s["truth"], s["boot"]["sd"]
+            out = [s["boot"]["lo"] <= t <= s["boot"]["hi"],
+                   (s["boot"]["hi"] - s["boot"]["lo"]) / 2, b, s["estimate"] - s["oracle"]]
+            for centre, extra in ((est, b * b + var), (est - b, var)):
+                lo = centre - np.sqrt(s["samp_below"] ** 2 + Z90 ** 2 * (sd ** 2 + extra))
+                hi = centre + np.sqrt(s["samp_above"] ** 2 + Z90 ** 2 * (sd ** 2 + extra))
+                out += [lo <= t <= hi, (hi - lo) / 2, centre - t]
+            rows.append(out)
+    a = np.array(rows, float)
+    shipped = a[:, 0] == 1
+    print("\ncalibration term from the controls (prototype): covered, mean half-width of the "
+          "shipped-covered, largest half-width ratio, mean estimate − truth")
+    print(f"  {'shipped':20s} {int(a[:, 0].sum())}/{len(a)} {a[shipped, 1].mean():.4f} 1.00 "
+          f"{a[:, 6].mean():+.4f}")
+    for label, j in (("(i) b² + s² added", 4), ("(ii) minus b, s² added", 7)):
+        print(f"  {label:20s} {int(a[:, j].sum())}/{len(a)} {a[shipped, j + 1].mean():.4f} "
+              f"{(a[:, j + 1] / a[:, 1]).max():.2f} {a[:, j + 2].mean():+.4f}")
+    print(f"  correlation of b with the labels' error over the {len(a)}: "
+          f"{np.corrcoef(a[:, 2], a[:, 3])[0, 1]:.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, required=True)
@@ -385,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                        env=env, check=True, cwd=tmp)
         everything[seed] = json.loads((tmp / "spread.json").read_text())
     _report(everything, args.variants)
+    _calibration_report(everything)
     if args.json:
         args.json.write_text(json.dumps(everything))
     return 0
