@@ -23,7 +23,9 @@ Beta posteriors given the exposures. Variants of the replicates (`--variants`):
   rates (the rest as fitted): what the labels would read with exactly known cells.
 
 Every variant also scores the replicate-0 soft labels at the full fixed point (the
-point a variant's labels give), so ``true`` measures the cells' share of the error.
+point a variant's labels give), so ``true`` measures the cells' share of the error. Last,
+a prototype interval term for the posteriors' calibration error measured on the controls
+(`_calibration_report`).
 
 Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
        [--replicates 8] [--variants boot beta beta_cells fit true true_refit] [--json FILE]
@@ -362,7 +364,9 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
             "s_r": float(p0["s_r"]), "relation": float(p0["relation"][c]),
             "relation_reps": [float(p["relation"][c]) for p in parts[1:]],
             "relation_post_sd": float(_beta_sd(a, b)), "n_r": float(p0["n_r"][c]),
-            "s_c_reps": [float(p["s_c"][c]) for p in parts[1:]]}
+            "s_c_reps": [float(p["s_c"][c]) for p in parts[1:]],
+            # The fitted miss rate per worker on the relation (truth r, answer none).
+            "miss": held["model"].fit.params.rates[3][:, c].tolist()}
     out["controls"] = held["controls"]
     return out
 
@@ -524,7 +528,8 @@ def _report(everything: dict, variants: list[str]) -> None:
                   f" sd(rep) {np.mean(np.std(reps[:, ok], axis=0, ddof=1)):.4f} sd(post) "
                   f"{np.mean(np.array(c['cell_post_sd'])[ok]):.4f} exposures "
                   f"{np.mean(np.array(c['exposed'])[ok]):.1f} s_c {c['s_c']:.0f} "
-                  f"({min(c['s_c_reps']):.0f}–{max(c['s_c_reps']):.0f})")
+                  f"({min(c['s_c_reps']):.0f}–{max(c['s_c_reps']):.0f}) miss rate "
+                  f"{np.mean(np.array(c['miss'])[ok]):.3f}")
 
 
 if __name__ == "__main__":
