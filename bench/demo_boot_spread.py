@@ -19,6 +19,9 @@ Beta posteriors given the exposures. Variants of the replicates (`--variants`):
 - ``fit``: no bootstrap; one replicate, the fit's own parameters (the baseline of ``true``);
 - ``true_refit``: no bootstrap; the model refitted with the attractive cells held at the
   simulated crowd's rates in every M-step (class shares, miss rates refitted with them);
+- ``true_miss``: as ``true_refit`` with the attractive relations' miss rates (truth r,
+  answer none) held at the simulated ones instead (`_true_miss`; leave-one-out off on
+  them); ``true_both``: both held;
 - ``true``: no bootstrap; one replicate whose attractive cells are the simulated crowd's
   rates (the rest as fitted): what the labels would read with exactly known cells.
 
@@ -28,7 +31,8 @@ a prototype interval term for the posteriors' calibration error measured on the 
 (`_calibration_report`).
 
 Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
-       [--replicates 8] [--variants boot beta beta_cells fit true true_refit] [--json FILE]
+       [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both]
+       [--error 0.05] [--json FILE]
 """
 
 from __future__ import annotations
@@ -130,7 +134,33 @@ def _control_check(fit, args: tuple, aggregation) -> dict:
     return out
 
 
-def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -> dict:
+def _true_miss(held: dict, cats: list) -> dict:
+    """(worker, attractive relation) → the simulated P(answer none | the pair holds it)
+    of each honest worker: an error (1 − accuracy, `simulation.make_pool` as the demo drew
+    it) spread evenly over a question's other options, none among them; the options'
+    count averaged over the labelled questions offering the relation."""
+    from annotations.crowd.simulation import make_pool
+
+    acc = {w.worker_id: w.accuracy for w in make_pool(20, held["error"], held["seed"], 0.1)
+           if not w.spammer}
+    kw = held["args"][4]
+    strata, n_opt = np.asarray(kw["strata"], np.int64), np.asarray(kw["n_options"], float)
+    table = held["model"].fit.params.offered
+    out = {}
+    for r in ATTRACTIVE:
+        if r not in cats:
+            continue
+        c = cats.index(r)
+        on = (strata < len(table)) & (table[np.minimum(strata, len(table) - 1), c] > 0)
+        k = float(n_opt[on].mean())
+        for w, e in enumerate(held["external"]):
+            if e in acc:
+                out[(w, c)] = (1 - acc[e]) / max(k - 1, 1)
+    return out
+
+
+def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
+           error: float) -> dict:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
     import django
@@ -180,6 +210,24 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
             recorded.append(_yes_parts(*last.pop("parts")))
         return res
 
+    orig_lr, orig_loo = R.lopsided_rates, R.loo_cell_terms
+
+    def lr(*args, **kwargs):
+        out = orig_lr(*args, **kwargs)
+        if held.get("known_miss"):  # the attractive miss rates held at the simulated ones
+            per_type = np.array(out[3], copy=True)
+            for (w, c), rate in held["known_miss"].items():
+                per_type[w, c] = rate
+            out = (*out[:3], per_type, *out[4:])
+        return out
+
+    def loo(rates, items, workers, said_none, post, nc, inc):
+        out = orig_loo(rates, items, workers, said_none, post, nc, inc)
+        if held.get("known_miss"):  # held rates are not the cells' own: no leave-one-out
+            out[:, sorted({c for _, c in held["known_miss"]})] = 0.0
+        return out
+
+    R.lopsided_rates, R.loo_cell_terms = lr, loo
     R.false_yes_rates = fy
     aggregation.one_coin = crowd_model.one_coin = oc
 
@@ -199,16 +247,19 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
             held["controls"] = _control_check(model.fit, held["args"], aggregation)
         if v == "boot":
             return model
-        if v == "true_refit":
+        if v in ("true_refit", "true_miss", "true_both"):
             cats = model.fit.categories
-            held["known_cells"] = {
-                (w, cats.index(r)): true_yes[e]["yes"].get(r, 0.0)
-                for w, e in enumerate(held["external"]) for r in ATTRACTIVE
-                if r in cats and e in true_yes}
+            if v != "true_miss":
+                held["known_cells"] = {
+                    (w, cats.index(r)): true_yes[e]["yes"].get(r, 0.0)
+                    for w, e in enumerate(held["external"]) for r in ATTRACTIVE
+                    if r in cats and e in true_yes}
+            if v != "true_refit":
+                held["known_miss"] = _true_miss(held, cats)
             items, workers, answers, n_items, kw = held["args"]
             refit = orig_fit(items, workers, answers, n_items, n_workers,
                              **{**kw, "replicates": 0}).fit
-            held["known_cells"] = None
+            held["known_cells"] = held["known_miss"] = None
             own = aggregation.item_priors(refit.params, refit.priors, kw["strata"], n_items)
             return crowd_model.CrowdFit(refit, [(refit.posterior, refit.priors, own)] * 2,
                                         model.params, model.refused)
@@ -253,6 +304,8 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
     ans, _ = correction._answers_and_controls(corpus)
     ext = dict(CrowdWorker.objects.filter(pk__in=ans.wids).values_list("pk", "external_id"))
     held["external"] = [ext[w] for w in ans.wids]
+    params = json.loads((world / "params.json").read_text())
+    held["seed"], held["error"] = int(params["seed"]), error
 
     out: dict = {"systems": {}, "cells": {}}
     oracle_p = None
@@ -342,6 +395,7 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
     # The attractive relations' rates: fit and replicates against the simulated crowd's.
     cats = held["model"].fit.categories
     parts = held["parts"]
+    sim_miss = _true_miss(held, cats)
     for r in ATTRACTIVE:
         if r not in cats:
             continue
@@ -366,7 +420,8 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str]) -
             "relation_post_sd": float(_beta_sd(a, b)), "n_r": float(p0["n_r"][c]),
             "s_c_reps": [float(p["s_c"][c]) for p in parts[1:]],
             # The fitted miss rate per worker on the relation (truth r, answer none).
-            "miss": held["model"].fit.params.rates[3][:, c].tolist()}
+            "miss": held["model"].fit.params.rates[3][:, c].tolist(),
+            "miss_true": [sim_miss.get((w, c)) for w in range(len(held["external"]))]}
     out["controls"] = held["controls"]
     return out
 
@@ -423,12 +478,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicates", type=int, default=8)
     parser.add_argument("--variants", nargs="+",
                         default=["boot", "beta", "beta_cells", "fit", "true", "true_refit"])
+    parser.add_argument("--error", type=float, default=0.05,
+                        help="the demo's --crowd-error (the honest workers' error rate)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         res = _child(args.child / "world", args.confusion.resolve(), args.replicates,
-                     args.variants)
+                     args.variants, args.error)
         (args.child / "spread.json").write_text(json.dumps(res))
         return 0
     everything = {}
@@ -438,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
         subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
                         "--confusion", str(args.confusion.resolve()),
-                        "--replicates", str(args.replicates), "--variants", *args.variants],
+                        "--replicates", str(args.replicates), "--error", str(args.error),
+                        "--variants", *args.variants],
                        env=env, check=True, cwd=tmp)
         everything[seed] = json.loads((tmp / "spread.json").read_text())
     _report(everything, args.variants)
@@ -449,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(everything: dict, variants: list[str]) -> None:
-    boots = [v for v in variants if v not in ("true", "fit", "true_refit")]
+    boots = [v for v in variants if v not in ("true", "fit", "true_refit", "true_miss",
+                                              "true_both")]
     print("joint precision per (seed, system): truth, estimate − truth, − oracle (the labels' "
           "error), sampling half-width, correction sd per variant, covered per variant")
     print(f"{'seed':>4} {'system':20s} {'truth':>6s} {'err':>7s} {'lab err':>7s} "
@@ -529,7 +588,8 @@ def _report(everything: dict, variants: list[str]) -> None:
                   f"{np.mean(np.array(c['cell_post_sd'])[ok]):.4f} exposures "
                   f"{np.mean(np.array(c['exposed'])[ok]):.1f} s_c {c['s_c']:.0f} "
                   f"({min(c['s_c_reps']):.0f}–{max(c['s_c_reps']):.0f}) miss rate "
-                  f"{np.mean(np.array(c['miss'])[ok]):.3f}")
+                  f"{np.mean(np.array(c['miss'])[ok]):.3f} (simulated "
+                  f"{np.mean([m for m in c['miss_true'] if m is not None]):.3f})")
 
 
 if __name__ == "__main__":
