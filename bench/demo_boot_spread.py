@@ -22,6 +22,8 @@ Beta posteriors given the exposures. Variants of the replicates (`--variants`):
 - ``true_miss``: as ``true_refit`` with the attractive relations' miss rates (truth r,
   answer none) held at the simulated ones instead (`_true_miss`; leave-one-out off on
   them); ``true_both``: both held;
+- ``true_shares``: the model refitted with its class shares (corpus-wide and per pair
+  type) held at the gold's, shrunk as `one_coin` shrinks them;
 - ``true``: no bootstrap; one replicate whose attractive cells are the simulated crowd's
   rates (the rest as fitted): what the labels would read with exactly known cells.
 
@@ -31,7 +33,8 @@ a prototype interval term for the posteriors' calibration error measured on the 
 (`_calibration_report`).
 
 Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
-       [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both]
+       [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both
+       true_shares]
        [--error 0.05] [--json FILE]
 """
 
@@ -175,6 +178,8 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     from annotations.models import CrowdWorker
     from annotations.quality import aggregation
     from annotations.quality import rates as R
+    from annotations.quality.aggregation import NO_RELATION, answer_key
+    from annotations.quality.label_table import label_table
     from estimation import correction, crowd_model
     from estimation.core.distinct_estimate import distinct_points
     from estimation.core.estimators import estimate
@@ -228,6 +233,14 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
         return out
 
     R.lopsided_rates, R.loo_cell_terms = lr, loo
+    orig_e = aggregation._e_step
+
+    def e_step(rates, priors, shares, *args, **kwargs):
+        if held.get("known_shares") is not None:  # the class shares held at the gold's
+            priors, shares = held["known_shares"]
+        return orig_e(rates, priors, shares, *args, **kwargs)
+
+    aggregation._e_step = e_step
     R.false_yes_rates = fy
     aggregation.one_coin = crowd_model.one_coin = oc
 
@@ -247,6 +260,16 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
             held["controls"] = _control_check(model.fit, held["args"], aggregation)
         if v == "boot":
             return model
+        if v == "true_shares":
+            items, workers, answers, n_items, kw = held["args"]
+            held["known_shares"] = held["gold_shares"](model.fit.categories, kw)
+            refit = orig_fit(items, workers, answers, n_items, n_workers,
+                             **{**kw, "replicates": 0}).fit
+            priors, shares = held["known_shares"]
+            held["known_shares"] = None
+            own = aggregation._stratum_priors(priors, shares, np.asarray(kw["strata"]))
+            return crowd_model.CrowdFit(refit, [(refit.posterior, priors, own)] * 2,
+                                        model.params, model.refused)
         if v in ("true_refit", "true_miss", "true_both"):
             cats = model.fit.categories
             if v != "true_miss":
@@ -306,6 +329,33 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     held["external"] = [ext[w] for w in ans.wids]
     params = json.loads((world / "params.json").read_text())
     held["seed"], held["error"] = int(params["seed"]), error
+    gold_key = GoldKey.load(world / "gold.jsonl")
+    labels = label_table(corpus.pk)
+    pair_of_q = dict(zip(labels.questions.tolist(), labels.pairs.tolist(), strict=True))
+
+    def gold_shares(cats: list, kw: dict) -> tuple[np.ndarray, np.ndarray]:
+        """The class shares the fit would find with the gold's answers: corpus-wide over
+        the labelled questions and per pair type, shrunk as `one_coin` shrinks them
+        (10 pseudo-items towards the corpus-wide shares, ½ pseudo-count per class)."""
+        pairs = {p.pk: p for p in MentionPair.objects.filter(
+            pk__in=list(pair_of_q.values())).select_related("document")}
+        strata = np.asarray(kw["strata"], np.int64)
+        counts = np.zeros((int(strata.max()) + 1, len(cats)))
+        nc = cats.index(NO_RELATION)
+        for i, q in enumerate(ans.qids):
+            if i in kw["known"] or q not in pair_of_q:
+                continue
+            p = pairs[pair_of_q[q]]
+            t = gold_key.truth((p.document.doc_id, p.subject_begin, p.subject_end,
+                                p.object_begin, p.object_end))
+            k = answer_key(sorted(t))
+            counts[strata[i], cats.index(k) if k in cats else nc] += 1
+        total = counts.sum(axis=0) + 0.5
+        priors = total / total.sum()
+        per = counts + 10.0 * priors[None, :]
+        return priors, per / per.sum(axis=1, keepdims=True)
+
+    held["gold_shares"] = gold_shares
 
     out: dict = {"systems": {}, "cells": {}}
     oracle_p = None
@@ -396,6 +446,7 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     cats = held["model"].fit.categories
     parts = held["parts"]
     sim_miss = _true_miss(held, cats)
+    gold_priors = held["gold_shares"](cats, held["args"][4])[0]
     for r in ATTRACTIVE:
         if r not in cats:
             continue
@@ -421,7 +472,8 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
             "s_c_reps": [float(p["s_c"][c]) for p in parts[1:]],
             # The fitted miss rate per worker on the relation (truth r, answer none).
             "miss": held["model"].fit.params.rates[3][:, c].tolist(),
-            "miss_true": [sim_miss.get((w, c)) for w in range(len(held["external"]))]}
+            "miss_true": [sim_miss.get((w, c)) for w in range(len(held["external"]))],
+            "share_fit": float(held["model"].fit.priors[c]), "share_gold": float(gold_priors[c])}
     out["controls"] = held["controls"]
     return out
 
@@ -508,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(everything: dict, variants: list[str]) -> None:
     boots = [v for v in variants if v not in ("true", "fit", "true_refit", "true_miss",
-                                              "true_both")]
+                                              "true_both", "true_shares")]
     print("joint precision per (seed, system): truth, estimate − truth, − oracle (the labels' "
           "error), sampling half-width, correction sd per variant, covered per variant")
     print(f"{'seed':>4} {'system':20s} {'truth':>6s} {'err':>7s} {'lab err':>7s} "
@@ -589,7 +641,8 @@ def _report(everything: dict, variants: list[str]) -> None:
                   f"{np.mean(np.array(c['exposed'])[ok]):.1f} s_c {c['s_c']:.0f} "
                   f"({min(c['s_c_reps']):.0f}–{max(c['s_c_reps']):.0f}) miss rate "
                   f"{np.mean(np.array(c['miss'])[ok]):.3f} (simulated "
-                  f"{np.mean([m for m in c['miss_true'] if m is not None]):.3f})")
+                  f"{np.mean([m for m in c['miss_true'] if m is not None]):.3f}) share "
+                  f"{c['share_fit']:.3f} (gold {c['share_gold']:.3f})")
 
 
 if __name__ == "__main__":
