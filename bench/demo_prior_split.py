@@ -136,6 +136,33 @@ def _child(world: Path, decided: float | None) -> dict:
     return out
 
 
+BINS = (0.0, 0.02, 0.1, 0.3, 0.7, 0.9, 0.98, 1.0)
+
+
+def _reliability(everything: dict) -> None:
+    """Drawn instances (every system, every draw) binned by P(right), at the crowd's prior
+    and at the fixed point: how many, mean P, the share the gold holds right, Σ (P − right).
+    Calibrated posteriors: the share equals the mean P in every bin."""
+    print("\nreliability of the drawn instances' P(right): bin, then per prior (crowd | fixed "
+          "point) draws, mean P, share right, Σ excess")
+    for attr in (True, False):
+        for v in ("crowd", "fixed_point"):
+            p = np.array([x for res in everything.values() for r in res.values()
+                          for x, a in zip(r["prob"][v], r["attractive"], strict=True)
+                          if a == attr])
+            right = np.array([x for res in everything.values() for r in res.values()
+                              for x, a in zip(r["right"], r["attractive"], strict=True)
+                              if a == attr])
+            at = np.clip(np.searchsorted(BINS, p, side="right") - 1, 0, len(BINS) - 2)
+            for b in range(len(BINS) - 1):
+                m = at == b
+                if m.any():
+                    print(f"  {'attractive' if attr else 'other':10s} {v:11s} "
+                          f"[{BINS[b]:.2f}, {BINS[b + 1]:.2f}) {int(m.sum()):5d} "
+                          f"{p[m].mean():.3f} {right[m].mean():.3f} "
+                          f"{(p[m] - right[m]).sum():+7.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, required=True)
@@ -217,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {what:20s} {label:10s} {len(a):5d} " + " ".join(
                     f"{x:.3f}" for x in a[:, :3].mean(axis=0)) + f"  {a[:, 3].mean():.3f}  "
                     + " ".join(f"{x:+7.1f}" for x in ex))
+    _reliability(everything)
     print("\nagreement-group priors (1, 2, 3+ systems) per seed: fixed point | decided | true")
     for name in systems:
         for seed, res in everything.items():
