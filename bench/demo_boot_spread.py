@@ -34,7 +34,7 @@ a prototype interval term for the posteriors' calibration error measured on the 
 
 Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
        [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both
-       true_shares]
+       true_shares] [--beta 0.5]
        [--error 0.05] [--json FILE]
 """
 
@@ -163,7 +163,7 @@ def _true_miss(held: dict, cats: list) -> dict:
 
 
 def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
-           error: float) -> dict:
+           error: float, beta: float | None = None) -> dict:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
     import django
@@ -191,6 +191,10 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     from submissions.models import MentionPair
 
     estimator = settings.KBPO_JOINT_ESTIMATOR
+    if beta is not None:  # the re-weighting's divisor (evidence.REWEIGHT_BETA), patched
+        from estimation.core import evidence, noise
+
+        evidence.REWEIGHT_BETA = noise.REWEIGHT_BETA = beta
     corpus = Corpus.objects.get(tag="demo")
     truth_json = json.loads((world / "truth.json").read_text())["systems"]
     true_yes = json.loads(confusion.read_text())["workers"]
@@ -532,12 +536,14 @@ def main(argv: list[str] | None = None) -> int:
                         default=["boot", "beta", "beta_cells", "fit", "true", "true_refit"])
     parser.add_argument("--error", type=float, default=0.05,
                         help="the demo's --crowd-error (the honest workers' error rate)")
+    parser.add_argument("--beta", type=float,
+                        help="the re-weighting's divisor β (shipped evidence.REWEIGHT_BETA 0.5)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         res = _child(args.child / "world", args.confusion.resolve(), args.replicates,
-                     args.variants, args.error)
+                     args.variants, args.error, args.beta)
         (args.child / "spread.json").write_text(json.dumps(res))
         return 0
     everything = {}
@@ -548,6 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
                         "--confusion", str(args.confusion.resolve()),
                         "--replicates", str(args.replicates), "--error", str(args.error),
+                        *([] if args.beta is None else ["--beta", str(args.beta)]),
                         "--variants", *args.variants],
                        env=env, check=True, cwd=tmp)
         everything[seed] = json.loads((tmp / "spread.json").read_text())

@@ -12,7 +12,7 @@ labelled pairs (the oracle: the same draws, so the sampling error cancels in the
 Point estimates only (no intervals, no bootstrap): seconds per world.
 
 Usage: python bench/demo_prior_split.py --keep DIR [--seeds 4 5 6 7] [--decided 0.1]
-       [--json FILE]
+       [--beta 0.5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ GROUPS = ("1 system", "2 systems", "3+ systems")
 ATTRACTIVE = ("per:employee_or_member_of", "per:title")
 
 
-def _child(world: Path, decided: float | None) -> dict:
+def _child(world: Path, decided: float | None, beta: float | None = None) -> dict:
     """In a child on the kept world's SQLite: per system, the estimates and the drawn
     instances' P(right) under each variant, with the gold's verdict."""
     sys.path.insert(0, str(ROOT))
@@ -61,6 +61,10 @@ def _child(world: Path, decided: float | None) -> dict:
     from kbpo.core.models import Corpus
     from submissions.models import MentionPair
 
+    if beta is not None:  # the re-weighting's divisor (evidence.REWEIGHT_BETA), patched
+        from estimation.core import evidence, noise
+
+        evidence.REWEIGHT_BETA = noise.REWEIGHT_BETA = beta
     corpus = Corpus.objects.get(tag="demo")
     with override_settings(KBPO_SOFT_LABELS=True, KBPO_SOFT_LABEL_BOOTSTRAP=0):
         data = load_corpus_data(corpus)
@@ -170,10 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--decided", type=float,
                         help="the decided fit's threshold (decided_prior.DECIDED)")
+    parser.add_argument("--beta", type=float,
+                        help="the re-weighting's divisor β (shipped evidence.REWEIGHT_BETA 0.5)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        res = _child(args.child / "world", args.decided)
+        res = _child(args.child / "world", args.decided, args.beta)
         (args.child / "split.json").write_text(json.dumps(res))
         return 0
     everything = {}
@@ -181,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = args.keep.resolve() / f"seed-{seed}"
         env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
         env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
-        extra = [] if args.decided is None else ["--decided", str(args.decided)]
+        extra = ([] if args.decided is None else ["--decided", str(args.decided)]) + (
+            [] if args.beta is None else ["--beta", str(args.beta)])
         subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
                         *extra], env=env, check=True, cwd=tmp)
         everything[seed] = json.loads((tmp / "split.json").read_text())
