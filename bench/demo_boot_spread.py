@@ -482,6 +482,32 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     return out
 
 
+def _answer_term_report(everything: dict) -> None:
+    """A prototype of an interval term for the per-system scatter of the labels' error:
+    c² times the answer variance (Σ P(1 − P) over the drawn instances / draws²) added to
+    the correction's, for c = 1 (calibrated posteriors' noise) and c = 2 (about the
+    scatter seen against the oracle)."""
+    rows = [s for res in everything.values() for s in res["systems"].values() if "boot" in s]
+    if not rows:
+        return
+    shipped = np.array([s["boot"]["lo"] <= s["truth"] <= s["boot"]["hi"] for s in rows])
+    hw0 = np.array([(s["boot"]["hi"] - s["boot"]["lo"]) / 2 for s in rows])
+    print("\nanswer-noise term (prototype): covered, mean half-width of the shipped-covered, "
+          "largest half-width ratio")
+    print(f"  {'shipped':8s} {int(shipped.sum())}/{len(rows)} {hw0[shipped].mean():.4f} 1.00")
+    for c in (1.0, 2.0):
+        cov, hw = [], []
+        for s in rows:
+            v = s["boot"]["sd"] ** 2 + (c * s["answer_sd"]) ** 2
+            lo = s["estimate"] - np.sqrt(s["samp_below"] ** 2 + Z90 ** 2 * v)
+            hi = s["estimate"] + np.sqrt(s["samp_above"] ** 2 + Z90 ** 2 * v)
+            cov.append(lo <= s["truth"] <= hi)
+            hw.append((hi - lo) / 2)
+        hw_a = np.array(hw)
+        print(f"  c = {c:.0f}    {sum(cov)}/{len(rows)} {hw_a[shipped].mean():.4f} "
+              f"{(hw_a / hw0).max():.2f}")
+
+
 def _calibration_report(everything: dict) -> None:
     """A prototype of an interval term for the posteriors' calibration error, measured on
     the controls (crowd-bias.md §16): per world, the controls holding none on pairs
@@ -560,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
         everything[seed] = json.loads((tmp / "spread.json").read_text())
     _report(everything, args.variants)
     _calibration_report(everything)
+    _answer_term_report(everything)
     if args.json:
         args.json.write_text(json.dumps(everything))
     return 0
