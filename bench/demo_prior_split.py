@@ -12,7 +12,7 @@ labelled pairs (the oracle: the same draws, so the sampling error cancels in the
 Point estimates only (no intervals, no bootstrap): seconds per world.
 
 Usage: python bench/demo_prior_split.py --keep DIR [--seeds 4 5 6 7] [--decided 0.1]
-       [--json FILE]
+       [--beta 0.5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ GROUPS = ("1 system", "2 systems", "3+ systems")
 ATTRACTIVE = ("per:employee_or_member_of", "per:title")
 
 
-def _child(world: Path, decided: float | None) -> dict:
+def _child(world: Path, decided: float | None, beta: float | None = None) -> dict:
     """In a child on the kept world's SQLite: per system, the estimates and the drawn
     instances' P(right) under each variant, with the gold's verdict."""
     sys.path.insert(0, str(ROOT))
@@ -61,6 +61,10 @@ def _child(world: Path, decided: float | None) -> dict:
     from kbpo.core.models import Corpus
     from submissions.models import MentionPair
 
+    if beta is not None:  # the re-weighting's divisor (evidence.REWEIGHT_BETA), patched
+        from estimation.core import evidence, noise
+
+        evidence.REWEIGHT_BETA = noise.REWEIGHT_BETA = beta
     corpus = Corpus.objects.get(tag="demo")
     with override_settings(KBPO_SOFT_LABELS=True, KBPO_SOFT_LABEL_BOOTSTRAP=0):
         data = load_corpus_data(corpus)
@@ -136,6 +140,33 @@ def _child(world: Path, decided: float | None) -> dict:
     return out
 
 
+BINS = (0.0, 0.02, 0.1, 0.3, 0.7, 0.9, 0.98, 1.0)
+
+
+def _reliability(everything: dict) -> None:
+    """Drawn instances (every system, every draw) binned by P(right), at the crowd's prior
+    and at the fixed point: how many, mean P, the share the gold holds right, Σ (P − right).
+    Calibrated posteriors: the share equals the mean P in every bin."""
+    print("\nreliability of the drawn instances' P(right): bin, then per prior (crowd | fixed "
+          "point) draws, mean P, share right, Σ excess")
+    for attr in (True, False):
+        for v in ("crowd", "fixed_point"):
+            p = np.array([x for res in everything.values() for r in res.values()
+                          for x, a in zip(r["prob"][v], r["attractive"], strict=True)
+                          if a == attr])
+            right = np.array([x for res in everything.values() for r in res.values()
+                              for x, a in zip(r["right"], r["attractive"], strict=True)
+                              if a == attr])
+            at = np.clip(np.searchsorted(BINS, p, side="right") - 1, 0, len(BINS) - 2)
+            for b in range(len(BINS) - 1):
+                m = at == b
+                if m.any():
+                    print(f"  {'attractive' if attr else 'other':10s} {v:11s} "
+                          f"[{BINS[b]:.2f}, {BINS[b + 1]:.2f}) {int(m.sum()):5d} "
+                          f"{p[m].mean():.3f} {right[m].mean():.3f} "
+                          f"{(p[m] - right[m]).sum():+7.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, required=True)
@@ -143,10 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--decided", type=float,
                         help="the decided fit's threshold (decided_prior.DECIDED)")
+    parser.add_argument("--beta", type=float,
+                        help="the re-weighting's divisor β (shipped evidence.REWEIGHT_BETA 0.5)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        res = _child(args.child / "world", args.decided)
+        res = _child(args.child / "world", args.decided, args.beta)
         (args.child / "split.json").write_text(json.dumps(res))
         return 0
     everything = {}
@@ -154,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = args.keep.resolve() / f"seed-{seed}"
         env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
         env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
-        extra = [] if args.decided is None else ["--decided", str(args.decided)]
+        extra = ([] if args.decided is None else ["--decided", str(args.decided)]) + (
+            [] if args.beta is None else ["--beta", str(args.beta)])
         subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
                         *extra], env=env, check=True, cwd=tmp)
         everything[seed] = json.loads((tmp / "split.json").read_text())
@@ -217,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {what:20s} {label:10s} {len(a):5d} " + " ".join(
                     f"{x:.3f}" for x in a[:, :3].mean(axis=0)) + f"  {a[:, 3].mean():.3f}  "
                     + " ".join(f"{x:+7.1f}" for x in ex))
+    _reliability(everything)
     print("\nagreement-group priors (1, 2, 3+ systems) per seed: fixed point | decided | true")
     for name in systems:
         for seed, res in everything.items():

@@ -1,0 +1,683 @@
+"""Does the noise correction's bootstrap carry the soft labels' error on the demo world
+with the yes-biased crowd? (docs/internals/crowd-bias.md §16.)
+
+On worlds kept by `bench_noisy_demo.py --keep DIR`, per system: the joint precision
+(distinct estimator) from the soft labels, its error against the oracle (the gold labels
+of the same labelled pairs: the sampling error cancels), the correction's sd over the
+bootstrap replicates, the sampling half-width and the widened interval; per attractive
+relation: the fitted false-yes rates (relation and (worker, relation) cells) against the
+simulated crowd's (`--confusion`), their spread over the replicates and the sd of their
+Beta posteriors given the exposures. Variants of the replicates (`--variants`):
+
+- ``boot``: the shipped bootstrap over questions (labelled and control questions drawn
+  separately), B replicates refitted;
+- ``beta``: each bootstrap replicate with its false-yes rates redrawn from their Beta
+  posteriors — the relation's rate ρ_r from Beta(x_r + s_r c, n_r − x_r + s_r(1 − c)),
+  then each cell from Beta(said + s_c f_w ρ_r, exposed − said + s_c(1 − f_w ρ_r)) with
+  the replicate's counts and strengths — and the original answers' posterior recomputed;
+- ``beta_cells``: the same with ρ_r kept at the replicate's fit (cells drawn only);
+- ``fit``: no bootstrap; one replicate, the fit's own parameters (the baseline of ``true``);
+- ``true_refit``: no bootstrap; the model refitted with the attractive cells held at the
+  simulated crowd's rates in every M-step (class shares, miss rates refitted with them);
+- ``true_miss``: as ``true_refit`` with the attractive relations' miss rates (truth r,
+  answer none) held at the simulated ones instead (`_true_miss`; leave-one-out off on
+  them); ``true_both``: both held;
+- ``true_shares``: the model refitted with its class shares (corpus-wide and per pair
+  type) held at the gold's, shrunk as `one_coin` shrinks them;
+- ``true``: no bootstrap; one replicate whose attractive cells are the simulated crowd's
+  rates (the rest as fitted): what the labels would read with exactly known cells.
+
+Every variant also scores the replicate-0 soft labels at the full fixed point (the
+point a variant's labels give), so ``true`` measures the cells' share of the error. Last,
+a prototype interval term for the posteriors' calibration error measured on the controls
+(`_calibration_report`).
+
+Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
+       [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both
+       true_shares] [--beta 0.5]
+       [--error 0.05] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTRACTIVE = ("per:employee_or_member_of", "per:title")
+KEY_P = ("instance", "precision", "joint")
+Z90 = 1.6448536269514722
+
+
+def _yes_parts(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: np.ndarray,
+               nc: int, n_w: int, offered) -> dict:
+    """`rates.false_yes_rates`'s intermediate values (counts, rates, strengths)."""
+    from annotations.quality import rates as R
+
+    table = offered.rows()
+    n_s, n_c = table.shape
+    rel = obs != nc
+    said = np.bincount(workers[rel] * n_c + obs[rel], weights=p_none[rel],
+                       minlength=n_w * n_c).reshape(n_w, n_c).astype(float)
+    by_stratum = np.bincount(workers * n_s + offered.of(items), weights=p_none,
+                             minlength=n_w * n_s).reshape(n_w, n_s)
+    exposed = by_stratum @ table
+    if 0 <= nc < n_c:
+        said[:, nc] = 0.0
+    crowd = ((said.sum() + R.YES_PRIOR_RATE * R.YES_PRIOR_EXPOSURES)
+             / (exposed.sum() + R.YES_PRIOR_EXPOSURES))
+    x_r, n_r = said.sum(axis=0), exposed.sum(axis=0)
+    s_r = R._eb_strength(x_r, n_r, np.full(n_c, crowd))
+    relation = (x_r + s_r * crowd) / (n_r + s_r)
+    worker = (said.sum(axis=1) + 0.5) / (exposed @ relation + 0.5)
+    prior = np.clip(worker[:, None] * relation[None, :], 1e-6, 0.99)
+    s_c = np.array([R._eb_strength(said[:, r], exposed[:, r], prior[:, r])
+                    for r in range(n_c)])
+    return {"said": said, "exposed": exposed, "crowd": crowd, "x_r": x_r, "n_r": n_r,
+            "s_r": s_r, "relation": relation, "worker": worker, "prior": prior, "s_c": s_c}
+
+
+def _draw_cells(parts: dict, rng: np.random.Generator, hier: bool) -> np.ndarray:
+    """False-yes cells drawn from their Beta posteriors (``hier``: ρ_r drawn first)."""
+    relation = parts["relation"]
+    if hier:
+        a = parts["x_r"] + parts["s_r"] * parts["crowd"]
+        b = np.maximum(parts["n_r"] - parts["x_r"], 0) + parts["s_r"] * (1 - parts["crowd"])
+        relation = rng.beta(np.maximum(a, 1e-9), np.maximum(b, 1e-9))
+    prior = np.clip(parts["worker"][:, None] * relation[None, :], 1e-6, 0.99)
+    s_c = parts["s_c"][None, :]
+    a = parts["said"] + s_c * prior
+    b = np.maximum(parts["exposed"] - parts["said"], 0) + s_c * (1 - prior)
+    return np.clip(rng.beta(np.maximum(a, 1e-9), np.maximum(b, 1e-9)), 1e-6, 1 - 1e-3)
+
+
+def _beta_sd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+
+
+def _control_check(fit, args: tuple, aggregation) -> dict:
+    """The controls that hold none on pairs offering an attractive relation: how many,
+    and their mean P(relation) under the fit's parameters with their known answer left
+    out (what the controls could tell of the false attractive pairs' calibration; the
+    fit itself counted them, so this is optimistic)."""
+    items, workers, answers, n_items, kw = args
+    cats = fit.categories
+    nc = fit.params.none_index
+    inside = aggregation.within_offered(answers, np.asarray(kw["strata"], np.int64)[items],
+                                        kw["offered"], cats[nc])
+    items, workers = np.asarray(items)[inside], np.asarray(workers)[inside]
+    answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+    post = aggregation.coin_posterior(fit.params, items, workers, answers, n_items,
+                                      n_options=kw["n_options"], strata=kw["strata"])
+    strata = np.asarray(kw["strata"], np.int64)
+    table = fit.params.offered
+    out = {}
+    for r in ATTRACTIVE:
+        cols = [j for j, c in enumerate(cats) if r in str(c).split("|")]
+        if not cols:
+            continue
+        c = cats.index(r)
+        ctrl = [i for i, a in kw["known"].items() if a == cats[nc]
+                and strata[i] < len(table) and table[strata[i], c] > 0]
+        holds = [i for i, a in kw["known"].items() if r in str(a).split("|")]
+        test = np.array([i for i in range(n_items) if i not in kw["known"]
+                         and strata[i] < len(table) and table[strata[i], c] > 0])
+        out[r] = {"controls": len(ctrl),
+                  "controls_p": float(post[ctrl][:, cols].sum(axis=1).mean()) if ctrl else None,
+                  # P(r) per control: holding none (truth 0) and holding r (truth 1).
+                  "p_none": post[ctrl][:, cols].sum(axis=1).tolist(),
+                  "p_holds": post[holds][:, cols].sum(axis=1).tolist(),
+                  "labelled_offering": len(test)}
+    return out
+
+
+def _true_miss(held: dict, cats: list) -> dict:
+    """(worker, attractive relation) → the simulated P(answer none | the pair holds it)
+    of each honest worker: an error (1 − accuracy, `simulation.make_pool` as the demo drew
+    it) spread evenly over a question's other options, none among them; the options'
+    count averaged over the labelled questions offering the relation."""
+    from annotations.crowd.simulation import make_pool
+
+    acc = {w.worker_id: w.accuracy for w in make_pool(20, held["error"], held["seed"], 0.1)
+           if not w.spammer}
+    kw = held["args"][4]
+    strata, n_opt = np.asarray(kw["strata"], np.int64), np.asarray(kw["n_options"], float)
+    table = held["model"].fit.params.offered
+    out = {}
+    for r in ATTRACTIVE:
+        if r not in cats:
+            continue
+        c = cats.index(r)
+        on = (strata < len(table)) & (table[np.minimum(strata, len(table) - 1), c] > 0)
+        k = float(n_opt[on].mean())
+        for w, e in enumerate(held["external"]):
+            if e in acc:
+                out[(w, c)] = (1 - acc[e]) / max(k - 1, 1)
+    return out
+
+
+def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
+           error: float, beta: float | None = None) -> dict:
+    sys.path.insert(0, str(ROOT))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
+    import django
+
+    django.setup()
+    from dataclasses import replace
+
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    from annotations.crowd.simulation import GoldKey
+    from annotations.models import CrowdWorker
+    from annotations.quality import aggregation
+    from annotations.quality import rates as R
+    from annotations.quality.aggregation import NO_RELATION, answer_key
+    from annotations.quality.label_table import label_table
+    from estimation import correction, crowd_model
+    from estimation.core.distinct_estimate import distinct_points
+    from estimation.core.estimators import estimate
+    from estimation.core.evidence import prepare_evidence
+    from estimation.core.noise import replicate_estimates, self_consistent, with_soft_labels
+    from estimation.core.points import PointPlan
+    from estimation.data import PREDICATE_CODE, load_corpus_data
+    from kbpo.core.models import Corpus
+    from submissions.models import MentionPair
+
+    estimator = settings.KBPO_JOINT_ESTIMATOR
+    if beta is not None:  # the re-weighting's divisor (evidence.REWEIGHT_BETA), patched
+        from estimation.core import evidence, noise
+
+        evidence.REWEIGHT_BETA = noise.REWEIGHT_BETA = beta
+    corpus = Corpus.objects.get(tag="demo")
+    truth_json = json.loads((world / "truth.json").read_text())["systems"]
+    true_yes = json.loads(confusion.read_text())["workers"]
+
+    # Record each outer one_coin fit's last false-yes M-step (the fit's and each
+    # replicate's: the blind-spot stage's inner fit, type_shrink inf, is not recorded).
+    last: dict = {}
+    recorded: list[dict] = []
+    orig_fy, orig_oc = R.false_yes_rates, aggregation.one_coin
+
+    def fy(p_none, items, workers, obs, nc, n_w, offered):
+        last["parts"] = (p_none, items, workers, obs, nc, n_w, offered)
+        out = orig_fy(p_none, items, workers, obs, nc, n_w, offered)
+        if held.get("known_cells"):  # the attractive cells held at the simulated rates
+            for (w, c), rate in held["known_cells"].items():
+                out[w, c] = rate
+        return out
+
+    def oc(*args, **kwargs):
+        res = orig_oc(*args, **kwargs)
+        if kwargs.get("type_shrink") != np.inf and "parts" in last:
+            recorded.append(_yes_parts(*last.pop("parts")))
+        return res
+
+    orig_lr, orig_loo = R.lopsided_rates, R.loo_cell_terms
+
+    def lr(*args, **kwargs):
+        out = orig_lr(*args, **kwargs)
+        if held.get("known_miss"):  # the attractive miss rates held at the simulated ones
+            per_type = np.array(out[3], copy=True)
+            for (w, c), rate in held["known_miss"].items():
+                per_type[w, c] = rate
+            out = (*out[:3], per_type, *out[4:])
+        return out
+
+    def loo(rates, items, workers, said_none, post, nc, inc):
+        out = orig_loo(rates, items, workers, said_none, post, nc, inc)
+        if held.get("known_miss"):  # held rates are not the cells' own: no leave-one-out
+            out[:, sorted({c for _, c in held["known_miss"]})] = 0.0
+        return out
+
+    R.lopsided_rates, R.loo_cell_terms = lr, loo
+    orig_e = aggregation._e_step
+
+    def e_step(rates, priors, shares, *args, **kwargs):
+        if held.get("known_shares") is not None:  # the class shares held at the gold's
+            priors, shares = held["known_shares"]
+        return orig_e(rates, priors, shares, *args, **kwargs)
+
+    aggregation._e_step = e_step
+    R.false_yes_rates = fy
+    aggregation.one_coin = crowd_model.one_coin = oc
+
+    held: dict = {}
+    orig_fit = crowd_model.fit_crowd
+
+    def fit_once(items, workers, answers, n_items, n_workers, **kw):
+        # One refit per world (seeded from the answers: every variant the same).
+        if "model" not in held:
+            recorded.clear()
+            held["model"] = orig_fit(items, workers, answers, n_items, n_workers, **kw)
+            held["parts"] = list(recorded)  # [fit, replicate 1, ...]
+            held["args"] = (items, workers, answers, n_items, kw)
+        model = held["model"]
+        v = held["variant"]
+        if "controls" not in held:
+            held["controls"] = _control_check(model.fit, held["args"], aggregation)
+        if v == "boot":
+            return model
+        if v == "true_shares":
+            items, workers, answers, n_items, kw = held["args"]
+            held["known_shares"] = held["gold_shares"](model.fit.categories, kw)
+            refit = orig_fit(items, workers, answers, n_items, n_workers,
+                             **{**kw, "replicates": 0}).fit
+            priors, shares = held["known_shares"]
+            held["known_shares"] = None
+            own = aggregation._stratum_priors(priors, shares, np.asarray(kw["strata"]))
+            return crowd_model.CrowdFit(refit, [(refit.posterior, priors, own)] * 2,
+                                        model.params, model.refused)
+        if v in ("true_refit", "true_miss", "true_both"):
+            cats = model.fit.categories
+            if v != "true_miss":
+                held["known_cells"] = {
+                    (w, cats.index(r)): true_yes[e]["yes"].get(r, 0.0)
+                    for w, e in enumerate(held["external"]) for r in ATTRACTIVE
+                    if r in cats and e in true_yes}
+            if v != "true_refit":
+                held["known_miss"] = _true_miss(held, cats)
+            items, workers, answers, n_items, kw = held["args"]
+            refit = orig_fit(items, workers, answers, n_items, n_workers,
+                             **{**kw, "replicates": 0}).fit
+            held["known_cells"] = held["known_miss"] = None
+            own = aggregation.item_priors(refit.params, refit.priors, kw["strata"], n_items)
+            return crowd_model.CrowdFit(refit, [(refit.posterior, refit.priors, own)] * 2,
+                                        model.params, model.refused)
+        items, workers, answers, n_items, kw = held["args"]
+        fit = model.fit
+        cats = fit.categories
+        nc = fit.params.none_index
+        if kw.get("offered") is not None:
+            inside = aggregation.within_offered(
+                answers, np.asarray(kw["strata"], np.int64)[items], kw["offered"], cats[nc])
+            items, workers = np.asarray(items)[inside], np.asarray(workers)[inside]
+            answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+
+        def posterior(params):
+            return aggregation.coin_posterior(
+                params, items, workers, answers, n_items, n_options=kw["n_options"],
+                known=kw["known"] or None, strata=kw["strata"])
+
+        reps = []
+        rng = np.random.default_rng(38)
+        if v in ("true", "fit"):
+            fp = np.array(R.yes_cells(fit.params.rates), copy=True)
+            for w, ext in enumerate(held["external"]):
+                for r in ATTRACTIVE:
+                    if v == "true" and r in cats and ext in true_yes:
+                        fp[w, cats.index(r)] = true_yes[ext]["yes"].get(r, 0.0)
+            params = replace(fit.params, rates=(*fit.params.rates[:-1], fp))
+            post = posterior(params)
+            own = aggregation.item_priors(params, params.priors, kw["strata"], n_items)
+            reps = [(post, params.priors, own)] * 2
+        else:
+            for (_post, priors, own), params, parts in zip(model.replicates, model.params,
+                                                           held["parts"][1:], strict=True):
+                fp = _draw_cells(parts, rng, hier=v == "beta")
+                p = replace(params, rates=(*params.rates[:-1], fp))
+                reps.append((posterior(p), priors, own))
+        return crowd_model.CrowdFit(fit, reps, model.params, model.refused)
+
+    correction.fit_crowd = fit_once
+    correction._reusable = lambda *a, **k: []  # refit here, never the stored fit
+
+    ans, _ = correction._answers_and_controls(corpus)
+    ext = dict(CrowdWorker.objects.filter(pk__in=ans.wids).values_list("pk", "external_id"))
+    held["external"] = [ext[w] for w in ans.wids]
+    params = json.loads((world / "params.json").read_text())
+    held["seed"], held["error"] = int(params["seed"]), error
+    gold_key = GoldKey.load(world / "gold.jsonl")
+    labels = label_table(corpus.pk)
+    pair_of_q = dict(zip(labels.questions.tolist(), labels.pairs.tolist(), strict=True))
+
+    def gold_shares(cats: list, kw: dict) -> tuple[np.ndarray, np.ndarray]:
+        """The class shares the fit would find with the gold's answers: corpus-wide over
+        the labelled questions and per pair type, shrunk as `one_coin` shrinks them
+        (10 pseudo-items towards the corpus-wide shares, ½ pseudo-count per class)."""
+        pairs = {p.pk: p for p in MentionPair.objects.filter(
+            pk__in=list(pair_of_q.values())).select_related("document")}
+        strata = np.asarray(kw["strata"], np.int64)
+        counts = np.zeros((int(strata.max()) + 1, len(cats)))
+        nc = cats.index(NO_RELATION)
+        for i, q in enumerate(ans.qids):
+            if i in kw["known"] or q not in pair_of_q:
+                continue
+            p = pairs[pair_of_q[q]]
+            t = gold_key.truth((p.document.doc_id, p.subject_begin, p.subject_end,
+                                p.object_begin, p.object_end))
+            k = answer_key(sorted(t))
+            counts[strata[i], cats.index(k) if k in cats else nc] += 1
+        total = counts.sum(axis=0) + 0.5
+        priors = total / total.sum()
+        per = counts + 10.0 * priors[None, :]
+        return priors, per / per.sum(axis=1, keepdims=True)
+
+    held["gold_shares"] = gold_shares
+
+    out: dict = {"systems": {}, "cells": {}}
+    oracle_p = None
+    for v in variants:
+        held["variant"] = v
+        correction.forget_answers()
+        with override_settings(KBPO_SOFT_LABELS=True, KBPO_SOFT_LABEL_BOOTSTRAP=replicates):
+            data = load_corpus_data(corpus)
+        pop = data.population
+        names = {str(s.pk): s.name for s in data.submissions}
+        args = (data.exhaustive_pairs, data.exhaustive_preds, data.exhaustive_subjects,
+                data.exhaustive_docs)
+        ev, plan = data.evidence_and_plan("instance")
+        base = prepare_evidence(pop, data.draws, data.label_pairs, data.label_preds, *args)
+
+        def distinct(v_ev, v_plan, pop=pop):
+            got = v_plan.estimates(v_ev, ["instance"])
+            got.update(distinct_points(pop, v_ev, "instance", ["instance"], 0.9, got,
+                                       v_plan.state.for_evidence(v_ev, v_plan.right(v_ev))))
+            return got[KEY_P]
+
+        if oracle_p is None:
+            key = GoldKey.load(world / "gold.jsonl")
+            gold: dict[int, set[int]] = {}
+            for p in MentionPair.objects.filter(
+                    pk__in=[int(x) for x in np.unique(data.label_pairs)]).select_related(
+                    "document"):
+                t = key.truth((p.document.doc_id, p.subject_begin, p.subject_end,
+                               p.object_begin, p.object_end))
+                gold[p.pk] = {PREDICATE_CODE[r] for r in t if r in PREDICATE_CODE} or {-1}
+            o_pairs = np.array([u for u, cs in gold.items() for _ in cs], np.int64)
+            o_preds = np.array([c for cs in gold.values() for c in sorted(cs)], np.int64)
+            oracle = prepare_evidence(pop, data.draws, o_pairs, o_preds, *args)
+            oracle_p = distinct(oracle, PointPlan(pop, oracle, "instance"))
+            o_iv = estimate(pop, oracle, draw_scheme="instance", schemes=["instance"],
+                            confidence=0.9, estimator=estimator
+                            ).results["instance"]["precision"]["joint"]
+            shipped = estimate(pop, ev, draw_scheme="instance", schemes=["instance"],
+                               confidence=0.9, estimator=estimator)
+            iv = shipped.results["instance"]["precision"]["joint"]
+            shipped_p = np.asarray(iv.estimate)
+            samp_lo, samp_hi = shipped_p - np.asarray(iv.lo), np.asarray(iv.hi) - shipped_p
+        reps = [replicate_estimates(pop, ev, s, "instance", ["instance"], 0.9, plan,
+                                    estimator)[KEY_P] for s in data.soft_replicates]
+        sd = np.std(np.stack(reps), axis=0, ddof=1)
+        # Each replicate at the full fixed point of the systems' priors instead of the
+        # service's one round from the fit's: does the one round understate the spread?
+        full = []
+        for soft in data.soft_replicates:
+            rep = with_soft_labels(pop, base, soft)
+            rep = self_consistent(pop, rep, plan=PointPlan(pop, rep, "instance"))
+            full.append(distinct(rep, PointPlan(pop, rep, "instance")))
+        sd_full = np.std(np.stack(full), axis=0, ddof=1)
+        # The point the variant's first replicate's labels give at the full fixed point.
+        rep0 = with_soft_labels(pop, base, data.soft_replicates[0])
+        rep0_plan = PointPlan(pop, rep0, "instance")
+        rep0 = self_consistent(pop, rep0, plan=rep0_plan)
+        rep0_p = distinct(rep0, PointPlan(pop, rep0, "instance"))
+        for k, sid in enumerate(pop.names):
+            name = names[sid]
+            truth = truth_json[name]["instance"]["precision"]
+            # The answers' own noise: sd of Σ (P(right) − right) over the system's drawn
+            # instances, were the posteriors calibrated (per draw, mean over draws).
+            pairs, preds, _ = pop.system_instances(k)
+            drawn = pop.lookup_pairs(np.asarray(data.draws[sid], np.int64))
+            at = np.concatenate([np.flatnonzero(pairs == u) for u in drawn]) \
+                if len(drawn) else np.zeros(0, np.int64)
+            p_right = np.asarray(ev.correct(pairs[at], preds[at], np.full(len(at), k)), float)
+            answer_sd = float(np.sqrt((p_right * (1 - p_right)).sum()) / max(len(drawn), 1))
+            # Per attractive relation: the drawn instances' expected wrong and right counts
+            # (the calibration term's weights, `_calibration_sd`).
+            attractive = {r: [float((1 - p_right[preds[at] == PREDICATE_CODE[r]]).sum()),
+                              float(p_right[preds[at] == PREDICATE_CODE[r]].sum())]
+                          for r in ATTRACTIVE}
+            lo = shipped_p[k] - np.sqrt(samp_lo[k] ** 2 + Z90 ** 2 * sd[k] ** 2)
+            hi = shipped_p[k] + np.sqrt(samp_hi[k] ** 2 + Z90 ** 2 * sd[k] ** 2)
+            out["systems"].setdefault(name, {}).update({
+                "truth": truth, "estimate": float(shipped_p[k]), "oracle": float(oracle_p[k]),
+                "samp_half": float((samp_lo[k] + samp_hi[k]) / 2),
+                "samp_below": float(samp_lo[k]), "samp_above": float(samp_hi[k]),
+                "answer_sd": answer_sd, "attractive": attractive, "draws": len(drawn),
+                "oracle_lo": float(o_iv.lo[k]), "oracle_hi": float(o_iv.hi[k]),
+                v: {"sd": float(sd[k]), "sd_full": float(sd_full[k]),
+                    "lo": float(max(lo, 0.0)), "hi": float(min(hi, 1.0)),
+                    "rep0": float(rep0_p[k]),
+                    "reps": [float(r[k]) for r in reps]}})
+    # The attractive relations' rates: fit and replicates against the simulated crowd's.
+    cats = held["model"].fit.categories
+    parts = held["parts"]
+    sim_miss = _true_miss(held, cats)
+    gold_priors = held["gold_shares"](cats, held["args"][4])[0]
+    for r in ATTRACTIVE:
+        if r not in cats:
+            continue
+        c = cats.index(r)
+        p0 = parts[0]
+        a = p0["x_r"][c] + p0["s_r"] * p0["crowd"]
+        b = p0["n_r"][c] - p0["x_r"][c] + p0["s_r"] * (1 - p0["crowd"])
+        prior = p0["prior"][:, c]
+        ca = p0["said"][:, c] + p0["s_c"][c] * prior
+        cb = p0["exposed"][:, c] - p0["said"][:, c] + p0["s_c"][c] * (1 - prior)
+        fp_fit = np.array([R.yes_cells(held["model"].fit.params.rates)[w, c]
+                           for w in range(len(held["external"]))])
+        out["cells"][r] = {
+            "workers": held["external"],
+            "true": [true_yes.get(e, {}).get("yes", {}).get(r) for e in held["external"]],
+            "fit": fp_fit.tolist(), "reps": [p["said"][:, c].tolist() for p in parts[1:]],
+            "rep_cells": [R.yes_cells(p.rates)[:, c].tolist() for p in held["model"].params],
+            "exposed": p0["exposed"][:, c].tolist(), "said": p0["said"][:, c].tolist(),
+            "cell_post_sd": _beta_sd(ca, cb).tolist(), "s_c": float(p0["s_c"][c]),
+            "s_r": float(p0["s_r"]), "relation": float(p0["relation"][c]),
+            "relation_reps": [float(p["relation"][c]) for p in parts[1:]],
+            "relation_post_sd": float(_beta_sd(a, b)), "n_r": float(p0["n_r"][c]),
+            "s_c_reps": [float(p["s_c"][c]) for p in parts[1:]],
+            # The fitted miss rate per worker on the relation (truth r, answer none).
+            "miss": held["model"].fit.params.rates[3][:, c].tolist(),
+            "miss_true": [sim_miss.get((w, c)) for w in range(len(held["external"]))],
+            "share_fit": float(held["model"].fit.priors[c]), "share_gold": float(gold_priors[c])}
+    out["controls"] = held["controls"]
+    return out
+
+
+def _answer_term_report(everything: dict) -> None:
+    """A prototype of an interval term for the per-system scatter of the labels' error:
+    c² times the answer variance (Σ P(1 − P) over the drawn instances / draws²) added to
+    the correction's, for c = 1 (calibrated posteriors' noise) and c = 2 (about the
+    scatter seen against the oracle)."""
+    rows = [s for res in everything.values() for s in res["systems"].values() if "boot" in s]
+    if not rows:
+        return
+    shipped = np.array([s["boot"]["lo"] <= s["truth"] <= s["boot"]["hi"] for s in rows])
+    hw0 = np.array([(s["boot"]["hi"] - s["boot"]["lo"]) / 2 for s in rows])
+    print("\nanswer-noise term (prototype): covered, mean half-width of the shipped-covered, "
+          "largest half-width ratio")
+    print(f"  {'shipped':8s} {int(shipped.sum())}/{len(rows)} {hw0[shipped].mean():.4f} 1.00")
+    for c in (1.0, 2.0):
+        cov, hw = [], []
+        for s in rows:
+            v = s["boot"]["sd"] ** 2 + (c * s["answer_sd"]) ** 2
+            lo = s["estimate"] - np.sqrt(s["samp_below"] ** 2 + Z90 ** 2 * v)
+            hi = s["estimate"] + np.sqrt(s["samp_above"] ** 2 + Z90 ** 2 * v)
+            cov.append(lo <= s["truth"] <= hi)
+            hw.append((hi - lo) / 2)
+        hw_a = np.array(hw)
+        print(f"  c = {c:.0f}    {sum(cov)}/{len(rows)} {hw_a[shipped].mean():.4f} "
+              f"{(hw_a / hw0).max():.2f}")
+
+
+def _calibration_report(everything: dict) -> None:
+    """A prototype of an interval term for the posteriors' calibration error, measured on
+    the controls (crowd-bias.md §16): per world, the controls holding none on pairs
+    offering an attractive relation give e⁻ = mean P(r) (truth 0), those holding one
+    e⁺ = mean P(r) − 1, each with its se over the controls. A system's drawn attractive
+    instances, W expected wrong and R expected right (at the fixed point), make
+    b = (W e⁻ + R e⁺)/n its calibration error and s² = (W² se⁻² + R² se⁺²)/n² its
+    variance. (i) b² + s² added to the correction's variance; (ii) the estimate minus b,
+    with s² added. Controls are scored at the crowd's prior (they are no system's)."""
+    rows = []
+    for res in everything.values():
+        if "boot" not in next(iter(res["systems"].values())):
+            return
+        p_none = np.concatenate([c["p_none"] for c in res["controls"].values()])
+        p_holds = np.concatenate([c["p_holds"] for c in res["controls"].values()])
+        e_m, e_p = p_none.mean(), (p_holds - 1).mean()
+        s_m = p_none.std(ddof=1) / np.sqrt(len(p_none))
+        s_p = p_holds.std(ddof=1) / np.sqrt(len(p_holds))
+        for s in res["systems"].values():
+            w = sum(v[0] for v in s["attractive"].values())
+            r = sum(v[1] for v in s["attractive"].values())
+            n = s["draws"]
+            b, var = (w * e_m + r * e_p) / n, (w * w * s_m ** 2 + r * r * s_p ** 2) / n ** 2
+            est, t, sd = s["estimate"], s["truth"], s["boot"]["sd"]
+            out = [s["boot"]["lo"] <= t <= s["boot"]["hi"],
+                   (s["boot"]["hi"] - s["boot"]["lo"]) / 2, b, s["estimate"] - s["oracle"]]
+            for centre, extra in ((est, b * b + var), (est - b, var)):
+                lo = centre - np.sqrt(s["samp_below"] ** 2 + Z90 ** 2 * (sd ** 2 + extra))
+                hi = centre + np.sqrt(s["samp_above"] ** 2 + Z90 ** 2 * (sd ** 2 + extra))
+                out += [lo <= t <= hi, (hi - lo) / 2, centre - t]
+            rows.append(out)
+    a = np.array(rows, float)
+    shipped = a[:, 0] == 1
+    print("\ncalibration term from the controls (prototype): covered, mean half-width of the "
+          "shipped-covered, largest half-width ratio, mean estimate − truth")
+    print(f"  {'shipped':20s} {int(a[:, 0].sum())}/{len(a)} {a[shipped, 1].mean():.4f} 1.00 "
+          f"{a[:, 6].mean():+.4f}")
+    for label, j in (("(i) b² + s² added", 4), ("(ii) minus b, s² added", 7)):
+        print(f"  {label:20s} {int(a[:, j].sum())}/{len(a)} {a[shipped, j + 1].mean():.4f} "
+              f"{(a[:, j + 1] / a[:, 1]).max():.2f} {a[:, j + 2].mean():+.4f}")
+    print(f"  correlation of b with the labels' error over the {len(a)}: "
+          f"{np.corrcoef(a[:, 2], a[:, 3])[0, 1]:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, required=True)
+    parser.add_argument("--confusion", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[4, 5, 6, 7])
+    parser.add_argument("--replicates", type=int, default=8)
+    parser.add_argument("--variants", nargs="+",
+                        default=["boot", "beta", "beta_cells", "fit", "true", "true_refit"])
+    parser.add_argument("--error", type=float, default=0.05,
+                        help="the demo's --crowd-error (the honest workers' error rate)")
+    parser.add_argument("--beta", type=float,
+                        help="the re-weighting's divisor β (shipped evidence.REWEIGHT_BETA 0.5)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        res = _child(args.child / "world", args.confusion.resolve(), args.replicates,
+                     args.variants, args.error, args.beta)
+        (args.child / "spread.json").write_text(json.dumps(res))
+        return 0
+    everything = {}
+    for seed in args.seeds:
+        tmp = args.keep.resolve() / f"seed-{seed}"
+        env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
+        env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
+        subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
+                        "--confusion", str(args.confusion.resolve()),
+                        "--replicates", str(args.replicates), "--error", str(args.error),
+                        *([] if args.beta is None else ["--beta", str(args.beta)]),
+                        "--variants", *args.variants],
+                       env=env, check=True, cwd=tmp)
+        everything[seed] = json.loads((tmp / "spread.json").read_text())
+    _report(everything, args.variants)
+    _calibration_report(everything)
+    _answer_term_report(everything)
+    if args.json:
+        args.json.write_text(json.dumps(everything))
+    return 0
+
+
+def _report(everything: dict, variants: list[str]) -> None:
+    boots = [v for v in variants if v not in ("true", "fit", "true_refit", "true_miss",
+                                              "true_both", "true_shares")]
+    print("joint precision per (seed, system): truth, estimate − truth, − oracle (the labels' "
+          "error), sampling half-width, correction sd per variant, covered per variant")
+    print(f"{'seed':>4} {'system':20s} {'truth':>6s} {'err':>7s} {'lab err':>7s} "
+          f"{'samp hw':>7s} {'ans sd':>6s} "
+          + " ".join(f"{'sd ' + v:>13s}" for v in boots) + " "
+          + " ".join(f"{'hw ' + v:>13s}" for v in boots) + "  covered")
+    cov = {v: 0 for v in boots}
+    n = 0
+    ratio = {v: [] for v in boots}
+    for seed, res in everything.items():
+        for name, s in sorted(res["systems"].items()):
+            n += 1
+            err, lab = s["estimate"] - s["truth"], s["estimate"] - s["oracle"]
+            flags = []
+            for v in boots:
+                ok = s[v]["lo"] <= s["truth"] <= s[v]["hi"]
+                cov[v] += ok
+                flags.append("y" if ok else ("HIGH" if s[v]["lo"] > s["truth"] else "LOW"))
+                ratio[v].append(abs(lab) / max(s[v]["sd"], 1e-9))
+            print(f"{seed:>4} {name:20s} {s['truth']:6.3f} {err:+7.3f} {lab:+7.3f} "
+                  f"{s['samp_half']:7.3f} {s['answer_sd']:6.4f} "
+                  + " ".join(f"{s[v]['sd']:13.4f}" for v in boots)
+                  + " " + " ".join(f"{(s[v]['hi'] - s[v]['lo']) / 2:13.4f}" for v in boots)
+                  + "  " + " ".join(flags))
+    print("covered: " + ", ".join(f"{v} {cov[v]}/{n}" for v in boots))
+    rows = [s for res in everything.values() for s in res["systems"].values()]
+    o_cov = sum(s["oracle_lo"] <= s["truth"] <= s["oracle_hi"] for s in rows)
+    print(f"the oracle's own intervals (gold labels, same draws) cover {o_cov}/{n}; misses: "
+          + ", ".join(f"{seed} {name} ({s['oracle'] - s['truth']:+.3f})"
+                      for seed, res in everything.items()
+                      for name, s in sorted(res["systems"].items())
+                      if not s["oracle_lo"] <= s["truth"] <= s["oracle_hi"]))
+    for seed, res in everything.items():
+        for name, s in sorted(res["systems"].items()):
+            err = s["estimate"] - s["truth"]
+            if "boot" in s and not s["boot"]["lo"] <= s["truth"] <= s["boot"]["hi"]:
+                side = s["samp_below"] if err > 0 else s["samp_above"]  # the side it missed
+                need = np.sqrt(max(err ** 2 - side ** 2, 0.0)) / Z90
+                print(f"  shipped miss {seed} {name}: error {err:+.3f}, sampling half-width "
+                      f"on that side {side:.3f}: covering it needs a correction sd ≥ {need:.4f} "
+                      f"(boot {s['boot']['sd']:.4f})")
+    z = [(s["estimate"] - s["oracle"]) / s["answer_sd"] for s in rows]
+    print("labels' error in answer-noise sd (calibrated posteriors: mean 0, sd 1): mean "
+          f"{np.mean(z):+.2f}, sd {np.std(z, ddof=1):.2f}, |z| > 1.645: "
+          f"{sum(abs(x) > 1.645 for x in z)}/{n}; answer sd range "
+          f"{min(s['answer_sd'] for s in rows):.4f}–{max(s['answer_sd'] for s in rows):.4f}")
+    print("correction sd, one round (shipped) / full fixed point per replicate, mean over the "
+          "24: " + ", ".join(f"{v} {np.mean([s[v]['sd'] for s in rows]):.4f} / "
+                             f"{np.mean([s[v]['sd_full'] for s in rows]):.4f}" for v in boots))
+    print("median |labels' error| / correction sd: " + ", ".join(
+        f"{v} {np.median(ratio[v]):.1f}" for v in boots))
+    for v in variants:
+        d = [s[v]["rep0"] - s["oracle"] for res in everything.values()
+             for s in res["systems"].values()]
+        print(f"{v:10s} replicate 0 at the full fixed point, minus oracle: mean {np.mean(d):+.4f}"
+              f" (se {np.std(d, ddof=1) / np.sqrt(len(d)):.4f})")
+    print("\nattractive relations: relation rate fit, its replicates' sd, its Beta posterior sd;"
+          " s_r; cells: mean fit − true (over workers), mean |fit − true|, mean replicate sd, "
+          "mean Beta posterior sd, s_c (fit; replicates' range)")
+    for seed, res in everything.items():
+        print(f"{seed:>4} controls holding none where an attractive relation is offered: "
+              + "; ".join(f"{r} {c['controls']} (mean P(r) {c['controls_p'] or 0:.3f}, "
+                          f"beside {c['labelled_offering']} labelled questions)"
+                          for r, c in res["controls"].items()))
+    for seed, res in everything.items():
+        for r, c in res["cells"].items():
+            true = np.array([np.nan if t is None else t for t in c["true"]], float)
+            fit = np.array(c["fit"])
+            reps = np.array(c["rep_cells"])
+            ok = ~np.isnan(true)
+            print(f"{seed:>4} {r:26s} ρ {c['relation']:.3f} sd(rep) "
+                  f"{np.std(c['relation_reps'], ddof=1):.4f} sd(post) {c['relation_post_sd']:.4f}"
+                  f" s_r {c['s_r']:.0f} n_r {c['n_r']:.0f} | cells fit−true "
+                  f"{np.mean(fit[ok] - true[ok]):+.3f} "
+                  f"|.| {np.mean(np.abs(fit[ok] - true[ok])):.3f}"
+                  f" sd(rep) {np.mean(np.std(reps[:, ok], axis=0, ddof=1)):.4f} sd(post) "
+                  f"{np.mean(np.array(c['cell_post_sd'])[ok]):.4f} exposures "
+                  f"{np.mean(np.array(c['exposed'])[ok]):.1f} s_c {c['s_c']:.0f} "
+                  f"({min(c['s_c_reps']):.0f}–{max(c['s_c_reps']):.0f}) miss rate "
+                  f"{np.mean(np.array(c['miss'])[ok]):.3f} (simulated "
+                  f"{np.mean([m for m in c['miss_true'] if m is not None]):.3f}) share "
+                  f"{c['share_fit']:.3f} (gold {c['share_gold']:.3f})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
