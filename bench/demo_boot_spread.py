@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -60,27 +59,7 @@ def _yes_parts(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray, obs: 
     """`rates.false_yes_rates`'s intermediate values (counts, rates, strengths)."""
     from annotations.quality import rates as R
 
-    table = offered.rows()
-    n_s, n_c = table.shape
-    rel = obs != nc
-    said = np.bincount(workers[rel] * n_c + obs[rel], weights=p_none[rel],
-                       minlength=n_w * n_c).reshape(n_w, n_c).astype(float)
-    by_stratum = np.bincount(workers * n_s + offered.of(items), weights=p_none,
-                             minlength=n_w * n_s).reshape(n_w, n_s)
-    exposed = by_stratum @ table
-    if 0 <= nc < n_c:
-        said[:, nc] = 0.0
-    crowd = ((said.sum() + R.YES_PRIOR_RATE * R.YES_PRIOR_EXPOSURES)
-             / (exposed.sum() + R.YES_PRIOR_EXPOSURES))
-    x_r, n_r = said.sum(axis=0), exposed.sum(axis=0)
-    s_r = R._eb_strength(x_r, n_r, np.full(n_c, crowd))
-    relation = (x_r + s_r * crowd) / (n_r + s_r)
-    worker = (said.sum(axis=1) + 0.5) / (exposed @ relation + 0.5)
-    prior = np.clip(worker[:, None] * relation[None, :], 1e-6, 0.99)
-    s_c = np.array([R._eb_strength(said[:, r], exposed[:, r], prior[:, r])
-                    for r in range(n_c)])
-    return {"said": said, "exposed": exposed, "crowd": crowd, "x_r": x_r, "n_r": n_r,
-            "s_r": s_r, "relation": relation, "worker": worker, "prior": prior, "s_c": s_c}
+    return R.false_yes_parts(p_none, items, workers, obs, nc, n_w, offered)
 
 
 def _draw_cells(parts: dict, rng: np.random.Generator, hier: bool) -> np.ndarray:
@@ -572,18 +551,13 @@ def main(argv: list[str] | None = None) -> int:
                      args.variants, args.error, args.beta)
         (args.child / "spread.json").write_text(json.dumps(res))
         return 0
-    everything = {}
-    for seed in args.seeds:
-        tmp = args.keep.resolve() / f"seed-{seed}"
-        env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
-        env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
-        subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
-                        "--confusion", str(args.confusion.resolve()),
-                        "--replicates", str(args.replicates), "--error", str(args.error),
-                        *([] if args.beta is None else ["--beta", str(args.beta)]),
-                        "--variants", *args.variants],
-                       env=env, check=True, cwd=tmp)
-        everything[seed] = json.loads((tmp / "spread.json").read_text())
+    from demo_prior_split import run_seeds
+
+    everything = run_seeds(__file__, args.keep, args.seeds,
+                           ["--confusion", str(args.confusion.resolve()),
+                            "--replicates", str(args.replicates), "--error", str(args.error),
+                            *([] if args.beta is None else ["--beta", str(args.beta)]),
+                            "--variants", *args.variants], "spread.json")
     _report(everything, args.variants)
     _calibration_report(everything)
     _answer_term_report(everything)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -45,7 +44,6 @@ def _child(world: Path) -> dict:
     from estimation.core.noise import with_soft_labels
     from estimation.data import PREDICATE_CODE, load_corpus_data
     from kbpo.core.models import Corpus
-    from submissions.models import MentionPair
 
     corpus = Corpus.objects.get(tag="demo")
     with override_settings(KBPO_SOFT_LABELS=True, KBPO_SOFT_LABEL_BOOTSTRAP=0):
@@ -54,19 +52,10 @@ def _child(world: Path) -> dict:
     names = {str(s.pk): s.name for s in data.submissions}
     truth = json.loads((world / "truth.json").read_text())["systems"]
     key = GoldKey.load(world / "gold.jsonl")
-    gold: dict[int, set[int]] = {}
-    for p in MentionPair.objects.filter(pk__in=[int(x) for x in np.unique(data.label_pairs)]) \
-            .select_related("document"):
-        t = key.truth((p.document.doc_id, p.subject_begin, p.subject_end, p.object_begin,
-                       p.object_end))
-        gold[p.pk] = {PREDICATE_CODE[r] for r in t if r in PREDICATE_CODE} or {-1}
-    o_pairs = np.array([u for u, cs in gold.items() for _ in cs], np.int64)
-    o_preds = np.array([c for cs in gold.values() for c in sorted(cs)], np.int64)
-    args = (data.exhaustive_pairs, data.exhaustive_preds, data.exhaustive_subjects,
-            data.exhaustive_docs)
-    oracle = E.prepare_evidence(pop, data.draws, o_pairs, o_preds, *args)
-    base = with_soft_labels(pop, E.prepare_evidence(pop, data.draws, data.label_pairs,
-                                                    data.label_preds, *args), data.soft)
+    from demo_prior_split import oracle_and_labels, true_group_priors
+
+    oracle, labelled = oracle_and_labels(data, key)
+    base = with_soft_labels(pop, labelled, data.soft)
 
     def distinct(plan, v) -> np.ndarray:
         got = plan.estimates(v, ["instance"])
@@ -91,14 +80,7 @@ def _child(world: Path) -> dict:
         fixed = P.consistent(plan, base)
         out[label] = distinct(plan, fixed)
         # The bound: each (system, cell) prior at the gold's share of its judged instances.
-        judged = pop.instances()["predicates"][plan.state.judged]
-        right = oracle.correct(plan.j_pairs, judged).astype(float)
-        cells = plan.j_sys.astype(np.int64) * n_groups + plan.j_group
-        n_cells = len(pop) * n_groups
-        share = np.bincount(cells, weights=right, minlength=n_cells) / np.maximum(
-            np.bincount(cells, minlength=n_cells), 1)
-        true_group = np.clip(share, P.PRIOR_FLOOR, 1 - P.PRIOR_FLOOR).reshape(len(pop),
-                                                                             n_groups)
+        true_group = true_group_priors(plan, oracle, n_groups)
         out[f"{label}, true prior"] = distinct(plan, replace(fixed, group_prior=true_group))
     E.AGREE_GROUPS = P.AGREE_GROUPS = 3
     E.agreement_groups = P.agreement_groups = shipped_groups
@@ -116,14 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         (args.child / "family.json").write_text(json.dumps(_child(args.child / "world")))
         return 0
+    from demo_prior_split import run_seeds
+
     rows: dict[str, list[dict]] = {}
-    for seed in args.seeds:
-        tmp = args.keep.resolve() / f"seed-{seed}"
-        env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
-        env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
-        subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child",
-                        str(tmp)], env=env, check=True, cwd=tmp)
-        for name, r in json.loads((tmp / "family.json").read_text()).items():
+    for res in run_seeds(__file__, args.keep, args.seeds, [], "family.json").values():
+        for name, r in res.items():
             rows.setdefault(name.split("_")[0] if name.startswith("sys04") else name,
                             []).append(r)
     variants = ("3 groups", "3 groups, true prior", "6 cells", "6 cells, true prior")

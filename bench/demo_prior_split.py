@@ -35,6 +35,60 @@ GROUPS = ("1 system", "2 systems", "3+ systems")
 ATTRACTIVE = ("per:employee_or_member_of", "per:title")
 
 
+def oracle_and_labels(data, key):
+    """(the evidence with every labelled pair's gold relations, the evidence with the
+    stored labels) on the same draws and exhaustive sample: the oracle's and the
+    crowd's. ``data``: `load_corpus_data`'s; ``key``: the world's `GoldKey`."""
+    from estimation.core.evidence import prepare_evidence
+    from estimation.data import PREDICATE_CODE
+    from submissions.models import MentionPair
+
+    pop = data.population
+    # The gold relations of every labelled pair (codes; −1 no relation).
+    gold: dict[int, set[int]] = {}
+    rows = MentionPair.objects.filter(pk__in=[int(p) for p in np.unique(data.label_pairs)]) \
+        .select_related("document")
+    for p in rows:
+        t = key.truth((p.document.doc_id, p.subject_begin, p.subject_end, p.object_begin,
+                       p.object_end))
+        gold[p.pk] = {PREDICATE_CODE[r] for r in t if r in PREDICATE_CODE} or {-1}
+    o_pairs = np.array([u for u, cs in gold.items() for _ in cs], np.int64)
+    o_preds = np.array([c for cs in gold.values() for c in sorted(cs)], np.int64)
+    args = (data.exhaustive_pairs, data.exhaustive_preds, data.exhaustive_subjects,
+            data.exhaustive_docs)
+    return (prepare_evidence(pop, data.draws, o_pairs, o_preds, *args),
+            prepare_evidence(pop, data.draws, data.label_pairs, data.label_preds, *args))
+
+
+def true_group_priors(plan, oracle, n_groups: int) -> np.ndarray:
+    """(systems × n_groups) each (system, group) prior at the share of its judged
+    instances the gold holds right: the best any fit of the groups' priors could do."""
+    from estimation.core.points import PRIOR_FLOOR
+
+    m = plan.m
+    judged = plan.pop.instances()["predicates"][plan.state.judged]
+    right = oracle.correct(plan.j_pairs, judged).astype(float)
+    cells = plan.j_sys.astype(np.int64) * n_groups + plan.j_group
+    share = np.bincount(cells, weights=right, minlength=m * n_groups) / np.maximum(
+        np.bincount(cells, minlength=m * n_groups), 1)
+    return np.clip(share, PRIOR_FLOOR, 1 - PRIOR_FLOOR).reshape(m, n_groups)
+
+
+def run_seeds(script: str, keep: Path, seeds: list[int], child_args: list[str],
+              result: str) -> dict[int, dict]:
+    """Run ``script``'s child on each kept seed's world (its SQLite database, Celery
+    eager) and read the JSON it writes to ``result`` there."""
+    out = {}
+    for seed in seeds:
+        tmp = keep.resolve() / f"seed-{seed}"
+        env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
+        env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
+        subprocess.run([sys.executable, script, "--keep", str(keep), "--child", str(tmp),
+                        *child_args], env=env, check=True, cwd=tmp)
+        out[seed] = json.loads((tmp / result).read_text())
+    return out
+
+
 def _child(world: Path, decided: float | None, beta: float | None = None) -> dict:
     """In a child on the kept world's SQLite: per system, the estimates and the drawn
     instances' P(right) under each variant, with the gold's verdict."""
@@ -53,13 +107,11 @@ def _child(world: Path, decided: float | None, beta: float | None = None) -> dic
         AGREE_GROUPS,
         ALSO_TRUE_STRIDE,
         agreement_groups,
-        prepare_evidence,
     )
     from estimation.core.noise import with_soft_labels
-    from estimation.core.points import PRIOR_FLOOR, PointPlan, consistent
+    from estimation.core.points import PointPlan, consistent
     from estimation.data import PREDICATE_CODE, load_corpus_data
     from kbpo.core.models import Corpus
-    from submissions.models import MentionPair
 
     if beta is not None:  # the re-weighting's divisor (evidence.REWEIGHT_BETA), patched
         from estimation.core import evidence, noise
@@ -73,20 +125,7 @@ def _child(world: Path, decided: float | None, beta: float | None = None) -> dic
     truth_json = json.loads((world / "truth.json").read_text())["systems"]
     names = {str(s.pk): s.name for s in data.submissions}
 
-    # The gold relations of every labelled pair (codes; −1 no relation).
-    gold: dict[int, set[int]] = {}
-    rows = MentionPair.objects.filter(pk__in=[int(p) for p in np.unique(data.label_pairs)]) \
-        .select_related("document")
-    for p in rows:
-        t = key.truth((p.document.doc_id, p.subject_begin, p.subject_end, p.object_begin,
-                       p.object_end))
-        gold[p.pk] = {PREDICATE_CODE[r] for r in t if r in PREDICATE_CODE} or {-1}
-    o_pairs = np.array([u for u, cs in gold.items() for _ in cs], np.int64)
-    o_preds = np.array([c for cs in gold.values() for c in sorted(cs)], np.int64)
-    args = (data.exhaustive_pairs, data.exhaustive_preds, data.exhaustive_subjects,
-            data.exhaustive_docs)
-    oracle = prepare_evidence(pop, data.draws, o_pairs, o_preds, *args)
-    ev = prepare_evidence(pop, data.draws, data.label_pairs, data.label_preds, *args)
+    oracle, ev = oracle_and_labels(data, key)
     soft = with_soft_labels(pop, ev, data.soft)
     plan = PointPlan(pop, soft, "instance")
     if decided is not None:
@@ -95,13 +134,7 @@ def _child(world: Path, decided: float | None, beta: float | None = None) -> dic
                 "decided": decided_prior.decided_consistent(plan, soft)}
     # The best any fit of the groups' priors could do: each (system, group) at the share
     # of its judged instances the gold holds right.
-    judged = pop.instances()["predicates"][plan.state.judged]
-    gold_right = oracle.correct(plan.j_pairs, judged).astype(float)
-    cells = plan.j_sys.astype(np.int64) * AGREE_GROUPS + plan.j_group
-    n_cells = len(pop) * AGREE_GROUPS
-    share = np.bincount(cells, weights=gold_right, minlength=n_cells) / np.maximum(
-        np.bincount(cells, minlength=n_cells), 1)
-    true_group = np.clip(share, PRIOR_FLOOR, 1 - PRIOR_FLOOR).reshape(len(pop), AGREE_GROUPS)
+    true_group = true_group_priors(plan, oracle, AGREE_GROUPS)
     fixed = variants["fixed_point"]
     variants["true prior"] = replace(fixed, group_prior=true_group)
     key_p = ("instance", "precision", "joint")
@@ -182,16 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         res = _child(args.child / "world", args.decided, args.beta)
         (args.child / "split.json").write_text(json.dumps(res))
         return 0
-    everything = {}
-    for seed in args.seeds:
-        tmp = args.keep.resolve() / f"seed-{seed}"
-        env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
-        env["DATABASE_URL"] = f"sqlite:///{tmp}/db.sqlite3"
-        extra = ([] if args.decided is None else ["--decided", str(args.decided)]) + (
-            [] if args.beta is None else ["--beta", str(args.beta)])
-        subprocess.run([sys.executable, __file__, "--keep", str(args.keep), "--child", str(tmp),
-                        *extra], env=env, check=True, cwd=tmp)
-        everything[seed] = json.loads((tmp / "split.json").read_text())
+    extra = ([] if args.decided is None else ["--decided", str(args.decided)]) + (
+        [] if args.beta is None else ["--beta", str(args.beta)])
+    everything = run_seeds(__file__, args.keep, args.seeds, extra, "split.json")
     variants = ("crowd", *PRIORS, "oracle")
     print("joint precision and recall (distinct), estimate − truth per system, mean over "
           f"seeds {args.seeds}; minus oracle: paired, se over (seed, system) in brackets")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -373,13 +373,13 @@ class Offered:
         return np.vstack([self.table, every[None, :]])
 
 
-def false_yes_rates(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray,
-                    obs: np.ndarray, nc: int, n_w: int, offered: Offered) -> np.ndarray:
-    """(workers × categories) P(worker names relation r | the pair holds none and its
-    question offers r), each answer weighted by its pair's P(none) (``p_none`` per
-    answer): the cell's names of r over its exposures to r, shrunk (`YES_SHRINK`)
-    towards the worker's rate over all relations and the relation's over all workers.
-    """
+def false_yes_parts(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray,
+                    obs: np.ndarray, nc: int, n_w: int, offered: Offered) -> dict[str, Any]:
+    """`false_yes_rates`'s pieces: per (worker, relation) the names ``said`` and the
+    ``exposed`` count (answers weighted by P(none)), the ``crowd`` rate, per relation its
+    counts ``x_r``, ``n_r``, shrinkage ``s_r`` and ``relation`` rate, the ``worker``
+    propensities, each cell's ``prior`` and per relation the cells' shrinkage ``s_c``
+    (benches read them to study the fit)."""
     table = offered.rows()
     n_s, n_c = table.shape
     rel = obs != nc
@@ -403,7 +403,19 @@ def false_yes_rates(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray,
     prior = np.clip(worker[:, None] * relation[None, :], 1e-6, 0.99)
     s_c = np.array([_eb_strength(said[:, r], exposed[:, r], prior[:, r])
                     for r in range(n_c)])
-    out = (said + s_c * prior) / (exposed + s_c)
+    return {"said": said, "exposed": exposed, "crowd": crowd, "x_r": x_r, "n_r": n_r,
+            "s_r": s_r, "relation": relation, "worker": worker, "prior": prior, "s_c": s_c}
+
+
+def false_yes_rates(p_none: np.ndarray, items: np.ndarray, workers: np.ndarray,
+                    obs: np.ndarray, nc: int, n_w: int, offered: Offered) -> np.ndarray:
+    """(workers × categories) P(worker names relation r | the pair holds none and its
+    question offers r), each answer weighted by its pair's P(none) (``p_none`` per
+    answer): the cell's names of r over its exposures to r, shrunk (`YES_SHRINK`)
+    towards the worker's rate over all relations and the relation's over all workers.
+    """
+    f = false_yes_parts(p_none, items, workers, obs, nc, n_w, offered)
+    out = (f["said"] + f["s_c"] * f["prior"]) / (f["exposed"] + f["s_c"])
     return np.clip(out, 1e-6, 1 - 1e-3)
 
 
