@@ -100,7 +100,8 @@ def _group_into_hits(sub: Submission) -> tuple[int, int]:
         if sum(owed) else []
     for start, n_controls in zip(starts, owed, strict=True):
         chunk = orphans[start:start + per_hit]
-        chosen = [pool.pop()[:2] for _ in range(min(n_controls, len(pool)))]
+        chosen = [(c.pair_id, c.answer)
+                  for c in (pool.pop() for _ in range(min(n_controls, len(pool))))]
         assignments = max(1, max(q.answers_needed - answered[q.pk] for q in chunk))
         # Controls are paid like any question: the reward and cost include them.
         reward = per_question * (len(chunk) + len(chosen))

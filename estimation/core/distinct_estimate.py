@@ -36,6 +36,7 @@ from .evidence import UNLABELLED, Evidence, Interval
 from .importance import PairTerms, at_pairs, label_variance_at_pairs, pair_terms
 from .population import Population
 from .precision import MIN_BORROWED, LabelState, apply_bounds, label_bounds
+from .products import content_key, frozen
 from .recall import (
     Clusters,
     combine_recall,
@@ -64,9 +65,13 @@ def distinct_design(pop: Population, ev: Evidence, draw_scheme: str) -> Design:
 
 def _unreached(pop: Population, scheme: str, draw_scheme: str, n: np.ndarray) -> np.ndarray:
     """Per system, the mass (under ``scheme``) on pairs no system with draws can reach
-    (π = 0): the draws say nothing about it."""
-    pi_all = inclusion_probability(pop.stacked(draw_scheme), n)
-    return np.asarray(pop.stacked(scheme) @ (pi_all <= 0).astype(float)).ravel()
+    (π = 0): the draws say nothing about it. A pass over every prediction, the same for
+    each replicate of the labels and each label batch: remembered by the population."""
+    def make() -> np.ndarray:
+        pi_all = inclusion_probability(pop.stacked(draw_scheme), n)
+        return frozen(np.asarray(pop.stacked(scheme) @ (pi_all <= 0).astype(float)).ravel())
+
+    return pop.memo(("unreached", scheme, draw_scheme, content_key(n)), make)
 
 
 def _precision(pop: Population, ev: Evidence, scheme: str, draw_scheme: str,
