@@ -179,7 +179,8 @@ def _boards(run: ScoreRun) -> dict:
 
 
 @pytest.mark.django_db
-def test_a_live_run_copies_the_carried_boards_as_they_would_render() -> None:
+def test_a_live_run_copies_the_carried_boards_as_they_would_render(needs_postgres: None) -> None:
+    # Boards are copied only on Postgres (board_rows.copyable).
     world = RandomWorld()
     world.label(25)
     cid = world.corpus.pk
