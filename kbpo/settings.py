@@ -139,8 +139,13 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # (kbpo/core/prepared.py); 0 behind a pooler in transaction mode, which loses them.
 KBPO_DB_PREPARED_STATEMENTS = env_bool("KBPO_DB_PREPARED_STATEMENTS", True)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Long lock waits instead of "database is locked" under concurrent requests.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # Long lock waits instead of "database is locked" under concurrent requests; and
+    # every transaction takes the write lock when it begins (BEGIN IMMEDIATE): a deferred
+    # one that reads and then writes fails at once, without waiting, when another writer
+    # holds the lock (serve_demo's crowd and a `submit` beside it did, about one run in five).
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options["timeout"] = 30
+    options["transaction_mode"] = "IMMEDIATE"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
