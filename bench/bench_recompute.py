@@ -65,6 +65,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import memory_map  # noqa: E402
 from bench_common import _admin, drop_db, peak_mb, reset_peak, scratch_db  # noqa: E402
 from bench_saved import restore, save  # noqa: E402
 
@@ -416,6 +417,10 @@ def main() -> None:
                         "run and follow-up (no new worker, full rebuild or identity check)")
     parser.add_argument("--dump-scores", metavar="FILE", help="pickle the last batch's "
                         "scores (to compare two versions of the code on one database)")
+    parser.add_argument("--memory-map", metavar="FILE",
+                        help="trace allocations (tracemalloc) and write where the memory held "
+                             "before the first live run, and at that run's peak, was allocated "
+                             "(bench/memory_map.py; slows the runs)")
     parser.add_argument("--schemes", metavar="LIST",
                         help="schemes recomputed, comma-separated (KBPO_SCORE_SCHEMES; "
                              "default: every scheme)")
@@ -515,6 +520,8 @@ def main() -> None:
             cpus.setdefault(label, []).append(cpu)
             return total, run
 
+        if args.memory_map:
+            memory_map.start()
         if args.from_db:
             # Every scheme, as the cold run would: a worker's overlaps and memos of the
             # reweighted schemes are then there for the batches' follow-ups.
@@ -543,7 +550,14 @@ def main() -> None:
             print(f"batch {b + 1}: +{len(batch)} labels, +{answered} crowd answers")
             # Live (KBPO_SCORE_FOLLOW_UP, the default): the draw scheme, then the queued
             # follow-up's reweighted schemes, timed apart.
-            t_inc, run_inc = timed("incremental", profile=True, live=live)
+            if args.memory_map and b == 0:
+                held = memory_map.tracemalloc.take_snapshot()
+                with memory_map.PeakSampler() as sampler:
+                    t_inc, run_inc = timed("incremental", profile=True, live=live)
+                memory_map.write(args.memory_map, held, sampler)
+                del held, sampler
+            else:
+                t_inc, run_inc = timed("incremental", profile=True, live=live)
             inc.append(t_inc)
             if live:
                 t_follow, _ = timed("follow-up", profile=True)
