@@ -52,3 +52,35 @@ def test_diagonal_draw_means_are_the_products_diagonal():
     want = cpd @ x.T.toarray()
     np.testing.assert_allclose(np.diag(got), np.diag(want), rtol=1e-12)
     assert np.count_nonzero(got - np.diag(np.diag(got))) == 0
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1000, 4096])
+@pytest.mark.parametrize("density", [0.0, 0.05, 0.5, 1.0])
+def test_rank_bitmap_is_the_position_among_the_sorted_cells(size, density):
+    from estimation.core.importance import RankBitmap
+
+    rng = np.random.default_rng(size + int(100 * density))
+    cells = np.flatnonzero(rng.random(size) < density).astype(np.int64)
+    if size >= 64 and density == 0.05:  # the words' first and last bits set
+        cells = np.union1d(cells, [c for c in (0, 63, 64, size - 1) if c < size])
+    keys = np.arange(size, dtype=np.int64)
+    expected = np.full(size, -1, dtype=np.int64)
+    expected[cells] = np.arange(len(cells))
+    got = RankBitmap(cells, size).rank(keys)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_positions_find_the_same_entries_with_the_bitmap_as_with_the_search():
+    from estimation.core import importance
+
+    _, at, _ = _problem("ascending")
+    assert at.index is not None
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, at.shape[0], 500)
+    cols = rng.integers(0, at.shape[1], 500)
+    searched = importance._Positions(at.pattern, at.rows)
+    searched.index = None  # the sorted keys' search
+    want = at.find(rows, cols)
+    np.testing.assert_array_equal(want, searched.find(rows, cols))
+    assert (want >= 0).any() and (want < 0).any()
