@@ -85,12 +85,18 @@ def frozen(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def remember(key: tuple, make) -> tuple:
+def remember(key: tuple, make, superseded=None) -> tuple:
+    """``make()``, kept under ``key`` among the newest _PATTERN_ENTRIES. On a miss the
+    entries ``superseded(their key)`` names are dropped before ``make`` runs, so that
+    what they hold is not alive beside what replaces them."""
     with _PATTERNS_LOCK:  # two threads of one recompute may ask (scoring.py)
         hit = _PATTERNS.get(key)
         if hit is not None:
             _PATTERNS.move_to_end(key)
             return hit
+        if superseded is not None:
+            for old in [k for k in _PATTERNS if superseded(k)]:
+                del _PATTERNS[old]
     hit = make()
     with _PATTERNS_LOCK:
         _PATTERNS[key] = hit
@@ -178,7 +184,15 @@ def products_at(
     if len(used) == 0 or ps.nnz == 0:
         return out
     key = (pattern_key(ps, "plan"), pattern_key(pt), used.tobytes(), len(lefts))
-    plan = remember(key, lambda: _product_plan(ps, pt, used, len(lefts)))
+
+    def superseded(old: tuple) -> bool:
+        # The same systems' plan over fewer pairs: an earlier label batch's (the
+        # labelled drawn pairs only grow), which no later estimate asks for again.
+        return (old[2:] == key[2:] and old[0][-1] == "plan"
+                and old[0][0][0] == ps.shape[0] and old[1][0][0] == pt.shape[0]
+                and old[0][0][1] < ps.shape[1])
+
+    plan = remember(key, lambda: _product_plan(ps, pt, used, len(lefts)), superseded)
     # Pairs of a few systems: a dense row of k·len(lefts) sums would be mostly waste.
     # Their entries add the same terms in the same order (from 0, ascending j).
     if len(plan.few_pos):
