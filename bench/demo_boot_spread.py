@@ -116,6 +116,41 @@ def _control_check(fit, args: tuple, aggregation) -> dict:
     return out
 
 
+def _control_events(fit, args: tuple, aggregation, beta: float) -> dict:
+    """Every (control, relation offered on its pair) as an event for φ
+    (`noise.calibration_multiplier`): P(relation) under the fit's parameters with the
+    known answer left out, whether the known answer holds it, the share the re-weighting
+    divides out for it (crowd-wide and pair type's, `odds_between` at β), and its
+    relation; an answer "a|b" gives its probability to both."""
+    from estimation.core.evidence import odds_between
+
+    items, workers, answers, n_items, kw = args
+    cats = fit.categories
+    nc = fit.params.none_index
+    strata = np.asarray(kw["strata"], np.int64)
+    inside = aggregation.within_offered(answers, strata[items], kw["offered"], cats[nc])
+    items, workers = np.asarray(items)[inside], np.asarray(workers)[inside]
+    answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+    post = aggregation.coin_posterior(fit.params, items, workers, answers, n_items,
+                                      n_options=kw["n_options"], strata=kw["strata"])
+    own = aggregation.item_priors(fit.params, fit.priors, kw["strata"], n_items)
+    table = fit.params.offered
+    rels = sorted({r for c in cats if c != cats[nc] for r in str(c).split("|")})
+    p, y, div, rel = [], [], [], []
+    for r in rels:
+        cols = [j for j, c in enumerate(cats) if c != cats[nc] and r in str(c).split("|")]
+        single = cats.index(r) if r in cats else cols[0]
+        for i, a in kw["known"].items():
+            if strata[i] >= len(table) or table[strata[i], single] <= 0:
+                continue  # not offered on this pair: no instance-like event
+            p.append(float(post[i, cols].sum()))
+            y.append(float(r in str(a).split("|")))
+            div.append(float(odds_between(np.array([fit.priors[cols].sum()]),
+                                          np.array([own[i, cols].sum()]), beta)[0]))
+            rel.append(r)
+    return {"p": p, "y": y, "divisor": div, "relation": rel}
+
+
 def _true_miss(held: dict, cats: list) -> dict:
     """(worker, attractive relation) → the simulated P(answer none | the pair holds it)
     of each honest worker: an error (1 − accuracy, `simulation.make_pool` as the demo drew
@@ -163,7 +198,13 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     from estimation.core.distinct_estimate import distinct_points
     from estimation.core.estimators import estimate
     from estimation.core.evidence import prepare_evidence
-    from estimation.core.noise import replicate_estimates, self_consistent, with_soft_labels
+    from estimation.core.noise import (
+        as_instances,
+        calibration_multiplier,
+        replicate_estimates,
+        self_consistent,
+        with_soft_labels,
+    )
     from estimation.core.points import PointPlan
     from estimation.data import PREDICATE_CODE, load_corpus_data
     from kbpo.core.models import Corpus
@@ -241,6 +282,10 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
         v = held["variant"]
         if "controls" not in held:
             held["controls"] = _control_check(model.fit, held["args"], aggregation)
+            from estimation.core import evidence as ev_module
+
+            held["events"] = _control_events(model.fit, held["args"], aggregation,
+                                             ev_module.REWEIGHT_BETA)
         if v == "boot":
             return model
         if v == "true_shares":
@@ -381,6 +426,33 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
             iv = shipped.results["instance"]["precision"]["joint"]
             shipped_p = np.asarray(iv.estimate)
             samp_lo, samp_hi = shipped_p - np.asarray(iv.lo), np.asarray(iv.hi) - shipped_p
+            # φ from the controls, scored as instances (each system's precision as prior,
+            # weighted by its instances naming the relation) and at the crowd's prior.
+            e = held["events"]
+            inst = pop.instances()
+            code = np.array([PREDICATE_CODE.get(r, -9) for r in e["relation"]], np.int64)
+            named = (inst["predicates"][None, :] == code[:, None]).astype(float)
+            weights = np.stack([named[:, inst["system"] == k].sum(axis=1)
+                                for k in range(len(pop))], axis=1)
+            p_inst = as_instances(np.array(e["p"]), np.array(e["divisor"]),
+                                  np.asarray(ev.system_prior, float), weights)
+            y_ev = np.array(e["y"])
+            phi = calibration_multiplier(p_inst, y_ev)
+            phi_crowd = calibration_multiplier(np.array(e["p"]), y_ev)
+            out["phi"] = {"instances": phi, "crowd": phi_crowd, "events": len(y_ev),
+                          "sq_err": float(((p_inst - y_ev) ** 2).sum()),
+                          "var": float((p_inst * (1 - p_inst)).sum()),
+                          "raw": float(((p_inst - y_ev) ** 2).sum()
+                                       / max((p_inst * (1 - p_inst)).sum(), 1e-12)),
+                          "raw_crowd": float(((np.array(e["p"]) - y_ev) ** 2).sum()
+                                             / max((np.array(e["p"]) * (1 - np.array(e["p"])))
+                                                   .sum(), 1e-12))}
+            scaled = {}
+            for name_s, scale in (("zero", 0.0), ("phi", phi), ("phi2", 2.0)):
+                got = estimate(pop, replace(ev, label_scale=scale), draw_scheme="instance",
+                               schemes=["instance"], confidence=0.9, estimator=estimator
+                               ).results["instance"]["precision"]["joint"]
+                scaled[name_s] = (shipped_p - np.asarray(got.lo), np.asarray(got.hi) - shipped_p)
         reps = [replicate_estimates(pop, ev, s, "instance", ["instance"], 0.9, plan,
                                     estimator)[KEY_P] for s in data.soft_replicates]
         sd = np.std(np.stack(reps), axis=0, ddof=1)
@@ -421,6 +493,9 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
                 "samp_below": float(samp_lo[k]), "samp_above": float(samp_hi[k]),
                 "answer_sd": answer_sd, "attractive": attractive, "draws": len(drawn),
                 "oracle_lo": float(o_iv.lo[k]), "oracle_hi": float(o_iv.hi[k]),
+                # The sampling half-widths with the labels' variance scaled by 0, φ, 2.
+                "samp": {n_s: [float(lo_s[k]), float(hi_s[k])]
+                         for n_s, (lo_s, hi_s) in scaled.items()},
                 v: {"sd": float(sd[k]), "sd_full": float(sd_full[k]),
                     "lo": float(max(lo, 0.0)), "hi": float(min(hi, 1.0)),
                     "rep0": float(rep0_p[k]),
@@ -458,6 +533,7 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
             "miss_true": [sim_miss.get((w, c)) for w in range(len(held["external"]))],
             "share_fit": float(held["model"].fit.priors[c]), "share_gold": float(gold_priors[c])}
     out["controls"] = held["controls"]
+    out["events"] = held["events"]
     return out
 
 
@@ -485,6 +561,54 @@ def _answer_term_report(everything: dict) -> None:
         hw_a = np.array(hw)
         print(f"  c = {c:.0f}    {sum(cov)}/{len(rows)} {hw_a[shipped].mean():.4f} "
               f"{(hw_a / hw0).max():.2f}")
+
+
+def _phi_report(everything: dict) -> None:
+    """The answer-noise term (crowd-bias.md §17): the labels' Bernoulli variance in the
+    sampling variance scaled by φ measured on the controls (`Evidence.label_scale`),
+    the bootstrap's variance added as shipped. Per world φ; over the 24: covered, mean
+    half-width of the shipped-covered, largest half-width ratio. Also what the labels'
+    variance is worth in the shipped interval (scale 0 against 1), against the answer sd."""
+    rows = [s for res in everything.values() for s in res["systems"].values()
+            if "boot" in s and "samp" in s]
+    if not rows:
+        return
+    print("\nφ from the controls per world: as instances (applied) / at the crowd's prior; "
+          "unshrunk ratios; events")
+    for seed, res in everything.items():
+        f = res.get("phi")
+        if f:
+            print(f"  {seed}: φ {f['instances']:.3f} / {f['crowd']:.3f}; raw "
+                  f"{f['raw']:.3f} / {f['raw_crowd']:.3f}; Σ(P−y)² {f['sq_err']:.2f}, "
+                  f"ΣP(1−P) {f['var']:.2f} over {f['events']} events")
+
+    def interval(s: dict, which: str | None) -> tuple[float, float]:
+        if which is None:
+            return s["boot"]["lo"], s["boot"]["hi"]
+        below, above = s["samp"][which]
+        v = s["boot"]["sd"] ** 2
+        return (max(s["estimate"] - np.sqrt(below ** 2 + Z90 ** 2 * v), 0.0),
+                min(s["estimate"] + np.sqrt(above ** 2 + Z90 ** 2 * v), 1.0))
+
+    base = [interval(s, None) for s in rows]
+    covered = np.array([lo <= s["truth"] <= hi for s, (lo, hi) in zip(rows, base, strict=True)])
+    hw0 = np.array([(hi - lo) / 2 for lo, hi in base])
+    print("interval: covered, mean half-width of the shipped-covered, largest half-width ratio")
+    for label, which in (("shipped", None), ("labels' variance × 0", "zero"),
+                         ("× φ (controls)", "phi"), ("× 2 (fixed)", "phi2")):
+        ivs = [interval(s, which) for s in rows]
+        cov = sum(lo <= s["truth"] <= hi for s, (lo, hi) in zip(rows, ivs, strict=True))
+        hw = np.array([(hi - lo) / 2 for lo, hi in ivs])
+        print(f"  {label:22s} {cov}/{len(rows)} {hw[covered].mean():.4f} "
+              f"{(hw / hw0).max():.3f}")
+    # sd the labels' variance adds to the sampling interval, against the answer sd.
+    implied = np.array([np.sqrt(max(((s["samp_below"] + s["samp_above"]) / 2) ** 2
+                                    - (sum(s["samp"]["zero"]) / 2) ** 2, 0.0)) / Z90
+                        for s in rows])
+    ans = np.array([s["answer_sd"] for s in rows])
+    print(f"labels' variance in the shipped interval, as an sd: mean {implied.mean():.4f} "
+          f"against the answer sd {ans.mean():.4f} (median ratio "
+          f"{np.median(implied / ans):.2f})")
 
 
 def _calibration_report(everything: dict) -> None:
@@ -561,6 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     _report(everything, args.variants)
     _calibration_report(everything)
     _answer_term_report(everything)
+    _phi_report(everything)
     if args.json:
         args.json.write_text(json.dumps(everything))
     return 0
