@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fits", nargs="+", default=["fixed_point"],
                         choices=["fixed_point", "decided"])
     parser.add_argument("--phi", nargs="+", default=["off"], choices=["off", "on"])
+    parser.add_argument("--folds", type=int, default=0,
+                        help="φ's control posteriors from this many leave-fold-out refits "
+                             "(crowd.CALIBRATION_FOLDS; 0: the fit's parameters)")
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="12-system versions")
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     known = {**SCENARIOS, **UNCORRECTED}
     shipped = evidence.REWEIGHT_BETA
     crowd.CrowdLabeller.calibration = _recording(crowd.CrowdLabeller.calibration)
+    crowd.CALIBRATION_FOLDS = args.folds
     ok = True
     try:
         for name in args.scenario:
@@ -165,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         set_beta(shipped)
         set_fit("fixed_point")
         crowd.ANSWER_NOISE = False
+        crowd.CALIBRATION_FOLDS = 0
     return 0 if ok else 1
 
 

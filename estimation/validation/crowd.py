@@ -46,6 +46,9 @@ NO_RELATION = -1
 # Scale the soft labels' variance by the controls' calibration multiplier φ
 # (`CrowdLabeller.calibration`; crowd-bias.md §17). Off: as the service scores.
 ANSWER_NOISE = False
+# > 1: the controls' posteriors for φ from that many refits, each without one fold's
+# known answers; 0: from the fit's parameters (which counted them).
+CALIBRATION_FOLDS = 0
 
 
 @dataclass(frozen=True)
@@ -368,9 +371,19 @@ class CrowdLabeller:
         if len(both) == n or ev.system_prior is None:
             return 1.0
         strata = self._strata(both)
-        post = aggregation.coin_posterior(fit.params, items, workers, answers.tolist(),
-                                          len(both), n_options=self.got.n_options[both],
-                                          strata=strata)[n:]
+        if CALIBRATION_FOLDS > 1:
+            # Each fold of controls refitted without its known answers: their posterior
+            # then owes nothing to them (the fit's own parameters did count them).
+            post = np.zeros((len(both) - n, cats))
+            for f in range(CALIBRATION_FOLDS):
+                out = np.arange(n + f, len(both), CALIBRATION_FOLDS)
+                kept = {i: a for i, a in known.items() if (i - n - f) % CALIBRATION_FOLDS}
+                post[out - n] = self._fit(both, items, workers, answers, kept,
+                                          len(self.pool.accuracy)).posterior[out]
+        else:
+            post = aggregation.coin_posterior(fit.params, items, workers, answers.tolist(),
+                                              len(both), n_options=self.got.n_options[both],
+                                              strata=strata)[n:]
         own = aggregation.item_priors(fit.params, fit.priors, strata, len(both))[n:]
         divisor = odds_between(np.broadcast_to(fit.priors, own.shape), own,
                                evidence_module.REWEIGHT_BETA)
