@@ -30,11 +30,15 @@ Beta posteriors given the exposures. Variants of the replicates (`--variants`):
 Every variant also scores the replicate-0 soft labels at the full fixed point (the
 point a variant's labels give), so ``true`` measures the cells' share of the error. Last,
 a prototype interval term for the posteriors' calibration error measured on the controls
-(`_calibration_report`).
+(`_calibration_report`), and (crowd-bias.md §17) the answer-noise multiplier φ measured on
+the controls scored as instances (`_phi_report`: the intervals with the labels' variance
+× 0, × φ, × 2; the controls' reliability; the gold's own φ) and a calibration-bias term
+from the same controls (`_bias_report`). ``--folds K``: the controls' posteriors from K
+refits, each without one fold's known answers.
 
 Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
        [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both
-       true_shares] [--beta 0.5]
+       true_shares] [--beta 0.5] [--folds 5]
        [--error 0.05] [--json FILE]
 """
 
