@@ -2,8 +2,12 @@
 (issue 38; docs/internals/crowd-bias.md §14).
 
 Usage: python bench/beta_battery.py --scenario crowd20_distinct [--scenario ...]
-           [--betas 0.5 0] [--fits fixed_point decided] [--trials 40] [--seed 3]
-           [--small] [--json OUT]
+           [--betas 0.5 0] [--fits fixed_point decided] [--phi off on] [--trials 40]
+           [--seed 3] [--small] [--json OUT]
+
+--phi on: the soft labels' variance scaled by the controls' calibration multiplier φ
+(`crowd.ANSWER_NOISE`, `CrowdLabeller.calibration`; crowd-bias.md §17). Only the
+intervals differ from off: the points are the same floats.
 
 --fits: each β also with each way of fitting the agreement groups' priors (the shipped
 fixed point, or from decided pairs only: bench/decided_prior.py, crowd-bias.md §15);
@@ -45,6 +49,7 @@ from estimation.core import intervals as ci  # noqa: E402
 from estimation.validation import (  # noqa: E402
     SCENARIOS,
     UNCORRECTED,
+    crowd,
     format_table,
     passed,
     reference,
@@ -58,14 +63,26 @@ def set_beta(beta: float) -> None:
     evidence.REWEIGHT_BETA = noise.REWEIGHT_BETA = beta  # both read it by name
 
 
-def per_trial(run, metric: str) -> tuple[np.ndarray, np.ndarray]:
-    """Joint instance-scheme (trials,) mean error over systems and coverage over systems."""
+PHIS: list[float] = []  # φ of every trial's crowd, recorded by `_recording`
+
+
+def _recording(orig):
+    def calibration(self, pop, ev):
+        PHIS.append(orig(self, pop, ev))
+        return PHIS[-1]
+    return calibration
+
+
+def per_trial(run, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Joint instance-scheme (trials,) mean error over systems, coverage over systems
+    and mean half-width over systems."""
     truth = reference.true_scores(run.world, "instance")[metric]
     a = run.values[("instance", metric, "joint")]
     est, lo, hi = a[..., 0], a[..., 1], a[..., 2]
     counted = ~run.exact.get((metric, "joint"), np.zeros(est.shape, bool))
     inside = np.where(counted, ci.covers(lo, hi, truth), np.nan)
-    return np.nanmean(est - truth, axis=1), np.nanmean(inside, axis=1)
+    return (np.nanmean(est - truth, axis=1), np.nanmean(inside, axis=1),
+            np.nanmean((hi - lo) / 2, axis=1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--betas", type=float, nargs="+", default=[0.5, 0.0])
     parser.add_argument("--fits", nargs="+", default=["fixed_point"],
                         choices=["fixed_point", "decided"])
+    parser.add_argument("--phi", nargs="+", default=["off"], choices=["off", "on"])
+    parser.add_argument("--folds", type=int, default=0,
+                        help="φ's control posteriors from this many leave-fold-out refits "
+                             "(crowd.CALIBRATION_FOLDS; 0: the fit's parameters)")
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="12-system versions")
@@ -81,20 +102,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     known = {**SCENARIOS, **UNCORRECTED}
     shipped = evidence.REWEIGHT_BETA
+    crowd.CrowdLabeller.calibration = _recording(crowd.CrowdLabeller.calibration)
+    crowd.CALIBRATION_FOLDS = args.folds
     ok = True
     try:
         for name in args.scenario:
             spec = known[name].small() if args.small else known[name]
-            trials: dict[tuple[float, str], dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-            for beta, fit in [(b, f) for b in args.betas for f in args.fits]:
+            trials: dict[tuple, dict[str, tuple[np.ndarray, ...]]] = {}
+            for beta, fit, phi in [(b, f, p) for b in args.betas for f in args.fits
+                                   for p in args.phi]:
                 set_beta(beta)
                 set_fit(fit)
+                crowd.ANSWER_NOISE = phi == "on"
+                PHIS.clear()
                 start = time.perf_counter()
                 run = run_scenario(spec, args.trials, args.seed)
                 wall = time.perf_counter() - start
                 rows = summarise(run)
-                print(f"== {name} β={beta:g} {fit} ({'small' if args.small else 'full'}, "
+                print(f"== {name} β={beta:g} {fit} φ {phi} "
+                      f"({'small' if args.small else 'full'}, "
                       f"{args.trials} trials, seed {args.seed}, {wall:.0f} s wall)")
+                if PHIS:
+                    print(f"   φ over trials: mean {np.mean(PHIS):.3f}, median "
+                          f"{np.median(PHIS):.3f}, range {min(PHIS):.3f}–{max(PHIS):.3f}")
                 print(format_table([r for r in rows if r.kind == "joint"
                                     and r.metric != "f1"]))
                 for r in rows:
@@ -102,20 +132,22 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"   {'ok  ' if good else 'FAIL'} {r.metric}/{r.kind}: {message}")
                 print(verdict(rows, run), flush=True)
                 ok &= passed(rows)
-                trials[(beta, fit)] = {m: per_trial(run, m)
-                                       for m in ("precision", "recall")}
+                trials[(beta, fit, phi)] = {m: per_trial(run, m)
+                                            for m in ("precision", "recall")}
                 if args.json:
                     joint = {r.metric: r for r in rows if r.kind == "joint"}
-                    line = {"scenario": name, "beta": beta, "fit": fit, "small": args.small,
+                    line = {"scenario": name, "beta": beta, "fit": fit, "phi": phi,
+                            "phis": list(PHIS), "small": args.small,
                             "trials": args.trials, "seed": args.seed, "seconds": round(wall),
                             "passed": passed(rows),
                             "failed": [f"{r.metric}/{r.kind}: {m}" for r in rows
                                        for m, g in r.checks if not g]}
                     for m in ("precision", "recall"):
-                        b, c = trials[(beta, fit)][m]
+                        b, c, h = trials[(beta, fit, phi)][m]
                         line[m] = {"bias": joint[m].bias, "coverage": joint[m].coverage,
                                    "bias_se": float(np.std(b, ddof=1) / np.sqrt(len(b))),
                                    "cov_se": float(np.std(c, ddof=1) / np.sqrt(len(c))),
+                                   "half_width": float(h.mean()),
                                    "max_bias": joint[m].max_bias,
                                    "min_coverage": joint[m].min_coverage}
                     with args.json.open("a") as f:
@@ -125,15 +157,19 @@ def main(argv: list[str] | None = None) -> int:
                 for m in ("precision", "recall"):
                     db = trials[key][m][0] - trials[base][m][0]
                     dc = trials[key][m][1] - trials[base][m][1]
+                    dh = trials[key][m][2] / trials[base][m][2]
                     n = np.sqrt(len(db))
-                    print(f"   paired {name} {m} joint, β={key[0]:g} {key[1]} minus "
-                          f"β={base[0]:g} {base[1]}: "
+                    print(f"   paired {name} {m} joint, β={key[0]:g} {key[1]} φ {key[2]} minus "
+                          f"β={base[0]:g} {base[1]} φ {base[2]}: "
                           f"bias {db.mean():+.4f} (se {db.std(ddof=1) / n:.4f}), "
-                          f"coverage {dc.mean():+.4f} (se {dc.std(ddof=1) / n:.4f})",
+                          f"coverage {dc.mean():+.4f} (se {dc.std(ddof=1) / n:.4f}), "
+                          f"half-width ×{np.nanmean(dh):.3f} (max ×{np.nanmax(dh):.3f})",
                           flush=True)
     finally:
         set_beta(shipped)
         set_fit("fixed_point")
+        crowd.ANSWER_NOISE = False
+        crowd.CALIBRATION_FOLDS = 0
     return 0 if ok else 1
 
 

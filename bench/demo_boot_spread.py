@@ -30,11 +30,15 @@ Beta posteriors given the exposures. Variants of the replicates (`--variants`):
 Every variant also scores the replicate-0 soft labels at the full fixed point (the
 point a variant's labels give), so ``true`` measures the cells' share of the error. Last,
 a prototype interval term for the posteriors' calibration error measured on the controls
-(`_calibration_report`).
+(`_calibration_report`), and (crowd-bias.md §17) the answer-noise multiplier φ measured on
+the controls scored as instances (`_phi_report`: the intervals with the labels' variance
+× 0, × φ, × 2; the controls' reliability; the gold's own φ) and a calibration-bias term
+from the same controls (`_bias_report`). ``--folds K``: the controls' posteriors from K
+refits, each without one fold's known answers.
 
 Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
        [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both
-       true_shares] [--beta 0.5]
+       true_shares] [--beta 0.5] [--folds 5]
        [--error 0.05] [--json FILE]
 """
 
@@ -44,6 +48,7 @@ import argparse
 import json
 import os
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +121,44 @@ def _control_check(fit, args: tuple, aggregation) -> dict:
     return out
 
 
+def _control_events(fit, args: tuple, aggregation, beta: float,
+                    held_out: np.ndarray | None = None) -> dict:
+    """Every (control, relation offered on its pair) as an event for φ
+    (`noise.calibration_multiplier`): P(relation) under the fit's parameters with the
+    known answer left out, whether the known answer holds it, the share the re-weighting
+    divides out for it (crowd-wide and pair type's, `odds_between` at β), and its
+    relation; an answer "a|b" gives its probability to both. ``held_out``: the
+    controls' posteriors from refits without their fold's known answers instead."""
+    from estimation.core.evidence import odds_between
+
+    items, workers, answers, n_items, kw = args
+    cats = fit.categories
+    nc = fit.params.none_index
+    strata = np.asarray(kw["strata"], np.int64)
+    inside = aggregation.within_offered(answers, strata[items], kw["offered"], cats[nc])
+    items, workers = np.asarray(items)[inside], np.asarray(workers)[inside]
+    answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+    post = aggregation.coin_posterior(fit.params, items, workers, answers, n_items,
+                                      n_options=kw["n_options"], strata=kw["strata"]) \
+        if held_out is None else held_out
+    own = aggregation.item_priors(fit.params, fit.priors, kw["strata"], n_items)
+    table = fit.params.offered
+    rels = sorted({r for c in cats if c != cats[nc] for r in str(c).split("|")})
+    p, y, div, rel = [], [], [], []
+    for r in rels:
+        cols = [j for j, c in enumerate(cats) if c != cats[nc] and r in str(c).split("|")]
+        single = cats.index(r) if r in cats else cols[0]
+        for i, a in kw["known"].items():
+            if strata[i] >= len(table) or table[strata[i], single] <= 0:
+                continue  # not offered on this pair: no instance-like event
+            p.append(float(post[i, cols].sum()))
+            y.append(float(r in str(a).split("|")))
+            div.append(float(odds_between(np.array([fit.priors[cols].sum()]),
+                                          np.array([own[i, cols].sum()]), beta)[0]))
+            rel.append(r)
+    return {"p": p, "y": y, "divisor": div, "relation": rel}
+
+
 def _true_miss(held: dict, cats: list) -> dict:
     """(worker, attractive relation) → the simulated P(answer none | the pair holds it)
     of each honest worker: an error (1 − accuracy, `simulation.make_pool` as the demo drew
@@ -142,7 +185,7 @@ def _true_miss(held: dict, cats: list) -> dict:
 
 
 def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
-           error: float, beta: float | None = None) -> dict:
+           error: float, beta: float | None = None, folds: int = 0) -> dict:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kbpo.settings")
     import django
@@ -163,7 +206,13 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     from estimation.core.distinct_estimate import distinct_points
     from estimation.core.estimators import estimate
     from estimation.core.evidence import prepare_evidence
-    from estimation.core.noise import replicate_estimates, self_consistent, with_soft_labels
+    from estimation.core.noise import (
+        as_instances,
+        calibration_multiplier,
+        replicate_estimates,
+        self_consistent,
+        with_soft_labels,
+    )
     from estimation.core.points import PointPlan
     from estimation.data import PREDICATE_CODE, load_corpus_data
     from kbpo.core.models import Corpus
@@ -241,6 +290,21 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
         v = held["variant"]
         if "controls" not in held:
             held["controls"] = _control_check(model.fit, held["args"], aggregation)
+            from estimation.core import evidence as ev_module
+
+            held_out = None
+            if folds > 1:  # each fold of controls refitted without its known answers
+                items, workers, answers, n_items, kw = held["args"]
+                held_out = np.array(model.fit.posterior, copy=True)
+                ctrl = sorted(kw["known"])
+                for f in range(folds):
+                    out_f = ctrl[f::folds]
+                    kept = {i: a for i, a in kw["known"].items() if i not in set(out_f)}
+                    refit = orig_fit(items, workers, answers, n_items, n_workers,
+                                     **{**kw, "known": kept, "replicates": 0}).fit
+                    held_out[out_f] = refit.posterior[out_f]
+            held["events"] = _control_events(model.fit, held["args"], aggregation,
+                                             ev_module.REWEIGHT_BETA, held_out)
         if v == "boot":
             return model
         if v == "true_shares":
@@ -381,6 +445,35 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
             iv = shipped.results["instance"]["precision"]["joint"]
             shipped_p = np.asarray(iv.estimate)
             samp_lo, samp_hi = shipped_p - np.asarray(iv.lo), np.asarray(iv.hi) - shipped_p
+            # φ from the controls, scored as instances (each system's precision as prior,
+            # weighted by its instances naming the relation) and at the crowd's prior.
+            e = held["events"]
+            inst = pop.instances()
+            code = np.array([PREDICATE_CODE.get(r, -9) for r in e["relation"]], np.int64)
+            named = (inst["predicates"][None, :] == code[:, None]).astype(float)
+            weights = np.stack([named[:, inst["system"] == k].sum(axis=1)
+                                for k in range(len(pop))], axis=1)
+            p_inst = as_instances(np.array(e["p"]), np.array(e["divisor"]),
+                                  np.asarray(ev.system_prior, float), weights)
+            y_ev = np.array(e["y"])
+            phi = calibration_multiplier(p_inst, y_ev)
+            phi_crowd = calibration_multiplier(np.array(e["p"]), y_ev)
+            out["phi"] = {"instances": phi, "crowd": phi_crowd, "events": len(y_ev),
+                          "p_inst": p_inst.tolist(), "y": y_ev.tolist(), "p": e["p"],
+                          "relation": e["relation"],
+                          "sq_err": float(((p_inst - y_ev) ** 2).sum()),
+                          "var": float((p_inst * (1 - p_inst)).sum()),
+                          "raw": float(((p_inst - y_ev) ** 2).sum()
+                                       / max((p_inst * (1 - p_inst)).sum(), 1e-12)),
+                          "raw_crowd": float(((np.array(e["p"]) - y_ev) ** 2).sum()
+                                             / max((np.array(e["p"]) * (1 - np.array(e["p"])))
+                                                   .sum(), 1e-12))}
+            scaled = {}
+            for name_s, scale in (("zero", 0.0), ("phi", phi), ("phi2", 2.0)):
+                got = estimate(pop, replace(ev, label_scale=scale), draw_scheme="instance",
+                               schemes=["instance"], confidence=0.9, estimator=estimator
+                               ).results["instance"]["precision"]["joint"]
+                scaled[name_s] = (shipped_p - np.asarray(got.lo), np.asarray(got.hi) - shipped_p)
         reps = [replicate_estimates(pop, ev, s, "instance", ["instance"], 0.9, plan,
                                     estimator)[KEY_P] for s in data.soft_replicates]
         sd = np.std(np.stack(reps), axis=0, ddof=1)
@@ -408,6 +501,11 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
                 if len(drawn) else np.zeros(0, np.int64)
             p_right = np.asarray(ev.correct(pairs[at], preds[at], np.full(len(at), k)), float)
             answer_sd = float(np.sqrt((p_right * (1 - p_right)).sum()) / max(len(drawn), 1))
+            # The drawn instances' own squared error against the gold (a diagnostic of
+            # what φ could be at best: per-instance miscalibration, not correlation).
+            y_gold = np.asarray(oracle.correct(pairs[at], preds[at]), float)
+            inst_sq = float(((p_right - y_gold) ** 2).sum())
+            inst_var = float((p_right * (1 - p_right)).sum())
             # Per attractive relation: the drawn instances' expected wrong and right counts
             # (the calibration term's weights, `_calibration_sd`).
             attractive = {r: [float((1 - p_right[preds[at] == PREDICATE_CODE[r]]).sum()),
@@ -420,7 +518,11 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
                 "samp_half": float((samp_lo[k] + samp_hi[k]) / 2),
                 "samp_below": float(samp_lo[k]), "samp_above": float(samp_hi[k]),
                 "answer_sd": answer_sd, "attractive": attractive, "draws": len(drawn),
+                "inst_sq": inst_sq, "inst_var": inst_var, "p_right": p_right.tolist(),
                 "oracle_lo": float(o_iv.lo[k]), "oracle_hi": float(o_iv.hi[k]),
+                # The sampling half-widths with the labels' variance scaled by 0, φ, 2.
+                "samp": {n_s: [float(lo_s[k]), float(hi_s[k])]
+                         for n_s, (lo_s, hi_s) in scaled.items()},
                 v: {"sd": float(sd[k]), "sd_full": float(sd_full[k]),
                     "lo": float(max(lo, 0.0)), "hi": float(min(hi, 1.0)),
                     "rep0": float(rep0_p[k]),
@@ -458,6 +560,7 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
             "miss_true": [sim_miss.get((w, c)) for w in range(len(held["external"]))],
             "share_fit": float(held["model"].fit.priors[c]), "share_gold": float(gold_priors[c])}
     out["controls"] = held["controls"]
+    out["events"] = held["events"]
     return out
 
 
@@ -485,6 +588,133 @@ def _answer_term_report(everything: dict) -> None:
         hw_a = np.array(hw)
         print(f"  c = {c:.0f}    {sum(cov)}/{len(rows)} {hw_a[shipped].mean():.4f} "
               f"{(hw_a / hw0).max():.2f}")
+
+
+def _phi_report(everything: dict) -> None:
+    """The answer-noise term (crowd-bias.md §17): the labels' Bernoulli variance in the
+    sampling variance scaled by φ measured on the controls (`Evidence.label_scale`),
+    the bootstrap's variance added as shipped. Per world φ; over the 24: covered, mean
+    half-width of the shipped-covered, largest half-width ratio. Also what the labels'
+    variance is worth in the shipped interval (scale 0 against 1), against the answer sd."""
+    rows = [s for res in everything.values() for s in res["systems"].values()
+            if "boot" in s and "samp" in s]
+    if not rows:
+        return
+    print("\nφ from the controls per world: as instances (applied) / at the crowd's prior; "
+          "unshrunk ratios; events")
+    for seed, res in everything.items():
+        f = res.get("phi")
+        if f:
+            print(f"  {seed}: φ {f['instances']:.3f} / {f['crowd']:.3f}; raw "
+                  f"{f['raw']:.3f} / {f['raw_crowd']:.3f}; Σ(P−y)² {f['sq_err']:.2f}, "
+                  f"ΣP(1−P) {f['var']:.2f} over {f['events']} events")
+
+    # The controls' reliability, as (f) reads the instances': per bin of P, the events,
+    # mean P, share holding, Σ (P − y); as instances and at the crowd's prior; the
+    # attractive relations' events apart.
+    edges = BINS
+    worlds = [r["phi"] for r in everything.values() if r.get("phi")]
+    for label, subset in (("all relations", None), ("attractive", ATTRACTIVE)):
+        keep = [np.array([subset is None or x in subset for x in f["relation"]])
+                for f in worlds]
+        y = np.concatenate([np.array(f["y"])[k] for f, k in zip(worlds, keep, strict=True)])
+        print(f"controls' reliability, {label} ({len(y)} events over the worlds): bin, "
+              "as instances (n, mean P, share, Σ(P−y)) | at the crowd's prior")
+        for a, b in pairwise(edges):
+            cells = []
+            for key in ("p_inst", "p"):
+                p = np.concatenate([np.array(f[key])[k] for f, k in zip(worlds, keep,
+                                                                         strict=True)])
+                on = (p >= a) & (p < b)
+                cells.append(f"{on.sum():5d} {p[on].mean() if on.any() else np.nan:.3f} "
+                             f"{y[on].mean() if on.any() else np.nan:.3f} "
+                             f"{(p[on] - y[on]).sum():+6.1f}")
+            print(f"  [{a:.2f}, {min(b, 1):.2f}) " + " | ".join(cells))
+
+    def interval(s: dict, which: str | None) -> tuple[float, float]:
+        if which is None:
+            return s["boot"]["lo"], s["boot"]["hi"]
+        below, above = s["samp"][which]
+        v = s["boot"]["sd"] ** 2
+        return (max(s["estimate"] - np.sqrt(below ** 2 + Z90 ** 2 * v), 0.0),
+                min(s["estimate"] + np.sqrt(above ** 2 + Z90 ** 2 * v), 1.0))
+
+    base = [interval(s, None) for s in rows]
+    covered = np.array([lo <= s["truth"] <= hi for s, (lo, hi) in zip(rows, base, strict=True)])
+    hw0 = np.array([(hi - lo) / 2 for lo, hi in base])
+    print("interval: covered, mean half-width of the shipped-covered, largest half-width ratio")
+    for label, which in (("shipped", None), ("labels' variance × 0", "zero"),
+                         ("× φ (controls)", "phi"), ("× 2 (fixed)", "phi2")):
+        ivs = [interval(s, which) for s in rows]
+        cov = sum(lo <= s["truth"] <= hi for s, (lo, hi) in zip(rows, ivs, strict=True))
+        hw = np.array([(hi - lo) / 2 for lo, hi in ivs])
+        print(f"  {label:22s} {cov}/{len(rows)} {hw[covered].mean():.4f} "
+              f"{(hw / hw0).max():.3f}")
+    # sd the labels' variance adds to the sampling interval, against the answer sd.
+    implied = np.array([np.sqrt(max(((s["samp_below"] + s["samp_above"]) / 2) ** 2
+                                    - (sum(s["samp"]["zero"]) / 2) ** 2, 0.0)) / Z90
+                        for s in rows])
+    sq, var = sum(s["inst_sq"] for s in rows), sum(s["inst_var"] for s in rows)
+    z2 = np.mean([((s["estimate"] - s["oracle"]) / s["answer_sd"]) ** 2 for s in rows])
+    print(f"the drawn instances against the gold: Σ(P − y)² / ΣP(1 − P) = {sq:.1f}/{var:.1f} "
+          f"= {sq / var:.2f} (the φ a perfect measurement would give); mean squared labels' "
+          f"error in answer sd {z2:.2f} (what the intervals would need)")
+    ans = np.array([s["answer_sd"] for s in rows])
+    print(f"labels' variance in the shipped interval, as an sd: mean {implied.mean():.4f} "
+          f"against the answer sd {ans.mean():.4f} (median ratio "
+          f"{np.median(implied / ans):.2f})")
+
+
+BINS = [0, 0.02, 0.1, 0.3, 0.7, 0.9, 0.98, 1.0001]  # (f)'s reliability bins
+
+
+def _bias_report(everything: dict) -> None:
+    """A calibration-bias term from the controls scored as instances (crowd-bias.md §17):
+    per world and bin of P (BINS), the controls' events give ê = Σ (P − y)/(m + 2) and
+    se² = (Σ (P − y)² + ½)/(m + 2)² (two calibrated pseudo-events at P = ½); a system
+    whose drawn instances number N_b in bin b, over n draws, gets b = Σ N_b ê_b / n and
+    s² = Σ N_b² se_b² / n². (i) b² + s² added to the variance; (ii) the estimate − b, s²
+    added."""
+    rows = []
+    for res in everything.values():
+        f = res.get("phi")
+        if not f:
+            return
+        p, y = np.array(f["p_inst"]), np.array(f["y"])
+        e_b, se_b = [], []
+        for a, b in pairwise(BINS):
+            on = (p >= a) & (p < b)
+            m, d = on.sum(), p[on] - y[on]
+            e_b.append(d.sum() / (m + 2))
+            se_b.append(np.sqrt((d * d).sum() + 0.5) / (m + 2))
+        e_b, se_b = np.array(e_b), np.array(se_b)
+        for s in res["systems"].values():
+            if "boot" not in s:
+                continue
+            counts = np.histogram(np.array(s["p_right"]), BINS)[0]
+            n = max(s["draws"], 1)
+            b, var = (counts * e_b).sum() / n, ((counts * se_b) ** 2).sum() / n ** 2
+            sd, t = s["boot"]["sd"], s["truth"]
+            out = [s["boot"]["lo"] <= t <= s["boot"]["hi"],
+                   (s["boot"]["hi"] - s["boot"]["lo"]) / 2, b, s["estimate"] - s["oracle"]]
+            for centre, extra in ((s["estimate"], b * b + var), (s["estimate"] - b, var)):
+                lo = centre - np.sqrt(s["samp_below"] ** 2 + Z90 ** 2 * (sd ** 2 + extra))
+                hi = centre + np.sqrt(s["samp_above"] ** 2 + Z90 ** 2 * (sd ** 2 + extra))
+                out += [lo <= t <= hi, (hi - lo) / 2, centre - t, centre - s["oracle"]]
+            rows.append(out)
+    a = np.array(rows, float)
+    shipped = a[:, 0] == 1
+    print("\ncalibration bias from the controls scored as instances: covered, mean "
+          "half-width of the shipped-covered, largest half-width ratio, mean estimate − "
+          "truth, mean labels' error")
+    print(f"  {'shipped':22s} {int(a[:, 0].sum())}/{len(a)} {a[shipped, 1].mean():.4f} 1.00 "
+          f"{a[:, 6].mean():+.4f} {a[:, 3].mean():+.4f}")
+    for label, j in (("(i) b² + s² added", 4), ("(ii) minus b, s² added", 8)):
+        print(f"  {label:22s} {int(a[:, j].sum())}/{len(a)} {a[shipped, j + 1].mean():.4f} "
+              f"{(a[:, j + 1] / a[:, 1]).max():.2f} {a[:, j + 2].mean():+.4f} "
+              f"{a[:, j + 3].mean():+.4f}")
+    print(f"  b: mean {a[:, 2].mean():+.4f}, correlation with the labels' error over the "
+          f"{len(a)}: {np.corrcoef(a[:, 2], a[:, 3])[0, 1]:.2f}")
 
 
 def _calibration_report(everything: dict) -> None:
@@ -543,12 +773,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="the demo's --crowd-error (the honest workers' error rate)")
     parser.add_argument("--beta", type=float,
                         help="the re-weighting's divisor β (shipped evidence.REWEIGHT_BETA 0.5)")
+    parser.add_argument("--folds", type=int, default=0,
+                        help="φ's control posteriors from this many refits, each without "
+                             "one fold's known answers (0: the fit's parameters)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         res = _child(args.child / "world", args.confusion.resolve(), args.replicates,
-                     args.variants, args.error, args.beta)
+                     args.variants, args.error, args.beta, args.folds)
         (args.child / "spread.json").write_text(json.dumps(res))
         return 0
     from demo_prior_split import run_seeds
@@ -557,10 +790,13 @@ def main(argv: list[str] | None = None) -> int:
                            ["--confusion", str(args.confusion.resolve()),
                             "--replicates", str(args.replicates), "--error", str(args.error),
                             *([] if args.beta is None else ["--beta", str(args.beta)]),
+                            "--folds", str(args.folds),
                             "--variants", *args.variants], "spread.json")
     _report(everything, args.variants)
     _calibration_report(everything)
     _answer_term_report(everything)
+    _phi_report(everything)
+    _bias_report(everything)
     if args.json:
         args.json.write_text(json.dumps(everything))
     return 0

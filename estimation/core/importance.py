@@ -135,7 +135,8 @@ def at_pairs(
 def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str,
                             shared: dict | None = None, state: Verdicts | None = None
                             ) -> sp.coo_matrix | None:
-    """Σ p_i(x)² c(1 − c) per (system, pair in U) under soft labels (None with hard ones).
+    """Σ p_i(x)² c(1 − c) φ per (system, pair in U) under soft labels (None with hard
+    ones); φ = ``ev.label_scale``, 1 for calibrated posteriors.
 
     A soft label c is the mean of a 0/1 truth: the per-draw second moment of the
     true terms is E[(p/q)² c], not E[(p c/q)²]; this is the difference, so that the
@@ -156,7 +157,8 @@ def label_variance_at_pairs(pop: Population, ev: Evidence, scheme: str,
     on, rows, cols, c = parts
     p = pop.instance_probs(scheme)[on]
     shape = (len(pop), len(ev.pairs))
-    return sp.coo_matrix((p * p * c * (1 - c), (rows, cols)), shape=shape)
+    # ev.label_scale: the posteriors' squared error over their own variance (φ, noise.py).
+    return sp.coo_matrix((p * p * c * (1 - c) * ev.label_scale, (rows, cols)), shape=shape)
 
 
 class ImportanceResult(NamedTuple):

@@ -28,6 +28,13 @@ and their between-replicate variance is added to the sampling variance (``widen`
 Only the parameters vary between replicates: each pair's own answer noise is already
 in its probability and in the label bounds, and a replicate that also re-drew the
 answers (a bootstrap over workers, refitted and re-labelled) counted it twice.
+
+That own answer noise is the soft labels' Bernoulli variance Σ c(1 − c), right only if
+the posteriors are calibrated. ``calibration_multiplier`` measures how far they are not
+on the control questions (their posterior without the known answer against it, scored
+as instances are: ``as_instances``), as φ = squared error / own variance ≥ 1, and
+`Evidence.label_scale` = φ scales the labels' variance in precision's sampling variance
+(docs/internals/crowd-bias.md §17; the service leaves it at 1).
 """
 
 from __future__ import annotations
@@ -46,7 +53,9 @@ from .evidence import (
     REWEIGHT_BETA,
     Evidence,
     Interval,
+    likelihood_ratio,
     odds_between,
+    reprior_lr,
 )
 from .points import PointPlan, consistent
 from .population import Population
@@ -249,3 +258,48 @@ def widen(res: Estimates, variance: dict[Key, np.ndarray], confidence: float = 0
                       np.minimum(1.0, est + np.sqrt((iv.hi - est) ** 2 + extra)))
         res.results[s][metric][kind] = Interval(est, lo, hi)
     return res
+
+
+# Calibrated pseudo-events (P = ½) added to both sums of `calibration_multiplier`: a
+# handful of controls cannot make φ explode on one confident miss (it adds 1 to the
+# squared error), and φ → 1 as the controls thin out.
+CALIBRATION_PSEUDO = 2.0
+
+
+def calibration_multiplier(p: np.ndarray, y: np.ndarray,
+                           pseudo: float = CALIBRATION_PSEUDO) -> float:
+    """φ = (Σ (p − y)² + pseudo/4) / (Σ p(1 − p) + pseudo/4), at least 1.
+
+    ``p``: P(event) of questions whose answer is known, computed without it; ``y``: 0/1,
+    the event's truth. Calibrated posteriors have E (p − y)² = p(1 − p) per event, so φ is
+    1 in expectation; over-confident ones (p nearer 0 or 1 than the frequency they
+    predict) make it larger, by E (p − y)² − p(1 − p) = (p − q)(2p − 1) at frequency q.
+    The soft labels' Bernoulli variance Σ c(1 − c) is then φ times too small: φ scales it
+    (`Evidence.label_scale`). Never below 1: under-confidence is not narrowed on.
+    """
+    p, y = np.asarray(p, float), np.asarray(y, float)
+    half = 0.25 * pseudo
+    return float(max(1.0, (np.sum((p - y) ** 2) + half) / (np.sum(p * (1 - p)) + half)))
+
+
+def as_instances(p: np.ndarray, divisor: np.ndarray, systems_prior: np.ndarray,
+                 weights: np.ndarray) -> np.ndarray:
+    """P(event) of questions re-weighted as an instance's P(right) is: the likelihood
+    ratio odds(p)/odds(divisor) under each system's precision as prior
+    (`Evidence.correct`), averaged over the systems with ``weights`` (events × systems,
+    e.g. how many instances of each system name the event's relation). An event no
+    system weighs keeps ``p``.
+
+    ``p``, ``divisor``: (events,) the crowd posterior and the share its prior divides out;
+    ``systems_prior``: (systems,) each system's precision (NaN: none, not counted).
+    """
+    p, divisor = np.asarray(p, float), np.asarray(divisor, float)
+    prior = np.asarray(systems_prior, float)
+    w = np.where(np.isnan(prior)[None, :], 0.0, np.asarray(weights, float))
+    lr = likelihood_ratio(p, divisor)[:, None]
+    new = np.nan_to_num(prior)[None, :]
+    each = reprior_lr(np.broadcast_to(p[:, None], w.shape), lr, new)
+    total = w.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mixed = (w * each).sum(axis=1) / total
+    return np.where(total > 0, mixed, p)

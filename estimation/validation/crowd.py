@@ -21,7 +21,7 @@ plurality. Codes: predicates 0..P−1, NO_RELATION = −1.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,8 +29,12 @@ from annotations.quality import aggregation
 from annotations.quality.aggregation import one_coin, parameter_replicates
 
 from ..core import Evidence, Population, prepare_evidence
+from ..core import evidence as evidence_module
 from ..core.estimators import Estimates
+from ..core.evidence import odds_between
 from ..core.noise import (
+    as_instances,
+    calibration_multiplier,
     correction_variance,
     from_posterior,
     self_consistent,
@@ -39,6 +43,12 @@ from ..core.noise import (
 )
 
 NO_RELATION = -1
+# Scale the soft labels' variance by the controls' calibration multiplier φ
+# (`CrowdLabeller.calibration`; crowd-bias.md §17). Off: as the service scores.
+ANSWER_NOISE = False
+# > 1: the controls' posteriors for φ from that many refits, each without one fold's
+# known answers; 0: from the fit's parameters (which counted them).
+CALIBRATION_FOLDS = 0
 
 
 @dataclass(frozen=True)
@@ -344,4 +354,45 @@ class CrowdLabeller:
         post = self.soft(lab)
         ev = with_soft_labels(pop, ev, from_posterior(lab, cats, post, self.priors,
                                                       self.type_priors))
-        return self_consistent(pop, ev)
+        ev = self_consistent(pop, ev)
+        if ANSWER_NOISE:
+            ev = replace(ev, label_scale=self.calibration(pop, ev))
+        return ev
+
+    def calibration(self, pop: Population, ev: Evidence) -> float:
+        """φ of the last ``soft`` call's controls (`noise.calibration_multiplier`): each
+        control's posterior under the fit's parameters with its known answer left out
+        (the fit itself counted it), every relation scored as an instance naming it
+        would be (`noise.as_instances`: each system's precision ``ev.system_prior`` as
+        prior, weighted by how many of its instances name the relation)."""
+        pairs, both, items, workers, answers, known = self._last
+        fit = self._last_fit
+        n, cats = len(pairs), len(fit.priors)
+        if len(both) == n or ev.system_prior is None:
+            return 1.0
+        strata = self._strata(both)
+        if CALIBRATION_FOLDS > 1:
+            # Each fold of controls refitted without its known answers: their posterior
+            # then owes nothing to them (the fit's own parameters did count them).
+            post = np.zeros((len(both) - n, cats))
+            for f in range(CALIBRATION_FOLDS):
+                out = np.arange(n + f, len(both), CALIBRATION_FOLDS)
+                kept = {i: a for i, a in known.items() if (i - n - f) % CALIBRATION_FOLDS}
+                post[out - n] = self._fit(both, items, workers, answers, kept,
+                                          len(self.pool.accuracy)).posterior[out]
+        else:
+            post = aggregation.coin_posterior(fit.params, items, workers, answers.tolist(),
+                                              len(both), n_options=self.got.n_options[both],
+                                              strata=strata)[n:]
+        own = aggregation.item_priors(fit.params, fit.priors, strata, len(both))[n:]
+        divisor = odds_between(np.broadcast_to(fit.priors, own.shape), own,
+                               evidence_module.REWEIGHT_BETA)
+        truth = np.array([known[i] for i in range(n, len(both))], np.int64)
+        inst = pop.instances()
+        # Column j is code j − 1 (NO_RELATION first); instances never name none.
+        named = np.zeros((cats, len(pop)))
+        np.add.at(named, (inst["predicates"] + 1, inst["system"]), 1.0)
+        ctrl, col = np.nonzero(np.ones((len(truth), cats - 1), bool))
+        col = col + 1
+        p = as_instances(post[ctrl, col], divisor[ctrl, col], ev.system_prior, named[col])
+        return calibration_multiplier(p, (truth[ctrl] == col - 1).astype(float))
