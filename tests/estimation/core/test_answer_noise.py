@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import expit, logit
 
-from estimation.core import Population, estimate, prepare_evidence
+from estimation.core import estimate
 from estimation.core.evidence import reprior
 from estimation.core.importance import label_variance_at_pairs
 from estimation.core.noise import (
@@ -18,25 +18,15 @@ from estimation.core.noise import (
     self_consistent,
     with_soft_labels,
 )
-from estimation.validation.worlds import WorldSpec, make_world
+from tests.estimation.core.conftest import soft_label_task
 
 CATS = list(range(-1, 20))
 
 
 @pytest.fixture(scope="module")
 def task():
-    spec = WorldSpec(n_systems=8, n_pairs=4_000, disjoint_pairs=600)
-    world = make_world(spec, np.random.default_rng(11))
-    pop = Population()
-    for name, pairs, preds in world.systems:
-        pop.add_system(name, pairs, preds, world.subject[pairs])
-    rng = np.random.default_rng(12)
-    draws = {n: p[rng.choice(len(p), 60)] for n, p, _ in world.systems}
-    lab = np.unique(np.concatenate(list(draws.values())))
-    y = np.flatnonzero(world.label >= 0)[:200]
-    ev = prepare_evidence(pop, draws, lab, world.label[lab], *(y, world.label[y],
-                                                                world.subject[y], world.doc[y]))
-    return world, pop, ev, lab
+    return soft_label_task(8, 4_000, 600, world_seed=11, draw_seed=12, draws=60,
+                           exhaustive=200)
 
 
 def _posterior(world, lab, sure: float, rng) -> np.ndarray:

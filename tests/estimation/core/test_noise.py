@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from annotations.quality.resampling import resample_questions
-from estimation.core import Population, estimate, prepare_evidence
+from estimation.core import estimate
 from estimation.core.evidence import reprior
 from estimation.core.noise import (
     SoftLabels,
@@ -18,25 +18,15 @@ from estimation.core.noise import (
     widen,
     with_soft_labels,
 )
-from estimation.validation.worlds import WorldSpec, make_world
+from tests.estimation.core.conftest import soft_label_task
 
 CATS = list(range(-1, 20))
 
 
 @pytest.fixture(scope="module")
 def task():
-    spec = WorldSpec(n_systems=10, n_pairs=5_000, disjoint_pairs=800)
-    world = make_world(spec, np.random.default_rng(4))
-    pop = Population()
-    for name, pairs, preds in world.systems:
-        pop.add_system(name, pairs, preds, world.subject[pairs])
-    rng = np.random.default_rng(9)
-    draws = {n: p[rng.choice(len(p), 80)] for n, p, _ in world.systems}
-    lab = np.unique(np.concatenate(list(draws.values())))
-    y = np.flatnonzero(world.label >= 0)[:250]
-    exhaustive = (y, world.label[y], world.subject[y], world.doc[y])
-    ev = prepare_evidence(pop, draws, lab, world.label[lab], *exhaustive)
-    return world, pop, ev, lab
+    return soft_label_task(10, 5_000, 800, world_seed=4, draw_seed=9, draws=80,
+                           exhaustive=250)
 
 
 def _same(a, b):
