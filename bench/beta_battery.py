@@ -2,12 +2,18 @@
 (issue 38; docs/internals/crowd-bias.md §14).
 
 Usage: python bench/beta_battery.py --scenario crowd20_distinct [--scenario ...]
-           [--betas 0.5 0] [--fits fixed_point decided] [--phi off on] [--trials 40]
+           [--betas 0.5 0] [--fits fixed_point decided] [--phi off on]
+           [--bootstrap questions workers] [--trials 40]
            [--seed 3] [--small] [--json OUT]
 
 --phi on: the soft labels' variance scaled by the controls' calibration multiplier φ
 (`crowd.ANSWER_NOISE`, `CrowdLabeller.calibration`; crowd-bias.md §17). Only the
 intervals differ from off: the points are the same floats.
+
+--bootstrap workers: the correction's replicates from a bootstrap over workers
+(`crowd.WORKER_BOOTSTRAP`, `aggregation.worker_replicates`; crowd-bias.md §18) instead
+of the shipped bootstrap over questions; workers_alone: also without precision's
+Bernoulli term for the labels (the redrawn answers carry it). Only the intervals differ.
 
 --fits: each β also with each way of fitting the agreement groups' priors (the shipped
 fixed point, or from decided pairs only: bench/decided_prior.py, crowd-bias.md §15);
@@ -92,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fits", nargs="+", default=["fixed_point"],
                         choices=["fixed_point", "decided"])
     parser.add_argument("--phi", nargs="+", default=["off"], choices=["off", "on"])
+    parser.add_argument("--bootstrap", nargs="+", default=["questions"],
+                        choices=["questions", "workers", "workers_alone"])
     parser.add_argument("--folds", type=int, default=0,
                         help="φ's control posteriors from this many leave-fold-out refits "
                              "(crowd.CALIBRATION_FOLDS; 0: the fit's parameters)")
@@ -109,17 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.scenario:
             spec = known[name].small() if args.small else known[name]
             trials: dict[tuple, dict[str, tuple[np.ndarray, ...]]] = {}
-            for beta, fit, phi in [(b, f, p) for b in args.betas for f in args.fits
-                                   for p in args.phi]:
+            for beta, fit, phi, boot in [(b, f, p, w) for b in args.betas for f in args.fits
+                                         for p in args.phi for w in args.bootstrap]:
                 set_beta(beta)
                 set_fit(fit)
                 crowd.ANSWER_NOISE = phi == "on"
+                crowd.WORKER_BOOTSTRAP = {"questions": False, "workers": True,
+                                          "workers_alone": "alone"}[boot]
                 PHIS.clear()
                 start = time.perf_counter()
                 run = run_scenario(spec, args.trials, args.seed)
                 wall = time.perf_counter() - start
                 rows = summarise(run)
-                print(f"== {name} β={beta:g} {fit} φ {phi} "
+                print(f"== {name} β={beta:g} {fit} φ {phi} bootstrap {boot} "
                       f"({'small' if args.small else 'full'}, "
                       f"{args.trials} trials, seed {args.seed}, {wall:.0f} s wall)")
                 if PHIS:
@@ -132,18 +142,19 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"   {'ok  ' if good else 'FAIL'} {r.metric}/{r.kind}: {message}")
                 print(verdict(rows, run), flush=True)
                 ok &= passed(rows)
-                trials[(beta, fit, phi)] = {m: per_trial(run, m)
+                trials[(beta, fit, phi, boot)] = {m: per_trial(run, m)
                                             for m in ("precision", "recall")}
                 if args.json:
                     joint = {r.metric: r for r in rows if r.kind == "joint"}
                     line = {"scenario": name, "beta": beta, "fit": fit, "phi": phi,
+                            "bootstrap": boot,
                             "phis": list(PHIS), "small": args.small,
                             "trials": args.trials, "seed": args.seed, "seconds": round(wall),
                             "passed": passed(rows),
                             "failed": [f"{r.metric}/{r.kind}: {m}" for r in rows
                                        for m, g in r.checks if not g]}
                     for m in ("precision", "recall"):
-                        b, c, h = trials[(beta, fit, phi)][m]
+                        b, c, h = trials[(beta, fit, phi, boot)][m]
                         line[m] = {"bias": joint[m].bias, "coverage": joint[m].coverage,
                                    "bias_se": float(np.std(b, ddof=1) / np.sqrt(len(b))),
                                    "cov_se": float(np.std(c, ddof=1) / np.sqrt(len(c))),
@@ -159,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                     dc = trials[key][m][1] - trials[base][m][1]
                     dh = trials[key][m][2] / trials[base][m][2]
                     n = np.sqrt(len(db))
-                    print(f"   paired {name} {m} joint, β={key[0]:g} {key[1]} φ {key[2]} minus "
-                          f"β={base[0]:g} {base[1]} φ {base[2]}: "
+                    print(f"   paired {name} {m} joint, β={key[0]:g} {key[1]} φ {key[2]} "
+                          f"{key[3]} minus β={base[0]:g} {base[1]} φ {base[2]} {base[3]}: "
                           f"bias {db.mean():+.4f} (se {db.std(ddof=1) / n:.4f}), "
                           f"coverage {dc.mean():+.4f} (se {dc.std(ddof=1) / n:.4f}), "
                           f"half-width ×{np.nanmean(dh):.3f} (max ×{np.nanmax(dh):.3f})",
@@ -169,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         set_beta(shipped)
         set_fit("fixed_point")
         crowd.ANSWER_NOISE = False
+        crowd.WORKER_BOOTSTRAP = False
         crowd.CALIBRATION_FOLDS = 0
     return 0 if ok else 1
 

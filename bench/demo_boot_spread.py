@@ -38,7 +38,7 @@ refits, each without one fold's known answers.
 
 Usage: python bench/demo_boot_spread.py --keep DIR --confusion F.json [--seeds 4 5 6 7]
        [--replicates 8] [--variants boot beta beta_cells fit true true_refit true_miss true_both
-       true_shares] [--beta 0.5] [--folds 5]
+       true_shares workers] [--beta 0.5] [--folds 5]
        [--error 0.05] [--json FILE]
 """
 
@@ -307,6 +307,32 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
                                              ev_module.REWEIGHT_BETA, held_out)
         if v == "boot":
             return model
+        if v == "workers":
+            # A bootstrap over workers: each replicate draws the workers with
+            # replacement (a worker drawn twice answers twice, as two workers), refits
+            # and re-labels every question from the drawn workers' answers, so the
+            # replicates also carry what one worker's bias shares across the pairs it
+            # answered. A question none of the drawn workers answered keeps the prior.
+            items, workers, answers, n_items, kw = held["args"]
+            items, workers = np.asarray(items), np.asarray(workers)
+            rng_w = np.random.default_rng(39)
+            by_worker = {w: np.flatnonzero(workers == w) for w in np.unique(workers)}
+            ids = np.array(sorted(by_worker))
+            reps = []
+            for _ in range(len(model.replicates)):
+                pick = rng_w.choice(ids, len(ids), replace=True)
+                sel = np.concatenate([by_worker[w] for w in pick])
+                new_w = np.repeat(np.arange(len(pick)), [len(by_worker[w]) for w in pick])
+                refit = aggregation.one_coin(
+                    items[sel], new_w, [answers[i] for i in sel], n_items, len(pick),
+                    n_options=kw["n_options"], known=kw["known"] or None,
+                    none=NO_RELATION, strata=kw["strata"],
+                    type_shrink=crowd_model.SOFT_TYPE_SHRINK, offered=kw.get("offered"),
+                    categories=model.fit.categories, init=model.fit.posterior)
+                own = aggregation.item_priors(refit.params, refit.priors, kw["strata"],
+                                              n_items)
+                reps.append((refit.posterior, refit.priors, own))
+            return crowd_model.CrowdFit(model.fit, reps, model.params, model.refused)
         if v == "true_shares":
             items, workers, answers, n_items, kw = held["args"]
             held["known_shares"] = held["gold_shares"](model.fit.categories, kw)
@@ -650,6 +676,22 @@ def _phi_report(everything: dict) -> None:
         hw = np.array([(hi - lo) / 2 for lo, hi in ivs])
         print(f"  {label:22s} {cov}/{len(rows)} {hw[covered].mean():.4f} "
               f"{(hw / hw0).max():.3f}")
+    if all("workers" in s for s in rows):
+        # The workers' replicates redraw the answers: their variance beside the sampling
+        # interval without the labels' Bernoulli term (which they already carry).
+        for label, which in (("workers' bootstrap", None), ("workers', no labels' term",
+                                                            "zero")):
+            ivs = []
+            for s in rows:
+                below, above = (s["samp_below"], s["samp_above"]) if which is None \
+                    else s["samp"][which]
+                v = s["workers"]["sd"] ** 2
+                ivs.append((max(s["estimate"] - np.sqrt(below ** 2 + Z90 ** 2 * v), 0.0),
+                            min(s["estimate"] + np.sqrt(above ** 2 + Z90 ** 2 * v), 1.0)))
+            cov = sum(lo <= s["truth"] <= hi for s, (lo, hi) in zip(rows, ivs, strict=True))
+            hw = np.array([(hi - lo) / 2 for lo, hi in ivs])
+            print(f"  {label:22s} {cov}/{len(rows)} {hw[covered].mean():.4f} "
+                  f"{(hw / hw0).max():.3f}")
     # sd the labels' variance adds to the sampling interval, against the answer sd.
     implied = np.array([np.sqrt(max(((s["samp_below"] + s["samp_above"]) / 2) ** 2
                                     - (sum(s["samp"]["zero"]) / 2) ** 2, 0.0)) / Z90

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from annotations.quality import aggregation
-from annotations.quality.aggregation import one_coin, parameter_replicates
+from annotations.quality.aggregation import one_coin, parameter_replicates, worker_replicates
 
 from ..core import Evidence, Population, prepare_evidence
 from ..core import evidence as evidence_module
@@ -46,6 +46,10 @@ NO_RELATION = -1
 # Scale the soft labels' variance by the controls' calibration multiplier φ
 # (`CrowdLabeller.calibration`; crowd-bias.md §17). Off: as the service scores.
 ANSWER_NOISE = False
+# The correction's replicates from a bootstrap over workers (`worker_replicates`;
+# crowd-bias.md §18) instead of over questions: True beside precision's Bernoulli term
+# for the labels, "alone" without it. False: as the service scores.
+WORKER_BOOTSTRAP: bool | str = False
 # > 1: the controls' posteriors for φ from that many refits, each without one fold's
 # known answers; 0: from the fit's parameters (which counted them).
 CALIBRATION_FOLDS = 0
@@ -325,12 +329,18 @@ class CrowdLabeller:
         pairs, both, items, workers, answers, known = self._last
         cats = list(range(-1, self.n_predicates))
         n = len(pairs)
-        reps = parameter_replicates(self._last_fit, items, workers, answers.tolist(),
-                                    len(self.pool.accuracy),
-                                    [np.arange(n), np.arange(n, len(both))],
-                                    self.spec.bootstrap, rng,
-                                    n_options=self.got.n_options[both], known=known,
-                                    strata=self._strata(both), none=NO_RELATION)
+        if WORKER_BOOTSTRAP:
+            reps = worker_replicates(self._last_fit, items, workers, answers.tolist(),
+                                     self.spec.bootstrap, rng,
+                                     n_options=self.got.n_options[both], known=known,
+                                     strata=self._strata(both), none=NO_RELATION)
+        else:
+            reps = parameter_replicates(self._last_fit, items, workers, answers.tolist(),
+                                        len(self.pool.accuracy),
+                                        [np.arange(n), np.arange(n, len(both))],
+                                        self.spec.bootstrap, rng,
+                                        n_options=self.got.n_options[both], known=known,
+                                        strata=self._strata(both), none=NO_RELATION)
         return [from_posterior(pairs, cats, post[:n], priors, own[:n])
                 for post, priors, own in reps]
 
@@ -357,6 +367,10 @@ class CrowdLabeller:
         ev = self_consistent(pop, ev)
         if ANSWER_NOISE:
             ev = replace(ev, label_scale=self.calibration(pop, ev))
+        if WORKER_BOOTSTRAP == "alone":
+            # The workers' replicates redraw the answers, so they carry each answer's own
+            # noise: precision's Bernoulli term for it is left out, not counted twice.
+            ev = replace(ev, label_scale=0.0)
         return ev
 
     def calibration(self, pop: Population, ev: Evidence) -> float:

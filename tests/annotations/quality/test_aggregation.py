@@ -469,3 +469,54 @@ def test_item_priors_are_the_shares_each_posterior_used() -> None:
     # as the E-step gives it.
     unseen = aggregation.item_priors(fit.params, fit.priors, np.full(3, shares.shape[0]), 3)
     np.testing.assert_allclose(unseen, np.tile(fit.priors, (3, 1)))
+
+
+def test_worker_replicates_redraw_the_workers_and_their_answers() -> None:
+    """`worker_replicates`: each replicate refits on a draw of the workers with
+    replacement (the fit's categories, its type model), so a question whose answerers
+    were all left out reads its class shares; the known answers stay certain; the
+    same generator gives the same replicates; the posteriors spread where the answers
+    are few and split, more than the bootstrap over questions (which keeps every
+    question's own answers) spreads them."""
+    items, workers, answers, truth, stratum, known, k = _typed_crowd(4, n=600)
+    n = len(truth)
+    fit = one_coin(items, workers, answers, n, 20, n_options=k, known=known,
+                   none="no_relation", strata=stratum, type_shrink=SOFT_TYPE_SHRINK)
+
+    def reps(seed: int, count: int = 6):
+        return aggregation.worker_replicates(
+            fit, items, workers, answers, count, np.random.default_rng(seed),
+            n_options=np.full(n, k), known=known, strata=stratum, none="no_relation")
+
+    first = reps(1)
+    assert len(first) == 6
+    for (post, _priors, own), again in zip(first, reps(1), strict=True):
+        assert post.shape == fit.posterior.shape and own.shape == (n, len(fit.categories))
+        np.testing.assert_array_equal(post, again[0])
+        np.testing.assert_allclose(post.sum(axis=1), 1.0, atol=1e-9)
+        for i, a in known.items():
+            assert post[i, fit.categories.index(a)] == 1.0
+    # Which questions lost every answerer in the first replicate, by redrawing it.
+    rng = np.random.default_rng(1)
+    ids = np.unique(workers)
+    drawn = ids[rng.integers(0, len(ids), len(ids))]
+    orphan = np.setdiff1d(np.arange(n), items[np.isin(workers, drawn)])
+    orphan = orphan[~np.isin(orphan, list(known))]
+    assert len(orphan), "the check needs a question whose workers all went"
+    post, _, own = first[0]
+    np.testing.assert_allclose(post[orphan], own[orphan], atol=1e-6)
+    # Spread of P(truth) over the replicates: larger redrawing the workers.
+    is_ctrl = np.zeros(n, dtype=bool)
+    is_ctrl[list(known)] = True
+    by_q = aggregation.parameter_replicates(
+        fit, items, workers, answers, 20, [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)],
+        6, np.random.default_rng(1), n_options=np.full(n, k), known=known, strata=stratum,
+        none="no_relation")
+    col = np.array([fit.categories.index(t) for t in truth])
+    rows = np.flatnonzero(~is_ctrl)
+
+    def spread(replicates) -> float:
+        p = np.stack([r[0][rows, col[rows]] for r in replicates])
+        return float(p.std(axis=0).mean())
+
+    assert spread(first) > 2 * spread(by_q)
