@@ -87,7 +87,8 @@ class Evidence:
     agree_group: np.ndarray | None = None
     # φ ≥ 1: the soft labels' Bernoulli variance times this in precision's sampling
     # variance, the posteriors' miscalibration measured on the controls
-    # (noise.calibration_multiplier); 1: posteriors taken as calibrated (shipped).
+    # (noise.calibration_multiplier); 1: posteriors taken as calibrated (shipped); 0:
+    # left out, for a bootstrap whose replicates redraw the answers (crowd-bias.md §18).
     label_scale: float = 1.0
     # `reweight_prior` per soft key, made on first use (not copied by `replace`).
     _reweight: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)

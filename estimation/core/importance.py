@@ -279,7 +279,7 @@ def importance_estimate(
 
 class _Positions:
     """Where each (row, column) sits among a canonical CSR pattern's entries (m × nU):
-    a `RankBitmap` of the cells up to _DENSE_INDEX cells, else a search in the sorted
+    a `RankBitmap` of the cells up to _BITMAP_CELLS cells, else a search in the sorted
     keys."""
 
     def __init__(self, pattern: sp.csr_matrix, rows: np.ndarray) -> None:
@@ -289,7 +289,7 @@ class _Positions:
         # Sorted: rows ascend and a canonical row's columns ascend.
         self.flat = rows * np.int64(n_u) + pattern.indices
         self.index: RankBitmap | None = None
-        if m * n_u <= max(_DENSE_INDEX, 64 * pattern.nnz):
+        if m * n_u <= max(_BITMAP_CELLS, 64 * pattern.nnz):
             self.index = RankBitmap(self.flat, m * n_u)
         self._transposed: sp.csr_matrix | None = None
         self._found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -442,7 +442,7 @@ def _terms(a: np.ndarray, q: np.ndarray, v: np.ndarray) -> np.ndarray:
 # `_Positions` keeps a bitmap of the cells up to this many (or 64 per entry): a search
 # instead took ~1 s per lookup of every judged instance at 1,000 systems. The bitmap
 # is 1/32 of the int32 index of every cell it replaced (420 MB at 1,000 systems).
-_DENSE_INDEX = 1 << 30
+_BITMAP_CELLS = 1 << 30
 
 
 class RankBitmap:
