@@ -515,6 +515,20 @@ def coin_posterior(params: OneCoinParams, items: np.ndarray, workers: np.ndarray
     return post
 
 
+def _inside_offered(items: np.ndarray, workers: np.ndarray, answers: Sequence,
+                    strata: np.ndarray | None, none: object | None,
+                    offered: Sequence[Collection[str] | None] | None
+                    ) -> tuple[np.ndarray, np.ndarray, list]:
+    """The answers a fit with ``offered`` counted (the others left out), as arrays."""
+    answers = list(answers)
+    items, workers = np.asarray(items, np.int64), np.asarray(workers, np.int64)
+    if offered is not None and strata is not None and none is not None:
+        inside = within_offered(answers, np.asarray(strata, np.int64)[items], offered, none)
+        items, workers = items[inside], workers[inside]
+        answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
+    return items, workers, answers
+
+
 def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndarray,
                          answers: Sequence, n_workers: int, groups: Sequence[np.ndarray],
                          replicates: int, rng: np.random.Generator, *,
@@ -533,13 +547,8 @@ def parameter_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndar
     ``fits``: a list that receives each replicate's refitted parameters
     (`OneCoinParams`), e.g. to keep them. ``offered``: as ``fit`` was fitted with it
     (its answers outside are left out here too)."""
+    items, workers, answers = _inside_offered(items, workers, answers, strata, none, offered)
     known = known or {}
-    answers = list(answers)
-    items, workers = np.asarray(items, np.int64), np.asarray(workers, np.int64)
-    if offered is not None and strata is not None and none is not None:
-        inside = within_offered(answers, np.asarray(strata, np.int64)[items], offered, none)
-        items, workers = items[inside], workers[inside]
-        answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
     n_options = np.asarray(n_options, dtype=float)
     shrink = fit.params.type_shrink if fit.params is not None else LABEL_TYPE_SHRINK
     out = []
@@ -581,13 +590,8 @@ def worker_replicates(fit: OneCoinResult, items: np.ndarray, workers: np.ndarray
     replicates also carry what one worker's errors share across the items it
     answered: a biased worker's answers move many of a system's instances together,
     which a bootstrap over questions with the answers held fixed cannot show."""
+    items, workers, answers = _inside_offered(items, workers, answers, strata, none, offered)
     known = known or {}
-    answers = list(answers)
-    items, workers = np.asarray(items, np.int64), np.asarray(workers, np.int64)
-    if offered is not None and strata is not None and none is not None:
-        inside = within_offered(answers, np.asarray(strata, np.int64)[items], offered, none)
-        items, workers = items[inside], workers[inside]
-        answers = [a for a, ok in zip(answers, inside.tolist(), strict=True) if ok]
     n_options = np.asarray(n_options, dtype=float)
     shrink = fit.params.type_shrink if fit.params is not None else LABEL_TYPE_SHRINK
     order = np.argsort(workers, kind="stable")
