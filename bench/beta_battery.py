@@ -11,7 +11,7 @@ Usage: python bench/beta_battery.py --scenario crowd20_distinct [--scenario ...]
 intervals differ from off: the points are the same floats.
 
 --bootstrap workers: the correction's replicates from a bootstrap over workers
-(`crowd.WORKER_BOOTSTRAP`, `aggregation.worker_replicates`; crowd-bias.md §18) instead
+(`crowd.WORKER_BOOTSTRAP`, `worker_bootstrap.worker_replicates`; crowd-bias.md §18) instead
 of the shipped bootstrap over questions; workers_alone: also without precision's
 Bernoulli term for the labels (the redrawn answers carry it). Only the intervals differ.
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from annotations.quality import aggregation
-from annotations.quality.aggregation import one_coin, parameter_replicates, worker_replicates
+from annotations.quality.aggregation import one_coin, parameter_replicates
+from annotations.quality.worker_bootstrap import worker_replicates
 
 from ..core import Evidence, Population, prepare_evidence
 from ..core import evidence as evidence_module

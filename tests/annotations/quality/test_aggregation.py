@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from annotations.quality import aggregation
+from annotations.quality import aggregation, worker_bootstrap
 from annotations.quality.aggregation import (
     LABEL_TYPE_SHRINK,
     NO_RELATION,
@@ -484,7 +484,7 @@ def test_worker_replicates_redraw_the_workers_and_their_answers() -> None:
                    none="no_relation", strata=stratum, type_shrink=SOFT_TYPE_SHRINK)
 
     def reps(seed: int, count: int = 6):
-        return aggregation.worker_replicates(
+        return worker_bootstrap.worker_replicates(
             fit, items, workers, answers, count, np.random.default_rng(seed),
             n_options=np.full(n, k), known=known, strata=stratum, none="no_relation")
 
