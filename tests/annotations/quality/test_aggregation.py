@@ -388,6 +388,18 @@ def test_soft_fit_finds_blind_spots_and_sharpens_p_pair_true() -> None:
     assert abs(gained[SOFT_TYPE_SHRINK]) < gained[LABEL_TYPE_SHRINK] / 2, gained
 
 
+def _by_questions(fit, items, workers, answers, stratum, known, k, count: int, seed: int):
+    """`parameter_replicates` of a `_typed_crowd` fit (20 workers), the labelled and the
+    control questions drawn apart, as the service draws them."""
+    n = len(fit.posterior)
+    is_ctrl = np.zeros(n, dtype=bool)
+    is_ctrl[list(known)] = True
+    return aggregation.parameter_replicates(
+        fit, items, workers, answers, 20, [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)],
+        count, np.random.default_rng(seed), n_options=np.full(n, k), known=known,
+        strata=stratum, none="no_relation")
+
+
 def test_soft_fit_is_the_mixture_and_replicates_keep_it(monkeypatch) -> None:
     """SOFT_TYPE_SHRINK is the blind-or-seen mixture with leave-one-out cells: a seen
     type's rate is the worker's own, at most the blind rate; the parameters carry the
@@ -412,12 +424,7 @@ def test_soft_fit_is_the_mixture_and_replicates_keep_it(monkeypatch) -> None:
         return one_coin(*args, **kwargs)
 
     monkeypatch.setattr(aggregation, "one_coin", spy)
-    is_ctrl = np.zeros(n, dtype=bool)
-    is_ctrl[list(known)] = True
-    reps = aggregation.parameter_replicates(
-        fit, items, workers, answers, 20, [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)],
-        2, np.random.default_rng(0), n_options=np.full(n, k), known=known, strata=stratum,
-        none="no_relation")
+    reps = _by_questions(fit, items, workers, answers, stratum, known, k, 2, 0)
     assert seen == [SOFT_TYPE_SHRINK] * 2 and len(reps) == 2
 
 
@@ -506,14 +513,9 @@ def test_worker_replicates_redraw_the_workers_and_their_answers() -> None:
     post, _, own = first[0]
     np.testing.assert_allclose(post[orphan], own[orphan], atol=1e-6)
     # Spread of P(truth) over the replicates: larger redrawing the workers.
-    is_ctrl = np.zeros(n, dtype=bool)
-    is_ctrl[list(known)] = True
-    by_q = aggregation.parameter_replicates(
-        fit, items, workers, answers, 20, [np.flatnonzero(~is_ctrl), np.flatnonzero(is_ctrl)],
-        6, np.random.default_rng(1), n_options=np.full(n, k), known=known, strata=stratum,
-        none="no_relation")
+    by_q = _by_questions(fit, items, workers, answers, stratum, known, k, 6, 1)
     col = np.array([fit.categories.index(t) for t in truth])
-    rows = np.flatnonzero(~is_ctrl)
+    rows = np.setdiff1d(np.arange(n), list(known))
 
     def spread(replicates) -> float:
         p = np.stack([r[0][rows, col[rows]] for r in replicates])
