@@ -202,6 +202,7 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
     from annotations.quality import rates as R
     from annotations.quality.aggregation import NO_RELATION, answer_key
     from annotations.quality.label_table import label_table
+    from annotations.quality.worker_bootstrap import worker_replicates
     from estimation import correction, crowd_model
     from estimation.core.distinct_estimate import distinct_points
     from estimation.core.estimators import estimate
@@ -308,30 +309,13 @@ def _child(world: Path, confusion: Path, replicates: int, variants: list[str],
         if v == "boot":
             return model
         if v == "workers":
-            # A bootstrap over workers: each replicate draws the workers with
-            # replacement (a worker drawn twice answers twice, as two workers), refits
-            # and re-labels every question from the drawn workers' answers, so the
-            # replicates also carry what one worker's bias shares across the pairs it
-            # answered. A question none of the drawn workers answered keeps the prior.
+            # A bootstrap over workers (crowd-bias.md §18): the answers redrawn with
+            # their workers, refitted and re-labelled.
             items, workers, answers, n_items, kw = held["args"]
-            items, workers = np.asarray(items), np.asarray(workers)
-            rng_w = np.random.default_rng(39)
-            by_worker = {w: np.flatnonzero(workers == w) for w in np.unique(workers)}
-            ids = np.array(sorted(by_worker))
-            reps = []
-            for _ in range(len(model.replicates)):
-                pick = rng_w.choice(ids, len(ids), replace=True)
-                sel = np.concatenate([by_worker[w] for w in pick])
-                new_w = np.repeat(np.arange(len(pick)), [len(by_worker[w]) for w in pick])
-                refit = aggregation.one_coin(
-                    items[sel], new_w, [answers[i] for i in sel], n_items, len(pick),
-                    n_options=kw["n_options"], known=kw["known"] or None,
-                    none=NO_RELATION, strata=kw["strata"],
-                    type_shrink=crowd_model.SOFT_TYPE_SHRINK, offered=kw.get("offered"),
-                    categories=model.fit.categories, init=model.fit.posterior)
-                own = aggregation.item_priors(refit.params, refit.priors, kw["strata"],
-                                              n_items)
-                reps.append((refit.posterior, refit.priors, own))
+            reps = worker_replicates(
+                model.fit, items, workers, answers, len(model.replicates),
+                np.random.default_rng(39), n_options=kw["n_options"], known=kw["known"],
+                strata=kw["strata"], none=NO_RELATION, offered=kw.get("offered"))
             return crowd_model.CrowdFit(model.fit, reps, model.params, model.refused)
         if v == "true_shares":
             items, workers, answers, n_items, kw = held["args"]
